@@ -1,0 +1,167 @@
+# placement-guard
+#
+# Every tool and cluster binary is built from source, pinned by the go.mod
+# files under hack/tools, into bin/. A binary is rebuilt only when the go.mod
+# that pins it changes, so a second run of any target builds nothing.
+
+IMG ?= placement-guard:latest
+LOCALBIN ?= $(CURDIR)/bin
+KUBE_VERSION ?= v1.37.1
+GO ?= go
+GOTEST_FLAGS ?=
+# The e2e suites start a cluster each; allow them time on a 2-core machine.
+GOTEST_TIMEOUT ?= 40m
+
+SHELL = /usr/bin/env bash -o pipefail
+.SHELLFLAGS = -ec
+
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
+KUSTOMIZE ?= $(LOCALBIN)/kustomize
+BENCHSTAT ?= $(LOCALBIN)/benchstat
+KUBECTL ?= $(LOCALBIN)/kubectl
+CLUSTER_BINARIES = $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager \
+	$(LOCALBIN)/kube-scheduler $(LOCALBIN)/kubectl $(LOCALBIN)/etcd $(LOCALBIN)/kwok \
+	$(LOCALBIN)/kwok-stages.yaml
+
+# The version the control plane reports, as the Kubernetes release build sets it.
+KUBE_LDFLAGS = -s -w \
+	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 \
+	-X k8s.io/component-base/version.gitMinor=37 \
+	-X k8s.io/component-base/version.gitTreeState=clean \
+	-X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/client-go/pkg/version.gitMajor=1 \
+	-X k8s.io/client-go/pkg/version.gitMinor=37 \
+	-X k8s.io/client-go/pkg/version.gitTreeState=clean
+
+# Where the cluster binaries are found by envtest and by test/localcluster.
+export KUBEBUILDER_ASSETS = $(LOCALBIN)
+export PLACEMENT_GUARD_BIN = $(LOCALBIN)
+
+.PHONY: all
+all: build
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate the CRD and the RBAC ClusterRole from the kubebuilder markers.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
+
+.PHONY: fmt
+fmt: ## Run go fmt.
+	$(GO) fmt ./...
+
+.PHONY: vet
+vet: ## Run go vet.
+	$(GO) vet ./...
+
+.PHONY: verify
+verify: manifests generate ## Regenerate code and manifests and fail if anything committed is stale.
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
+	@test -z "$$(gofmt -l api cmd internal test)" || { echo "not gofmt'ed:"; gofmt -l api cmd internal test; exit 1; }
+	@git diff --exit-code -- api config internal cmd || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api config)" || { echo "untracked generated files:"; git status --porcelain -- api config; exit 1; }
+
+.PHONY: test
+test: manifests generate fmt vet cluster-binaries ## Run every test: unit, envtest integration and e2e on a local cluster.
+	$(GO) test ./... -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
+
+.PHONY: test-unit
+test-unit: ## Run the unit tests only (no cluster binaries needed).
+	$(GO) test ./internal/... ./api/... -short $(GOTEST_FLAGS)
+
+.PHONY: test-e2e
+test-e2e: cluster-binaries ## Run the e2e tests on a local cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok).
+	$(GO) test ./test/e2e/... -timeout $(GOTEST_TIMEOUT) -v $(GOTEST_FLAGS)
+
+.PHONY: bench
+bench: ## Run the benchmarks of the placement engine.
+	$(GO) test ./internal/... -run '^$$' -bench . -benchmem $(GOTEST_FLAGS)
+
+##@ Build
+
+.PHONY: build
+build: generate fmt vet ## Build the manager binary.
+	$(GO) build -o $(LOCALBIN)/manager ./cmd
+
+.PHONY: run
+run: manifests generate fmt vet ## Run the manager against the cluster in the current kubeconfig.
+	$(GO) run ./cmd
+
+.PHONY: docker-build
+docker-build: ## Build the container image (needs a Docker engine).
+	docker build -t $(IMG) .
+
+##@ Deployment
+
+.PHONY: install
+install: manifests $(KUSTOMIZE) $(KUBECTL) ## Install the CRD into the cluster in the current kubeconfig.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
+
+.PHONY: uninstall
+uninstall: manifests $(KUSTOMIZE) $(KUBECTL) ## Remove the CRD from the cluster in the current kubeconfig.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found -f -
+
+.PHONY: deploy
+deploy: manifests $(KUSTOMIZE) $(KUBECTL) ## Deploy the operator to the cluster in the current kubeconfig.
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: $(KUSTOMIZE) $(KUBECTL) ## Remove the operator from the cluster in the current kubeconfig.
+	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found -f -
+
+##@ Tools and cluster binaries (built from source into bin/)
+
+.PHONY: tools
+tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(BENCHSTAT) ## Build controller-gen, kustomize and benchstat.
+
+.PHONY: cluster-binaries
+cluster-binaries: $(CLUSTER_BINARIES) ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok.
+
+$(LOCALBIN):
+	mkdir -p $(LOCALBIN)
+
+$(CONTROLLER_GEN): hack/tools/dev/go.mod hack/tools/dev/go.sum | $(LOCALBIN)
+	cd hack/tools/dev && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+
+$(KUSTOMIZE): hack/tools/dev/go.mod hack/tools/dev/go.sum | $(LOCALBIN)
+	cd hack/tools/dev && $(GO) build -o $@ sigs.k8s.io/kustomize/kustomize/v5
+
+$(BENCHSTAT): hack/tools/dev/go.mod hack/tools/dev/go.sum | $(LOCALBIN)
+	cd hack/tools/dev && $(GO) build -o $@ golang.org/x/perf/cmd/benchstat
+
+$(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kube-scheduler $(LOCALBIN)/kubectl &: hack/tools/kubernetes/go.mod hack/tools/kubernetes/go.sum | $(LOCALBIN)
+	cd hack/tools/kubernetes && $(GO) build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(LOCALBIN)/ \
+		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+	touch $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kube-scheduler $(LOCALBIN)/kubectl
+
+$(LOCALBIN)/etcd: hack/tools/etcd/go.mod hack/tools/etcd/go.sum | $(LOCALBIN)
+	cd hack/tools/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $@ go.etcd.io/etcd/server/v3
+
+$(LOCALBIN)/kwok: hack/tools/kwok/go.mod hack/tools/kwok/go.sum | $(LOCALBIN)
+	cd hack/tools/kwok && $(GO) build -trimpath -ldflags "-s -w" -o $@ sigs.k8s.io/kwok/cmd/kwok
+
+# kwok exits with "no stages found" unless told how nodes and pods behave: use
+# the "fast" stages that ship in the kwok module (nodes become Ready and keep a
+# heartbeat; pods become Ready at once and are deleted when asked).
+$(LOCALBIN)/kwok-stages.yaml: hack/tools/kwok/go.mod hack/tools/kwok/go.sum | $(LOCALBIN)
+	cd hack/tools/kwok && dir=$$($(GO) mod download -json sigs.k8s.io/kwok | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')/kustomize/stage && \
+	for f in node/fast/node-initialize.yaml node/heartbeat/node-heartbeat.yaml \
+		pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do \
+		echo "---"; cat "$$dir/$$f"; done > $@.tmp && mv $@.tmp $@
+
+.PHONY: clean
+clean: ## Remove the built binaries.
+	rm -rf $(LOCALBIN)

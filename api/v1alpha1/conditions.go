@@ -1,0 +1,76 @@
+package v1alpha1
+
+// Condition types. Ready, Reconciling and Stalled follow the kstatus
+// convention read by kubectl wait, Flux, Argo CD and Helm; the others are the
+// milestones the reconciler decides from.
+const (
+	// ConditionReady is True when the migration has reached its final stage
+	// and verified it (or, for a dry run, when the plan is complete).
+	ConditionReady = "Ready"
+	// ConditionReconciling is present, True, while the operator is working
+	// towards the desired state.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is present, True, when the migration cannot progress
+	// without a person: a blocking hazard, a rollback, an exhausted retry.
+	ConditionStalled = "Stalled"
+
+	// ConditionCapacityAvailable is True when enough qualifying nodes and
+	// domains exist for the hard stage.
+	ConditionCapacityAvailable = "CapacityAvailable"
+	// ConditionFeasible is True when the simulated rollout of the next stage
+	// completes and no blocking hazard was found.
+	ConditionFeasible = "Feasible"
+	// ConditionPodsStable is True when every target pod is Ready, old enough
+	// and has not restarted since the last observation.
+	ConditionPodsStable = "PodsStable"
+	// ConditionSoftApplied is True when the soft stage has been applied to
+	// every target and verified.
+	ConditionSoftApplied = "SoftApplied"
+	// ConditionHardApplied is True when the hard stage has been applied to
+	// every target and verified.
+	ConditionHardApplied = "HardApplied"
+	// ConditionConstraintInSync is True while every target still carries the
+	// constraint we applied.
+	ConditionConstraintInSync = "ConstraintInSync"
+)
+
+// Condition reasons, CamelCase as the API conventions ask.
+const (
+	ReasonProgressing          = "Progressing"
+	ReasonSucceeded            = "Succeeded"
+	ReasonPlanned              = "Planned"
+	ReasonPaused               = "Paused"
+	ReasonWaitingForCapacity   = "WaitingForCapacity"
+	ReasonInsufficientCapacity = "InsufficientCapacity"
+	ReasonCapacityFound        = "CapacityFound"
+	ReasonFeasible             = "RolloutFeasible"
+	ReasonHazardFound          = "HazardFound"
+	ReasonWaitingForPods       = "WaitingForStablePods"
+	ReasonPodsStable           = "PodsStable"
+	ReasonStageApplied         = "StageApplied"
+	ReasonStageVerified        = "StageVerified"
+	ReasonRolloutInProgress    = "RolloutInProgress"
+	ReasonSoaking              = "Soaking"
+	ReasonRolledBack           = "RolledBack"
+	ReasonStageTimedOut        = "StageTimedOut"
+	ReasonProgressDeadline     = "ProgressDeadlineExceeded"
+	ReasonPodsUnschedulable    = "PodsUnschedulable"
+	ReasonProtectedPodChanged  = "ProtectedPodRecreated"
+	ReasonFieldConflict        = "FieldOwnedByOtherManager"
+	ReasonTargetNotFound       = "TargetNotFound"
+	ReasonInSync               = "InSync"
+	ReasonDrifted              = "Drifted"
+	ReasonDriftRetriesExceeded = "DriftRetriesExceeded"
+	ReasonInvalidSpec          = "InvalidSpec"
+)
+
+// Hazard types the feasibility analysis reports.
+const (
+	HazardInsufficientCapacity = "InsufficientCapacity"
+	HazardRolloutDeadlock      = "RolloutDeadlock"
+	HazardSelectorOverlap      = "SelectorOverlap"
+	HazardVolumeZonePinning    = "VolumeZonePinning"
+	HazardAffinityClobber      = "AffinityClobber"
+	HazardUnschedulable        = "Unschedulable"
+	HazardOnDeleteStrategy     = "OnDeleteStrategy"
+)
