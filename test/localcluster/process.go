@@ -1,0 +1,133 @@
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// process is one control plane component running as a child process, its
+// output in a log file of the cluster's work directory.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	err     error
+}
+
+func startProcess(name, binary string, args []string, workDir string) (*process, error) {
+	logPath := filepath.Join(workDir, name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("create log of %s: %w", name, err)
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = workDir
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	// Pdeathsig kills the component if the test binary dies without running
+	// its cleanup (a panic, a timeout, a kill -9), so no process outlives it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exited reports whether the process has ended, with its error.
+func (p *process) exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// stop asks the process to terminate and kills it if it has not after the
+// grace period.
+func (p *process) stop(grace time.Duration) {
+	if done, _ := p.exited(); done {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// logTail returns the last n bytes of the process's log.
+func (p *process) logTail(n int) string {
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", p.logPath, err)
+	}
+	if len(b) > n {
+		b = b[len(b)-n:]
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+	}
+	return string(b)
+}
+
+// freePorts reserves n distinct free TCP ports on 127.0.0.1. The listeners
+// are held until all are chosen so the kernel cannot hand one out twice.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("reserve a free port: %w", err)
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// waitFor polls check until it returns nil, the process dies or ctx ends.
+func waitFor(ctx context.Context, what string, procs []*process, check func(context.Context) error) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		for _, p := range procs {
+			if done, err := p.exited(); done {
+				return fmt.Errorf("%s exited while waiting for %s: %v; last log lines:\n%s", p.name, what, err, p.logTail(4000))
+			}
+		}
+		if last = check(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s: %w (last error: %v)", what, ctx.Err(), errors.Join(last))
+		case <-tick.C:
+		}
+	}
+}
