@@ -1,0 +1,72 @@
+// Package utils holds helpers shared by the e2e suites: workload builders,
+// per-spec namespaces and node pools, and pod queries.
+package utils
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// PoolLabel marks the nodes of one spec's pool. Nodes are cluster-scoped, so
+// specs that share a cluster keep their pods on their own nodes with it.
+const PoolLabel = "e2e.placementguard.io/pool"
+
+// ZoneLabel is the well-known zone label.
+const ZoneLabel = "topology.kubernetes.io/zone"
+
+// Deployment returns a Deployment of replicas pods labelled app=name plus
+// extra, restricted to the spec's node pool. Its pods request a little CPU
+// and memory so the scheduler's resource accounting is exercised.
+func Deployment(namespace, name, pool string, replicas int32, extra map[string]string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	for k, v := range extra {
+		labels[k] = v
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{PoolLabel: pool},
+					Containers: []corev1.Container{{
+						Name:  "main",
+						Image: "registry.invalid/" + name + ":1",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU:    *resourceQuantity("100m"),
+							corev1.ResourceMemory: *resourceQuantity("64Mi"),
+						}},
+					}},
+					// kwok deletes pods at once; keep the grace short anyway.
+					TerminationGracePeriodSeconds: ptr.To[int64](1),
+				},
+			},
+		},
+	}
+}
+
+// HostnameAntiAffinity is a required anti-affinity term on the hostname
+// against the pods matching labels.
+func HostnameAntiAffinity(labels map[string]string) *corev1.Affinity {
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey:   corev1.LabelHostname,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
+		}},
+	}}
+}
+
+// ZoneSpread is a DoNotSchedule zone spread with maxSkew 1 over the pods
+// matching labels.
+func ZoneSpread(labels map[string]string) []corev1.TopologySpreadConstraint {
+	return []corev1.TopologySpreadConstraint{{
+		MaxSkew:           1,
+		TopologyKey:       ZoneLabel,
+		WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector:     &metav1.LabelSelector{MatchLabels: labels},
+	}}
+}
