@@ -1,0 +1,108 @@
+package placement
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// resources is the part of a resource list the fit check compares, in the
+// units the scheduler uses: milli-CPU, bytes, and a pod count.
+type resources struct {
+	milliCPU         int64
+	memory           int64
+	ephemeralStorage int64
+	scalar           map[corev1.ResourceName]int64
+}
+
+func resourcesFrom(list corev1.ResourceList) resources {
+	var r resources
+	for name, q := range list {
+		switch name {
+		case corev1.ResourceCPU:
+			r.milliCPU = q.MilliValue()
+		case corev1.ResourceMemory:
+			r.memory = q.Value()
+		case corev1.ResourceEphemeralStorage:
+			r.ephemeralStorage = q.Value()
+		case corev1.ResourcePods:
+			// Counted separately, as allowedPodNumber.
+		default:
+			if isScalarResource(name) {
+				if r.scalar == nil {
+					r.scalar = map[corev1.ResourceName]int64{}
+				}
+				r.scalar[name] = q.Value()
+			}
+		}
+	}
+	return r
+}
+
+// isScalarResource reports whether the scheduler's fit check counts a
+// resource besides cpu, memory, ephemeral storage and the pod count:
+// extended resources, hugepages and attachable volumes.
+func isScalarResource(name corev1.ResourceName) bool {
+	return name != corev1.ResourceStorage
+}
+
+func (r *resources) add(o resources) {
+	r.milliCPU += o.milliCPU
+	r.memory += o.memory
+	r.ephemeralStorage += o.ephemeralStorage
+	for k, v := range o.scalar {
+		if r.scalar == nil {
+			r.scalar = map[corev1.ResourceName]int64{}
+		}
+		r.scalar[k] += v
+	}
+}
+
+func (r *resources) sub(o resources) {
+	r.milliCPU -= o.milliCPU
+	r.memory -= o.memory
+	r.ephemeralStorage -= o.ephemeralStorage
+	for k, v := range o.scalar {
+		if r.scalar != nil {
+			r.scalar[k] -= v
+		}
+	}
+}
+
+// podRequests is what the scheduler charges a node for a pod: the larger of
+// the init containers' and the sum of the regular and sidecar containers'
+// requests, plus overhead, as k8s.io/component-helpers computes it.
+func podRequests(pod *corev1.Pod) resources {
+	return resourcesFrom(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+}
+
+// insufficient lists the scheduler's reasons why req does not fit in the
+// free part of alloc, in the scheduler's order.
+func insufficient(req, requested, alloc resources, allowedPods, pods int64) []string {
+	var reasons []string
+	if pods+1 > allowedPods {
+		reasons = append(reasons, "Too many pods")
+	}
+	if req.milliCPU == 0 && req.memory == 0 && req.ephemeralStorage == 0 && len(req.scalar) == 0 {
+		return reasons
+	}
+	if req.milliCPU > 0 && req.milliCPU > alloc.milliCPU-requested.milliCPU {
+		reasons = append(reasons, "Insufficient cpu")
+	}
+	if req.memory > 0 && req.memory > alloc.memory-requested.memory {
+		reasons = append(reasons, "Insufficient memory")
+	}
+	if req.ephemeralStorage > 0 && req.ephemeralStorage > alloc.ephemeralStorage-requested.ephemeralStorage {
+		reasons = append(reasons, "Insufficient ephemeral-storage")
+	}
+	names := make([]string, 0, len(req.scalar))
+	for name, v := range req.scalar {
+		if v > 0 && v > alloc.scalar[name]-requested.scalar[name] {
+			names = append(names, "Insufficient "+string(name))
+		}
+	}
+	sort.Strings(names)
+	reasons = append(reasons, names...)
+	return reasons
+}

@@ -1,0 +1,290 @@
+package placement
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// nodeID and podID index the snapshot's slices; -1 means none.
+type (
+	nodeID int32
+	podID  int32
+)
+
+const noNode nodeID = -1
+
+// Snapshot is the cluster as the engine sees it, indexed so that each
+// question is cheap: nodes with the resources their pods request, pods with
+// a label index per namespace, and the storage objects that pin pods.
+//
+// A Snapshot is not safe for concurrent mutation; Evaluate reads it only.
+type Snapshot struct {
+	nodes      []*nodeInfo
+	nodeByName map[string]nodeID
+	freeNodes  []nodeID
+
+	pods     []*podInfo
+	podByUID map[types.UID]podID
+	freePods []podID
+
+	// labels indexes the live pods by namespace and label.
+	labels labelIndex
+	// withAntiAffinity holds the pods that carry required anti-affinity
+	// terms: the scheduler checks every incoming pod against them.
+	withAntiAffinity map[podID]struct{}
+	// unboundByNode holds the pods bound to a node the snapshot has not
+	// seen yet (events arrive in any order); they bind when it arrives.
+	unboundByNode map[string]map[podID]struct{}
+
+	namespaces     map[string]*corev1.Namespace
+	claims         map[string]*corev1.PersistentVolumeClaim // by namespace/name
+	volumes        map[string]*corev1.PersistentVolume
+	storageClasses map[string]*storagev1.StorageClass
+}
+
+// nodeInfo is one node and what its pods request.
+type nodeInfo struct {
+	node        *corev1.Node
+	allocatable resources
+	allowedPods int64
+	requested   resources
+	pods        map[podID]struct{}
+}
+
+// podInfo is the part of a pod the filters read.
+type podInfo struct {
+	pod       *corev1.Pod
+	node      nodeID
+	requests  resources
+	antiTerms []affinityTerm
+}
+
+// Objects are the inputs of a snapshot.
+type Objects struct {
+	Nodes          []*corev1.Node
+	Pods           []*corev1.Pod
+	Namespaces     []*corev1.Namespace
+	Claims         []*corev1.PersistentVolumeClaim
+	Volumes        []*corev1.PersistentVolume
+	StorageClasses []*storagev1.StorageClass
+}
+
+// NewSnapshot indexes the objects. The objects are referenced, not copied:
+// the caller must not mutate them afterwards (an informer cache's objects
+// are never mutated, they are replaced).
+func NewSnapshot(objs Objects) (*Snapshot, error) {
+	s := &Snapshot{
+		nodes:            make([]*nodeInfo, 0, len(objs.Nodes)),
+		nodeByName:       make(map[string]nodeID, len(objs.Nodes)),
+		pods:             make([]*podInfo, 0, len(objs.Pods)),
+		podByUID:         make(map[types.UID]podID, len(objs.Pods)),
+		labels:           newLabelIndex(),
+		withAntiAffinity: map[podID]struct{}{},
+		unboundByNode:    map[string]map[podID]struct{}{},
+		namespaces:       make(map[string]*corev1.Namespace, len(objs.Namespaces)),
+		claims:           make(map[string]*corev1.PersistentVolumeClaim, len(objs.Claims)),
+		volumes:          make(map[string]*corev1.PersistentVolume, len(objs.Volumes)),
+		storageClasses:   make(map[string]*storagev1.StorageClass, len(objs.StorageClasses)),
+	}
+	for _, n := range objs.Nodes {
+		s.UpsertNode(n)
+	}
+	for _, p := range objs.Pods {
+		if err := s.UpsertPod(p); err != nil {
+			return nil, err
+		}
+	}
+	for _, ns := range objs.Namespaces {
+		s.UpsertNamespace(ns)
+	}
+	for _, c := range objs.Claims {
+		s.UpsertClaim(c)
+	}
+	for _, v := range objs.Volumes {
+		s.UpsertVolume(v)
+	}
+	for _, sc := range objs.StorageClasses {
+		s.UpsertStorageClass(sc)
+	}
+	return s, nil
+}
+
+// NodeCount is the number of nodes in the snapshot.
+func (s *Snapshot) NodeCount() int { return len(s.nodeByName) }
+
+// PodCount is the number of pods in the snapshot.
+func (s *Snapshot) PodCount() int { return len(s.podByUID) }
+
+// UpsertNode adds a node or replaces it, keeping the pods bound to it.
+func (s *Snapshot) UpsertNode(n *corev1.Node) {
+	alloc := resourcesFrom(n.Status.Allocatable)
+	allowed := n.Status.Allocatable.Pods().Value()
+	if id, ok := s.nodeByName[n.Name]; ok {
+		ni := s.nodes[id]
+		ni.node, ni.allocatable, ni.allowedPods = n, alloc, allowed
+		return
+	}
+	ni := &nodeInfo{node: n, allocatable: alloc, allowedPods: allowed, pods: map[podID]struct{}{}}
+	var id nodeID
+	if k := len(s.freeNodes); k > 0 {
+		id = s.freeNodes[k-1]
+		s.freeNodes = s.freeNodes[:k-1]
+		s.nodes[id] = ni
+	} else {
+		id = nodeID(len(s.nodes))
+		s.nodes = append(s.nodes, ni)
+	}
+	s.nodeByName[n.Name] = id
+	for pid := range s.unboundByNode[n.Name] {
+		s.bind(pid, id)
+	}
+	delete(s.unboundByNode, n.Name)
+}
+
+// DeleteNode removes a node. Its pods stay in the snapshot, unbound, until
+// they are deleted too, as the scheduler's cache keeps them.
+func (s *Snapshot) DeleteNode(name string) {
+	id, ok := s.nodeByName[name]
+	if !ok {
+		return
+	}
+	for pid := range s.nodes[id].pods {
+		s.pods[pid].node = noNode
+		addTo(s.unboundByNode, name, pid)
+	}
+	s.nodes[id] = nil
+	delete(s.nodeByName, name)
+	s.freeNodes = append(s.freeNodes, id)
+}
+
+// UpsertPod adds a pod or replaces it. Pods that have finished (Succeeded or
+// Failed) hold no resources and are removed, as the scheduler ignores them.
+func (s *Snapshot) UpsertPod(p *corev1.Pod) error {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		s.DeletePod(p.UID)
+		return nil
+	}
+	anti, err := requiredAntiAffinityTerms(p)
+	if err != nil {
+		return fmt.Errorf("index pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	pi := &podInfo{pod: p, node: noNode, requests: podRequests(p), antiTerms: anti}
+	if old, ok := s.podByUID[p.UID]; ok {
+		s.removePod(old)
+		s.pods[old] = pi
+		s.podByUID[p.UID] = old
+		s.addPod(old)
+		return nil
+	}
+	var id podID
+	if k := len(s.freePods); k > 0 {
+		id = s.freePods[k-1]
+		s.freePods = s.freePods[:k-1]
+		s.pods[id] = pi
+	} else {
+		id = podID(len(s.pods))
+		s.pods = append(s.pods, pi)
+	}
+	s.podByUID[p.UID] = id
+	s.addPod(id)
+	return nil
+}
+
+// DeletePod removes a pod.
+func (s *Snapshot) DeletePod(uid types.UID) {
+	id, ok := s.podByUID[uid]
+	if !ok {
+		return
+	}
+	s.removePod(id)
+	s.pods[id] = nil
+	delete(s.podByUID, uid)
+	s.freePods = append(s.freePods, id)
+}
+
+func (s *Snapshot) addPod(id podID) {
+	pi := s.pods[id]
+	s.labels.add(pi.pod.Namespace, pi.pod.Labels, id)
+	if len(pi.antiTerms) > 0 {
+		s.withAntiAffinity[id] = struct{}{}
+	}
+	if name := pi.pod.Spec.NodeName; name != "" {
+		if nid, ok := s.nodeByName[name]; ok {
+			s.bind(id, nid)
+		} else {
+			addTo(s.unboundByNode, name, id)
+		}
+	}
+}
+
+func (s *Snapshot) bind(id podID, nid nodeID) {
+	pi, ni := s.pods[id], s.nodes[nid]
+	pi.node = nid
+	ni.pods[id] = struct{}{}
+	ni.requested.add(pi.requests)
+}
+
+func (s *Snapshot) removePod(id podID) {
+	pi := s.pods[id]
+	s.labels.remove(pi.pod.Namespace, pi.pod.Labels, id)
+	delete(s.withAntiAffinity, id)
+	if name := pi.pod.Spec.NodeName; name != "" {
+		removeFrom(s.unboundByNode, name, id)
+	}
+	if pi.node != noNode {
+		ni := s.nodes[pi.node]
+		delete(ni.pods, id)
+		ni.requested.sub(pi.requests)
+		pi.node = noNode
+	}
+}
+
+// UpsertNamespace adds or replaces a namespace (its labels feed namespace selectors).
+func (s *Snapshot) UpsertNamespace(ns *corev1.Namespace) { s.namespaces[ns.Name] = ns }
+
+// DeleteNamespace removes a namespace.
+func (s *Snapshot) DeleteNamespace(name string) { delete(s.namespaces, name) }
+
+// UpsertClaim adds or replaces a PersistentVolumeClaim.
+func (s *Snapshot) UpsertClaim(c *corev1.PersistentVolumeClaim) {
+	s.claims[c.Namespace+"/"+c.Name] = c
+}
+
+// DeleteClaim removes a PersistentVolumeClaim.
+func (s *Snapshot) DeleteClaim(namespace, name string) { delete(s.claims, namespace+"/"+name) }
+
+// UpsertVolume adds or replaces a PersistentVolume.
+func (s *Snapshot) UpsertVolume(v *corev1.PersistentVolume) { s.volumes[v.Name] = v }
+
+// DeleteVolume removes a PersistentVolume.
+func (s *Snapshot) DeleteVolume(name string) { delete(s.volumes, name) }
+
+// UpsertStorageClass adds or replaces a StorageClass.
+func (s *Snapshot) UpsertStorageClass(sc *storagev1.StorageClass) { s.storageClasses[sc.Name] = sc }
+
+// DeleteStorageClass removes a StorageClass.
+func (s *Snapshot) DeleteStorageClass(name string) { delete(s.storageClasses, name) }
+
+// liveNodes returns the ids of the nodes in name order, so that answers are
+// deterministic.
+func (s *Snapshot) liveNodes() []nodeID {
+	ids := make([]nodeID, 0, len(s.nodeByName))
+	for _, id := range s.nodeByName {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return s.nodes[ids[i]].node.Name < s.nodes[ids[j]].node.Name })
+	return ids
+}
+
+// Pod returns the pod with the uid, if the snapshot has it.
+func (s *Snapshot) Pod(uid types.UID) (*corev1.Pod, bool) {
+	id, ok := s.podByUID[uid]
+	if !ok {
+		return nil, false
+	}
+	return s.pods[id].pod, true
+}
