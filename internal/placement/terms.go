@@ -18,7 +18,8 @@ type affinityTerm struct {
 	selector    labels.Selector
 	namespaces  sets.Set[string]
 	// nsSelector is labels.Nothing() when the term has no namespaceSelector.
-	nsSelector labels.Selector
+	nsSelector    labels.Selector
+	hasNSSelector bool
 }
 
 func newAffinityTerm(owner *corev1.Pod, t *corev1.PodAffinityTerm) (affinityTerm, error) {
@@ -33,6 +34,7 @@ func newAffinityTerm(owner *corev1.Pod, t *corev1.PodAffinityTerm) (affinityTerm
 		at.namespaces = sets.New(t.Namespaces...)
 	}
 	if t.NamespaceSelector != nil {
+		at.hasNSSelector = true
 		if at.nsSelector, err = metav1.LabelSelectorAsSelector(t.NamespaceSelector); err != nil {
 			return affinityTerm{}, fmt.Errorf("namespaceSelector of the term on %q: %w", t.TopologyKey, err)
 		}

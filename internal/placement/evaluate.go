@@ -1,0 +1,266 @@
+package placement
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+)
+
+// evaluator answers "where may this pod go" for one pod spec, over and over,
+// while a simulation binds and removes pods. Everything that depends only on
+// the pod and the nodes is computed once; everything that depends on other
+// pods is kept as counts per topology domain and updated incrementally.
+type evaluator struct {
+	s        *Snapshot
+	pod      *corev1.Pod
+	nsLabels labels.Set
+
+	// order are the evaluated nodes in name order; posOf maps a nodeID to
+	// its position in order, -1 for none.
+	order      []nodeID
+	posOf      []int32
+	topologies map[string]*topology
+
+	req          resources
+	preFilterMsg string
+	// nodeReason and volumeReason are the reasons of the filters that do
+	// not depend on other pods, per position; "" passes.
+	nodeReason   []string
+	volumeReason []string
+	affinityOK   []bool
+
+	// The pods a simulation added to (positive) or removed from (negative)
+	// each node, on top of the snapshot.
+	extraReq  []resources
+	extraPods []int32
+
+	anti, affinity []termCounts
+	affinityTotal  int
+	selfAffinity   bool
+	existingAnti   map[string]*domainCounts
+	spreads        []*spreadState
+}
+
+// domainCounts counts pods per domain of one topology.
+type domainCounts struct {
+	topo   *topology
+	counts []int32
+}
+
+func newDomainCounts(t *topology) *domainCounts {
+	return &domainCounts{topo: t, counts: make([]int32, len(t.names))}
+}
+
+// termCounts counts, per domain, the pods an incoming pod's term selects.
+type termCounts struct {
+	term affinityTerm
+	domainCounts
+}
+
+func (s *Snapshot) newEvaluator(pod *corev1.Pod) (*evaluator, error) {
+	e := &evaluator{
+		s:          s,
+		pod:        pod,
+		nsLabels:   namespaceLabels(s, pod.Namespace),
+		order:      s.liveNodes(),
+		posOf:      make([]int32, len(s.nodes)),
+		topologies: map[string]*topology{},
+		req:        podRequests(pod),
+	}
+	for i := range e.posOf {
+		e.posOf[i] = -1
+	}
+	for i, id := range e.order {
+		e.posOf[id] = int32(i)
+	}
+	n := len(e.order)
+	e.extraReq = make([]resources, n)
+	e.extraPods = make([]int32, n)
+
+	aff := nodeaffinity.GetRequiredNodeAffinity(pod)
+	bound, missing, pre := s.volumePreFilter(pod)
+	e.preFilterMsg = pre
+	e.nodeReason = make([]string, n)
+	e.volumeReason = make([]string, n)
+	e.affinityOK = make([]bool, n)
+	for i, id := range e.order {
+		node := s.nodes[id].node
+		e.nodeReason[i] = nodeFilter(pod, aff, node)
+		e.affinityOK[i], _ = aff.Match(node)
+		if pre == "" {
+			e.volumeReason[i] = volumeFilter(bound, missing, node)
+		}
+	}
+	if err := e.initInterPod(); err != nil {
+		return nil, err
+	}
+	if err := e.initSpreads(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// bound reports the evaluated position of the node a snapshot pod is bound
+// to, or -1.
+func (e *evaluator) boundPos(pi *podInfo) int {
+	if pi.node == noNode || int(pi.node) >= len(e.posOf) {
+		return -1
+	}
+	return int(e.posOf[pi.node])
+}
+
+// reasons returns why the pod cannot go to the node at position i, in the
+// scheduler's filter order, stopping at the first filter that fails as the
+// scheduler does; nil when it can.
+func (e *evaluator) reasons(i int) []string {
+	if r := e.nodeReason[i]; r != "" {
+		return []string{r}
+	}
+	ni := e.s.nodes[e.order[i]]
+	requested := ni.requested
+	requested.add(e.extraReq[i])
+	if r := insufficient(e.req, requested, ni.allocatable, ni.allowedPods, int64(len(ni.pods))+int64(e.extraPods[i])); len(r) > 0 {
+		return r
+	}
+	if r := e.volumeReason[i]; r != "" {
+		return []string{r}
+	}
+	if r := e.spreadReason(i); r != "" {
+		return []string{r}
+	}
+	if r := e.interPodReason(i); r != "" {
+		return []string{r}
+	}
+	return nil
+}
+
+// fits is reasons(i) == nil without allocating.
+func (e *evaluator) fits(i int) bool {
+	if e.preFilterMsg != "" || e.nodeReason[i] != "" || e.volumeReason[i] != "" {
+		return false
+	}
+	ni := e.s.nodes[e.order[i]]
+	pods := int64(len(ni.pods)) + int64(e.extraPods[i])
+	if pods+1 > ni.allowedPods {
+		return false
+	}
+	if !e.req.fitsIn(ni.allocatable, ni.requested, e.extraReq[i]) {
+		return false
+	}
+	return e.spreadReason(i) == "" && e.interPodReason(i) == ""
+}
+
+// Verdict is the engine's answer for one pod.
+type Verdict struct {
+	// Schedulable is true when at least one node passes every filter.
+	Schedulable bool
+	// Nodes are the nodes that pass every filter, by name.
+	Nodes []string
+	// Reasons counts the nodes rejected per reason.
+	Reasons map[string]int
+	// Message is the scheduler's FailedScheduling message when the pod is
+	// not schedulable, e.g. "0/2 nodes are available: 2 node(s) didn't
+	// match pod anti-affinity rules."
+	Message string
+}
+
+// verdict evaluates every node.
+func (e *evaluator) verdict() Verdict {
+	v := Verdict{Reasons: map[string]int{}}
+	total := e.s.NodeCount()
+	if e.preFilterMsg != "" {
+		v.Message = fmt.Sprintf("0/%d nodes are available: %s.", total, e.preFilterMsg)
+		return v
+	}
+	for i, id := range e.order {
+		rs := e.reasons(i)
+		if rs == nil {
+			v.Nodes = append(v.Nodes, e.s.nodes[id].node.Name)
+			continue
+		}
+		for _, r := range rs {
+			v.Reasons[r]++
+		}
+	}
+	v.Schedulable = len(v.Nodes) > 0
+	if !v.Schedulable {
+		v.Message = fitErrorMessage(total, v.Reasons)
+	}
+	return v
+}
+
+// fitErrorMessage formats reasons as the scheduler's FitError does: counts
+// and reasons sorted as strings.
+func fitErrorMessage(total int, reasons map[string]int) string {
+	parts := make([]string, 0, len(reasons))
+	for r, n := range reasons {
+		parts = append(parts, fmt.Sprintf("%d %s", n, r))
+	}
+	sort.Strings(parts)
+	msg := fmt.Sprintf("0/%d nodes are available", total)
+	if len(parts) == 0 {
+		return msg + "."
+	}
+	return msg + ": " + strings.Join(parts, ", ") + "."
+}
+
+// Schedule answers where the pod may go in the snapshot as it is.
+func (s *Snapshot) Schedule(pod *corev1.Pod) (Verdict, error) {
+	e, err := s.newEvaluator(pod)
+	if err != nil {
+		return Verdict{}, err
+	}
+	return e.verdict(), nil
+}
+
+// simulateBind accounts for pod p bound to the node at position i. p has the
+// evaluated pod's spec when a rollout places a new pod; antiTerms are p's
+// required anti-affinity terms.
+func (e *evaluator) simulateBind(p *corev1.Pod, antiTerms []affinityTerm, req resources, i int) {
+	e.account(p, antiTerms, req, i, 1)
+}
+
+// simulateRemove accounts for the snapshot pod going away, as when a
+// rollout deletes an old pod.
+func (e *evaluator) simulateRemove(id podID) {
+	pi := e.s.pods[id]
+	if i := e.boundPos(pi); i >= 0 {
+		e.account(pi.pod, pi.antiTerms, pi.requests, i, -1)
+	}
+}
+
+func (e *evaluator) account(p *corev1.Pod, antiTerms []affinityTerm, req resources, i int, delta int32) {
+	if delta > 0 {
+		e.extraReq[i].add(req)
+	} else {
+		e.extraReq[i].sub(req)
+	}
+	e.extraPods[i] += delta
+	e.accountInterPod(p, antiTerms, i, delta)
+	e.accountSpread(p, i, delta)
+}
+
+func (r resources) fitsIn(alloc, requested, extra resources) bool {
+	if r.milliCPU == 0 && r.memory == 0 && r.ephemeralStorage == 0 && len(r.scalar) == 0 {
+		return true
+	}
+	if r.milliCPU > 0 && r.milliCPU > alloc.milliCPU-requested.milliCPU-extra.milliCPU {
+		return false
+	}
+	if r.memory > 0 && r.memory > alloc.memory-requested.memory-extra.memory {
+		return false
+	}
+	if r.ephemeralStorage > 0 && r.ephemeralStorage > alloc.ephemeralStorage-requested.ephemeralStorage-extra.ephemeralStorage {
+		return false
+	}
+	for name, v := range r.scalar {
+		if v > 0 && v > alloc.scalar[name]-requested.scalar[name]-extra.scalar[name] {
+			return false
+		}
+	}
+	return true
+}

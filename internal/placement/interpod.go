@@ -1,0 +1,150 @@
+package placement
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// initInterPod counts, per topology domain, the pods the incoming pod's
+// required affinity and anti-affinity terms select, and the domains that
+// existing pods' required anti-affinity forbids to it. Unlike the spread,
+// inter-pod affinity counts terminating pods too: the scheduler does.
+func (e *evaluator) initInterPod() error {
+	anti, err := requiredAntiAffinityTerms(e.pod)
+	if err != nil {
+		return err
+	}
+	aff, err := requiredAffinityTerms(e.pod)
+	if err != nil {
+		return err
+	}
+	e.anti = e.countTerms(anti)
+	e.affinity = e.countTerms(aff)
+	for _, tc := range e.affinity {
+		for _, c := range tc.counts {
+			e.affinityTotal += int(c)
+		}
+	}
+	e.selfAffinity = true
+	for i := range aff {
+		if !aff[i].matches(e.pod, e.nsLabels) {
+			e.selfAffinity = false
+		}
+	}
+
+	e.existingAnti = map[string]*domainCounts{}
+	for id := range e.s.withAntiAffinity {
+		pi := e.s.pods[id]
+		if i := e.boundPos(pi); i >= 0 {
+			e.forbidFor(pi.antiTerms, i, 1)
+		}
+	}
+	return nil
+}
+
+func (e *evaluator) countTerms(terms []affinityTerm) []termCounts {
+	out := make([]termCounts, len(terms))
+	for k, t := range terms {
+		out[k] = termCounts{term: t, domainCounts: *newDomainCounts(e.topologyFor(t.topologyKey))}
+		for _, ns := range e.termNamespaces(&t) {
+			for id := range e.s.labels.candidates(ns, t.selector) {
+				pi := e.s.pods[id]
+				i := e.boundPos(pi)
+				if i < 0 || !t.selector.Matches(labels.Set(pi.pod.Labels)) {
+					continue
+				}
+				if d := out[k].topo.domainOf[i]; d >= 0 {
+					out[k].counts[d]++
+				}
+			}
+		}
+	}
+	return out
+}
+
+// termNamespaces lists the namespaces whose pods a term may select.
+func (e *evaluator) termNamespaces(t *affinityTerm) []string {
+	set := sets.New[string]()
+	set.Insert(t.namespaces.UnsortedList()...)
+	if t.hasNSSelector {
+		for name, ns := range e.s.namespaces {
+			if t.nsSelector.Matches(labels.Set(ns.Labels)) {
+				set.Insert(name)
+			}
+		}
+	}
+	return sets.List(set)
+}
+
+// forbidFor records the domains the given anti-affinity terms, of a pod
+// bound at position i, forbid to the incoming pod.
+func (e *evaluator) forbidFor(terms []affinityTerm, i int, delta int32) {
+	for k := range terms {
+		t := &terms[k]
+		if !t.matches(e.pod, e.nsLabels) {
+			continue
+		}
+		dc, ok := e.existingAnti[t.topologyKey]
+		if !ok {
+			dc = newDomainCounts(e.topologyFor(t.topologyKey))
+			e.existingAnti[t.topologyKey] = dc
+		}
+		if d := dc.topo.domainOf[i]; d >= 0 {
+			dc.counts[d] += delta
+		}
+	}
+}
+
+func (e *evaluator) accountInterPod(p *corev1.Pod, antiTerms []affinityTerm, i int, delta int32) {
+	pl := labels.Set(p.Labels)
+	nsl := namespaceLabels(e.s, p.Namespace)
+	for k := range e.anti {
+		tc := &e.anti[k]
+		if d := tc.topo.domainOf[i]; d >= 0 && (tc.term.namespaces.Has(p.Namespace) || tc.term.nsSelector.Matches(nsl)) && tc.term.selector.Matches(pl) {
+			tc.counts[d] += delta
+		}
+	}
+	for k := range e.affinity {
+		tc := &e.affinity[k]
+		if d := tc.topo.domainOf[i]; d >= 0 && (tc.term.namespaces.Has(p.Namespace) || tc.term.nsSelector.Matches(nsl)) && tc.term.selector.Matches(pl) {
+			tc.counts[d] += delta
+			e.affinityTotal += int(delta)
+		}
+	}
+	e.forbidFor(antiTerms, i, delta)
+}
+
+// interPodReason is InterPodAffinity's Filter: the incoming pod's affinity,
+// then its anti-affinity, then existing pods' anti-affinity.
+func (e *evaluator) interPodReason(i int) string {
+	if len(e.affinity) > 0 {
+		podsExist := true
+		for k := range e.affinity {
+			d := e.affinity[k].topo.domainOf[i]
+			if d < 0 {
+				// Every topology key must be on the node, even for self-affinity.
+				return ReasonAffinity
+			}
+			if e.affinity[k].counts[d] <= 0 {
+				podsExist = false
+			}
+		}
+		// A pod that matches its own affinity may start the group when no
+		// pod anywhere matches yet.
+		if !podsExist && !(e.affinityTotal == 0 && e.selfAffinity) {
+			return ReasonAffinity
+		}
+	}
+	for k := range e.anti {
+		if d := e.anti[k].topo.domainOf[i]; d >= 0 && e.anti[k].counts[d] > 0 {
+			return ReasonAntiAffinity
+		}
+	}
+	for _, dc := range e.existingAnti {
+		if d := dc.topo.domainOf[i]; d >= 0 && dc.counts[d] > 0 {
+			return ReasonExistingAntiAffinity
+		}
+	}
+	return ""
+}

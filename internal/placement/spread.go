@@ -1,0 +1,137 @@
+package placement
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// spreadState is one DoNotSchedule constraint of the incoming pod: which
+// nodes count, and how many selected pods each domain holds.
+type spreadState struct {
+	c         spreadConstraint
+	selfMatch int32
+	// eligible marks the nodes whose pods and domains count: they carry
+	// every hard constraint's topology key and pass the inclusion policies.
+	eligible []bool
+	domainCounts
+	// present marks the domains that have at least one eligible node.
+	present    []bool
+	numDomains int
+	min        int32
+	minDirty   bool
+}
+
+// initSpreads is PodTopologySpread's PreFilter.
+// https://kubernetes.io/docs/concepts/scheduling-eviction/topology-spread-constraints/
+func (e *evaluator) initSpreads() error {
+	constraints, err := hardSpreadConstraints(e.pod)
+	if err != nil || len(constraints) == 0 {
+		return err
+	}
+	// A node without all the constraints' keys counts for none of them.
+	hasAllKeys := make([]bool, len(e.order))
+	for i := range e.order {
+		hasAllKeys[i] = true
+		for _, c := range constraints {
+			if e.topologyFor(c.topologyKey).domainOf[i] < 0 {
+				hasAllKeys[i] = false
+				break
+			}
+		}
+	}
+	podLabels := labels.Set(e.pod.Labels)
+	for _, c := range constraints {
+		t := e.topologyFor(c.topologyKey)
+		st := &spreadState{
+			c:            c,
+			eligible:     make([]bool, len(e.order)),
+			domainCounts: *newDomainCounts(t),
+			present:      make([]bool, len(t.names)),
+			minDirty:     true,
+		}
+		if c.selector.Matches(podLabels) {
+			st.selfMatch = 1
+		}
+		for i, id := range e.order {
+			if !hasAllKeys[i] {
+				continue
+			}
+			if c.nodeAffinityPolicy == corev1.NodeInclusionPolicyHonor && !e.affinityOK[i] {
+				continue
+			}
+			if c.nodeTaintsPolicy == corev1.NodeInclusionPolicyHonor && !toleratesAll(e.pod, e.s.nodes[id].node) {
+				continue
+			}
+			st.eligible[i] = true
+			if d := t.domainOf[i]; !st.present[d] {
+				st.present[d] = true
+				st.numDomains++
+			}
+		}
+		// An empty selector counts no pod, as in the scheduler.
+		if !c.selector.Empty() {
+			for id := range e.s.labels.candidates(e.pod.Namespace, c.selector) {
+				pi := e.s.pods[id]
+				i := e.boundPos(pi)
+				if i < 0 || !st.eligible[i] || pi.pod.DeletionTimestamp != nil || !c.selector.Matches(labels.Set(pi.pod.Labels)) {
+					continue
+				}
+				st.counts[t.domainOf[i]]++
+			}
+		}
+		e.spreads = append(e.spreads, st)
+	}
+	return nil
+}
+
+// minMatch is the global minimum: the fewest selected pods in any domain, or
+// 0 while there are fewer domains than minDomains.
+func (st *spreadState) minMatch() int32 {
+	if st.numDomains < st.c.minDomains {
+		return 0
+	}
+	if st.minDirty {
+		first := true
+		for d, ok := range st.present {
+			if ok && (first || st.counts[d] < st.min) {
+				st.min, first = st.counts[d], false
+			}
+		}
+		st.minDirty = false
+	}
+	return st.min
+}
+
+// spreadReason is PodTopologySpread's Filter: existing matching pods in the
+// node's domain, plus the pod itself if it matches, minus the global
+// minimum, must not exceed maxSkew.
+func (e *evaluator) spreadReason(i int) string {
+	for _, st := range e.spreads {
+		d := st.topo.domainOf[i]
+		if d < 0 {
+			return ReasonSpreadMissingLabel
+		}
+		var match int32
+		if st.present[d] {
+			match = st.counts[d]
+		}
+		if int(match+st.selfMatch-st.minMatch()) > st.c.maxSkew {
+			return ReasonSpread
+		}
+	}
+	return ""
+}
+
+func (e *evaluator) accountSpread(p *corev1.Pod, i int, delta int32) {
+	if len(e.spreads) == 0 || p.Namespace != e.pod.Namespace || p.DeletionTimestamp != nil {
+		return
+	}
+	pl := labels.Set(p.Labels)
+	for _, st := range e.spreads {
+		if !st.eligible[i] || st.c.selector.Empty() || !st.c.selector.Matches(pl) {
+			continue
+		}
+		st.counts[st.topo.domainOf[i]] += delta
+		st.minDirty = true
+	}
+}
