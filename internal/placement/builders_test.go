@@ -40,7 +40,9 @@ func noLabel(k string) nodeOpt { return func(n *corev1.Node) { delete(n.Labels, 
 func cordoned() nodeOpt { return func(n *corev1.Node) { n.Spec.Unschedulable = true } }
 
 func taint(k, v string, effect corev1.TaintEffect) nodeOpt {
-	return func(n *corev1.Node) { n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: k, Value: v, Effect: effect}) }
+	return func(n *corev1.Node) {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: k, Value: v, Effect: effect})
+	}
 }
 
 func alloc(cpu, mem, pods string) nodeOpt {

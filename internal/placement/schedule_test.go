@@ -46,9 +46,9 @@ func TestSchedule(t *testing.T) {
 			wantMsg: "0/1 nodes are available: 1 node(s) had untolerated taint(s).",
 		},
 		{
-			name:    "nodeSelector must match",
-			objs:    Objects{Nodes: []*corev1.Node{mkNode("a", label("role", "data")), mkNode("b")}},
-			pod:     mkPod("ns", "p", nodeSelector("role", "data")),
+			name:      "nodeSelector must match",
+			objs:      Objects{Nodes: []*corev1.Node{mkNode("a", label("role", "data")), mkNode("b")}},
+			pod:       mkPod("ns", "p", nodeSelector("role", "data")),
 			wantNodes: []string{"a"},
 		},
 		{
@@ -297,13 +297,13 @@ func TestSchedule(t *testing.T) {
 		{
 			name: "incident 002: a bound zonal volume pins the pod to its zone, where the spread refuses it",
 			objs: Objects{
-				Nodes: []*corev1.Node{mkNode("a1", zone("a")), mkNode("b1", zone("b")), mkNode("c1", zone("c"))},
-				Pods:  []*corev1.Pod{mkPod("ns", "green-1", on("c1"), withLabels("app", "my_app"))},
-				Claims: []*corev1.PersistentVolumeClaim{mkClaim("ns", "data-green-0", "zonal", "pv-c")},
-				Volumes: []*corev1.PersistentVolume{mkZonalVolume("pv-c", "c")},
+				Nodes:          []*corev1.Node{mkNode("a1", zone("a")), mkNode("b1", zone("b")), mkNode("c1", zone("c"))},
+				Pods:           []*corev1.Pod{mkPod("ns", "green-1", on("c1"), withLabels("app", "my_app"))},
+				Claims:         []*corev1.PersistentVolumeClaim{mkClaim("ns", "data-green-0", "zonal", "pv-c")},
+				Volumes:        []*corev1.PersistentVolume{mkZonalVolume("pv-c", "c")},
 				StorageClasses: []*storagev1.StorageClass{mkClass("zonal", storagev1.VolumeBindingWaitForFirstConsumer)},
 			},
-			pod: mkPod("ns", "green-0", withLabels("app", "my_app"), claim("data-green-0"), spread(corev1.LabelTopologyZone, 1, map[string]string{"app": "my_app"})),
+			pod:     mkPod("ns", "green-0", withLabels("app", "my_app"), claim("data-green-0"), spread(corev1.LabelTopologyZone, 1, map[string]string{"app": "my_app"})),
 			wantMsg: "0/3 nodes are available: 1 node(s) didn't match pod topology spread constraints, 2 node(s) didn't match PersistentVolume's node affinity.",
 		},
 		{
