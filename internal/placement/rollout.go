@@ -1,0 +1,373 @@
+package placement
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// newRevisionHash stands for the pod-template-hash of the revision being
+// rolled out: unknown until the ReplicaSet exists, but different from every
+// existing revision's, which is all that matchLabelKeys needs.
+const newRevisionHash = "placement-guard-next"
+
+// Step is one action of a simulated rollout.
+type Step struct {
+	// Action is "create" or "delete".
+	Action string
+	Pod    string
+	// Node is where a created pod was placed; empty when it stays Pending.
+	Node string
+}
+
+// Rollout is the outcome of a simulated rollout.
+type Rollout struct {
+	// Completes is true when every replica of the new template was placed
+	// and every old pod removed.
+	Completes bool
+	Steps     []Step
+	// Blocked is the verdict of the pod that could not be placed when the
+	// rollout stopped making progress.
+	Blocked *Verdict
+	// BlockedPod is that pod's name.
+	BlockedPod string
+	// Recreates are the existing pods the rollout deletes and replaces.
+	Recreates []string
+	// Note explains a rollout that does not recreate pods (OnDelete) or
+	// other particulars a person should know.
+	Note string
+}
+
+// SimulateRollout plays the controller's rollout of w.Template against the
+// snapshot: new pods are placed one by one where the scheduler's filters
+// allow, old pods are removed as the strategy allows. The snapshot is not
+// changed.
+func (s *Snapshot) SimulateRollout(w *Workload) (Rollout, error) {
+	old := s.workloadPods(w.Pods)
+	switch w.Kind {
+	case Deployment:
+		return s.simulateDeployment(w, old)
+	case StatefulSet:
+		return s.simulateStatefulSet(w, old)
+	default:
+		return Rollout{}, fmt.Errorf("simulate rollout of %s: unsupported kind %q", w.ref(), w.Kind)
+	}
+}
+
+// workloadPods returns the snapshot's pods among uids, newest first: the
+// order in which the ReplicaSet controller prefers to delete ready pods.
+func (s *Snapshot) workloadPods(uids []types.UID) []podID {
+	ids := make([]podID, 0, len(uids))
+	for _, uid := range uids {
+		if id, ok := s.podByUID[uid]; ok && s.pods[id].pod.DeletionTimestamp == nil {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		a, b := s.pods[ids[i]].pod, s.pods[ids[j]].pod
+		// Unscheduled pods go first, as the controller deletes them first.
+		if (a.Spec.NodeName == "") != (b.Spec.NodeName == "") {
+			return a.Spec.NodeName == ""
+		}
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return b.CreationTimestamp.Before(&a.CreationTimestamp)
+		}
+		return a.Name > b.Name
+	})
+	return ids
+}
+
+// newPod materialises a pod of the new revision.
+func newPod(w *Workload, name string, extraLabels map[string]string) *corev1.Pod {
+	lbls := make(map[string]string, len(w.Template.Labels)+len(extraLabels))
+	for k, v := range w.Template.Labels {
+		lbls[k] = v
+	}
+	for k, v := range extraLabels {
+		lbls[k] = v
+	}
+	spec := *w.Template.Spec.DeepCopy()
+	spec.NodeName = ""
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: name, Labels: lbls, UID: types.UID("simulated/" + w.Namespace + "/" + name)},
+		Spec:       spec,
+	}
+}
+
+// surgeAndUnavailable resolves the rolling update's maxSurge (rounded up)
+// and maxUnavailable (rounded down) against the replicas, as the Deployment
+// controller does, including its rule that both cannot be 0.
+func surgeAndUnavailable(strategy appsv1.DeploymentStrategy, replicas int32) (int, int, error) {
+	quarter := intstr.FromString("25%")
+	surge, unavailable := &quarter, &quarter
+	if ru := strategy.RollingUpdate; ru != nil {
+		if ru.MaxSurge != nil {
+			surge = ru.MaxSurge
+		}
+		if ru.MaxUnavailable != nil {
+			unavailable = ru.MaxUnavailable
+		}
+	}
+	ms, err := intstr.GetScaledValueFromIntOrPercent(surge, int(replicas), true)
+	if err != nil {
+		return 0, 0, fmt.Errorf("maxSurge: %w", err)
+	}
+	mu, err := intstr.GetScaledValueFromIntOrPercent(unavailable, int(replicas), false)
+	if err != nil {
+		return 0, 0, fmt.Errorf("maxUnavailable: %w", err)
+	}
+	if ms == 0 && mu == 0 {
+		mu = 1
+	}
+	return ms, mu, nil
+}
+
+// SurgeAndUnavailable is surgeAndUnavailable for callers outside the package.
+func SurgeAndUnavailable(strategy appsv1.DeploymentStrategy, replicas int32) (maxSurge, maxUnavailable int, err error) {
+	return surgeAndUnavailable(strategy, replicas)
+}
+
+// placer places the pods of one template, remembering where it put them.
+type placer struct {
+	e         *evaluator
+	antiTerms []affinityTerm
+	req       resources
+	// own counts the workload's pods per evaluated node, to prefer spreading
+	// them as the scheduler's scoring would.
+	own []int32
+}
+
+func (s *Snapshot) newPlacer(pod *corev1.Pod, old []podID) (*placer, error) {
+	e, err := s.newEvaluator(pod)
+	if err != nil {
+		return nil, err
+	}
+	anti, err := requiredAntiAffinityTerms(pod)
+	if err != nil {
+		return nil, err
+	}
+	p := &placer{e: e, antiTerms: anti, req: podRequests(pod), own: make([]int32, len(e.order))}
+	for _, id := range old {
+		if i := e.boundPos(s.pods[id]); i >= 0 {
+			p.own[i]++
+		}
+	}
+	return p, nil
+}
+
+// place finds a node for pod, binds it there in the simulation and returns
+// the node's position, or -1 when no node passes the filters.
+func (p *placer) place(pod *corev1.Pod) int {
+	best := -1
+	for i := range p.e.order {
+		if !p.e.fits(i) {
+			continue
+		}
+		if best < 0 || p.better(i, best) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		p.e.simulateBind(pod, p.antiTerms, p.req, best)
+		p.own[best]++
+	}
+	return best
+}
+
+// better approximates the scheduler's scoring: fewer of the workload's own
+// pods first, then the less requested node.
+func (p *placer) better(i, j int) bool {
+	if p.own[i] != p.own[j] {
+		return p.own[i] < p.own[j]
+	}
+	return p.load(i) < p.load(j)
+}
+
+func (p *placer) load(i int) float64 {
+	ni := p.e.s.nodes[p.e.order[i]]
+	if ni.allocatable.milliCPU == 0 {
+		return math.Inf(1)
+	}
+	return float64(ni.requested.milliCPU+p.e.extraReq[i].milliCPU) / float64(ni.allocatable.milliCPU)
+}
+
+func (p *placer) remove(id podID) {
+	if i := p.e.boundPos(p.e.s.pods[id]); i >= 0 {
+		p.own[i]--
+	}
+	p.e.simulateRemove(id)
+}
+
+func (p *placer) nodeName(i int) string { return p.e.s.nodes[p.e.order[i]].node.Name }
+
+func (s *Snapshot) simulateDeployment(w *Workload, old []podID) (Rollout, error) {
+	var r Rollout
+	for _, id := range old {
+		r.Recreates = append(r.Recreates, s.pods[id].pod.Name)
+	}
+	sort.Strings(r.Recreates)
+	template := newPod(w, w.Name+"-new", map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: newRevisionHash})
+	pl, err := s.newPlacer(template, old)
+	if err != nil {
+		return r, fmt.Errorf("simulate rollout of %s: %w", w.ref(), err)
+	}
+	replicas := int(w.Replicas)
+	maxSurge, maxUnavailable := 0, replicas
+	if w.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		if maxSurge, maxUnavailable, err = surgeAndUnavailable(w.Strategy, w.Replicas); err != nil {
+			return r, fmt.Errorf("simulate rollout of %s: %w", w.ref(), err)
+		}
+	}
+
+	// Old pods that are not running count as unavailable already.
+	oldAvailable := 0
+	for _, id := range old {
+		if s.pods[id].node != noNode {
+			oldAvailable++
+		}
+	}
+	remainingOld := append([]podID(nil), old...)
+	created, placed := 0, 0
+	var pending []*corev1.Pod
+	for {
+		progress := false
+		// Pending new pods are retried first: the scheduler retries them
+		// whenever something in the cluster changes.
+		for len(pending) > 0 {
+			if i := pl.place(pending[0]); i >= 0 {
+				r.Steps = append(r.Steps, Step{Action: "schedule", Pod: pending[0].Name, Node: pl.nodeName(i)})
+				pending = pending[1:]
+				placed++
+				progress = true
+				continue
+			}
+			break
+		}
+		// Scale up the new revision within replicas + maxSurge.
+		for created < replicas && created+len(remainingOld) < replicas+maxSurge {
+			pod := newPod(w, fmt.Sprintf("%s-%s-%d", w.Name, newRevisionHash, created), template.Labels)
+			created++
+			progress = true
+			if len(pending) == 0 {
+				if i := pl.place(pod); i >= 0 {
+					r.Steps = append(r.Steps, Step{Action: "create", Pod: pod.Name, Node: pl.nodeName(i)})
+					placed++
+					continue
+				}
+			}
+			r.Steps = append(r.Steps, Step{Action: "create", Pod: pod.Name})
+			pending = append(pending, pod)
+		}
+		// Scale down the old revision as far as availability allows.
+		minAvailable := replicas - maxUnavailable
+		for len(remainingOld) > 0 {
+			id := remainingOld[0]
+			running := s.pods[id].node != noNode
+			if running && oldAvailable+placed-1 < minAvailable {
+				break
+			}
+			remainingOld = remainingOld[1:]
+			if running {
+				oldAvailable--
+			}
+			pl.remove(id)
+			r.Steps = append(r.Steps, Step{Action: "delete", Pod: s.pods[id].pod.Name})
+			progress = true
+		}
+		if created == replicas && len(pending) == 0 && len(remainingOld) == 0 {
+			r.Completes = true
+			return r, nil
+		}
+		if !progress {
+			break
+		}
+	}
+	if len(pending) > 0 {
+		v := pl.e.verdict()
+		r.Blocked, r.BlockedPod = &v, pending[0].Name
+	}
+	return r, nil
+}
+
+func (s *Snapshot) simulateStatefulSet(w *Workload, old []podID) (Rollout, error) {
+	var r Rollout
+	if w.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+		r.Completes = true
+		r.Note = fmt.Sprintf("%s uses the OnDelete update strategy: no pod is recreated now, and the constraint takes effect on each pod only when that pod is next deleted", w.ref())
+		return r, nil
+	}
+	partition := 0
+	if ru := w.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		partition = int(*ru.Partition)
+	}
+	byName := map[string]podID{}
+	for _, id := range old {
+		byName[s.pods[id].pod.Name] = id
+	}
+	var pl *placer
+	// From the highest ordinal down to the partition, one pod at a time: the
+	// pod is deleted, then recreated with the same name and the same claims.
+	for ord := int(w.Replicas) - 1; ord >= partition; ord-- {
+		name := w.Name + "-" + strconv.Itoa(ord)
+		pod := newPod(w, name, map[string]string{
+			appsv1.StatefulSetPodNameLabel: name,
+			appsv1.PodIndexLabel:           strconv.Itoa(ord),
+		})
+		for _, ct := range w.VolumeClaimTemplates {
+			claimName := ct.Name + "-" + name
+			// A claim the controller has yet to create follows the pod; only
+			// an existing claim can pin it.
+			if _, ok := s.claims[w.Namespace+"/"+claimName]; !ok {
+				continue
+			}
+			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: ct.Name, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName},
+			}})
+		}
+		if pl == nil {
+			var err error
+			if pl, err = s.newPlacer(pod, old); err != nil {
+				return r, fmt.Errorf("simulate rollout of %s: %w", w.ref(), err)
+			}
+		} else {
+			pl.e.useVolumesOf(pod)
+		}
+		if id, ok := byName[name]; ok {
+			pl.remove(id)
+			r.Recreates = append(r.Recreates, name)
+			r.Steps = append(r.Steps, Step{Action: "delete", Pod: name})
+		}
+		i := pl.place(pod)
+		if i < 0 {
+			r.Steps = append(r.Steps, Step{Action: "create", Pod: name})
+			v := pl.e.verdict()
+			r.Blocked, r.BlockedPod = &v, name
+			sort.Strings(r.Recreates)
+			return r, nil
+		}
+		r.Steps = append(r.Steps, Step{Action: "create", Pod: name, Node: pl.nodeName(i)})
+	}
+	sort.Strings(r.Recreates)
+	r.Completes = true
+	return r, nil
+}
+
+// useVolumesOf recomputes the volume filters for a pod that differs from the
+// evaluated one only in its claims, as the pods of a StatefulSet do.
+func (e *evaluator) useVolumesOf(pod *corev1.Pod) {
+	bound, missing, pre := e.s.volumePreFilter(pod)
+	e.preFilterMsg = pre
+	for i, id := range e.order {
+		e.volumeReason[i] = ""
+		if pre == "" {
+			e.volumeReason[i] = volumeFilter(bound, missing, e.s.nodes[id].node)
+		}
+	}
+}

@@ -1,0 +1,298 @@
+package placement
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+func TestSurgeAndUnavailable(t *testing.T) {
+	rolling := func(surge, unavailable *intstr.IntOrString) appsv1.DeploymentStrategy {
+		return appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: surge, MaxUnavailable: unavailable}}
+	}
+	pct := func(s string) *intstr.IntOrString { v := intstr.FromString(s); return &v }
+	num := func(n int) *intstr.IntOrString { v := intstr.FromInt32(int32(n)); return &v }
+	cases := []struct {
+		name                  string
+		strategy              appsv1.DeploymentStrategy
+		replicas              int32
+		wantSurge, wantUnavai int
+	}{
+		{"defaults with 2 replicas: surge rounds up to 1, unavailable down to 0", appsv1.DeploymentStrategy{}, 2, 1, 0},
+		{"defaults with 4 replicas", appsv1.DeploymentStrategy{}, 4, 1, 1},
+		{"defaults with 10 replicas", appsv1.DeploymentStrategy{}, 10, 3, 2},
+		{"50% unavailable of 2", rolling(nil, pct("50%")), 2, 1, 1},
+		{"both zero becomes one unavailable", rolling(num(0), num(0)), 3, 0, 1},
+		{"surge 0 with 25% of 2 unavailable", rolling(num(0), nil), 2, 0, 1},
+		{"absolute numbers", rolling(num(2), num(3)), 5, 2, 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, u, err := SurgeAndUnavailable(tc.strategy, tc.replicas)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s != tc.wantSurge || u != tc.wantUnavai {
+				t.Fatalf("got surge %d unavailable %d, want %d and %d", s, u, tc.wantSurge, tc.wantUnavai)
+			}
+		})
+	}
+}
+
+// deployment returns a Deployment workload of the pods in objs labelled
+// app=name, rolling out template.
+func deployment(objs Objects, name string, replicas int32, strategy appsv1.DeploymentStrategy, tmpl ...podOpt) *Workload {
+	w := &Workload{Kind: Deployment, Namespace: "ns", Name: name, Replicas: replicas, Strategy: strategy}
+	p := mkPod("ns", "template", append([]podOpt{withLabels("app", name)}, tmpl...)...)
+	w.Template = corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: p.Labels}, Spec: p.Spec}
+	for _, pod := range objs.Pods {
+		if pod.Labels["app"] == name {
+			w.Pods = append(w.Pods, pod.UID)
+		}
+	}
+	return w
+}
+
+func unavailable(n int) appsv1.DeploymentStrategy {
+	v := intstr.FromInt32(int32(n))
+	return appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &v}}
+}
+
+func TestSimulateDeploymentRollout(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	hard := antiAffinity(term(corev1.LabelHostname, web))
+	twoWebOnTwoNodes := func(extraNodes ...*corev1.Node) Objects {
+		return Objects{
+			Nodes: append([]*corev1.Node{mkNode("node0"), mkNode("node1")}, extraNodes...),
+			Pods: []*corev1.Pod{
+				mkPod("ns", "web-a", on("node0"), withLabels("app", "web"), hard),
+				mkPod("ns", "web-b", on("node1"), withLabels("app", "web"), hard),
+			},
+		}
+	}
+	cases := []struct {
+		name        string
+		objs        Objects
+		workload    func(Objects) *Workload
+		wantDone    bool
+		wantMessage string
+	}{
+		{
+			name:        "incident 001: default strategy, 2 replicas, 2 nodes, hard anti-affinity deadlocks",
+			objs:        twoWebOnTwoNodes(),
+			workload:    func(o Objects) *Workload { return deployment(o, "web", 2, appsv1.DeploymentStrategy{}, hard) },
+			wantMessage: "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules.",
+		},
+		{
+			name:     "incident 001 fixed: maxUnavailable 1 lets an old pod go first",
+			objs:     twoWebOnTwoNodes(),
+			workload: func(o Objects) *Workload { return deployment(o, "web", 2, unavailable(1), hard) },
+			wantDone: true,
+		},
+		{
+			name: "incident 001 fixed: maxSurge 0 makes room before creating",
+			objs: twoWebOnTwoNodes(),
+			workload: func(o Objects) *Workload {
+				zero := intstr.FromInt32(0)
+				return deployment(o, "web", 2, appsv1.DeploymentStrategy{RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &zero}}, hard)
+			},
+			wantDone: true,
+		},
+		{
+			name:     "incident 001 fixed: a third node takes the surge pod",
+			objs:     twoWebOnTwoNodes(mkNode("node2")),
+			workload: func(o Objects) *Workload { return deployment(o, "web", 2, appsv1.DeploymentStrategy{}, hard) },
+			wantDone: true,
+		},
+		{
+			name:     "Recreate removes every old pod before creating",
+			objs:     twoWebOnTwoNodes(),
+			workload: func(o Objects) *Workload { return deployment(o, "web", 2, appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}, hard) },
+			wantDone: true,
+		},
+		{
+			name: "old pods' required anti-affinity still repels the surge pod of a soft template",
+			objs: twoWebOnTwoNodes(),
+			workload: func(o Objects) *Workload {
+				return deployment(o, "web", 2, appsv1.DeploymentStrategy{}, func(p *corev1.Pod) {
+					p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: term(corev1.LabelHostname, web)}},
+					}}
+				})
+			},
+			wantMessage: "0/2 nodes are available: 2 node(s) didn't satisfy existing pods anti-affinity rules.",
+		},
+		{
+			name: "a soft anti-affinity on pods without one never blocks",
+			objs: Objects{
+				Nodes: []*corev1.Node{mkNode("node0"), mkNode("node1")},
+				Pods: []*corev1.Pod{
+					mkPod("ns", "web-a", on("node0"), withLabels("app", "web")),
+					mkPod("ns", "web-b", on("node0"), withLabels("app", "web")),
+				},
+			},
+			workload: func(o Objects) *Workload {
+				return deployment(o, "web", 2, appsv1.DeploymentStrategy{}, func(p *corev1.Pod) {
+					p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: term(corev1.LabelHostname, web)}},
+					}}
+				})
+			},
+			wantDone: true,
+		},
+		{
+			name: "incident 000: the graph DB's new pod needs a second data node",
+			objs: Objects{
+				Nodes: []*corev1.Node{mkNode("data-1", label("role", "data"))},
+				Pods: []*corev1.Pod{
+					mkPod("ns", "search-0", on("data-1"), withLabels("app", "search")),
+					mkPod("ns", "graphdb-0", on("data-1"), withLabels("app", "graphdb")),
+				},
+			},
+			workload: func(o Objects) *Workload {
+				return deployment(o, "graphdb", 1, appsv1.DeploymentStrategy{}, nodeSelector("role", "data"),
+					antiAffinity(term(corev1.LabelHostname, map[string]string{"app": "search"})))
+			},
+			wantMessage: "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules.",
+		},
+		{
+			name: "incident 000 with the second data node: the rollout completes",
+			objs: Objects{
+				Nodes: []*corev1.Node{mkNode("data-1", label("role", "data")), mkNode("data-2", label("role", "data"))},
+				Pods: []*corev1.Pod{
+					mkPod("ns", "search-0", on("data-1"), withLabels("app", "search")),
+					mkPod("ns", "graphdb-0", on("data-1"), withLabels("app", "graphdb")),
+				},
+			},
+			workload: func(o Objects) *Workload {
+				return deployment(o, "graphdb", 1, appsv1.DeploymentStrategy{}, nodeSelector("role", "data"),
+					antiAffinity(term(corev1.LabelHostname, map[string]string{"app": "search"})))
+			},
+			wantDone: true,
+		},
+		{
+			name: "a hard zone spread of 6 replicas over 3 zones completes with surge",
+			objs: Objects{
+				Nodes: []*corev1.Node{mkNode("a1", zone("a")), mkNode("a2", zone("a")), mkNode("b1", zone("b")), mkNode("b2", zone("b")), mkNode("c1", zone("c")), mkNode("c2", zone("c"))},
+				Pods: []*corev1.Pod{
+					mkPod("ns", "web-1", on("a1"), withLabels("app", "web")), mkPod("ns", "web-2", on("a1"), withLabels("app", "web")),
+					mkPod("ns", "web-3", on("a2"), withLabels("app", "web")), mkPod("ns", "web-4", on("a2"), withLabels("app", "web")),
+					mkPod("ns", "web-5", on("b1"), withLabels("app", "web")), mkPod("ns", "web-6", on("b1"), withLabels("app", "web")),
+				},
+			},
+			workload: func(o Objects) *Workload {
+				return deployment(o, "web", 6, appsv1.DeploymentStrategy{},
+					spread(corev1.LabelTopologyZone, 1, web, matchLabelKeys(appsv1.DefaultDeploymentUniqueLabelKey)))
+			},
+			wantDone: true,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := NewSnapshot(tc.objs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := tc.workload(tc.objs)
+			r, err := s.SimulateRollout(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Completes != tc.wantDone {
+				t.Fatalf("completes = %t, want %t; steps %+v; blocked %+v", r.Completes, tc.wantDone, r.Steps, r.Blocked)
+			}
+			if len(r.Recreates) != len(w.Pods) {
+				t.Fatalf("recreates %v, want every one of the %d old pods", r.Recreates, len(w.Pods))
+			}
+			if tc.wantMessage != "" {
+				if r.Blocked == nil || r.Blocked.Message != tc.wantMessage {
+					t.Fatalf("blocked = %+v, want message %q", r.Blocked, tc.wantMessage)
+				}
+			}
+			// The snapshot itself is never changed by a simulation.
+			if got := s.PodCount(); got != len(tc.objs.Pods) {
+				t.Fatalf("snapshot has %d pods after the simulation, want %d", got, len(tc.objs.Pods))
+			}
+		})
+	}
+}
+
+func TestSimulateStatefulSetRollout(t *testing.T) {
+	app := map[string]string{"app": "db"}
+	pinned := func() Objects {
+		o := Objects{
+			Nodes: []*corev1.Node{mkNode("a1", zone("a")), mkNode("c1", zone("c")), mkNode("c2", zone("c"))},
+			Pods: []*corev1.Pod{
+				mkPod("ns", "db-0", on("c1"), withLabels("app", "db"), claim("data-db-0")),
+				mkPod("ns", "db-1", on("c2"), withLabels("app", "db"), claim("data-db-1")),
+			},
+			Claims:         []*corev1.PersistentVolumeClaim{mkClaim("ns", "data-db-0", "zonal", "pv-0"), mkClaim("ns", "data-db-1", "zonal", "pv-1")},
+			Volumes:        []*corev1.PersistentVolume{mkZonalVolume("pv-0", "c"), mkZonalVolume("pv-1", "c")},
+			StorageClasses: []*storagev1.StorageClass{mkClass("zonal", storagev1.VolumeBindingWaitForFirstConsumer)},
+		}
+		return o
+	}
+	sts := func(o Objects, strategy appsv1.StatefulSetUpdateStrategy, tmpl ...podOpt) *Workload {
+		p := mkPod("ns", "template", append([]podOpt{withLabels("app", "db")}, tmpl...)...)
+		w := &Workload{Kind: StatefulSet, Namespace: "ns", Name: "db", Replicas: 2, UpdateStrategy: strategy,
+			Template:             corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: p.Labels}, Spec: p.Spec},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}}
+		for _, pod := range o.Pods {
+			w.Pods = append(w.Pods, pod.UID)
+		}
+		return w
+	}
+
+	t.Run("incident 002: a zone spread cannot be met by pods their volumes pin to one zone", func(t *testing.T) {
+		o := pinned()
+		s, _ := NewSnapshot(o)
+		r, err := s.SimulateRollout(sts(o, appsv1.StatefulSetUpdateStrategy{}, spread(corev1.LabelTopologyZone, 1, app)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// db-1 goes first; its volume keeps it in zone c, where db-0 already
+		// is, while zone a is empty: skew 2.
+		if r.Completes || r.BlockedPod != "db-1" {
+			t.Fatalf("want db-1 blocked, got %+v", r)
+		}
+		if !strings.Contains(r.Blocked.Message, ReasonVolumeNodeAffinity) || !strings.Contains(r.Blocked.Message, ReasonSpread) {
+			t.Fatalf("message should name both the volume pin and the spread: %s", r.Blocked.Message)
+		}
+		if !slices.Equal(r.Recreates, []string{"db-1"}) {
+			t.Fatalf("recreates %v", r.Recreates)
+		}
+	})
+	t.Run("a partition recreates only the ordinals at or above it", func(t *testing.T) {
+		o := pinned()
+		s, _ := NewSnapshot(o)
+		strategy := appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](1)}}
+		r, err := s.SimulateRollout(sts(o, strategy))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Completes || !slices.Equal(r.Recreates, []string{"db-1"}) {
+			t.Fatalf("got %+v", r)
+		}
+	})
+	t.Run("OnDelete recreates nothing and says so", func(t *testing.T) {
+		o := pinned()
+		s, _ := NewSnapshot(o)
+		r, err := s.SimulateRollout(sts(o, appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}, spread(corev1.LabelTopologyZone, 1, app)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Completes || len(r.Recreates) != 0 || !strings.Contains(r.Note, "OnDelete") {
+			t.Fatalf("got %+v", r)
+		}
+	})
+}
+

@@ -1,0 +1,37 @@
+package placement
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// WorkloadKind is the kind of controller whose rollout is simulated.
+type WorkloadKind string
+
+const (
+	Deployment  WorkloadKind = "Deployment"
+	StatefulSet WorkloadKind = "StatefulSet"
+)
+
+// Workload is a controller and its pods, as the rollout simulation needs it.
+type Workload struct {
+	Kind      WorkloadKind
+	Namespace string
+	Name      string
+	Replicas  int32
+	// Template is the pod template the rollout rolls out: the workload's
+	// template with the candidate constraint applied.
+	Template corev1.PodTemplateSpec
+	// Strategy is the Deployment's strategy.
+	Strategy appsv1.DeploymentStrategy
+	// UpdateStrategy is the StatefulSet's update strategy.
+	UpdateStrategy appsv1.StatefulSetUpdateStrategy
+	// VolumeClaimTemplates are the StatefulSet's claim templates; pod i
+	// mounts the claim "<template>-<name>-<i>".
+	VolumeClaimTemplates []corev1.PersistentVolumeClaim
+	// Pods are the UIDs of the workload's current pods in the snapshot.
+	Pods []types.UID
+}
+
+func (w *Workload) ref() string { return string(w.Kind) + "/" + w.Name }
