@@ -113,9 +113,11 @@ func TestSimulateDeploymentRollout(t *testing.T) {
 			wantDone: true,
 		},
 		{
-			name:     "Recreate removes every old pod before creating",
-			objs:     twoWebOnTwoNodes(),
-			workload: func(o Objects) *Workload { return deployment(o, "web", 2, appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}, hard) },
+			name: "Recreate removes every old pod before creating",
+			objs: twoWebOnTwoNodes(),
+			workload: func(o Objects) *Workload {
+				return deployment(o, "web", 2, appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}, hard)
+			},
 			wantDone: true,
 		},
 		{
@@ -295,4 +297,3 @@ func TestSimulateStatefulSetRollout(t *testing.T) {
 		}
 	})
 }
-
