@@ -1,0 +1,288 @@
+package placement
+
+import (
+	"fmt"
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Stage is the strength a constraint is applied at.
+type Stage string
+
+const (
+	StageNone Stage = "None"
+	StageSoft Stage = "Soft"
+	StageHard Stage = "Hard"
+)
+
+// SoftWeight is the weight of the preferred anti-affinity term of the soft
+// stage: the highest, so the preference outweighs the scheduler's other scores.
+const SoftWeight int32 = 100
+
+// Constraint is the placement constraint a migration adds, independent of
+// the API version it came from.
+type Constraint struct {
+	AntiAffinity *AntiAffinity
+	Spread       *Spread
+}
+
+// AntiAffinity keeps a workload's pods apart from the pods Selector selects.
+type AntiAffinity struct {
+	TopologyKey string
+	// Selector defaults to the workload's own pod selector.
+	Selector          *metav1.LabelSelector
+	MatchLabelKeys    []string
+	Namespaces        []string
+	NamespaceSelector *metav1.LabelSelector
+}
+
+// Spread spreads a workload's pods over the domains of TopologyKey.
+type Spread struct {
+	TopologyKey string
+	MaxSkew     int32
+	// MinDomains applies to the hard stage only, as the API requires.
+	MinDomains *int32
+	// Selector defaults to the workload's own pod selector.
+	Selector           *metav1.LabelSelector
+	MatchLabelKeys     []string
+	NodeAffinityPolicy *corev1.NodeInclusionPolicy
+	NodeTaintsPolicy   *corev1.NodeInclusionPolicy
+}
+
+// TopologyKey is the key of whichever constraint is set.
+func (c Constraint) TopologyKey() string {
+	if c.AntiAffinity != nil {
+		return c.AntiAffinity.TopologyKey
+	}
+	if c.Spread != nil {
+		return c.Spread.TopologyKey
+	}
+	return ""
+}
+
+// Selector is the constraint's label selector, or own when it has none.
+func (c Constraint) Selector(own *metav1.LabelSelector) *metav1.LabelSelector {
+	var sel *metav1.LabelSelector
+	switch {
+	case c.AntiAffinity != nil:
+		sel = c.AntiAffinity.Selector
+	case c.Spread != nil:
+		sel = c.Spread.Selector
+	}
+	if sel == nil {
+		sel = own
+	}
+	return sel
+}
+
+// AffinityTerm is the anti-affinity term of the constraint.
+func (a *AntiAffinity) AffinityTerm(own *metav1.LabelSelector) corev1.PodAffinityTerm {
+	sel := a.Selector
+	if sel == nil {
+		sel = own
+	}
+	return corev1.PodAffinityTerm{
+		LabelSelector:     sel.DeepCopy(),
+		TopologyKey:       a.TopologyKey,
+		MatchLabelKeys:    append([]string(nil), a.MatchLabelKeys...),
+		Namespaces:        append([]string(nil), a.Namespaces...),
+		NamespaceSelector: a.NamespaceSelector.DeepCopy(),
+	}
+}
+
+// SpreadConstraint is the topologySpreadConstraints entry of the stage.
+func (s *Spread) SpreadConstraint(own *metav1.LabelSelector, stage Stage) corev1.TopologySpreadConstraint {
+	sel := s.Selector
+	if sel == nil {
+		sel = own
+	}
+	maxSkew := s.MaxSkew
+	if maxSkew < 1 {
+		maxSkew = 1
+	}
+	c := corev1.TopologySpreadConstraint{
+		MaxSkew:            maxSkew,
+		TopologyKey:        s.TopologyKey,
+		WhenUnsatisfiable:  corev1.ScheduleAnyway,
+		LabelSelector:      sel.DeepCopy(),
+		MatchLabelKeys:     append([]string(nil), s.MatchLabelKeys...),
+		NodeAffinityPolicy: s.NodeAffinityPolicy,
+		NodeTaintsPolicy:   s.NodeTaintsPolicy,
+	}
+	if stage == StageHard {
+		c.WhenUnsatisfiable = corev1.DoNotSchedule
+		c.MinDomains = s.MinDomains
+	}
+	return c
+}
+
+// Apply returns a copy of spec with the constraint at stage, and without the
+// constraint at any other stage: soft to hard replaces our soft entry rather
+// than adding a second one, and StageNone removes ours. Every other term and
+// constraint is kept as it is.
+func (c Constraint) Apply(spec *corev1.PodSpec, own *metav1.LabelSelector, stage Stage) (*corev1.PodSpec, error) {
+	out := spec.DeepCopy()
+	switch {
+	case c.AntiAffinity != nil:
+		applyAntiAffinity(out, c.AntiAffinity.AffinityTerm(own), stage)
+	case c.Spread != nil:
+		applySpread(out, c.Spread, own, stage)
+	default:
+		return nil, fmt.Errorf("apply constraint: neither anti-affinity nor spread is set")
+	}
+	return out, nil
+}
+
+func applyAntiAffinity(spec *corev1.PodSpec, term corev1.PodAffinityTerm, stage Stage) {
+	if spec.Affinity == nil {
+		spec.Affinity = &corev1.Affinity{}
+	}
+	if spec.Affinity.PodAntiAffinity == nil {
+		spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{}
+	}
+	paa := spec.Affinity.PodAntiAffinity
+	paa.RequiredDuringSchedulingIgnoredDuringExecution = without(paa.RequiredDuringSchedulingIgnoredDuringExecution, func(t corev1.PodAffinityTerm) bool {
+		return equalTerm(t, term)
+	})
+	paa.PreferredDuringSchedulingIgnoredDuringExecution = without(paa.PreferredDuringSchedulingIgnoredDuringExecution, func(t corev1.WeightedPodAffinityTerm) bool {
+		return t.Weight == SoftWeight && equalTerm(t.PodAffinityTerm, term)
+	})
+	switch stage {
+	case StageSoft:
+		paa.PreferredDuringSchedulingIgnoredDuringExecution = append(paa.PreferredDuringSchedulingIgnoredDuringExecution,
+			corev1.WeightedPodAffinityTerm{Weight: SoftWeight, PodAffinityTerm: term})
+	case StageHard:
+		paa.RequiredDuringSchedulingIgnoredDuringExecution = append(paa.RequiredDuringSchedulingIgnoredDuringExecution, term)
+	}
+	if len(paa.RequiredDuringSchedulingIgnoredDuringExecution) == 0 && len(paa.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
+		spec.Affinity.PodAntiAffinity = nil
+	}
+	if reflect.DeepEqual(*spec.Affinity, corev1.Affinity{}) {
+		spec.Affinity = nil
+	}
+}
+
+func applySpread(spec *corev1.PodSpec, s *Spread, own *metav1.LabelSelector, stage Stage) {
+	soft, hard := s.SpreadConstraint(own, StageSoft), s.SpreadConstraint(own, StageHard)
+	spec.TopologySpreadConstraints = without(spec.TopologySpreadConstraints, func(c corev1.TopologySpreadConstraint) bool {
+		return equalSpread(c, soft) || equalSpread(c, hard)
+	})
+	switch stage {
+	case StageSoft:
+		spec.TopologySpreadConstraints = append(spec.TopologySpreadConstraints, soft)
+	case StageHard:
+		spec.TopologySpreadConstraints = append(spec.TopologySpreadConstraints, hard)
+	}
+	if len(spec.TopologySpreadConstraints) == 0 {
+		spec.TopologySpreadConstraints = nil
+	}
+}
+
+// StageOf reports the stage at which spec carries the constraint: Hard if
+// it has the hard form, else Soft if it has the soft form, else None.
+func (c Constraint) StageOf(spec *corev1.PodSpec, own *metav1.LabelSelector) Stage {
+	switch {
+	case c.AntiAffinity != nil:
+		term := c.AntiAffinity.AffinityTerm(own)
+		if spec.Affinity == nil || spec.Affinity.PodAntiAffinity == nil {
+			return StageNone
+		}
+		for _, t := range spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			if equalTerm(t, term) {
+				return StageHard
+			}
+		}
+		for _, t := range spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			if t.Weight == SoftWeight && equalTerm(t.PodAffinityTerm, term) {
+				return StageSoft
+			}
+		}
+	case c.Spread != nil:
+		soft, hard := c.Spread.SpreadConstraint(own, StageSoft), c.Spread.SpreadConstraint(own, StageHard)
+		stage := StageNone
+		for _, tsc := range spec.TopologySpreadConstraints {
+			if equalSpread(tsc, hard) {
+				return StageHard
+			}
+			if equalSpread(tsc, soft) {
+				stage = StageSoft
+			}
+		}
+		return stage
+	}
+	return StageNone
+}
+
+func without[T any](list []T, drop func(T) bool) []T {
+	out := list[:0:0]
+	for _, x := range list {
+		if !drop(x) {
+			out = append(out, x)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// equalTerm compares terms as the API server stores them: an empty list and
+// a missing one are the same.
+func equalTerm(a, b corev1.PodAffinityTerm) bool {
+	return a.TopologyKey == b.TopologyKey &&
+		equalSelector(a.LabelSelector, b.LabelSelector) &&
+		equalSelector(a.NamespaceSelector, b.NamespaceSelector) &&
+		equalStrings(a.Namespaces, b.Namespaces) &&
+		equalStrings(a.MatchLabelKeys, b.MatchLabelKeys) &&
+		equalStrings(a.MismatchLabelKeys, b.MismatchLabelKeys)
+}
+
+func equalSpread(a, b corev1.TopologySpreadConstraint) bool {
+	return a.TopologyKey == b.TopologyKey && a.MaxSkew == b.MaxSkew && a.WhenUnsatisfiable == b.WhenUnsatisfiable &&
+		equalSelector(a.LabelSelector, b.LabelSelector) && equalStrings(a.MatchLabelKeys, b.MatchLabelKeys) &&
+		reflect.DeepEqual(a.MinDomains, b.MinDomains) &&
+		policyOr(a.NodeAffinityPolicy, corev1.NodeInclusionPolicyHonor) == policyOr(b.NodeAffinityPolicy, corev1.NodeInclusionPolicyHonor) &&
+		policyOr(a.NodeTaintsPolicy, corev1.NodeInclusionPolicyIgnore) == policyOr(b.NodeTaintsPolicy, corev1.NodeInclusionPolicyIgnore)
+}
+
+func policyOr(p *corev1.NodeInclusionPolicy, def corev1.NodeInclusionPolicy) corev1.NodeInclusionPolicy {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func equalSelector(a, b *metav1.LabelSelector) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	if len(a.MatchLabels) != len(b.MatchLabels) || len(a.MatchExpressions) != len(b.MatchExpressions) {
+		return false
+	}
+	for k, v := range a.MatchLabels {
+		if w, ok := b.MatchLabels[k]; !ok || w != v {
+			return false
+		}
+	}
+	for i := range a.MatchExpressions {
+		x, y := a.MatchExpressions[i], b.MatchExpressions[i]
+		if x.Key != y.Key || x.Operator != y.Operator || !equalStrings(x.Values, y.Values) {
+			return false
+		}
+	}
+	return true
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

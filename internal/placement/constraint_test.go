@@ -1,0 +1,92 @@
+package placement
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestApplyAntiAffinityKeepsEverythingElse(t *testing.T) {
+	own := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	existingNodeAffinity := &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/os", Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}}}},
+	}}
+	otherTerm := term(corev1.LabelTopologyZone, map[string]string{"app": "db"})
+	spec := &corev1.PodSpec{Affinity: &corev1.Affinity{
+		NodeAffinity:    existingNodeAffinity.DeepCopy(),
+		PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{otherTerm}},
+	}}
+	c := Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname}}
+
+	soft, err := c.Apply(spec, own, StageSoft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.StageOf(soft, own); got != StageSoft {
+		t.Fatalf("stage after soft = %s", got)
+	}
+	if n := len(soft.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution); n != 1 {
+		t.Fatalf("want one preferred term, got %d", n)
+	}
+	hard, _ := c.Apply(soft, own, StageHard)
+	if got := c.StageOf(hard, own); got != StageHard {
+		t.Fatalf("stage after hard = %s", got)
+	}
+	paa := hard.Affinity.PodAntiAffinity
+	if len(paa.PreferredDuringSchedulingIgnoredDuringExecution) != 0 {
+		t.Fatalf("soft to hard must replace our soft term, got %+v", paa.PreferredDuringSchedulingIgnoredDuringExecution)
+	}
+	if len(paa.RequiredDuringSchedulingIgnoredDuringExecution) != 2 || !equalTerm(paa.RequiredDuringSchedulingIgnoredDuringExecution[0], otherTerm) {
+		t.Fatalf("the existing required term must stay first and unchanged: %+v", paa.RequiredDuringSchedulingIgnoredDuringExecution)
+	}
+	if !reflect.DeepEqual(hard.Affinity.NodeAffinity, existingNodeAffinity) {
+		t.Fatalf("node affinity changed: %+v", hard.Affinity.NodeAffinity)
+	}
+	again, _ := c.Apply(hard, own, StageHard)
+	if !reflect.DeepEqual(again, hard) {
+		t.Fatal("applying the same stage twice must change nothing")
+	}
+	none, _ := c.Apply(hard, own, StageNone)
+	if !reflect.DeepEqual(none, spec) {
+		t.Fatalf("removing our constraint must restore the original spec:\n got %+v\nwant %+v", none.Affinity, spec.Affinity)
+	}
+	if !reflect.DeepEqual(spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, []corev1.PodAffinityTerm{otherTerm}) {
+		t.Fatal("Apply must not mutate its input")
+	}
+}
+
+func TestApplySpreadStages(t *testing.T) {
+	own := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	three := int32(3)
+	c := Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1, MinDomains: &three, MatchLabelKeys: []string{"pod-template-hash"}}}
+	existing := corev1.TopologySpreadConstraint{MaxSkew: 2, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: own}
+	spec := &corev1.PodSpec{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{existing}}
+
+	soft, _ := c.Apply(spec, own, StageSoft)
+	if len(soft.TopologySpreadConstraints) != 2 {
+		t.Fatalf("want the existing and our soft constraint, got %+v", soft.TopologySpreadConstraints)
+	}
+	ours := soft.TopologySpreadConstraints[1]
+	if ours.WhenUnsatisfiable != corev1.ScheduleAnyway || ours.MinDomains != nil {
+		t.Fatalf("the soft stage is ScheduleAnyway without minDomains (the API forbids it), got %+v", ours)
+	}
+	hard, _ := c.Apply(soft, own, StageHard)
+	if len(hard.TopologySpreadConstraints) != 2 {
+		t.Fatalf("soft to hard must replace ours, got %+v", hard.TopologySpreadConstraints)
+	}
+	ours = hard.TopologySpreadConstraints[1]
+	if ours.WhenUnsatisfiable != corev1.DoNotSchedule || ours.MinDomains == nil || *ours.MinDomains != 3 {
+		t.Fatalf("hard stage: %+v", ours)
+	}
+	if !reflect.DeepEqual(hard.TopologySpreadConstraints[0], existing) {
+		t.Fatal("the existing constraint changed")
+	}
+	if got := c.StageOf(hard, own); got != StageHard {
+		t.Fatalf("StageOf = %s", got)
+	}
+	if got := c.StageOf(spec, own); got != StageNone {
+		t.Fatalf("StageOf the original = %s", got)
+	}
+}
