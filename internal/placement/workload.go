@@ -3,6 +3,7 @@ package placement
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -20,6 +21,9 @@ type Workload struct {
 	Namespace string
 	Name      string
 	Replicas  int32
+	// Selector is the workload's pod selector: the constraint's default
+	// selector, "the workload's own pods".
+	Selector *metav1.LabelSelector
 	// Template is the pod template the rollout rolls out: the workload's
 	// template with the candidate constraint applied.
 	Template corev1.PodTemplateSpec

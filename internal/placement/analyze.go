@@ -1,0 +1,105 @@
+package placement
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Question asks whether a constraint can be applied at a stage to a set of
+// workloads. The workloads' templates are their live templates; the engine
+// applies the constraint itself.
+type Question struct {
+	Workloads  []*Workload
+	Constraint Constraint
+	Stage      Stage
+	Capacity   CapacitySpec
+}
+
+// Answer is the engine's judgement.
+type Answer struct {
+	Capacity Capacity
+	// Rollouts holds each workload's simulated rollout, by "Kind/name".
+	Rollouts map[string]Rollout
+	// Templates holds each workload's pod spec with the constraint applied.
+	Templates map[string]*corev1.PodSpec
+	Hazards   []Hazard
+	// Duration is how long the analysis took.
+	Duration time.Duration
+}
+
+// Blocking returns the findings that must stop the migration.
+func (a Answer) Blocking() []Hazard {
+	var out []Hazard
+	for _, h := range a.Hazards {
+		if h.Blocking {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// Analyze answers a question: capacity first, then for each workload the
+// findings that need no simulation (clobber, selector overlap), then the
+// simulated rollout of the stage. Capacity is judged first because without
+// it every rollout fails for a reason that fixes itself when nodes arrive.
+func (s *Snapshot) Analyze(q Question) (Answer, error) {
+	start := time.Now()
+	a := Answer{Rollouts: map[string]Rollout{}, Templates: map[string]*corev1.PodSpec{}}
+	capacity, err := s.CapacityFor(q.Workloads, q.Constraint, q.Capacity)
+	if err != nil {
+		return a, err
+	}
+	a.Capacity = capacity
+	if !capacity.Enough() {
+		a.Hazards = append(a.Hazards, Hazard{
+			Type: HazardInsufficientCapacity, Blocking: true,
+			Message: fmt.Sprintf("have %s; the constraint on %s needs them before it can be applied", capacity.Shortfall(q.Constraint.TopologyKey()), q.Constraint.TopologyKey()),
+		})
+		a.Duration = time.Since(start)
+		return a, nil
+	}
+	targets := map[types.UID]bool{}
+	for _, w := range q.Workloads {
+		for _, uid := range w.Pods {
+			targets[uid] = true
+		}
+	}
+	for _, w := range q.Workloads {
+		if h := clobber(w, q.Constraint, q.Stage); h != nil {
+			a.Hazards = append(a.Hazards, *h)
+			continue
+		}
+		if h := s.selectorOverlap(w, q.Constraint, targets); h != nil {
+			a.Hazards = append(a.Hazards, *h)
+			continue
+		}
+		spec, err := q.Constraint.Apply(&w.Template.Spec, w.Selector, q.Stage)
+		if err != nil {
+			return a, fmt.Errorf("apply %s stage to %s: %w", q.Stage, w.ref(), err)
+		}
+		a.Templates[w.ref()] = spec
+		changed := *w
+		changed.Template = *w.Template.DeepCopy()
+		changed.Template.Spec = *spec
+		r, err := s.SimulateRollout(&changed)
+		if err != nil {
+			return a, err
+		}
+		a.Rollouts[w.ref()] = r
+		if r.Note != "" {
+			a.Hazards = append(a.Hazards, Hazard{Type: HazardOnDeleteStrategy, Workload: w.ref(), Message: r.Note})
+		}
+		if h := s.rolloutHazard(&changed, q.Constraint, r); h != nil {
+			a.Hazards = append(a.Hazards, *h)
+		}
+	}
+	a.Duration = time.Since(start)
+	return a, nil
+}
+
+func intstrOne() intstr.IntOrString { return intstr.FromInt32(1) }
+

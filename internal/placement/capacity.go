@@ -1,0 +1,180 @@
+package placement
+
+import (
+	"fmt"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+)
+
+// CapacitySpec says which nodes qualify and how many are needed; unset
+// numbers are derived from the constraint and the rollout strategy.
+type CapacitySpec struct {
+	// NodeSelector limits the qualifying nodes; nil admits every node.
+	NodeSelector *metav1.LabelSelector
+	MinNodes     *int32
+	MinDomains   *int32
+}
+
+// Capacity is what the snapshot offers against what the constraint needs.
+type Capacity struct {
+	QualifyingNodes   int
+	RequiredNodes     int
+	QualifyingDomains int
+	RequiredDomains   int
+	// Nodes are the qualifying nodes by name.
+	Nodes []string
+	// Selector describes the qualifying nodes for messages, e.g. "role=data".
+	Selector string
+}
+
+// Enough reports whether the qualifying capacity meets the requirement.
+func (c Capacity) Enough() bool {
+	return c.QualifyingNodes >= c.RequiredNodes && c.QualifyingDomains >= c.RequiredDomains
+}
+
+// Summary is "found/needed" of whichever of nodes and domains is scarcer.
+func (c Capacity) Summary() string {
+	if c.RequiredDomains > 0 && c.QualifyingDomains*c.RequiredNodes < c.QualifyingNodes*c.RequiredDomains {
+		return fmt.Sprintf("%d/%d", c.QualifyingDomains, c.RequiredDomains)
+	}
+	return fmt.Sprintf("%d/%d", c.QualifyingNodes, c.RequiredNodes)
+}
+
+// Shortfall says, in a person's words, what is missing; "" when nothing is.
+func (c Capacity) Shortfall(topologyKey string) string {
+	where := ""
+	if c.Selector != "" {
+		where = " (" + c.Selector + ")"
+	}
+	if c.QualifyingNodes < c.RequiredNodes {
+		return fmt.Sprintf("%d of %d qualifying nodes%s", c.QualifyingNodes, c.RequiredNodes, where)
+	}
+	if c.QualifyingDomains < c.RequiredDomains {
+		return fmt.Sprintf("%d of %d qualifying %s domains%s", c.QualifyingDomains, c.RequiredDomains, topologyKey, where)
+	}
+	return ""
+}
+
+// CapacityFor finds the nodes that qualify for the constraint: they match
+// the capacity's node selector, carry the topology key, and admit a pod of
+// every workload (node affinity, taints, cordon, room for one more pod).
+func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec CapacitySpec) (Capacity, error) {
+	sel := labels.Everything()
+	var capacity Capacity
+	if spec.NodeSelector != nil {
+		var err error
+		if sel, err = metav1.LabelSelectorAsSelector(spec.NodeSelector); err != nil {
+			return capacity, fmt.Errorf("capacity nodeSelector: %w", err)
+		}
+		capacity.Selector = metav1.FormatLabelSelector(spec.NodeSelector)
+	}
+	key := c.TopologyKey()
+	pods := make([]*corev1.Pod, len(workloads))
+	affs := make([]nodeaffinity.RequiredNodeAffinity, len(workloads))
+	reqs := make([]resources, len(workloads))
+	for i, w := range workloads {
+		pods[i] = newPod(w, w.Name+"-capacity", nil)
+		affs[i] = nodeaffinity.GetRequiredNodeAffinity(pods[i])
+		reqs[i] = podRequests(pods[i])
+	}
+	domains := map[string]struct{}{}
+	for _, id := range s.liveNodes() {
+		ni := s.nodes[id]
+		node := ni.node
+		value, hasKey := node.Labels[key]
+		if !hasKey || !sel.Matches(labels.Set(node.Labels)) {
+			continue
+		}
+		admits := true
+		for i := range pods {
+			if nodeFilter(pods[i], affs[i], node) != "" ||
+				int64(len(ni.pods))+1 > ni.allowedPods ||
+				!reqs[i].fitsIn(ni.allocatable, ni.requested, resources{}) {
+				admits = false
+				break
+			}
+		}
+		if !admits {
+			continue
+		}
+		capacity.Nodes = append(capacity.Nodes, node.Name)
+		domains[value] = struct{}{}
+	}
+	capacity.QualifyingNodes = len(capacity.Nodes)
+	capacity.QualifyingDomains = len(domains)
+	capacity.RequiredDomains = s.requiredDomains(workloads, c)
+	if spec.MinDomains != nil {
+		capacity.RequiredDomains = int(*spec.MinDomains)
+	}
+	capacity.RequiredNodes = capacity.RequiredDomains
+	if spec.MinNodes != nil {
+		capacity.RequiredNodes = int(*spec.MinNodes)
+	}
+	sort.Strings(capacity.Nodes)
+	return capacity, nil
+}
+
+// requiredDomains derives how many domains the hard constraint needs once
+// rolled out (whether the rollout itself can get there is the simulation's
+// question, and a strategy that cannot is a RolloutDeadlock, not missing
+// capacity):
+//   - anti-affinity among a workload's own pods: one domain per replica;
+//   - anti-affinity from other pods: the domains those pods occupy, plus one;
+//   - a spread: minDomains, or two, the least that spreads anything.
+func (s *Snapshot) requiredDomains(workloads []*Workload, c Constraint) int {
+	need := 0
+	for _, w := range workloads {
+		n := 0
+		switch {
+		case c.AntiAffinity != nil:
+			own := newPod(w, w.Name+"-capacity", map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: newRevisionHash})
+			term, err := newAffinityTerm(own, ptrTo(c.AntiAffinity.AffinityTerm(w.Selector)))
+			if err != nil {
+				continue
+			}
+			if term.matches(own, namespaceLabels(s, own.Namespace)) {
+				n = int(w.Replicas)
+			} else {
+				n = s.occupiedDomains(own, &term, w) + 1
+			}
+		case c.Spread != nil:
+			n = 2
+			if c.Spread.MinDomains != nil {
+				n = int(*c.Spread.MinDomains)
+			}
+		}
+		if n > need {
+			need = n
+		}
+	}
+	return need
+}
+
+// occupiedDomains counts the domains holding pods the term selects, other
+// than the workload's own.
+func (s *Snapshot) occupiedDomains(own *corev1.Pod, t *affinityTerm, w *Workload) int {
+	mine := map[string]bool{}
+	for _, uid := range w.Pods {
+		mine[string(uid)] = true
+	}
+	domains := map[string]struct{}{}
+	for _, ns := range t.namespaces.UnsortedList() {
+		for id := range s.labels.candidates(ns, t.selector) {
+			pi := s.pods[id]
+			if pi.node == noNode || mine[string(pi.pod.UID)] || !t.matches(pi.pod, namespaceLabels(s, ns)) {
+				continue
+			}
+			if v, ok := s.nodes[pi.node].node.Labels[t.topologyKey]; ok {
+				domains[v] = struct{}{}
+			}
+		}
+	}
+	return len(domains)
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,197 @@
+package placement
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Hazard types, stable names a person and a dashboard can key on.
+const (
+	HazardInsufficientCapacity = "InsufficientCapacity"
+	HazardRolloutDeadlock      = "RolloutDeadlock"
+	HazardSelectorOverlap      = "SelectorOverlap"
+	HazardVolumeZonePinning    = "VolumeZonePinning"
+	HazardAffinityClobber      = "AffinityClobber"
+	HazardUnschedulable        = "Unschedulable"
+	HazardOnDeleteStrategy     = "OnDeleteStrategy"
+)
+
+// Hazard is one finding. Blocking findings stop a migration; the others are
+// for a person to know.
+type Hazard struct {
+	Type     string
+	Blocking bool
+	// Workload is "Kind/name", empty for findings about the cluster.
+	Workload string
+	Message  string
+}
+
+// selectorOverlap finds pods that the constraint's selector, scoped by its
+// matchLabelKeys as the API server scopes it for a new pod, selects although
+// they belong to no target: another workload, or another release of a
+// blue/green pair. Pods of other targets are meant to be counted together.
+func (s *Snapshot) selectorOverlap(w *Workload, c Constraint, targets map[types.UID]bool) *Hazard {
+	own := newPod(w, w.Name+"-next", map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: newRevisionHash})
+	var term affinityTerm
+	var err error
+	switch {
+	case c.AntiAffinity != nil:
+		term, err = newAffinityTerm(own, ptrTo(c.AntiAffinity.AffinityTerm(w.Selector)))
+	case c.Spread != nil:
+		sc := c.Spread.SpreadConstraint(w.Selector, StageHard)
+		term, err = newAffinityTerm(own, &corev1.PodAffinityTerm{LabelSelector: sc.LabelSelector, MatchLabelKeys: sc.MatchLabelKeys, TopologyKey: sc.TopologyKey})
+	}
+	if err != nil {
+		return &Hazard{Type: HazardSelectorOverlap, Blocking: true, Workload: w.ref(), Message: fmt.Sprintf("%s: the constraint's selector is invalid: %v", w.ref(), err)}
+	}
+	// A selector that does not select the workload's own pods keeps them
+	// apart from others on purpose (a graph DB apart from a search engine).
+	if !term.matches(own, namespaceLabels(s, own.Namespace)) {
+		return nil
+	}
+	var strangers []string
+	for _, ns := range term.namespaces.UnsortedList() {
+		for id := range s.labels.candidates(ns, term.selector) {
+			p := s.pods[id].pod
+			if targets[p.UID] || p.DeletionTimestamp != nil || !term.matches(p, namespaceLabels(s, ns)) {
+				continue
+			}
+			strangers = append(strangers, p.Namespace+"/"+p.Name)
+		}
+	}
+	if len(strangers) == 0 {
+		return nil
+	}
+	sort.Strings(strangers)
+	fix := "add a label that tells the releases apart (for example release) to the pods and to matchLabelKeys"
+	if w.Kind == Deployment {
+		fix = "set matchLabelKeys: [pod-template-hash] so that only the pods of one revision are counted, or narrow the labelSelector"
+	}
+	return &Hazard{
+		Type: HazardSelectorOverlap, Blocking: true, Workload: w.ref(),
+		Message: fmt.Sprintf("%s: the constraint's selector %s also selects %d pod(s) of other workloads or revisions (%s); they would be counted with %s's own pods, as blue and green were in one zone. Fix: %s",
+			w.ref(), describeSelector(term), len(strangers), firstFew(strangers, 3), w.Name, fix),
+	}
+}
+
+// clobber finds constraint entries of other owners that applying ours would
+// replace: pod anti-affinity term lists are atomic (server-side apply owns
+// them whole), and spread constraints are keyed by topologyKey and
+// whenUnsatisfiable.
+func clobber(w *Workload, c Constraint, stage Stage) *Hazard {
+	spec := &w.Template.Spec
+	switch {
+	case c.AntiAffinity != nil:
+		if spec.Affinity == nil || spec.Affinity.PodAntiAffinity == nil {
+			return nil
+		}
+		ours := c.AntiAffinity.AffinityTerm(w.Selector)
+		foreign := 0
+		field := ""
+		if stage == StageHard {
+			field = "requiredDuringSchedulingIgnoredDuringExecution"
+			for _, t := range spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				if !equalTerm(t, ours) {
+					foreign++
+				}
+			}
+		} else {
+			field = "preferredDuringSchedulingIgnoredDuringExecution"
+			for _, t := range spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+				if t.Weight != SoftWeight || !equalTerm(t.PodAffinityTerm, ours) {
+					foreign++
+				}
+			}
+		}
+		if foreign == 0 {
+			return nil
+		}
+		return &Hazard{
+			Type: HazardAffinityClobber, Blocking: true, Workload: w.ref(),
+			Message: fmt.Sprintf("%s already has %d podAntiAffinity.%s term(s) of its own; that list is replaced whole by any writer, so adding ours would take theirs over and the next apply of the workload would drop ours. Fix: add the term where %s is defined, next to the existing ones",
+				w.ref(), foreign, field, w.Name),
+		}
+	case c.Spread != nil:
+		ours := c.Spread.SpreadConstraint(w.Selector, stage)
+		for _, tsc := range spec.TopologySpreadConstraints {
+			if tsc.TopologyKey == ours.TopologyKey && tsc.WhenUnsatisfiable == ours.WhenUnsatisfiable && !equalSpread(tsc, ours) &&
+				!equalSpread(tsc, c.Spread.SpreadConstraint(w.Selector, otherStage(stage))) {
+				return &Hazard{
+					Type: HazardAffinityClobber, Blocking: true, Workload: w.ref(),
+					Message: fmt.Sprintf("%s already has a %s spread on %s; spread constraints are keyed by topologyKey and whenUnsatisfiable, so ours would overwrite it. Fix: change the existing constraint where %s is defined, or spread on another key",
+						w.ref(), tsc.WhenUnsatisfiable, tsc.TopologyKey, w.Name),
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func otherStage(s Stage) Stage {
+	if s == StageHard {
+		return StageSoft
+	}
+	return StageHard
+}
+
+// rolloutHazard turns a rollout that does not complete into a finding: a
+// deadlock when the strategy is the cause, volume pinning when bound
+// volumes are, and otherwise the scheduler's plain verdict.
+func (s *Snapshot) rolloutHazard(w *Workload, c Constraint, r Rollout) *Hazard {
+	if r.Completes || r.Blocked == nil {
+		return nil
+	}
+	verdict := r.Blocked.Message
+	if r.Blocked.Reasons[ReasonVolumeNodeAffinity] > 0 || r.Blocked.Reasons[ReasonVolumeZone] > 0 {
+		return &Hazard{
+			Type: HazardVolumeZonePinning, Blocking: true, Workload: w.ref(),
+			Message: fmt.Sprintf("%s: pod %s is pinned by its bound volume to domains the constraint on %s cannot accept (%s). Fix: move or recreate the volume in another domain first, or spread with a larger maxSkew",
+				w.ref(), r.BlockedPod, c.TopologyKey(), verdict),
+		}
+	}
+	if w.Kind == Deployment && w.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		surge, unavailable, err := surgeAndUnavailable(w.Strategy, w.Replicas)
+		if err == nil && unavailable == 0 && s.completesWithOneUnavailable(w) {
+			return &Hazard{
+				Type: HazardRolloutDeadlock, Blocking: true, Workload: w.ref(),
+				Message: fmt.Sprintf("%s: the rollout would deadlock: %d replicas + maxSurge %d need more %s domains than the hard constraint allows, and maxUnavailable 0 keeps every old pod, so surge pod %s stays Pending (%s). Fix: set spec.strategy.rollingUpdate.maxUnavailable to at least 1, or maxSurge to 0, or add a node",
+					w.ref(), w.Replicas, surge, c.TopologyKey(), r.BlockedPod, verdict),
+			}
+		}
+	}
+	return &Hazard{
+		Type: HazardUnschedulable, Blocking: true, Workload: w.ref(),
+		Message: fmt.Sprintf("%s: pod %s could not be placed during the rollout: %s", w.ref(), r.BlockedPod, verdict),
+	}
+}
+
+// completesWithOneUnavailable reports whether the same rollout would
+// complete if the strategy allowed one unavailable pod: then the strategy,
+// not the cluster, is what deadlocks.
+func (s *Snapshot) completesWithOneUnavailable(w *Workload) bool {
+	alt := *w
+	one := intstrOne()
+	alt.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &one}}
+	if w.Strategy.RollingUpdate != nil {
+		alt.Strategy.RollingUpdate.MaxSurge = w.Strategy.RollingUpdate.MaxSurge
+	}
+	r, err := s.SimulateRollout(&alt)
+	return err == nil && r.Completes
+}
+
+func describeSelector(t affinityTerm) string {
+	return "{" + t.selector.String() + "}"
+}
+
+func firstFew(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
+}
