@@ -102,4 +102,3 @@ func (s *Snapshot) Analyze(q Question) (Answer, error) {
 }
 
 func intstrOne() intstr.IntOrString { return intstr.FromInt32(1) }
-
