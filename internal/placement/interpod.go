@@ -20,12 +20,7 @@ func (e *evaluator) initInterPod() error {
 		return err
 	}
 	e.anti = e.countTerms(anti)
-	e.affinity = e.countTerms(aff)
-	for _, tc := range e.affinity {
-		for _, c := range tc.counts {
-			e.affinityTotal += int(c)
-		}
-	}
+	e.affinity = e.countAffinity(aff)
 	e.selfAffinity = true
 	for i := range aff {
 		if !aff[i].matches(e.pod, e.nsLabels) {
@@ -61,6 +56,46 @@ func (e *evaluator) countTerms(terms []affinityTerm) []termCounts {
 		}
 	}
 	return out
+}
+
+// countAffinity counts, per term and domain, the pods that match every one
+// of the terms: the scheduler only counts a pod towards required affinity
+// when it matches all of them.
+func (e *evaluator) countAffinity(terms []affinityTerm) []termCounts {
+	out := make([]termCounts, len(terms))
+	for k, t := range terms {
+		out[k] = termCounts{term: t, domainCounts: *newDomainCounts(e.topologyFor(t.topologyKey))}
+	}
+	if len(terms) == 0 {
+		return out
+	}
+	first := &terms[0]
+	for _, ns := range e.termNamespaces(first) {
+		for id := range e.s.labels.candidates(ns, first.selector) {
+			pi := e.s.pods[id]
+			if i := e.boundPos(pi); i >= 0 {
+				e.accountAffinity(out, pi.pod, i, 1)
+			}
+		}
+	}
+	return out
+}
+
+// accountAffinity records pod p, bound at position i, for every affinity
+// term if it matches all of them.
+func (e *evaluator) accountAffinity(counts []termCounts, p *corev1.Pod, i int, delta int32) {
+	nsl := namespaceLabels(e.s, p.Namespace)
+	for k := range counts {
+		if !counts[k].term.matches(p, nsl) {
+			return
+		}
+	}
+	for k := range counts {
+		if d := counts[k].topo.domainOf[i]; d >= 0 {
+			counts[k].counts[d] += delta
+			e.affinityTotal += int(delta)
+		}
+	}
 }
 
 // termNamespaces lists the namespaces whose pods a term may select.
@@ -105,12 +140,8 @@ func (e *evaluator) accountInterPod(p *corev1.Pod, antiTerms []affinityTerm, i i
 			tc.counts[d] += delta
 		}
 	}
-	for k := range e.affinity {
-		tc := &e.affinity[k]
-		if d := tc.topo.domainOf[i]; d >= 0 && (tc.term.namespaces.Has(p.Namespace) || tc.term.nsSelector.Matches(nsl)) && tc.term.selector.Matches(pl) {
-			tc.counts[d] += delta
-			e.affinityTotal += int(delta)
-		}
+	if len(e.affinity) > 0 {
+		e.accountAffinity(e.affinity, p, i, delta)
 	}
 	e.forbidFor(antiTerms, i, delta)
 }
