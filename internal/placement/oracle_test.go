@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
 
@@ -427,4 +427,3 @@ func FuzzEngineAgreesWithOracle(f *testing.F) {
 		checkSeed(t, seed)
 	})
 }
-
