@@ -21,9 +21,8 @@ type evaluator struct {
 
 	// order are the evaluated nodes in name order; posOf maps a nodeID to
 	// its position in order, -1 for none.
-	order      []nodeID
-	posOf      []int32
-	topologies map[string]*topology
+	order []nodeID
+	posOf []int32
 
 	req          resources
 	preFilterMsg string
@@ -41,8 +40,15 @@ type evaluator struct {
 	anti, affinity []termCounts
 	affinityTotal  int
 	selfAffinity   bool
-	existingAnti   map[string]*domainCounts
-	spreads        []*spreadState
+	// existingAnti counts, per topology key, the existing pods whose
+	// required anti-affinity selects the incoming pod; existingAntiList
+	// holds the same counts for iteration on the hot path.
+	existingAnti     map[string]*domainCounts
+	existingAntiList []*domainCounts
+	spreads          []*spreadState
+	// candidates are the positions that pass the filters no simulation can
+	// change (node, taints, affinity, volumes).
+	candidates []int
 }
 
 // domainCounts counts pods per domain of one topology.
@@ -68,7 +74,6 @@ func (s *Snapshot) newEvaluator(pod *corev1.Pod) (*evaluator, error) {
 		nsLabels:   namespaceLabels(s, pod.Namespace),
 		order:      s.liveNodes(),
 		posOf:      make([]int32, len(s.nodes)),
-		topologies: map[string]*topology{},
 		req:        podRequests(pod),
 	}
 	for i := range e.posOf {
@@ -95,6 +100,7 @@ func (s *Snapshot) newEvaluator(pod *corev1.Pod) (*evaluator, error) {
 			e.volumeReason[i] = volumeFilter(bound, missing, node)
 		}
 	}
+	e.resetCandidates()
 	if err := e.initInterPod(); err != nil {
 		return nil, err
 	}
@@ -102,6 +108,18 @@ func (s *Snapshot) newEvaluator(pod *corev1.Pod) (*evaluator, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+func (e *evaluator) resetCandidates() {
+	e.candidates = e.candidates[:0]
+	if e.preFilterMsg != "" {
+		return
+	}
+	for i := range e.order {
+		if e.nodeReason[i] == "" && e.volumeReason[i] == "" {
+			e.candidates = append(e.candidates, i)
+		}
+	}
 }
 
 // bound reports the evaluated position of the node a snapshot pod is bound

@@ -124,6 +124,7 @@ func (e *evaluator) forbidFor(terms []affinityTerm, i int, delta int32) {
 		if !ok {
 			dc = newDomainCounts(e.topologyFor(t.topologyKey))
 			e.existingAnti[t.topologyKey] = dc
+			e.existingAntiList = append(e.existingAntiList, dc)
 		}
 		if d := dc.topo.domainOf[i]; d >= 0 {
 			dc.counts[d] += delta
@@ -172,7 +173,7 @@ func (e *evaluator) interPodReason(i int) string {
 			return ReasonAntiAffinity
 		}
 	}
-	for _, dc := range e.existingAnti {
+	for _, dc := range e.existingAntiList {
 		if d := dc.topo.domainOf[i]; d >= 0 && dc.counts[d] > 0 {
 			return ReasonExistingAntiAffinity
 		}

@@ -93,7 +93,8 @@ func newPod(w *Workload, name string, extraLabels map[string]string) *corev1.Pod
 	for k, v := range extraLabels {
 		lbls[k] = v
 	}
-	spec := *w.Template.Spec.DeepCopy()
+	// Simulated pods are only read, so they share the template's spec.
+	spec := w.Template.Spec
 	spec.NodeName = ""
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: name, Labels: lbls, UID: types.UID("simulated/" + w.Namespace + "/" + name)},
@@ -166,7 +167,7 @@ func (s *Snapshot) newPlacer(pod *corev1.Pod, old []podID) (*placer, error) {
 // the node's position, or -1 when no node passes the filters.
 func (p *placer) place(pod *corev1.Pod) int {
 	best := -1
-	for i := range p.e.order {
+	for _, i := range p.e.candidates {
 		if !p.e.fits(i) {
 			continue
 		}
@@ -370,4 +371,5 @@ func (e *evaluator) useVolumesOf(pod *corev1.Pod) {
 			e.volumeReason[i] = volumeFilter(bound, missing, e.s.nodes[id].node)
 		}
 	}
+	e.resetCandidates()
 }

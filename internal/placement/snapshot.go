@@ -21,7 +21,9 @@ const noNode nodeID = -1
 // question is cheap: nodes with the resources their pods request, pods with
 // a label index per namespace, and the storage objects that pin pods.
 //
-// A Snapshot is not safe for concurrent mutation; Evaluate reads it only.
+// A Snapshot is not safe for concurrent use: questions fill caches of node
+// order and topology domains that node events drop. Callers serialise
+// access (the operator holds a mutex around event handling and questions).
 type Snapshot struct {
 	nodes      []*nodeInfo
 	nodeByName map[string]nodeID
@@ -39,6 +41,11 @@ type Snapshot struct {
 	// unboundByNode holds the pods bound to a node the snapshot has not
 	// seen yet (events arrive in any order); they bind when it arrives.
 	unboundByNode map[string]map[podID]struct{}
+
+	// order and topologies cache the live nodes in name order and their
+	// interned topology domains; any node change drops them.
+	order      []nodeID
+	topologies map[string]*topology
 
 	namespaces     map[string]*corev1.Namespace
 	claims         map[string]*corev1.PersistentVolumeClaim // by namespace/name
@@ -121,6 +128,7 @@ func (s *Snapshot) PodCount() int { return len(s.podByUID) }
 
 // UpsertNode adds a node or replaces it, keeping the pods bound to it.
 func (s *Snapshot) UpsertNode(n *corev1.Node) {
+	s.dropNodeCaches()
 	alloc := resourcesFrom(n.Status.Allocatable)
 	allowed := n.Status.Allocatable.Pods().Value()
 	if id, ok := s.nodeByName[n.Name]; ok {
@@ -152,6 +160,7 @@ func (s *Snapshot) DeleteNode(name string) {
 	if !ok {
 		return
 	}
+	s.dropNodeCaches()
 	for pid := range s.nodes[id].pods {
 		s.pods[pid].node = noNode
 		addTo(s.unboundByNode, name, pid)
@@ -269,15 +278,38 @@ func (s *Snapshot) UpsertStorageClass(sc *storagev1.StorageClass) { s.storageCla
 // DeleteStorageClass removes a StorageClass.
 func (s *Snapshot) DeleteStorageClass(name string) { delete(s.storageClasses, name) }
 
+func (s *Snapshot) dropNodeCaches() {
+	s.order = nil
+	s.topologies = nil
+}
+
 // liveNodes returns the ids of the nodes in name order, so that answers are
-// deterministic.
+// deterministic. The slice is shared: callers must not change it.
 func (s *Snapshot) liveNodes() []nodeID {
+	if s.order != nil {
+		return s.order
+	}
 	ids := make([]nodeID, 0, len(s.nodeByName))
 	for _, id := range s.nodeByName {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return s.nodes[ids[i]].node.Name < s.nodes[ids[j]].node.Name })
+	s.order = ids
 	return ids
+}
+
+// topology returns the interned domains of key over liveNodes, built once
+// per node change.
+func (s *Snapshot) topology(key string) *topology {
+	if t, ok := s.topologies[key]; ok {
+		return t
+	}
+	if s.topologies == nil {
+		s.topologies = map[string]*topology{}
+	}
+	t := newTopology(key, s, s.liveNodes())
+	s.topologies[key] = t
+	return t
 }
 
 // Pod returns the pod with the uid, if the snapshot has it.

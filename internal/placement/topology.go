@@ -2,6 +2,7 @@ package placement
 
 // topology interns the values of one node label as domain ids, so that the
 // per-node checks of a simulation index slices instead of hashing strings.
+// It is read-only once built.
 type topology struct {
 	key string
 	// domainOf is the domain of each evaluated node, -1 without the label.
@@ -10,10 +11,10 @@ type topology struct {
 	index    map[string]int32
 }
 
-func newTopology(key string, e *evaluator) *topology {
-	t := &topology{key: key, domainOf: make([]int32, len(e.order)), index: map[string]int32{}}
-	for i, id := range e.order {
-		v, ok := e.s.nodes[id].node.Labels[key]
+func newTopology(key string, s *Snapshot, order []nodeID) *topology {
+	t := &topology{key: key, domainOf: make([]int32, len(order)), index: map[string]int32{}}
+	for i, id := range order {
+		v, ok := s.nodes[id].node.Labels[key]
 		if !ok {
 			t.domainOf[i] = -1
 			continue
@@ -42,12 +43,6 @@ func (e *evaluator) domainOfNode(t *topology, id nodeID) int32 {
 	return t.domainOf[e.posOf[id]]
 }
 
-// topologyFor returns the interned topology of key, building it once.
-func (e *evaluator) topologyFor(key string) *topology {
-	if t, ok := e.topologies[key]; ok {
-		return t
-	}
-	t := newTopology(key, e)
-	e.topologies[key] = t
-	return t
-}
+// topologyFor returns the interned topology of key, shared by every
+// evaluation until a node changes.
+func (e *evaluator) topologyFor(key string) *topology { return e.s.topology(key) }
