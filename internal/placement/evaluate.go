@@ -69,12 +69,12 @@ type termCounts struct {
 
 func (s *Snapshot) newEvaluator(pod *corev1.Pod) (*evaluator, error) {
 	e := &evaluator{
-		s:          s,
-		pod:        pod,
-		nsLabels:   namespaceLabels(s, pod.Namespace),
-		order:      s.liveNodes(),
-		posOf:      make([]int32, len(s.nodes)),
-		req:        podRequests(pod),
+		s:        s,
+		pod:      pod,
+		nsLabels: namespaceLabels(s, pod.Namespace),
+		order:    s.liveNodes(),
+		posOf:    make([]int32, len(s.nodes)),
+		req:      podRequests(pod),
 	}
 	for i := range e.posOf {
 		e.posOf[i] = -1
