@@ -18,14 +18,20 @@ type resources struct {
 
 func resourcesFrom(list corev1.ResourceList) resources {
 	var r resources
+	r.addList(list)
+	return r
+}
+
+// addList adds a resource list to r.
+func (r *resources) addList(list corev1.ResourceList) {
 	for name, q := range list {
 		switch name {
 		case corev1.ResourceCPU:
-			r.milliCPU = q.MilliValue()
+			r.milliCPU += q.MilliValue()
 		case corev1.ResourceMemory:
-			r.memory = q.Value()
+			r.memory += q.Value()
 		case corev1.ResourceEphemeralStorage:
-			r.ephemeralStorage = q.Value()
+			r.ephemeralStorage += q.Value()
 		case corev1.ResourcePods:
 			// Counted separately, as allowedPodNumber.
 		default:
@@ -33,11 +39,10 @@ func resourcesFrom(list corev1.ResourceList) resources {
 				if r.scalar == nil {
 					r.scalar = map[corev1.ResourceName]int64{}
 				}
-				r.scalar[name] = q.Value()
+				r.scalar[name] += q.Value()
 			}
 		}
 	}
-	return r
 }
 
 // isScalarResource reports whether the scheduler's fit check counts a
@@ -74,6 +79,17 @@ func (r *resources) sub(o resources) {
 // the init containers' and the sum of the regular and sidecar containers'
 // requests, plus overhead, as k8s.io/component-helpers computes it.
 func podRequests(pod *corev1.Pod) resources {
+	spec := &pod.Spec
+	if len(spec.InitContainers) == 0 && spec.Overhead == nil && spec.Resources == nil {
+		// Most pods: the requests are the sum of the containers', and adding
+		// them up here spares the helper's intermediate lists, which were
+		// most of what indexing 150,000 pods allocated.
+		var r resources
+		for i := range spec.Containers {
+			r.addList(spec.Containers[i].Resources.Requests)
+		}
+		return r
+	}
 	return resourcesFrom(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
 }
 
