@@ -85,8 +85,9 @@ test-e2e: cluster-binaries ## Run the e2e tests on a local cluster (etcd, kube-a
 	$(GO) test ./test/e2e/... -timeout $(GOTEST_TIMEOUT) -v $(GOTEST_FLAGS)
 
 .PHONY: bench
-bench: ## Run the benchmarks of the placement engine.
-	$(GO) test ./internal/... -run '^$$' -bench . -benchmem $(GOTEST_FLAGS)
+bench: $(BENCHSTAT) ## Run the placement engine's benchmarks on one core, 6 samples, and summarise them with benchstat.
+	$(GO) test ./internal/placement/ -run '^$$' -bench . -benchtime 10x -count 6 -cpu 1 $(GOTEST_FLAGS) | tee bench.txt
+	$(BENCHSTAT) bench.txt
 
 ##@ Build
 
