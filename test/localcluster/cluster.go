@@ -40,6 +40,10 @@ type Options struct {
 	StartTimeout time.Duration
 	// ControllerManagerArgs are appended to kube-controller-manager's flags.
 	ControllerManagerArgs []string
+	// SchedulerExtenderURL, when set, registers a filter extender with the
+	// scheduler (verb "filter", node names only). The scheduler sends it the
+	// nodes that passed every filter plugin: a test can record them.
+	SchedulerExtenderURL string
 }
 
 // Cluster is a running local control plane.
@@ -190,14 +194,22 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := c.start("kube-controller-manager", bin("kube-controller-manager"), kcmArgs); err != nil {
 		return nil, err
 	}
-	if err := c.start("kube-scheduler", bin("kube-scheduler"), []string{
-		"--kubeconfig=" + c.Kubeconfig,
+	schedArgs := []string{
 		"--authentication-kubeconfig=" + c.Kubeconfig,
 		"--authorization-kubeconfig=" + c.Kubeconfig,
-		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(schedPort),
-	}); err != nil {
+	}
+	if opts.SchedulerExtenderURL != "" {
+		cfg, err := writeSchedulerConfig(c.WorkDir, c.Kubeconfig, opts.SchedulerExtenderURL)
+		if err != nil {
+			return nil, err
+		}
+		schedArgs = append(schedArgs, "--config="+cfg)
+	} else {
+		schedArgs = append(schedArgs, "--kubeconfig="+c.Kubeconfig, "--leader-elect=false")
+	}
+	if err := c.start("kube-scheduler", bin("kube-scheduler"), schedArgs); err != nil {
 		return nil, err
 	}
 	if err := c.start("kwok", bin("kwok"), []string{
@@ -293,6 +305,29 @@ func getOK(ctx context.Context, url string) error {
 		return fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return nil
+}
+
+// writeSchedulerConfig writes a KubeSchedulerConfiguration with a filter
+// extender; the kubeconfig and leader election move into it, as flags are
+// ignored for what a config file sets.
+func writeSchedulerConfig(dir, kubeconfig, extenderURL string) (string, error) {
+	cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %q
+leaderElection:
+  leaderElect: false
+extenders:
+  - urlPrefix: %q
+    filterVerb: filter
+    nodeCacheCapable: true
+    ignorable: false
+`, kubeconfig, extenderURL)
+	path := filepath.Join(dir, "kube-scheduler.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		return "", fmt.Errorf("write scheduler configuration: %w", err)
+	}
+	return path, nil
 }
 
 func writeKubeconfig(path, server string, certs *pki) error {

@@ -1,0 +1,278 @@
+// Package scheduleragreement checks the placement engine against the real
+// kube-scheduler: for generated small clusters, the engine's verdict on a
+// pending pod (schedulable or not, the allowed nodes, the scheduler's
+// message) must be the scheduler's.
+package scheduleragreement
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/test/localcluster"
+)
+
+// TestEngineAgreesWithKubeScheduler runs PLACEMENT_GUARD_AGREEMENT_CASES
+// scenarios (200 by default) from PLACEMENT_GUARD_AGREEMENT_SEED (1 by
+// default). A disagreement prints the scenario's seed; rerun it alone with
+// PLACEMENT_GUARD_AGREEMENT_SEED=<seed> PLACEMENT_GUARD_AGREEMENT_CASES=1.
+func TestEngineAgreesWithKubeScheduler(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane; run without -short")
+	}
+	cases := envInt(t, "PLACEMENT_GUARD_AGREEMENT_CASES", 200)
+	first := envInt(t, "PLACEMENT_GUARD_AGREEMENT_SEED", 1)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	recorder := startFilterRecorder(t)
+	cluster, err := localcluster.Start(ctx, localcluster.Options{
+		SchedulerExtenderURL: recorder.URL,
+		// New nodes lose the not-ready taint at the next node monitor pass;
+		// a pass a second keeps 200 scenarios quick.
+		ControllerManagerArgs: []string{"--node-monitor-period=1s"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Stop)
+
+	var previous []string
+	agreed, schedulable := 0, 0
+	for k := range cases {
+		seed := int64(first + k)
+		sc := generate(seed, fmt.Sprintf("s%04d", seed))
+		removeNodes(ctx, t, cluster, previous)
+		previous = nil
+		for _, n := range sc.nodes {
+			previous = append(previous, n.Name)
+		}
+		ok, bound := runScenario(ctx, t, cluster, recorder, seed, sc)
+		if ok {
+			agreed++
+		}
+		if bound {
+			schedulable++
+		}
+		if t.Failed() && !ok {
+			t.Logf("cluster logs:\n%s", cluster.Logs(3000))
+			break
+		}
+	}
+	t.Logf("the engine agreed with kube-scheduler on %d of %d scenarios (%d schedulable, %d not)", agreed, cases, schedulable, cases-schedulable)
+	if agreed != cases {
+		t.Fatalf("agreement %d/%d: every disagreement is a bug in the engine", agreed, cases)
+	}
+	if schedulable == 0 || schedulable == cases {
+		t.Fatalf("the generator must produce both schedulable and unschedulable pods (%d of %d schedulable)", schedulable, cases)
+	}
+}
+
+// runScenario creates the scenario, lets the scheduler decide the pending
+// pod and compares the engine's verdict with it.
+func runScenario(ctx context.Context, t *testing.T, c *localcluster.Cluster, rec *filterRecorder, seed int64, sc scenario) (agreed, bound bool) {
+	t.Helper()
+	cs := c.Clientset
+	for _, ns := range sc.namespaces {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+	}
+	defer func() {
+		for _, ns := range sc.namespaces {
+			_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{GracePeriodSeconds: ptrTo[int64](0)})
+		}
+	}()
+	addNodes(ctx, t, c, seed, sc.nodes)
+	for _, p := range sc.existing {
+		if _, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("seed %d: create %s: %v", seed, p.Name, err)
+		}
+	}
+	// The scheduler's pod informer delivers events in order, so once the
+	// bound pods run, the pending pod is decided with all of them counted.
+	waitExistingRunning(ctx, t, c, seed, sc.existing)
+
+	pending, err := cs.CoreV1().Pods(sc.pending.Namespace).Create(ctx, sc.pending, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("seed %d: create pending pod: %v", seed, err)
+	}
+	var decided *corev1.Pod
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods(pending.Namespace).Get(ctx, pending.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if p.Spec.NodeName != "" {
+			decided = p
+			return true, nil
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Reason == corev1.PodReasonUnschedulable {
+				decided = p
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("seed %d: the scheduler did not decide the pending pod: %v", seed, err)
+	}
+
+	verdict := engineVerdict(ctx, t, c, seed, pending)
+	if decided.Spec.NodeName != "" {
+		allowed, _ := rec.nodesFor(pending.UID)
+		if !verdict.Schedulable || !slices.Equal(verdict.Nodes, allowed) || !slices.Contains(verdict.Nodes, decided.Spec.NodeName) {
+			t.Errorf("seed %d: kube-scheduler allowed %v and bound to %s; the engine allows %v (%s)", seed, allowed, decided.Spec.NodeName, verdict.Nodes, verdict.Message)
+			return false, true
+		}
+		return true, true
+	}
+	want := schedulerMessage(decided)
+	if verdict.Schedulable || verdict.Message != want {
+		t.Errorf("seed %d: kube-scheduler says %q; the engine allows %v and says %q", seed, want, verdict.Nodes, verdict.Message)
+		return false, false
+	}
+	return true, false
+}
+
+// schedulerMessage is the FailedScheduling message without the preemption
+// part, which the engine does not model (no pod here can preempt another).
+func schedulerMessage(p *corev1.Pod) string {
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodScheduled {
+			msg, _, _ := strings.Cut(cond.Message, " preemption:")
+			return msg
+		}
+	}
+	return ""
+}
+
+// engineVerdict asks the engine about the pending pod, on a snapshot of the
+// cluster as the API server has it now, without the pending pod itself.
+func engineVerdict(ctx context.Context, t *testing.T, c *localcluster.Cluster, seed int64, pending *corev1.Pod) placement.Verdict {
+	t.Helper()
+	cs := c.Clientset
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	namespaces, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs placement.Objects
+	for i := range nodes.Items {
+		objs.Nodes = append(objs.Nodes, &nodes.Items[i])
+	}
+	for i := range pods.Items {
+		if pods.Items[i].UID != pending.UID {
+			objs.Pods = append(objs.Pods, &pods.Items[i])
+		}
+	}
+	for i := range namespaces.Items {
+		objs.Namespaces = append(objs.Namespaces, &namespaces.Items[i])
+	}
+	s, err := placement.NewSnapshot(objs)
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	v, err := s.Schedule(pending)
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	return v
+}
+
+func addNodes(ctx context.Context, t *testing.T, c *localcluster.Cluster, seed int64, nodes []localcluster.Node) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, len(nodes))
+	for i, n := range nodes {
+		wg.Go(func() {
+			_, errs[i] = c.AddNode(ctx, n)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+	}
+}
+
+func removeNodes(ctx context.Context, t *testing.T, c *localcluster.Cluster, names []string) {
+	t.Helper()
+	for _, n := range names {
+		if err := c.RemoveNode(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The scheduler must not count them any more: wait until the API server
+	// no longer lists them, then give its informer the same stream position
+	// by waiting for one more object to go through it (the next scenario's
+	// nodes take a second to become Ready, which is ample).
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, n := range list.Items {
+			if slices.Contains(names, n.Name) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitExistingRunning(ctx context.Context, t *testing.T, c *localcluster.Cluster, seed int64, pods []*corev1.Pod) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, p := range pods {
+			got, err := c.Clientset.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if got.Status.Phase != corev1.PodRunning {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("seed %d: bound pods did not start: %v", seed, err)
+	}
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, v, err)
+	}
+	return n
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,139 @@
+package scheduleragreement
+
+import (
+	"fmt"
+	"math/rand"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/placement-guard/placement-guard/test/localcluster"
+)
+
+// scenario is one generated small cluster and the pod to schedule in it.
+type scenario struct {
+	namespaces []*corev1.Namespace
+	nodes      []localcluster.Node
+	existing   []*corev1.Pod
+	pending    *corev1.Pod
+}
+
+var (
+	zones = []string{"zone-a", "zone-b", "zone-c"}
+	apps  = []string{"web", "db", "cache"}
+	keys  = []string{corev1.LabelHostname, corev1.LabelTopologyZone}
+)
+
+// generate makes a scenario from a seed: 2 to 8 nodes over up to three
+// zones, some cordoned, tainted, small or without a zone; up to 12 pods
+// already bound to them, some with required anti-affinity or spreads; and
+// one pending pod with any mix of node selector, tolerations, requests,
+// anti-affinity, affinity and spreads.
+func generate(seed int64, prefix string) scenario {
+	r := rand.New(rand.NewSource(seed))
+	sc := scenario{namespaces: []*corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-a", Labels: map[string]string{"tier": "front"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-b", Labels: map[string]string{"tier": "back"}}},
+	}}
+	nNodes := 2 + r.Intn(7)
+	for i := range nNodes {
+		n := localcluster.Node{Name: fmt.Sprintf("%s-n%d", prefix, i), Labels: map[string]string{}}
+		if r.Intn(6) > 0 {
+			n.Labels[corev1.LabelTopologyZone] = zones[r.Intn(len(zones))]
+		}
+		if r.Intn(3) == 0 {
+			n.Labels["role"] = "data"
+		}
+		if r.Intn(8) == 0 {
+			n.Unschedulable = true
+		}
+		if r.Intn(7) == 0 {
+			n.Taints = []corev1.Taint{{Key: "dedicated", Value: "x", Effect: []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute}[r.Intn(2)]}}
+		}
+		if r.Intn(4) == 0 {
+			n.Allocatable = corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse(fmt.Sprint(1 + r.Intn(2))),
+				corev1.ResourceMemory: resource.MustParse("4Gi"),
+				corev1.ResourcePods:   resource.MustParse(fmt.Sprint(2 + r.Intn(4))),
+			}
+		}
+		sc.nodes = append(sc.nodes, n)
+	}
+	nPods := r.Intn(13)
+	for i := range nPods {
+		p := randomPod(r, sc.namespaces, fmt.Sprintf("existing-%d", i))
+		p.Spec.NodeName = sc.nodes[r.Intn(len(sc.nodes))].Name
+		// A bound pod must tolerate its node's NoExecute taint or the taint
+		// manager evicts it, which the scheduler would see and we would not.
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpExists})
+		sc.existing = append(sc.existing, p)
+	}
+	sc.pending = randomPod(r, sc.namespaces, "pending")
+	return sc
+}
+
+func randomPod(r *rand.Rand, namespaces []*corev1.Namespace, name string) *corev1.Pod {
+	ns := namespaces[r.Intn(len(namespaces))].Name
+	app := apps[r.Intn(len(apps))]
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app, "rel": []string{"blue", "green"}[r.Intn(2)]}},
+		Spec: corev1.PodSpec{
+			Containers:                    []corev1.Container{{Name: "main", Image: "registry.invalid/x:1"}},
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+		},
+	}
+	if r.Intn(3) == 0 {
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse(fmt.Sprintf("%dm", 250*(1+r.Intn(4)))),
+			corev1.ResourceMemory: resource.MustParse("256Mi"),
+		}
+	}
+	if r.Intn(5) == 0 {
+		p.Spec.NodeSelector = map[string]string{"role": "data"}
+	}
+	if r.Intn(5) == 0 {
+		p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "x"}}
+	}
+	term := func() corev1.PodAffinityTerm {
+		t := corev1.PodAffinityTerm{TopologyKey: keys[r.Intn(len(keys))],
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": apps[r.Intn(len(apps))]}}}
+		switch r.Intn(5) {
+		case 0:
+			t.Namespaces = []string{namespaces[0].Name, namespaces[1].Name}
+		case 1:
+			t.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "back"}}
+		}
+		return t
+	}
+	if r.Intn(3) == 0 {
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term()}}}
+	}
+	if r.Intn(7) == 0 {
+		if p.Spec.Affinity == nil {
+			p.Spec.Affinity = &corev1.Affinity{}
+		}
+		p.Spec.Affinity.PodAffinity = &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term()}}
+	}
+	if r.Intn(3) == 0 {
+		c := corev1.TopologySpreadConstraint{
+			MaxSkew: int32(1 + r.Intn(2)), TopologyKey: keys[r.Intn(len(keys))], WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+		}
+		if r.Intn(4) == 0 {
+			c.MinDomains = ptr.To(int32(1 + r.Intn(4)))
+		}
+		if r.Intn(4) == 0 {
+			c.NodeAffinityPolicy = ptr.To(corev1.NodeInclusionPolicyIgnore)
+		}
+		if r.Intn(4) == 0 {
+			c.NodeTaintsPolicy = ptr.To(corev1.NodeInclusionPolicyHonor)
+		}
+		if r.Intn(4) == 0 {
+			c.MatchLabelKeys = []string{"rel"}
+		}
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{c}
+	}
+	return p
+}
