@@ -166,7 +166,7 @@ func (s *Snapshot) rolloutHazard(w *Workload, c Constraint, r Rollout) *Hazard {
 	}
 	return &Hazard{
 		Type: HazardUnschedulable, Blocking: true, Workload: w.ref(),
-		Message: fmt.Sprintf("%s: pod %s could not be placed during the rollout: %s", w.ref(), r.BlockedPod, verdict),
+		Message: fmt.Sprintf("%s: pod %s could not be placed during the rollout: %s Fix: add nodes that admit the pod, or keep the constraint soft (finalStage: Soft)", w.ref(), r.BlockedPod, verdict),
 	}
 }
 
