@@ -49,8 +49,9 @@ func TestEngineAgreesWithKubeScheduler(t *testing.T) {
 	t.Cleanup(cluster.Stop)
 
 	var previous []string
-	agreed, schedulable := 0, 0
+	ran, agreed, schedulable := 0, 0, 0
 	for k := range cases {
+		ran++
 		seed := int64(first + k)
 		sc := generate(seed, fmt.Sprintf("s%04d", seed))
 		removeNodes(ctx, t, cluster, previous)
@@ -70,11 +71,11 @@ func TestEngineAgreesWithKubeScheduler(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("the engine agreed with kube-scheduler on %d of %d scenarios (%d schedulable, %d not)", agreed, cases, schedulable, cases-schedulable)
+	t.Logf("the engine agreed with kube-scheduler on %d of %d scenarios run (%d schedulable, %d not)", agreed, ran, schedulable, ran-schedulable)
 	if agreed != cases {
 		t.Fatalf("agreement %d/%d: every disagreement is a bug in the engine", agreed, cases)
 	}
-	if schedulable == 0 || schedulable == cases {
+	if cases >= 20 && (schedulable == 0 || schedulable == cases) {
 		t.Fatalf("the generator must produce both schedulable and unschedulable pods (%d of %d schedulable)", schedulable, cases)
 	}
 }

@@ -116,13 +116,15 @@ func randomPod(r *rand.Rand, namespaces []*corev1.Namespace, name string) *corev
 		}
 		p.Spec.Affinity.PodAffinity = &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term()}}
 	}
-	if r.Intn(3) == 0 {
+	if r.Intn(2) == 0 {
 		c := corev1.TopologySpreadConstraint{
 			MaxSkew: int32(1 + r.Intn(2)), TopologyKey: keys[r.Intn(len(keys))], WhenUnsatisfiable: corev1.DoNotSchedule,
 			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
 		}
-		if r.Intn(4) == 0 {
-			c.MinDomains = ptr.To(int32(1 + r.Intn(4)))
+		// minDomains above the number of domains is where the global
+		// minimum becomes 0: make it common.
+		if r.Intn(3) == 0 {
+			c.MinDomains = ptr.To(int32(2 + r.Intn(4)))
 		}
 		if r.Intn(4) == 0 {
 			c.NodeAffinityPolicy = ptr.To(corev1.NodeInclusionPolicyIgnore)
