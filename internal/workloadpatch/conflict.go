@@ -1,0 +1,59 @@
+package workloadpatch
+
+import (
+	"errors"
+	"regexp"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Conflict is a server-side apply conflict: another field manager owns a
+// field our apply would change. placement-guard never forces ownership;
+// the migration stops and names the managers.
+type Conflict struct {
+	Managers []string
+	Fields   []string
+}
+
+func (c *Conflict) Error() string {
+	return "field(s) " + strings.Join(c.Fields, ", ") + " owned by " + strings.Join(c.Managers, ", ")
+}
+
+// The API server words each conflicting field's cause as
+// `conflict with "<manager>"` or `conflict with "<manager>" using <gv>`.
+var managerInMessage = regexp.MustCompile(`conflict with "([^"]+)"`)
+
+// AsConflict returns the conflict an apply failed with, if it was one.
+func AsConflict(err error) (*Conflict, bool) {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || !apierrors.IsConflict(err) {
+		return nil, false
+	}
+	details := status.Status().Details
+	if details == nil {
+		return nil, false
+	}
+	managers := map[string]struct{}{}
+	c := &Conflict{}
+	for _, cause := range details.Causes {
+		if cause.Type != metav1.CauseTypeFieldManagerConflict {
+			continue
+		}
+		if m := managerInMessage.FindStringSubmatch(cause.Message); m != nil {
+			managers[m[1]] = struct{}{}
+		}
+		c.Fields = append(c.Fields, cause.Field)
+	}
+	if len(c.Fields) == 0 {
+		return nil, false
+	}
+	for m := range managers {
+		c.Managers = append(c.Managers, m)
+	}
+	sort.Strings(c.Managers)
+	sort.Strings(c.Fields)
+	return c, true
+}

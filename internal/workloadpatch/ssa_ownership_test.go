@@ -1,0 +1,156 @@
+package workloadpatch_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/workloadpatch"
+)
+
+var seq atomic.Int64
+
+// helmLikeDeployment is created by another field manager, as a chart would,
+// with a node affinity and an anti-affinity term of its own.
+func helmLikeDeployment(withAntiAffinity bool) *appsv1.Deployment {
+	labels := map[string]string{"app": "web"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("web-%d", seq.Add(1)), Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "web", Image: "registry.invalid/web:1"}},
+					Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+						RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+							MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/os", Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
+						}}},
+					}},
+					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+						MaxSkew: 2, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.ScheduleAnyway,
+						LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
+					}},
+				},
+			},
+		},
+	}
+	if withAntiAffinity {
+		d.Spec.Template.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: "topology.kubernetes.io/zone", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+		}}}
+	}
+	return d
+}
+
+func createAs(d *appsv1.Deployment, manager string) {
+	Expect(k8sClient.Create(ctx, d, client.FieldOwner(manager))).To(Succeed())
+}
+
+func applyStage(d *appsv1.Deployment, c placement.Constraint, stage placement.Stage) error {
+	ac, err := workloadpatch.Deployment(workloadpatch.Target{Kind: placement.Deployment, Namespace: d.Namespace, Name: d.Name, Selector: d.Spec.Selector}, c, stage)
+	Expect(err).NotTo(HaveOccurred())
+	return k8sClient.Apply(ctx, ac, client.FieldOwner(workloadpatch.FieldManager))
+}
+
+func get(d *appsv1.Deployment) *appsv1.Deployment {
+	out := &appsv1.Deployment{}
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(d), out)).To(Succeed())
+	return out
+}
+
+// ownedBy returns the fields a manager owns, as the raw managedFields JSON.
+func ownedBy(d *appsv1.Deployment, manager string) string {
+	for _, mf := range d.ManagedFields {
+		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply {
+			return string(mf.FieldsV1.Raw)
+		}
+	}
+	return ""
+}
+
+func asJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+var _ = Describe("Server-side apply of the constraint", func() {
+	spread := placement.Constraint{Spread: &placement.Spread{TopologyKey: "topology.kubernetes.io/zone", MaxSkew: 1}}
+	apart := placement.Constraint{AntiAffinity: &placement.AntiAffinity{TopologyKey: "kubernetes.io/hostname"}}
+
+	It("owns only the spread entry it adds and leaves node affinity and the chart's spread byte for byte", func() {
+		d := helmLikeDeployment(false)
+		createAs(d, "helm")
+		before := get(d)
+
+		Expect(applyStage(d, spread, placement.StageSoft)).To(Succeed())
+		after := get(d)
+		Expect(asJSON(after.Spec.Template.Spec.Affinity)).To(Equal(asJSON(before.Spec.Template.Spec.Affinity)))
+		Expect(after.Spec.Template.Spec.TopologySpreadConstraints).To(HaveLen(2))
+		Expect(asJSON(after.Spec.Template.Spec.TopologySpreadConstraints[0])).To(Equal(asJSON(before.Spec.Template.Spec.TopologySpreadConstraints[0])))
+
+		owned := ownedBy(after, workloadpatch.FieldManager)
+		Expect(owned).To(ContainSubstring(`"k:{\"topologyKey\":\"topology.kubernetes.io/zone\",\"whenUnsatisfiable\":\"ScheduleAnyway\"}"`))
+		Expect(owned).NotTo(ContainSubstring("kubernetes.io/hostname"), "the chart's own spread stays the chart's")
+		Expect(owned).NotTo(ContainSubstring("nodeAffinity"))
+		Expect(owned).NotTo(ContainSubstring("containers"))
+		Expect(owned).NotTo(ContainSubstring("replicas"))
+	})
+
+	It("replaces its soft entry by the hard one, leaving exactly one of ours", func() {
+		d := helmLikeDeployment(false)
+		createAs(d, "helm")
+		Expect(applyStage(d, spread, placement.StageSoft)).To(Succeed())
+		Expect(applyStage(d, spread, placement.StageHard)).To(Succeed())
+		tsc := get(d).Spec.Template.Spec.TopologySpreadConstraints
+		Expect(tsc).To(HaveLen(2))
+		Expect(tsc[1].TopologyKey).To(Equal("topology.kubernetes.io/zone"))
+		Expect(tsc[1].WhenUnsatisfiable).To(Equal(corev1.DoNotSchedule))
+		Expect(spread.StageOf(&get(d).Spec.Template.Spec, d.Spec.Selector)).To(Equal(placement.StageHard))
+	})
+
+	It("gives back exactly what was there when it applies no stage", func() {
+		d := helmLikeDeployment(false)
+		createAs(d, "helm")
+		before := get(d)
+		Expect(applyStage(d, apart, placement.StageSoft)).To(Succeed())
+		Expect(applyStage(d, apart, placement.StageHard)).To(Succeed())
+		Expect(applyStage(d, apart, placement.StageNone)).To(Succeed())
+		after := get(d)
+		Expect(asJSON(after.Spec.Template.Spec)).To(Equal(asJSON(before.Spec.Template.Spec)))
+		Expect(ownedBy(after, workloadpatch.FieldManager)).To(Or(BeEmpty(), Equal(`{}`)))
+	})
+
+	It("adds an anti-affinity term next to node affinity without touching it", func() {
+		d := helmLikeDeployment(false)
+		createAs(d, "helm")
+		before := get(d)
+		Expect(applyStage(d, apart, placement.StageHard)).To(Succeed())
+		after := get(d)
+		Expect(asJSON(after.Spec.Template.Spec.Affinity.NodeAffinity)).To(Equal(asJSON(before.Spec.Template.Spec.Affinity.NodeAffinity)))
+		Expect(after.Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution).To(HaveLen(1))
+	})
+
+	It("refuses, naming the manager, to take over a term list another manager owns", func() {
+		d := helmLikeDeployment(true)
+		createAs(d, "helm")
+		err := applyStage(d, apart, placement.StageHard)
+		Expect(err).To(HaveOccurred())
+		conflict, ok := workloadpatch.AsConflict(err)
+		Expect(ok).To(BeTrue(), "want a field manager conflict, got %v", err)
+		Expect(conflict.Managers).To(Equal([]string{"helm"}))
+		Expect(strings.Join(conflict.Fields, " ")).To(ContainSubstring("podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"))
+		Expect(get(d).Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution).To(HaveLen(1), "nothing changed")
+	})
+})
