@@ -1,0 +1,76 @@
+// Package targets turns live workloads into the placement engine's
+// Workloads: the controller, the pod template it rolls out and the pods it
+// owns now, found through owner references as the controllers set them.
+package targets
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/placement-guard/placement-guard/internal/placement"
+)
+
+// FromDeployment builds the Workload of a Deployment. Its pods are those
+// whose controller is one of the Deployment's ReplicaSets, of any revision.
+func FromDeployment(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, pods []*corev1.Pod) *placement.Workload {
+	owned := map[types.UID]bool{}
+	for _, rs := range replicaSets {
+		if controlledBy(rs.OwnerReferences, d.UID) {
+			owned[rs.UID] = true
+		}
+	}
+	w := &placement.Workload{
+		Kind:      placement.Deployment,
+		Namespace: d.Namespace,
+		Name:      d.Name,
+		Replicas:  replicas(d.Spec.Replicas),
+		Selector:  d.Spec.Selector,
+		Template:  d.Spec.Template,
+		Strategy:  d.Spec.Strategy,
+	}
+	for _, p := range pods {
+		if ref := metav1.GetControllerOf(p); ref != nil && owned[ref.UID] {
+			w.Pods = append(w.Pods, p.UID)
+		}
+	}
+	return w
+}
+
+// FromStatefulSet builds the Workload of a StatefulSet.
+func FromStatefulSet(s *appsv1.StatefulSet, pods []*corev1.Pod) *placement.Workload {
+	w := &placement.Workload{
+		Kind:                 placement.StatefulSet,
+		Namespace:            s.Namespace,
+		Name:                 s.Name,
+		Replicas:             replicas(s.Spec.Replicas),
+		Selector:             s.Spec.Selector,
+		Template:             s.Spec.Template,
+		UpdateStrategy:       s.Spec.UpdateStrategy,
+		VolumeClaimTemplates: s.Spec.VolumeClaimTemplates,
+	}
+	for _, p := range pods {
+		if controlledBy(p.OwnerReferences, s.UID) {
+			w.Pods = append(w.Pods, p.UID)
+		}
+	}
+	return w
+}
+
+// replicas applies the API's default of one replica.
+func replicas(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
+}
+
+func controlledBy(refs []metav1.OwnerReference, uid types.UID) bool {
+	for _, ref := range refs {
+		if ref.Controller != nil && *ref.Controller && ref.UID == uid {
+			return true
+		}
+	}
+	return false
+}
