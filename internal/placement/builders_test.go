@@ -221,3 +221,19 @@ func mkNamespace(name string, kv ...string) *corev1.Namespace {
 	}
 	return ns
 }
+
+// pinnedToZoneC is a StatefulSet's two pods, db-0 and db-1, whose bound
+// WaitForFirstConsumer volumes were provisioned in zone c, in a cluster that
+// also has zone a: the end state of incident 002.
+func pinnedToZoneC() Objects {
+	return Objects{
+		Nodes: []*corev1.Node{mkNode("a1", zone("a")), mkNode("c1", zone("c")), mkNode("c2", zone("c"))},
+		Pods: []*corev1.Pod{
+			mkPod("ns", "db-0", on("c1"), withLabels("app", "db"), claim("data-db-0")),
+			mkPod("ns", "db-1", on("c2"), withLabels("app", "db"), claim("data-db-1")),
+		},
+		Claims:         []*corev1.PersistentVolumeClaim{mkClaim("ns", "data-db-0", "zonal", "pv-0"), mkClaim("ns", "data-db-1", "zonal", "pv-1")},
+		Volumes:        []*corev1.PersistentVolume{mkZonalVolume("pv-0", "c"), mkZonalVolume("pv-1", "c")},
+		StorageClasses: []*storagev1.StorageClass{mkClass("zonal", storagev1.VolumeBindingWaitForFirstConsumer)},
+	}
+}

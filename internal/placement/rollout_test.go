@@ -7,7 +7,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -229,19 +228,7 @@ func TestSimulateDeploymentRollout(t *testing.T) {
 
 func TestSimulateStatefulSetRollout(t *testing.T) {
 	app := map[string]string{"app": "db"}
-	pinned := func() Objects {
-		o := Objects{
-			Nodes: []*corev1.Node{mkNode("a1", zone("a")), mkNode("c1", zone("c")), mkNode("c2", zone("c"))},
-			Pods: []*corev1.Pod{
-				mkPod("ns", "db-0", on("c1"), withLabels("app", "db"), claim("data-db-0")),
-				mkPod("ns", "db-1", on("c2"), withLabels("app", "db"), claim("data-db-1")),
-			},
-			Claims:         []*corev1.PersistentVolumeClaim{mkClaim("ns", "data-db-0", "zonal", "pv-0"), mkClaim("ns", "data-db-1", "zonal", "pv-1")},
-			Volumes:        []*corev1.PersistentVolume{mkZonalVolume("pv-0", "c"), mkZonalVolume("pv-1", "c")},
-			StorageClasses: []*storagev1.StorageClass{mkClass("zonal", storagev1.VolumeBindingWaitForFirstConsumer)},
-		}
-		return o
-	}
+	pinned := pinnedToZoneC
 	sts := func(o Objects, strategy appsv1.StatefulSetUpdateStrategy, tmpl ...podOpt) *Workload {
 		p := mkPod("ns", "template", append([]podOpt{withLabels("app", "db")}, tmpl...)...)
 		w := &Workload{Kind: StatefulSet, Namespace: "ns", Name: "db", Replicas: 2, UpdateStrategy: strategy,

@@ -137,15 +137,7 @@ func (s *Snapshot) UpsertNode(n *corev1.Node) {
 		return
 	}
 	ni := &nodeInfo{node: n, allocatable: alloc, allowedPods: allowed, pods: map[podID]struct{}{}}
-	var id nodeID
-	if k := len(s.freeNodes); k > 0 {
-		id = s.freeNodes[k-1]
-		s.freeNodes = s.freeNodes[:k-1]
-		s.nodes[id] = ni
-	} else {
-		id = nodeID(len(s.nodes))
-		s.nodes = append(s.nodes, ni)
-	}
+	id := store(&s.nodes, &s.freeNodes, ni)
 	s.nodeByName[n.Name] = id
 	for pid := range s.unboundByNode[n.Name] {
 		s.bind(pid, id)
@@ -189,15 +181,7 @@ func (s *Snapshot) UpsertPod(p *corev1.Pod) error {
 		s.addPod(old)
 		return nil
 	}
-	var id podID
-	if k := len(s.freePods); k > 0 {
-		id = s.freePods[k-1]
-		s.freePods = s.freePods[:k-1]
-		s.pods[id] = pi
-	} else {
-		id = podID(len(s.pods))
-		s.pods = append(s.pods, pi)
-	}
+	id := store(&s.pods, &s.freePods, pi)
 	s.podByUID[p.UID] = id
 	s.addPod(id)
 	return nil
@@ -213,6 +197,19 @@ func (s *Snapshot) DeletePod(uid types.UID) {
 	s.pods[id] = nil
 	delete(s.podByUID, uid)
 	s.freePods = append(s.freePods, id)
+}
+
+// store puts v in a free slot of items, or a new one, and returns its index.
+// Slots of deleted items are reused so that ids stay small and slices dense.
+func store[T any, ID ~int32](items *[]T, free *[]ID, v T) ID {
+	if k := len(*free); k > 0 {
+		id := (*free)[k-1]
+		*free = (*free)[:k-1]
+		(*items)[id] = v
+		return id
+	}
+	*items = append(*items, v)
+	return ID(len(*items) - 1)
 }
 
 func (s *Snapshot) addPod(id podID) {
