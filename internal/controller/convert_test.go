@@ -1,0 +1,60 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
+)
+
+// The engine cannot import the API package, so its hazard names are
+// declared twice; this keeps the two lists the same.
+func TestHazardTypesMatchTheAPI(t *testing.T) {
+	pairs := map[string]string{
+		placement.HazardInsufficientCapacity: pgv1.HazardInsufficientCapacity,
+		placement.HazardRolloutDeadlock:      pgv1.HazardRolloutDeadlock,
+		placement.HazardSelectorOverlap:      pgv1.HazardSelectorOverlap,
+		placement.HazardVolumeZonePinning:    pgv1.HazardVolumeZonePinning,
+		placement.HazardAffinityClobber:      pgv1.HazardAffinityClobber,
+		placement.HazardUnschedulable:        pgv1.HazardUnschedulable,
+		placement.HazardOnDeleteStrategy:     pgv1.HazardOnDeleteStrategy,
+	}
+	for engine, api := range pairs {
+		if engine != api {
+			t.Errorf("engine hazard %q is %q in the API", engine, api)
+		}
+	}
+}
+
+func TestConstraintFromSpec(t *testing.T) {
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "search"}}
+	got := constraintFromSpec(pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname, LabelSelector: sel}})
+	if got.AntiAffinity == nil || got.Spread != nil || got.AntiAffinity.TopologyKey != corev1.LabelHostname || got.AntiAffinity.Selector != sel {
+		t.Fatalf("anti-affinity: %+v", got)
+	}
+	three := int32(3)
+	got = constraintFromSpec(pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{
+		TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1, MinDomains: &three, NodeTaintsPolicy: pgv1.PolicyHonor,
+	}})
+	if got.Spread == nil || *got.Spread.MinDomains != 3 || got.Spread.NodeAffinityPolicy != nil || *got.Spread.NodeTaintsPolicy != corev1.NodeInclusionPolicyHonor {
+		t.Fatalf("spread: %+v", got.Spread)
+	}
+}
+
+func TestHazardMessagesStayWithinTheAPIBound(t *testing.T) {
+	long := strings.Repeat("é€😀", 1000)
+	hs := hazardsFromAnswer([]placement.Hazard{{Type: placement.HazardUnschedulable, Blocking: true, Message: long}})
+	if n := len(hs[0].Message); n > 2048 {
+		t.Fatalf("message is %d bytes", n)
+	}
+	if !strings.HasSuffix(hs[0].Message, "...") || strings.ContainsRune(hs[0].Message, '\uFFFD') {
+		t.Fatal("a truncated message ends in ... and never in half a character")
+	}
+	if hs[0].Severity != pgv1.SeverityBlocking {
+		t.Fatalf("severity %s", hs[0].Severity)
+	}
+}
