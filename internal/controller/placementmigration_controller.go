@@ -8,8 +8,6 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,15 +44,7 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 		return ctrl.Result{}, nil
 	}
 	before := pm.DeepCopy()
-	pm.Status.ObservedGeneration = pm.Generation
-	pm.Status.Phase = pgv1.PhasePending
-	meta.SetStatusCondition(&pm.Status.Conditions, metav1.Condition{
-		Type:               pgv1.ConditionReady,
-		Status:             metav1.ConditionFalse,
-		Reason:             pgv1.ReasonProgressing,
-		Message:            "Migration accepted; nothing has been changed yet",
-		ObservedGeneration: pm.Generation,
-	})
+	summarize(&pm, outcome{phase: pgv1.PhasePending, reason: pgv1.ReasonProgressing, message: "Migration accepted; nothing has been changed yet"})
 	if err := r.Status().Patch(ctx, &pm, client.MergeFrom(before)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("patch status of PlacementMigration %s: %w", req.NamespacedName, err)
 	}

@@ -1,0 +1,61 @@
+package controller
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+)
+
+// outcome is what one reconcile concluded: the phase it leaves the migration
+// in and why, in words a person can act on.
+type outcome struct {
+	phase   pgv1.Phase
+	reason  string
+	message string
+}
+
+// stalledPhases need a person: a hazard the operator must not work around,
+// a rollback it performed, or a failure it cannot retry.
+var stalledPhases = map[pgv1.Phase]bool{
+	pgv1.PhaseBlocked:    true,
+	pgv1.PhaseRolledBack: true,
+	pgv1.PhaseFailed:     true,
+}
+
+// readyPhases are the ends a migration is meant to reach.
+var readyPhases = map[pgv1.Phase]bool{
+	pgv1.PhaseSucceeded: true,
+	pgv1.PhasePlanned:   true,
+}
+
+// summarize sets the phase, observedGeneration and the kstatus conditions
+// from an outcome, so that kubectl wait, Flux, Argo CD and Helm read the
+// migration the way they read any resource:
+//   - Ready is True only at Succeeded, or Planned for a dry run;
+//   - Stalled is present, True, only when a person must act;
+//   - Reconciling is present, True, whenever it is neither: while working,
+//     waiting for capacity or stable pods, and while paused, so that
+//     nothing waiting on the migration mistakes a pause for success.
+func summarize(pm *pgv1.PlacementMigration, o outcome) {
+	gen := pm.Generation
+	pm.Status.ObservedGeneration = gen
+	pm.Status.Phase = o.phase
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&pm.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+	switch {
+	case readyPhases[o.phase]:
+		set(pgv1.ConditionReady, metav1.ConditionTrue, o.reason, o.message)
+		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionReconciling)
+		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionStalled)
+	case stalledPhases[o.phase]:
+		set(pgv1.ConditionReady, metav1.ConditionFalse, o.reason, o.message)
+		set(pgv1.ConditionStalled, metav1.ConditionTrue, o.reason, o.message)
+		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionReconciling)
+	default:
+		set(pgv1.ConditionReady, metav1.ConditionFalse, o.reason, o.message)
+		set(pgv1.ConditionReconciling, metav1.ConditionTrue, o.reason, o.message)
+		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionStalled)
+	}
+}
