@@ -1,0 +1,104 @@
+package placement
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TrimPod returns the part of a pod that placement-guard reads: what the
+// scheduler's filters and the rollout simulation use, and what the guards
+// compare (identity, creation time, readiness, restarts). Everything else,
+// managedFields, annotations, images, environment, probes, most of the
+// status, is dropped, so a cache of every pod in a large cluster stays small.
+func TrimPod(p *corev1.Pod) *corev1.Pod {
+	out := &corev1.Pod{
+		TypeMeta: p.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              p.Name,
+			Namespace:         p.Namespace,
+			UID:               p.UID,
+			ResourceVersion:   p.ResourceVersion,
+			Generation:        p.Generation,
+			CreationTimestamp: p.CreationTimestamp,
+			DeletionTimestamp: p.DeletionTimestamp,
+			Labels:            p.Labels,
+			OwnerReferences:   p.OwnerReferences,
+		},
+		Spec: corev1.PodSpec{
+			NodeName:                  p.Spec.NodeName,
+			NodeSelector:              p.Spec.NodeSelector,
+			Affinity:                  p.Spec.Affinity,
+			Tolerations:               p.Spec.Tolerations,
+			TopologySpreadConstraints: p.Spec.TopologySpreadConstraints,
+			Overhead:                  p.Spec.Overhead,
+			Resources:                 p.Spec.Resources,
+			SchedulingGates:           p.Spec.SchedulingGates,
+			Priority:                  p.Spec.Priority,
+			Containers:                trimContainers(p.Spec.Containers),
+			InitContainers:            trimContainers(p.Spec.InitContainers),
+			Volumes:                   claimVolumes(p.Spec.Volumes),
+		},
+		Status: corev1.PodStatus{
+			Phase:                 p.Status.Phase,
+			Conditions:            trimConditions(p.Status.Conditions),
+			ContainerStatuses:     trimStatuses(p.Status.ContainerStatuses),
+			InitContainerStatuses: trimStatuses(p.Status.InitContainerStatuses),
+		},
+	}
+	return out
+}
+
+// trimContainers keeps what pod requests are computed from: the requests
+// and whether an init container is a sidecar.
+func trimContainers(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i := range cs {
+		out[i] = corev1.Container{
+			Name:          cs[i].Name,
+			RestartPolicy: cs[i].RestartPolicy,
+			Resources:     corev1.ResourceRequirements{Requests: cs[i].Resources.Requests},
+		}
+	}
+	return out
+}
+
+// claimVolumes keeps the volumes that can pin a pod: claims and generic
+// ephemeral volumes, by name.
+func claimVolumes(vs []corev1.Volume) []corev1.Volume {
+	var out []corev1.Volume
+	for _, v := range vs {
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: v.PersistentVolumeClaim}})
+		case v.Ephemeral != nil:
+			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}})
+		}
+	}
+	return out
+}
+
+// trimConditions keeps Ready (the guards) and PodScheduled (why a pod is
+// Pending); the other conditions of a running pod repeat what these say.
+func trimConditions(cs []corev1.PodCondition) []corev1.PodCondition {
+	var out []corev1.PodCondition
+	for _, c := range cs {
+		if c.Type == corev1.PodReady || c.Type == corev1.PodScheduled {
+			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime})
+		}
+	}
+	return out
+}
+
+func trimStatuses(ss []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(ss))
+	for i, s := range ss {
+		out[i] = corev1.ContainerStatus{Name: s.Name, Ready: s.Ready, RestartCount: s.RestartCount}
+	}
+	return out
+}

@@ -1,0 +1,129 @@
+package placement
+
+import (
+	"fmt"
+	"math/rand"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// realistic dresses a pod as a real cluster's pods are dressed: managed
+// fields, annotations, an image, environment, probes, a config volume and a
+// full status, none of which the engine reads.
+func realistic(p *corev1.Pod) *corev1.Pod {
+	p = p.DeepCopy()
+	p.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 1500), "prometheus.io/scrape": "true"}
+	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate,
+		FieldsV1: &metav1.FieldsV1{Raw: []byte(strings.Repeat(`{"f:metadata":{}}`, 60))}}}
+	for i := range p.Spec.Containers {
+		c := &p.Spec.Containers[i]
+		c.Image = "registry.example.com/team/service:v1.2.3"
+		c.Command = []string{"/bin/service", "--config=/etc/service/config.yaml"}
+		for k := range 20 {
+			c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("SETTING_%d", k), Value: "some-value"})
+		}
+		c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready"}}}
+		c.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	}
+	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}})
+	p.Status.PodIP = "10.0.0.1"
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", Ready: true, RestartCount: 2, Image: "registry.example.com/team/service:v1.2.3", ImageID: strings.Repeat("f", 71)}}
+	now := metav1.Now()
+	for _, c := range []corev1.PodConditionType{"PodReadyToStartContainers", corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady, corev1.PodScheduled} {
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: c, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	}
+	return p
+}
+
+// TestTrimmedPodsGiveTheSameAnswers compares the engine's answers on full
+// and trimmed pods over random clusters.
+func TestTrimmedPodsGiveTheSameAnswers(t *testing.T) {
+	for seed := int64(1); seed <= 300; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		objs := randomCluster(r)
+		full, trimmed := objs, objs
+		full.Pods, trimmed.Pods = nil, nil
+		for _, p := range objs.Pods {
+			rp := realistic(p)
+			full.Pods = append(full.Pods, rp)
+			trimmed.Pods = append(trimmed.Pods, TrimPod(rp))
+		}
+		sf, err := NewSnapshot(full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := NewSnapshot(trimmed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		incoming := realistic(randomPod(r, "incoming", objs.Nodes, false))
+		vf, _ := sf.Schedule(incoming)
+		vt, _ := st.Schedule(TrimPod(incoming))
+		if !slices.Equal(vf.Nodes, vt.Nodes) || vf.Message != vt.Message {
+			t.Fatalf("seed %d: full pods allow %v (%s), trimmed %v (%s)", seed, vf.Nodes, vf.Message, vt.Nodes, vt.Message)
+		}
+	}
+}
+
+func TestTrimKeepsWhatTheGuardsCompare(t *testing.T) {
+	p := realistic(mkPod("ns", "p", on("n1"), withLabels("app", "web"), claim("data"), requests("100m", "1Gi")))
+	p.CreationTimestamp = metav1.Now()
+	tp := TrimPod(p)
+	if tp.UID != p.UID || !tp.CreationTimestamp.Equal(&p.CreationTimestamp) || tp.Status.ContainerStatuses[0].RestartCount != 2 || !tp.Status.ContainerStatuses[0].Ready {
+		t.Fatalf("identity, creation time and restarts must survive: %+v", tp)
+	}
+	if len(tp.Status.Conditions) != 2 {
+		t.Fatalf("Ready and PodScheduled stay, the rest goes: %+v", tp.Status.Conditions)
+	}
+	if tp.ManagedFields != nil || tp.Annotations != nil || tp.Spec.Containers[0].Env != nil || tp.Spec.Containers[0].Image != "" {
+		t.Fatal("managedFields, annotations, env and image must be dropped")
+	}
+	if len(tp.Spec.Volumes) != 1 || tp.Spec.Volumes[0].PersistentVolumeClaim == nil {
+		t.Fatalf("only the claim volume stays: %+v", tp.Spec.Volumes)
+	}
+}
+
+// BenchmarkTrimmedPodHeap reports the heap a cached trimmed pod keeps, for
+// realistic pods: a typical one without constraints, and a heavy one with a
+// spread and an anti-affinity term.
+func BenchmarkTrimmedPodHeap(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		opts []podOpt
+	}{
+		{"typical", nil},
+		{"with-spread-and-anti-affinity", []podOpt{spread(corev1.LabelTopologyZone, 1, map[string]string{"app": "web"}),
+			antiAffinity(term(corev1.LabelHostname, map[string]string{"app": "web"}))}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			const n = 20000
+			src := make([]*corev1.Pod, n)
+			for i := range n {
+				opts := append([]podOpt{on("n1"), withLabels("app", "web", "pod-template-hash", "abc"), requests("100m", "128Mi")}, tc.opts...)
+				src[i] = realistic(mkPod("ns", fmt.Sprintf("p-%d", i), opts...))
+			}
+			var before, after runtime.MemStats
+			for b.Loop() {
+				kept := make([]*corev1.Pod, n)
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				for i, p := range src {
+					// The cache holds a decoded copy; deep-copying first
+					// measures the trimmed pod alone, not what it shares
+					// with the source.
+					kept[i] = TrimPod(p.DeepCopy())
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heapB/pod")
+				runtime.KeepAlive(kept)
+			}
+		})
+	}
+}
