@@ -1,0 +1,109 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/placement-guard/placement-guard/internal/placement"
+)
+
+// ClusterState keeps the placement engine's snapshot in step with the
+// manager's informers: each pod, node, namespace, claim, volume or storage
+// class event updates the snapshot's indexes in place, so a question never
+// re-reads or re-indexes the cluster.
+type ClusterState struct {
+	mu   sync.Mutex
+	snap *placement.Snapshot
+}
+
+// NewClusterState returns an empty cluster state; Watch fills it.
+func NewClusterState() *ClusterState {
+	snap, _ := placement.NewSnapshot(placement.Objects{})
+	return &ClusterState{snap: snap}
+}
+
+// With runs f with the snapshot, holding it still: events wait until f
+// returns. f must not keep the snapshot.
+func (c *ClusterState) With(f func(*placement.Snapshot) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return f(c.snap)
+}
+
+// Watch registers the state's event handlers with the informers of the
+// cache for every kind the engine reads.
+func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
+	handlers := []struct {
+		obj    client.Object
+		upsert func(any) error
+		remove func(any)
+	}{
+		{&corev1.Pod{}, func(o any) error { return c.snap.UpsertPod(o.(*corev1.Pod)) }, func(o any) { c.snap.DeletePod(o.(*corev1.Pod).UID) }},
+		{&corev1.Node{}, func(o any) error { c.snap.UpsertNode(o.(*corev1.Node)); return nil }, func(o any) { c.snap.DeleteNode(o.(*corev1.Node).Name) }},
+		{&corev1.Namespace{}, func(o any) error { c.snap.UpsertNamespace(o.(*corev1.Namespace)); return nil }, func(o any) { c.snap.DeleteNamespace(o.(*corev1.Namespace).Name) }},
+		{&corev1.PersistentVolumeClaim{}, func(o any) error { c.snap.UpsertClaim(o.(*corev1.PersistentVolumeClaim)); return nil }, func(o any) {
+			pvc := o.(*corev1.PersistentVolumeClaim)
+			c.snap.DeleteClaim(pvc.Namespace, pvc.Name)
+		}},
+		{&corev1.PersistentVolume{}, func(o any) error { c.snap.UpsertVolume(o.(*corev1.PersistentVolume)); return nil }, func(o any) { c.snap.DeleteVolume(o.(*corev1.PersistentVolume).Name) }},
+		{&storagev1.StorageClass{}, func(o any) error { c.snap.UpsertStorageClass(o.(*storagev1.StorageClass)); return nil }, func(o any) { c.snap.DeleteStorageClass(o.(*storagev1.StorageClass).Name) }},
+	}
+	log := logf.FromContext(ctx).WithName("cluster-state")
+	for _, h := range handlers {
+		informer, err := ca.GetInformer(ctx, h.obj)
+		if err != nil {
+			return fmt.Errorf("watch %T for the placement engine: %w", h.obj, err)
+		}
+		upsert := func(o any) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			// A pod whose selectors do not parse cannot be judged; the API
+			// server normally refuses such pods, so skip it and say so.
+			if err := h.upsert(o); err != nil {
+				log.Error(err, "Skipping an object the placement engine cannot index")
+			}
+		}
+		if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    upsert,
+			UpdateFunc: func(_, o any) { upsert(o) },
+			DeleteFunc: func(o any) {
+				if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+					o = tomb.Obj
+				}
+				if _, ok := o.(client.Object); !ok {
+					return
+				}
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				h.remove(o)
+			},
+		}); err != nil {
+			return fmt.Errorf("watch %T for the placement engine: %w", h.obj, err)
+		}
+	}
+	return nil
+}
+
+// CacheOptions trims what the manager caches: managed fields of every
+// object, and pods to the projection the engine and the guards read.
+func CacheOptions() cache.Options {
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Transform: func(o any) (any, error) {
+				if p, ok := o.(*corev1.Pod); ok {
+					return placement.TrimPod(p), nil
+				}
+				return o, nil
+			}},
+		},
+	}
+}
