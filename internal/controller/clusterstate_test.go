@@ -72,7 +72,7 @@ var _ = Describe("The cluster state behind the placement engine", func() {
 				// envtest runs no node lifecycle controller to lift the
 				// not-ready taint the API server puts on new nodes.
 				Tolerations: []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists}},
-				Containers:   []corev1.Container{{Name: "c", Image: "x"}},
+				Containers:  []corev1.Container{{Name: "c", Image: "x"}},
 				Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
 					TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: web},
 				}}}},
