@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Question asks whether a constraint can be applied at a stage to a set of
@@ -100,5 +99,3 @@ func (s *Snapshot) Analyze(q Question) (Answer, error) {
 	a.Duration = time.Since(start)
 	return a, nil
 }
-
-func intstrOne() intstr.IntOrString { return intstr.FromInt32(1) }

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Hazard types, stable names a person and a dashboard can key on.
@@ -155,7 +156,7 @@ func (s *Snapshot) rolloutHazard(w *Workload, c Constraint, r Rollout) *Hazard {
 		}
 	}
 	if w.Kind == Deployment && w.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
-		surge, unavailable, err := surgeAndUnavailable(w.Strategy, w.Replicas)
+		surge, unavailable, err := SurgeAndUnavailable(w.Strategy, w.Replicas)
 		if err == nil && unavailable == 0 && s.completesWithOneUnavailable(w) {
 			return &Hazard{
 				Type: HazardRolloutDeadlock, Blocking: true, Workload: w.ref(),
@@ -175,7 +176,7 @@ func (s *Snapshot) rolloutHazard(w *Workload, c Constraint, r Rollout) *Hazard {
 // not the cluster, is what deadlocks.
 func (s *Snapshot) completesWithOneUnavailable(w *Workload) bool {
 	alt := *w
-	one := intstrOne()
+	one := intstr.FromInt32(1)
 	alt.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &one}}
 	if w.Strategy.RollingUpdate != nil {

@@ -20,7 +20,8 @@ const newRevisionHash = "placement-guard-next"
 
 // Step is one action of a simulated rollout.
 type Step struct {
-	// Action is "create" or "delete".
+	// Action is "create" (a new pod, placed at once or left Pending),
+	// "schedule" (a Pending pod placed later) or "delete".
 	Action string
 	Pod    string
 	// Node is where a created pod was placed; empty when it stays Pending.
@@ -102,10 +103,10 @@ func newPod(w *Workload, name string, extraLabels map[string]string) *corev1.Pod
 	}
 }
 
-// surgeAndUnavailable resolves the rolling update's maxSurge (rounded up)
+// SurgeAndUnavailable resolves the rolling update's maxSurge (rounded up)
 // and maxUnavailable (rounded down) against the replicas, as the Deployment
 // controller does, including its rule that both cannot be 0.
-func surgeAndUnavailable(strategy appsv1.DeploymentStrategy, replicas int32) (int, int, error) {
+func SurgeAndUnavailable(strategy appsv1.DeploymentStrategy, replicas int32) (int, int, error) {
 	quarter := intstr.FromString("25%")
 	surge, unavailable := &quarter, &quarter
 	if ru := strategy.RollingUpdate; ru != nil {
@@ -128,11 +129,6 @@ func surgeAndUnavailable(strategy appsv1.DeploymentStrategy, replicas int32) (in
 		mu = 1
 	}
 	return ms, mu, nil
-}
-
-// SurgeAndUnavailable is surgeAndUnavailable for callers outside the package.
-func SurgeAndUnavailable(strategy appsv1.DeploymentStrategy, replicas int32) (maxSurge, maxUnavailable int, err error) {
-	return surgeAndUnavailable(strategy, replicas)
 }
 
 // placer places the pods of one template, remembering where it put them.
@@ -222,7 +218,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old []podID) (Rollout, error)
 	replicas := int(w.Replicas)
 	maxSurge, maxUnavailable := 0, replicas
 	if w.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
-		if maxSurge, maxUnavailable, err = surgeAndUnavailable(w.Strategy, w.Replicas); err != nil {
+		if maxSurge, maxUnavailable, err = SurgeAndUnavailable(w.Strategy, w.Replicas); err != nil {
 			return r, fmt.Errorf("simulate rollout of %s: %w", w.ref(), err)
 		}
 	}
