@@ -17,6 +17,8 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/controller"
+	// Registers placement-guard's metrics with the manager's registry.
+	_ "github.com/placement-guard/placement-guard/internal/metrics"
 )
 
 var scheme = runtime.NewScheme()

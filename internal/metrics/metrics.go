@@ -1,0 +1,96 @@
+// Package metrics holds placement-guard's Prometheus metrics, registered
+// with controller-runtime's registry and served on the manager's secure
+// metrics endpoint beside the controller-runtime ones.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+const namespace = "placementguard"
+
+var (
+	// migrationPhase is 1 for each migration's current phase; summed by
+	// phase it is the number of migrations in each phase.
+	migrationPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "migration_phase",
+		Help: "1 for the current phase of each PlacementMigration.",
+	}, []string{"namespace", "name", "phase"})
+
+	qualifyingNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "capacity_qualifying_nodes",
+		Help: "Nodes that qualify for a PlacementMigration's constraint.",
+	}, []string{"namespace", "name"})
+
+	requiredNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "capacity_required_nodes",
+		Help: "Qualifying nodes a PlacementMigration's hard stage needs.",
+	}, []string{"namespace", "name"})
+
+	stageDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "stage_duration_seconds",
+		Help:    "Time from applying a stage to verifying it, by stage and result.",
+		Buckets: []float64{5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600},
+	}, []string{"stage", "result"})
+
+	rollbacks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "rollbacks_total",
+		Help: "Stages rolled back, by reason.",
+	}, []string{"reason"})
+
+	evaluationDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "engine_evaluation_duration_seconds",
+		Help:    "Time the placement engine took to answer one question.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+	})
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(migrationPhase, qualifyingNodes, requiredNodes, stageDuration, rollbacks, evaluationDuration)
+}
+
+// Names are the metric names the operator exports, for dashboards and
+// tests that check queries against them.
+var Names = []string{
+	namespace + "_migration_phase",
+	namespace + "_capacity_qualifying_nodes",
+	namespace + "_capacity_required_nodes",
+	namespace + "_stage_duration_seconds",
+	namespace + "_rollbacks_total",
+	namespace + "_engine_evaluation_duration_seconds",
+}
+
+// RecordPhase sets the migration's phase, removing its previous one.
+func RecordPhase(ns, name, phase string) {
+	migrationPhase.DeletePartialMatch(prometheus.Labels{"namespace": ns, "name": name})
+	migrationPhase.WithLabelValues(ns, name, phase).Set(1)
+}
+
+// RecordCapacity records the qualifying and required nodes of a migration.
+func RecordCapacity(ns, name string, qualifying, required int) {
+	qualifyingNodes.WithLabelValues(ns, name).Set(float64(qualifying))
+	requiredNodes.WithLabelValues(ns, name).Set(float64(required))
+}
+
+// Forget drops every series of a deleted migration.
+func Forget(ns, name string) {
+	labels := prometheus.Labels{"namespace": ns, "name": name}
+	migrationPhase.DeletePartialMatch(labels)
+	qualifyingNodes.DeletePartialMatch(labels)
+	requiredNodes.DeletePartialMatch(labels)
+}
+
+// ObserveStage records how long a stage took and how it ended ("verified"
+// or "rolled-back").
+func ObserveStage(stage, result string, d time.Duration) {
+	stageDuration.WithLabelValues(stage, result).Observe(d.Seconds())
+}
+
+// CountRollback counts a rollback by its reason.
+func CountRollback(reason string) { rollbacks.WithLabelValues(reason).Inc() }
+
+// ObserveEvaluation records one answer of the placement engine.
+func ObserveEvaluation(d time.Duration) { evaluationDuration.Observe(d.Seconds()) }
