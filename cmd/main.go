@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"os"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -36,6 +37,7 @@ func main() {
 		secureMetrics bool
 		enableHTTP2   bool
 		leaderElectNS string
+		grace         time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
@@ -43,6 +45,7 @@ func main() {
 	flag.StringVar(&leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election lease; the pod's namespace when empty.")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, authenticated and authorized by the API server.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Serve metrics over HTTP/2 as well (off because of CVE-2023-44487 and CVE-2023-39325).")
+	flag.DurationVar(&grace, "unschedulable-grace", controller.DefaultUnschedulableGrace, "How long a target pod may stay Pending because of the migration's constraint before the stage is rolled back.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -76,8 +79,11 @@ func main() {
 		os.Exit(1)
 	}
 	if err := (&controller.PlacementMigrationReconciler{
-		Client: mgr.GetClient(),
-		Scheme: mgr.GetScheme(),
+		Client:             mgr.GetClient(),
+		APIReader:          mgr.GetAPIReader(),
+		Scheme:             mgr.GetScheme(),
+		Recorder:           mgr.GetEventRecorder("placement-guard"),
+		UnschedulableGrace: grace,
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "Unable to set up the controller", "controller", "PlacementMigration")
 		os.Exit(1)

@@ -62,7 +62,14 @@ const (
 	ReasonDrifted              = "Drifted"
 	ReasonDriftRetriesExceeded = "DriftRetriesExceeded"
 	ReasonInvalidSpec          = "InvalidSpec"
+	ReasonPodsRestarted        = "PodsRestarted"
+	ReasonNoTargets            = "NoTargets"
+	ReasonApplyFailed          = "ApplyFailed"
 )
+
+// RevertFinalizer restores the recorded constraints before a
+// PlacementMigration with onDelete: Revert is deleted.
+const RevertFinalizer = "placementguard.io/revert"
 
 // Hazard types the feasibility analysis reports.
 const (

@@ -374,6 +374,18 @@ type PlacementMigrationStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=50
 	Plan []TargetPlan `json:"plan,omitempty"`
+
+	// ProtectedPods are the pods guards.protectedPods selected when the
+	// current stage started; each must keep its uid, creationTimestamp and
+	// restart count until the stage is verified.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	ProtectedPods []PodObservation `json:"protectedPods,omitempty"`
+
+	// DriftCorrections counts how often the constraint was re-applied after
+	// another writer removed or changed it; after three the migration stalls.
+	// +optional
+	DriftCorrections int32 `json:"driftCorrections,omitempty"`
 }
 
 // CapacityStatus compares the qualifying capacity with what the constraint needs.

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +23,32 @@ import (
 type ClusterState struct {
 	mu   sync.Mutex
 	snap *placement.Snapshot
+
+	// changed is told, after the snapshot has taken in an event, the
+	// namespace of the object ("" for a cluster-scoped one), so that the
+	// migrations it may concern are reconciled against a snapshot that
+	// already holds it.
+	notifyMu sync.RWMutex
+	changed  func(namespace string)
+}
+
+// Notify registers the function told about every change the snapshot takes in.
+func (c *ClusterState) Notify(f func(namespace string)) {
+	c.notifyMu.Lock()
+	defer c.notifyMu.Unlock()
+	c.changed = f
+}
+
+func (c *ClusterState) tell(o any) {
+	c.notifyMu.RLock()
+	f := c.changed
+	c.notifyMu.RUnlock()
+	if f == nil {
+		return
+	}
+	if obj, ok := o.(client.Object); ok {
+		f(obj.GetNamespace())
+	}
 }
 
 // NewClusterState returns an empty cluster state; Watch fills it.
@@ -72,8 +99,16 @@ func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
 			}
 		}
 		if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    upsert,
-			UpdateFunc: func(_, o any) { upsert(o) },
+			AddFunc: func(o any) {
+				upsert(o)
+				c.tell(o)
+			},
+			UpdateFunc: func(old, o any) {
+				upsert(o)
+				if relevantChange(old, o) {
+					c.tell(o)
+				}
+			},
 			DeleteFunc: func(o any) {
 				if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 					o = tomb.Obj
@@ -82,14 +117,40 @@ func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
 					return
 				}
 				c.mu.Lock()
-				defer c.mu.Unlock()
 				h.remove(o)
+				c.mu.Unlock()
+				c.tell(o)
 			},
 		}); err != nil {
 			return fmt.Errorf("watch %T for the placement engine: %w", h.obj, err)
 		}
 	}
 	return nil
+}
+
+// relevantChange filters the updates worth a reconcile. Nodes send a status
+// heartbeat every few seconds; only a change of what the engine reads
+// (labels, taints, cordon, allocatable, readiness) can change an answer.
+func relevantChange(old, cur any) bool {
+	a, okA := old.(*corev1.Node)
+	b, okB := cur.(*corev1.Node)
+	if !okA || !okB {
+		return true
+	}
+	return !equality.Semantic.DeepEqual(a.Labels, b.Labels) ||
+		!equality.Semantic.DeepEqual(a.Spec.Taints, b.Spec.Taints) ||
+		a.Spec.Unschedulable != b.Spec.Unschedulable ||
+		!equality.Semantic.DeepEqual(a.Status.Allocatable, b.Status.Allocatable) ||
+		nodeReady(a) != nodeReady(b)
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // CacheOptions trims what the manager caches: managed fields of every

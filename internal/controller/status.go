@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -13,6 +15,16 @@ type outcome struct {
 	phase   pgv1.Phase
 	reason  string
 	message string
+	// after asks for another look once a timer runs out: a soak, a stage
+	// timeout, a pod growing old enough. Everything else arrives as events.
+	after time.Duration
+	// events are told besides the phase change, such as a drift corrected.
+	events []note
+}
+
+// note is one Event beyond the phase change.
+type note struct {
+	kind, reason, message string
 }
 
 // stalledPhases need a person: a hazard the operator must not work around,

@@ -286,3 +286,44 @@ func equalStrings(a, b []string) bool {
 	}
 	return true
 }
+
+// Describe says in words what moving a workload from stage from to stage to
+// changes in its pod template, for the plan a person reviews.
+func (c Constraint) Describe(from, to Stage) string {
+	what := c.describeForm(to)
+	switch {
+	case from == to:
+		return "no change: the template already carries " + what
+	case to == StageNone:
+		return "removes " + c.describeForm(from) + ", restoring the template as it was"
+	case from == StageNone:
+		return "adds " + what
+	default:
+		return "replaces " + c.describeForm(from) + " with " + what
+	}
+}
+
+func (c Constraint) describeForm(stage Stage) string {
+	switch {
+	case c.AntiAffinity != nil:
+		sel := "the workload's own pods"
+		if c.AntiAffinity.Selector != nil {
+			sel = "pods matching " + metav1.FormatLabelSelector(c.AntiAffinity.Selector)
+		}
+		if stage == StageHard {
+			return fmt.Sprintf("a required podAntiAffinity term keeping pods apart from %s per %s", sel, c.AntiAffinity.TopologyKey)
+		}
+		return fmt.Sprintf("a preferred podAntiAffinity term (weight %d) keeping pods apart from %s per %s", SoftWeight, sel, c.AntiAffinity.TopologyKey)
+	case c.Spread != nil:
+		sel := "the workload's own pods"
+		if c.Spread.Selector != nil {
+			sel = "pods matching " + metav1.FormatLabelSelector(c.Spread.Selector)
+		}
+		when := corev1.ScheduleAnyway
+		if stage == StageHard {
+			when = corev1.DoNotSchedule
+		}
+		return fmt.Sprintf("a %s topologySpreadConstraint (maxSkew %d) spreading %s over %s", when, max(c.Spread.MaxSkew, 1), sel, c.Spread.TopologyKey)
+	}
+	return "no constraint"
+}

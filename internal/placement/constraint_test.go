@@ -2,6 +2,7 @@ package placement
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -88,5 +89,26 @@ func TestApplySpreadStages(t *testing.T) {
 	}
 	if got := c.StageOf(spec, own); got != StageNone {
 		t.Fatalf("StageOf the original = %s", got)
+	}
+}
+
+func TestDescribeSaysWhatChanges(t *testing.T) {
+	aa := Constraint{AntiAffinity: &AntiAffinity{TopologyKey: "kubernetes.io/hostname", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "search"}}}}
+	sp := Constraint{Spread: &Spread{TopologyKey: "topology.kubernetes.io/zone", MaxSkew: 1}}
+	cases := []struct {
+		c        Constraint
+		from, to Stage
+		want     string
+	}{
+		{aa, StageNone, StageSoft, "adds a preferred podAntiAffinity term (weight 100) keeping pods apart from pods matching app=search per kubernetes.io/hostname"},
+		{aa, StageSoft, StageHard, "replaces a preferred podAntiAffinity term (weight 100) keeping pods apart from pods matching app=search per kubernetes.io/hostname with a required podAntiAffinity term keeping pods apart from pods matching app=search per kubernetes.io/hostname"},
+		{aa, StageHard, StageNone, "removes a required podAntiAffinity term"},
+		{sp, StageNone, StageSoft, "adds a ScheduleAnyway topologySpreadConstraint (maxSkew 1) spreading the workload's own pods over topology.kubernetes.io/zone"},
+		{sp, StageHard, StageHard, "no change: the template already carries a DoNotSchedule topologySpreadConstraint"},
+	}
+	for _, tc := range cases {
+		if got := tc.c.Describe(tc.from, tc.to); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("Describe(%s, %s) = %q, want prefix %q", tc.from, tc.to, got, tc.want)
+		}
 	}
 }
