@@ -15,7 +15,8 @@ const (
 )
 
 // Stage is the strength at which the constraint is applied to a workload.
-// +kubebuilder:validation:Enum=Soft;Hard
+// Fields set Soft;Hard or None;Soft;Hard as their enum: status also
+// reports a workload without our constraint.
 type Stage string
 
 const (
@@ -28,7 +29,7 @@ const (
 )
 
 // StageNone is the stage of a workload that carries none of our constraint.
-// It only appears in status, so it is not part of the Stage enum.
+// It only appears in status.
 const StageNone Stage = "None"
 
 // DeletionPolicy says what happens to the applied constraint when the
@@ -89,6 +90,7 @@ type PlacementMigrationSpec struct {
 	// to the required term or the DoNotSchedule spread after the soak.
 	// +optional
 	// +kubebuilder:default=Hard
+	// +kubebuilder:validation:Enum=Soft;Hard
 	FinalStage Stage `json:"finalStage,omitempty"`
 
 	// SoakDuration is how long the soft stage must stay healthy and spread
@@ -448,6 +450,7 @@ type PlacementSnapshot struct {
 // StageRecord is the history of one stage on one workload.
 type StageRecord struct {
 	// Stage is Soft or Hard.
+	// +kubebuilder:validation:Enum=Soft;Hard
 	Stage Stage `json:"stage"`
 	// StartedAt is when the stage was applied.
 	// +optional
@@ -517,6 +520,7 @@ type TargetPlan struct {
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 	// Stage is the stage the change applies.
+	// +kubebuilder:validation:Enum=Soft;Hard
 	Stage Stage `json:"stage"`
 	// Change describes the fields added or replaced, in words.
 	// +kubebuilder:validation:MaxLength=2048

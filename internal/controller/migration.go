@@ -554,22 +554,36 @@ func applyRefused(t *target, stage placement.Stage, err error) (outcome, bool) {
 }
 
 // lastWriter names the field manager that changed the workload last, from
-// its managed fields, which the cache does not keep.
+// its managed fields, which the cache does not keep. Managed fields carry
+// times to the second only, so among writers of the same second the one
+// that now owns placement fields of the pod template is taken: that is who
+// replaced ours.
 func (r *PlacementMigrationReconciler) lastWriter(ctx context.Context, t *target) (string, error) {
 	obj := t.object().DeepCopyObject().(client.Object)
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		return "", fmt.Errorf("read managed fields of %s: %w", t, err)
 	}
-	writer, newest := "unknown", time.Time{}
+	writer, newest, placementOwner := "unknown", time.Time{}, false
 	for _, mf := range obj.GetManagedFields() {
 		if mf.Manager == FieldManager || mf.Subresource != "" || mf.Time == nil {
 			continue
 		}
-		if !mf.Time.Time.Before(newest) {
-			writer, newest = mf.Manager, mf.Time.Time
+		owns := ownsPlacementFields(mf)
+		if mf.Time.Time.After(newest) || (mf.Time.Time.Equal(newest) && owns && !placementOwner) {
+			writer, newest, placementOwner = mf.Manager, mf.Time.Time, owns
 		}
 	}
 	return writer, nil
+}
+
+// ownsPlacementFields reports whether a managed fields entry holds pod
+// anti-affinity or spread constraints.
+func ownsPlacementFields(mf metav1.ManagedFieldsEntry) bool {
+	if mf.FieldsV1 == nil {
+		return false
+	}
+	raw := string(mf.FieldsV1.Raw)
+	return strings.Contains(raw, `"f:podAntiAffinity"`) || strings.Contains(raw, `"f:topologySpreadConstraints"`)
 }
 
 // recordTargets keeps one status entry per target, recording what its
@@ -655,7 +669,8 @@ func (m *migration) recordCapacity(c placement.Capacity) {
 }
 
 func (m *migration) setCondition(t string, s metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&m.pm.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: truncate(msg, 32768), ObservedGeneration: m.pm.Generation})
+	meta.SetStatusCondition(&m.pm.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: truncate(msg, 32768), ObservedGeneration: m.pm.Generation,
+		LastTransitionTime: metav1.NewTime(m.now)})
 }
 
 // appendRecord keeps the newest stage records within the API's bound.

@@ -95,7 +95,10 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	}
 	summarize(pm, o)
 	if !equality.Semantic.DeepEqual(before.Status, pm.Status) {
-		if err := r.Status().Patch(ctx, pm, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		// No optimistic lock: this reconciler is the status' only writer and
+		// read the object fresh, and a conflict with an edit of metadata
+		// must not lose the record of a stage just applied or rolled back.
+		if err := r.Status().Patch(ctx, pm, client.MergeFrom(before)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("record status of PlacementMigration %s: %w", req.NamespacedName, err)
 		}
 	}
@@ -114,14 +117,13 @@ func (r *PlacementMigrationReconciler) announce(before, after *pgv1.PlacementMig
 		return
 	}
 	old := meta.FindStatusCondition(before.Status.Conditions, pgv1.ConditionReady)
-	if before.Status.Phase == after.Status.Phase && old != nil && old.Reason == o.reason && old.Message == o.message {
-		return
+	if before.Status.Phase != after.Status.Phase || old == nil || old.Reason != o.reason || old.Message != o.message {
+		kind := corev1.EventTypeNormal
+		if stalledPhases[o.phase] {
+			kind = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(after, nil, kind, o.reason, string(o.phase), "%s", truncate(o.message, 1000))
 	}
-	kind := corev1.EventTypeNormal
-	if stalledPhases[o.phase] {
-		kind = corev1.EventTypeWarning
-	}
-	r.Recorder.Eventf(after, nil, kind, o.reason, string(o.phase), "%s", truncate(o.message, 1000))
 	for _, e := range o.events {
 		r.Recorder.Eventf(after, nil, e.kind, e.reason, string(o.phase), "%s", truncate(e.message, 1000))
 	}

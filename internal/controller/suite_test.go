@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,7 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -55,4 +61,52 @@ var _ = BeforeSuite(func() {
 	Expect(pgv1.AddToScheme(scheme)).To(Succeed())
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
+	startManager()
 })
+
+// clock is the reconciler's clock: real time, which specs may move ahead
+// to reach a timer (a stage timeout) without waiting for it.
+var testClock = &aheadClock{}
+
+type aheadClock struct{ ahead atomic.Int64 }
+
+func (c *aheadClock) Now() time.Time                  { return time.Now().Add(time.Duration(c.ahead.Load())) }
+func (c *aheadClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c *aheadClock) Advance(d time.Duration)         { c.ahead.Add(int64(d)) }
+
+// testGrace is how long a pod may stay Pending because of our constraint
+// before the stage is rolled back, short so the rollback specs run fast.
+const testGrace = 2 * time.Second
+
+// startManager runs the reconciler in a manager against the envtest API
+// server, as cmd/main does, until the suite ends. No workload controller
+// or scheduler runs: the specs play their part.
+func startManager() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  CacheOptions(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect((&PlacementMigrationReconciler{
+		Client:             mgr.GetClient(),
+		Scheme:             mgr.GetScheme(),
+		Recorder:           mgr.GetEventRecorder("placement-guard"),
+		Clock:              testClock,
+		UnschedulableGrace: testGrace,
+	}).SetupWithManager(mgr)).To(Succeed())
+	mgrCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(mgrCtx)).To(Succeed())
+	}()
+	DeferCleanup(func() {
+		stop()
+		Eventually(done).Should(BeClosed())
+	})
+}
