@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,7 +13,9 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/test/localcluster"
@@ -42,7 +45,22 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(pgv1.AddToScheme(scheme)).To(Succeed())
 	k8sClient, err = client.New(cluster.Config, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
+
+	// The operator runs in this process, as cmd/main wires it, against the
+	// local cluster; the baseline specs never create a PlacementMigration,
+	// so it leaves them alone.
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	stop, err := utils.RunOperator(context.Background(), cluster.Config, utils.OperatorOptions{
+		CRDDir:             filepath.Join("..", "..", "config", "crd", "bases"),
+		UnschedulableGrace: operatorGrace,
+	})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 }, NodeTimeout(3*time.Minute))
+
+// operatorGrace is how long a pod may stay Pending because of a stage's
+// constraint before the operator rolls the stage back.
+const operatorGrace = 5 * time.Second
 
 // The component logs of the cluster are attached to every failed spec.
 var _ = ReportAfterEach(func(report SpecReport) {

@@ -1,13 +1,19 @@
 package e2e
 
 import (
+	"strings"
+	"time"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/test/utils"
 )
 
@@ -64,5 +70,70 @@ var _ = Describe("Incident 000 without placement-guard: anti-affinity merged bef
 			g.Expect(cond.Status).To(Equal(corev1.ConditionFalse))
 			g.Expect(cond.Reason).To(Equal("ProgressDeadlineExceeded"))
 		}).Should(Succeed())
+	})
+})
+
+var _ = Describe("Incident 000 with placement-guard: the graph DB waits for its second data node", Label("operator", "incident-000"), func() {
+	It("waits without patching, then applies soft and hard once the node joins, leaving the search engine and broker untouched", func(ctx SpecContext) {
+		env := newEnv(ctx, "i000")
+		_, err := env.AddNode(ctx, "data-1", map[string]string{"role": "data"})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = env.AddNode(ctx, "app-1", map[string]string{"role": "app"})
+		Expect(err).NotTo(HaveOccurred())
+		for name, role := range map[string]string{"search": "data", "graphdb": "data", "broker": "app"} {
+			d := utils.Deployment(env.Namespace, name, env.Pool(), 1, nil)
+			d.Spec.Template.Spec.NodeSelector["role"] = role
+			Expect(k8sClient.Create(ctx, d)).To(Succeed())
+		}
+		allRunning(ctx, env.Namespace, nil, 3)
+		before := incarnations(ctx, env.Namespace, nil)
+
+		migration(ctx, env.Namespace, "graphdb-apart", pgv1.PlacementMigrationSpec{
+			Targets:    targetsNamed("graphdb"),
+			Constraint: hostnameApart(map[string]string{"app": "search"}),
+			Capacity:   pgv1.Capacity{NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "data"}}},
+			Guards: pgv1.Guards{ProtectedPods: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"search", "broker"}}}}},
+		})
+
+		By("waiting for capacity, with the graph DB's Deployment untouched")
+		Eventually(func() metav1.Condition { return conditionOf(ctx, env.Namespace, "graphdb-apart", pgv1.ConditionCapacityAvailable) }).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Message", ContainSubstring("1 of 2 qualifying nodes (role=data)"))),
+			explain(ctx, env.Namespace, "graphdb-apart"))
+		Expect(getMigration(ctx, env.Namespace, "graphdb-apart").Status.Phase).To(Equal(pgv1.PhaseWaitingForCapacity))
+		graph := &appsv1.Deployment{}
+		Consistently(func() int64 {
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "graphdb"}, graph)).To(Succeed())
+			return graph.Generation
+		}).WithTimeout(2 * time.Second).Should(Equal(int64(1)))
+
+		By("a second data node joins")
+		dataNode2, err := env.AddNode(ctx, "data-2", map[string]string{"role": "data"})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(phaseOf(ctx, env.Namespace, "graphdb-apart")).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "graphdb-apart"))
+
+		pm := getMigration(ctx, env.Namespace, "graphdb-apart")
+		Expect(pm.Status.Targets).To(HaveLen(1))
+		stages := pm.Status.Targets[0].Stages
+		Expect(stages).To(HaveLen(2))
+		Expect(stages[0].Stage).To(Equal(pgv1.StageSoft))
+		Expect(stages[1].Stage).To(Equal(pgv1.StageHard))
+		for _, s := range stages {
+			Expect(s.CompletedAt).NotTo(BeNil())
+		}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "graphdb"}, graph)).To(Succeed())
+		aa := graph.Spec.Template.Spec.Affinity.PodAntiAffinity
+		Expect(aa.RequiredDuringSchedulingIgnoredDuringExecution).To(HaveLen(1))
+		Expect(aa.PreferredDuringSchedulingIgnoredDuringExecution).To(BeEmpty())
+
+		By("the graph DB runs on the new node; search and broker kept uid, creation time and restarts")
+		graphPods := allRunning(ctx, env.Namespace, map[string]string{"app": "graphdb"}, 1)
+		Expect(graphPods[0].Spec.NodeName).To(Equal(dataNode2))
+		after := incarnations(ctx, env.Namespace, nil)
+		for name, inc := range before {
+			if inc.Node != "" && (strings.HasPrefix(name, "search-") || strings.HasPrefix(name, "broker-")) {
+				Expect(after).To(HaveKeyWithValue(name, inc), name)
+			}
+		}
 	})
 })

@@ -1,0 +1,68 @@
+package utils
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/controller"
+)
+
+// OperatorOptions tune the operator run in-process by tests and the demo.
+type OperatorOptions struct {
+	// CRDDir holds the CustomResourceDefinitions to install first.
+	CRDDir string
+	// UnschedulableGrace is the reconciler's grace for Pending pods.
+	UnschedulableGrace time.Duration
+}
+
+// RunOperator installs the CRDs and runs the operator's manager, as
+// cmd/main wires it, in this process against cfg. It returns once the
+// manager runs; stop ends it and waits until it has.
+func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (stop func() error, err error) {
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{opts.CRDDir}, ErrorIfPathMissing: true}); err != nil {
+		return nil, fmt.Errorf("install the CRDs from %s: %w", opts.CRDDir, err)
+	}
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), pgv1.AddToScheme(scheme)); err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  controller.CacheOptions(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create the manager: %w", err)
+	}
+	if err := (&controller.PlacementMigrationReconciler{
+		Client:             mgr.GetClient(),
+		APIReader:          mgr.GetAPIReader(),
+		Scheme:             mgr.GetScheme(),
+		Recorder:           mgr.GetEventRecorder("placement-guard"),
+		UnschedulableGrace: opts.UnschedulableGrace,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up the reconciler: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(runCtx) }()
+	if !mgr.GetCache().WaitForCacheSync(runCtx) {
+		cancel()
+		return nil, fmt.Errorf("the operator's caches did not sync: %w", <-done)
+	}
+	return func() error {
+		cancel()
+		return <-done
+	}, nil
+}
