@@ -97,7 +97,9 @@ var _ = Describe("Incident 000 with placement-guard: the graph DB waits for its 
 		})
 
 		By("waiting for capacity, with the graph DB's Deployment untouched")
-		Eventually(func() metav1.Condition { return conditionOf(ctx, env.Namespace, "graphdb-apart", pgv1.ConditionCapacityAvailable) }).Should(And(
+		Eventually(func() metav1.Condition {
+			return conditionOf(ctx, env.Namespace, "graphdb-apart", pgv1.ConditionCapacityAvailable)
+		}).Should(And(
 			HaveField("Status", metav1.ConditionFalse), HaveField("Message", ContainSubstring("1 of 2 qualifying nodes (role=data)"))),
 			explain(ctx, env.Namespace, "graphdb-apart"))
 		Expect(getMigration(ctx, env.Namespace, "graphdb-apart").Status.Phase).To(Equal(pgv1.PhaseWaitingForCapacity))

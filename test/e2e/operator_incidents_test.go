@@ -267,7 +267,9 @@ var _ = Describe("placement-guard watches for drift after success", Label("opera
 		chart := appsv1ac.Deployment("web", env.Namespace).WithSpec(appsv1ac.DeploymentSpec().WithTemplate(corev1ac.PodTemplateSpec().WithSpec(podSpec)))
 		Expect(k8sClient.Apply(ctx, chart, client.FieldOwner("argocd-controller"), client.ForceOwnership)).To(Succeed())
 
-		Eventually(func() metav1.Condition { return conditionOf(ctx, env.Namespace, "web-apart", pgv1.ConditionConstraintInSync) }).Should(And(
+		Eventually(func() metav1.Condition {
+			return conditionOf(ctx, env.Namespace, "web-apart", pgv1.ConditionConstraintInSync)
+		}).Should(And(
 			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", pgv1.ReasonDrifted),
 			HaveField("Message", ContainSubstring(`field manager "argocd-controller"`))), explain(ctx, env.Namespace, "web-apart"))
 
