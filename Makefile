@@ -76,6 +76,10 @@ verify: manifests generate ## Regenerate code and manifests and fail if anything
 test: manifests generate fmt vet cluster-binaries ## Run every test: unit, envtest integration and e2e on a local cluster.
 	$(GO) test ./... -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
 
+.PHONY: demo
+demo: cluster-binaries ## Start a local cluster, run the operator and play incident 000 (the graph DB waits for its second data node).
+	$(GO) run ./hack/demo
+
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no cluster binaries needed).
 	$(GO) test ./internal/... ./api/... -short $(GOTEST_FLAGS)
