@@ -80,12 +80,17 @@ func claimVolumes(vs []corev1.Volume) []corev1.Volume {
 	return out
 }
 
-// trimConditions keeps Ready (the guards) and PodScheduled (why a pod is
-// Pending); the other conditions of a running pod repeat what these say.
+// trimConditions keeps the Ready status (the guards) and a PodScheduled
+// condition that is not True, with its message (why a pod is Pending); a
+// scheduled pod's PodScheduled condition says nothing anyone reads, and
+// leaving it out keeps a cached pod within its heap budget.
 func trimConditions(cs []corev1.PodCondition) []corev1.PodCondition {
 	var out []corev1.PodCondition
 	for _, c := range cs {
-		if c.Type == corev1.PodReady || c.Type == corev1.PodScheduled {
+		switch {
+		case c.Type == corev1.PodReady:
+			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
+		case c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue:
 			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime})
 		}
 	}

@@ -78,8 +78,13 @@ func TestTrimKeepsWhatTheGuardsCompare(t *testing.T) {
 	if tp.UID != p.UID || !tp.CreationTimestamp.Equal(&p.CreationTimestamp) || tp.Status.ContainerStatuses[0].RestartCount != 2 || !tp.Status.ContainerStatuses[0].Ready {
 		t.Fatalf("identity, creation time and restarts must survive: %+v", tp)
 	}
-	if len(tp.Status.Conditions) != 2 {
-		t.Fatalf("Ready and PodScheduled stay, the rest goes: %+v", tp.Status.Conditions)
+	if len(tp.Status.Conditions) != 1 || tp.Status.Conditions[0].Type != corev1.PodReady || tp.Status.Conditions[0].Status != corev1.ConditionTrue {
+		t.Fatalf("a running pod keeps its Ready status alone: %+v", tp.Status.Conditions)
+	}
+	pending := mkPod("ns", "q", withLabels("app", "web"))
+	pending.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available"}}
+	if c := TrimPod(pending).Status.Conditions; len(c) != 1 || c[0].Message != "0/3 nodes are available" || c[0].Reason != corev1.PodReasonUnschedulable {
+		t.Fatalf("a Pending pod keeps why the scheduler left it: %+v", c)
 	}
 	if tp.ManagedFields != nil || tp.Annotations != nil || tp.Spec.Containers[0].Env != nil || tp.Spec.Containers[0].Image != "" {
 		t.Fatal("managedFields, annotations, env and image must be dropped")
