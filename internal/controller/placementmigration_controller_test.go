@@ -246,10 +246,7 @@ var _ = Describe("PlacementMigration reconciler", func() {
 	})
 
 	It("holds a paused migration without patching, reporting it as still in progress", func() {
-		fc.node("n1", nil)
-		fc.node("n2", nil)
-		fc.deployment("web", 1)
-		fc.rollOut("web", "n1")
+		fc.webWithRoomToSpread()
 		fc.migration("web-paused", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil), Paused: true})
 
 		Eventually(fc.phase("web-paused")).Should(Equal(pgv1.PhasePaused), fc.explain("web-paused"))
@@ -262,10 +259,7 @@ var _ = Describe("PlacementMigration reconciler", func() {
 	})
 
 	It("waits for target pods to be Ready and old enough before a stage", func() {
-		fc.node("n1", nil)
-		fc.node("n2", nil)
-		fc.deployment("web", 1)
-		fc.rollOut("web", "n1")
+		fc.webWithRoomToSpread()
 		fc.migration("web-young", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil),
 			Guards: pgv1.Guards{MinPodAge: metav1.Duration{Duration: time.Hour}}})
 
@@ -280,10 +274,7 @@ var _ = Describe("PlacementMigration reconciler", func() {
 	})
 
 	It("reverts the constraint through its finalizer when deleted with onDelete Revert", func() {
-		fc.node("n1", nil)
-		fc.node("n2", nil)
-		fc.deployment("web", 1)
-		fc.rollOut("web", "n1")
+		fc.webWithRoomToSpread()
 		fc.migration("web-revert", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil), OnDelete: pgv1.DeletionRevert})
 		Eventually(fc.phase("web-revert")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-revert"))
 		Expect(fc.pm("web-revert").Finalizers).To(ContainElement(pgv1.RevertFinalizer))
@@ -297,10 +288,7 @@ var _ = Describe("PlacementMigration reconciler", func() {
 	})
 
 	It("leaves the constraint in place when deleted with onDelete Retain, without a finalizer", func() {
-		fc.node("n1", nil)
-		fc.node("n2", nil)
-		fc.deployment("web", 1)
-		fc.rollOut("web", "n1")
+		fc.webWithRoomToSpread()
 		fc.migration("web-retain", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil)})
 		Eventually(fc.phase("web-retain")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-retain"))
 		Expect(fc.pm("web-retain").Finalizers).To(BeEmpty())
@@ -346,10 +334,7 @@ var _ = Describe("PlacementMigration reconciler", func() {
 	})
 
 	It("rolls a stage back when it does not complete within stageTimeout, and retries after a spec change", func() {
-		fc.node("n1", nil)
-		fc.node("n2", nil)
-		fc.deployment("web", 1)
-		fc.rollOut("web", "n1")
+		fc.webWithRoomToSpread()
 		fc.migration("web-slow", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil),
 			StageTimeout: metav1.Duration{Duration: 10 * time.Minute}})
 		Eventually(fc.phase("web-slow")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-slow"))
@@ -367,10 +352,7 @@ var _ = Describe("PlacementMigration reconciler", func() {
 	})
 
 	It("rolls the stage back when the workload's rollout exceeds its progress deadline", func() {
-		fc.node("n1", nil)
-		fc.node("n2", nil)
-		fc.deployment("web", 1)
-		fc.rollOut("web", "n1")
+		fc.webWithRoomToSpread()
 		fc.migration("web-stuck", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil)})
 		Eventually(fc.phase("web-stuck")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-stuck"))
 
@@ -437,5 +419,14 @@ var _ = Describe("PlacementMigration reconciler", func() {
 		Expect(fc.kstatus("web-soft")).To(Equal(status.FailedStatus))
 	})
 })
+
+// webWithRoomToSpread sets up the simplest target: one web pod running on
+// the first of two nodes.
+func (fc *fakeCluster) webWithRoomToSpread() {
+	fc.node("n1", nil)
+	fc.node("n2", nil)
+	fc.deployment("web", 1)
+	fc.rollOut("web", "n1")
+}
 
 func ptrTo[T any](v T) *T { return &v }
