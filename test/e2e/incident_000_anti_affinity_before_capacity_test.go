@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/test/localcluster"
 	"github.com/placement-guard/placement-guard/test/utils"
 )
 
@@ -109,10 +113,25 @@ var _ = Describe("Incident 000 with placement-guard: the graph DB waits for its 
 			return graph.Generation
 		}).WithTimeout(2 * time.Second).Should(Equal(int64(1)))
 
+		By("kubectl wait, as a pipeline would, keeps waiting")
+		bin, err := localcluster.FindBinaries()
+		Expect(err).NotTo(HaveOccurred())
+		wait := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), "--kubeconfig", cluster.Kubeconfig, "-n", env.Namespace,
+			"wait", "--for=condition=Ready", "pmig/graphdb-apart", "--timeout=2m")
+		var waitOut bytes.Buffer
+		wait.Stdout, wait.Stderr = &waitOut, &waitOut
+		Expect(wait.Start()).To(Succeed())
+		waited := make(chan error, 1)
+		go func() { waited <- wait.Wait() }()
+		Consistently(waited).WithTimeout(time.Second).ShouldNot(Receive())
+
 		By("a second data node joins")
 		dataNode2, err := env.AddNode(ctx, "data-2", map[string]string{"role": "data"})
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(phaseOf(ctx, env.Namespace, "graphdb-apart")).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "graphdb-apart"))
+
+		Eventually(waited).Should(Receive(BeNil()), func() string { return waitOut.String() })
+		Expect(waitOut.String()).To(ContainSubstring("condition met"))
 
 		pm := getMigration(ctx, env.Namespace, "graphdb-apart")
 		Expect(pm.Status.Targets).To(HaveLen(1))
