@@ -122,6 +122,65 @@ func (fc *fakeCluster) rollOut(name string, nodes ...string) []*corev1.Pod {
 	return pods
 }
 
+// pinnedStatefulSet creates a StatefulSet whose pods run on node, each
+// with a claim bound to a volume that only nodes of zone can reach.
+func (fc *fakeCluster) pinnedStatefulSet(name string, replicas int32, zone, node string) {
+	labels := map[string]string{"app": name}
+	s := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: fc.ns, Name: name},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				NodeSelector: map[string]string{poolKey: fc.ns},
+				Containers:   []corev1.Container{{Name: "db", Image: "registry.example/db:1", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
+			}},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			}}},
+		},
+	}
+	Expect(k8sClient.Create(ctx, s)).To(Succeed())
+	for i := range replicas {
+		claim := fmt.Sprintf("data-%s-%d", name, i)
+		pv := &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: fc.ns + "-" + claim},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+				AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "disk.csi.example", VolumeHandle: claim}},
+				ClaimRef:               &corev1.ObjectReference{Namespace: fc.ns, Name: claim},
+				NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}},
+				}}}},
+			},
+		}
+		Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, pv))).To(Succeed()) })
+		pvc := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: fc.ns, Name: claim},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: pv.Name, StorageClassName: ptr.To(""),
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			},
+		}
+		Expect(k8sClient.Create(ctx, pvc)).To(Succeed())
+		pvc.Status.Phase = corev1.ClaimBound
+		Expect(k8sClient.Status().Update(ctx, pvc)).To(Succeed())
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: fc.ns, Name: fmt.Sprintf("%s-%d", name, i), Labels: labels,
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(s, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}},
+			Spec: *s.Spec.Template.Spec.DeepCopy(),
+		}
+		p.Spec.NodeName = node
+		p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
+		Expect(k8sClient.Create(ctx, p)).To(Succeed())
+		readyPod(p)
+		Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
+	}
+}
+
 // pendingPod adds a pod of the Deployment's current template that the
 // scheduler could not place, with the scheduler's message.
 func (fc *fakeCluster) pendingPod(name, message string) *corev1.Pod {

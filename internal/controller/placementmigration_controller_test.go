@@ -212,6 +212,24 @@ var _ = Describe("PlacementMigration reconciler", func() {
 		Expect(fc.get("cache").Generation).To(Equal(int64(1)))
 	})
 
+	It("blocks a spread that would move pods whose volumes pin them to a zone", func() {
+		fc.node("a1", map[string]string{corev1.LabelTopologyZone: "a"})
+		fc.node("c1", map[string]string{corev1.LabelTopologyZone: "c"})
+		fc.pinnedStatefulSet("db", 2, "c", fc.ns+"-c1")
+		fc.migration("db-zones", pgv1.PlacementMigrationSpec{
+			Targets:    []pgv1.TargetRef{{Kind: pgv1.KindStatefulSet, Name: "db"}},
+			Constraint: pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1}},
+		})
+
+		Eventually(fc.phase("db-zones")).Should(Equal(pgv1.PhaseBlocked), fc.explain("db-zones"))
+		feasible := fc.condition("db-zones", pgv1.ConditionFeasible)
+		Expect(feasible.Reason).To(Equal(placement.HazardVolumeZonePinning))
+		Expect(feasible.Message).To(ContainSubstring("pinned by its bound volume"))
+		s := &appsv1.StatefulSet{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: fc.ns, Name: "db"}, s)).To(Succeed())
+		Expect(s.Generation).To(Equal(int64(1)))
+	})
+
 	It("blocks a migration whose target does not exist, naming it", func() {
 		fc.migration("ghost", pgv1.PlacementMigrationSpec{Targets: targetsNamed("ghost"), Constraint: hostnameAntiAffinity(nil)})
 		Eventually(fc.phase("ghost")).Should(Equal(pgv1.PhaseBlocked), fc.explain("ghost"))
