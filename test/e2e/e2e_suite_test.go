@@ -47,12 +47,16 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 
 	// The operator runs in this process, as cmd/main wires it, against the
-	// local cluster; the baseline specs never create a PlacementMigration,
-	// so it leaves them alone.
+	// local cluster, impersonating the ServiceAccount config/rbac grants:
+	// every operator spec is also a proof that those permissions suffice.
+	// The baseline specs never create a PlacementMigration, so it leaves
+	// them alone.
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	Expect(utils.GrantOperatorRBAC(ctx, k8sClient, filepath.Join("..", "..", "config", "rbac"))).To(Succeed())
 	stop, err := utils.RunOperator(context.Background(), cluster.Config, utils.OperatorOptions{
 		CRDDir:             filepath.Join("..", "..", "config", "crd", "bases"),
 		UnschedulableGrace: operatorGrace,
+		AsUser:             utils.OperatorUser(),
 	})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(stop()).To(Succeed()) })

@@ -23,6 +23,10 @@ type OperatorOptions struct {
 	CRDDir string
 	// UnschedulableGrace is the reconciler's grace for Pending pods.
 	UnschedulableGrace time.Duration
+	// AsUser, when set, is the user the manager impersonates, so that it
+	// runs with that user's permissions only (the CRDs are installed with
+	// cfg's).
+	AsUser string
 }
 
 // RunOperator installs the CRDs and runs the operator's manager, as
@@ -35,6 +39,10 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 	scheme := runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), pgv1.AddToScheme(scheme)); err != nil {
 		return nil, err
+	}
+	if opts.AsUser != "" {
+		cfg = rest.CopyConfig(cfg)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: opts.AsUser}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,

@@ -1,0 +1,45 @@
+package e2e
+
+import (
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placement-guard/placement-guard/test/utils"
+)
+
+// The operator specs run the manager as the ServiceAccount config/rbac
+// grants; this spec shows what that account may not do.
+var _ = Describe("The operator's ServiceAccount", Label("operator", "rbac"), func() {
+	DescribeTable("may do only what the migration needs",
+		func(ctx SpecContext, group, resource, verb string, allowed bool) {
+			cfg := rest.CopyConfig(cluster.Config)
+			cfg.Impersonate = rest.ImpersonationConfig{UserName: utils.OperatorUser()}
+			asOperator, err := client.New(cfg, client.Options{})
+			Expect(err).NotTo(HaveOccurred())
+			resource, subresource, _ := strings.Cut(resource, "/")
+			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Group: group, Resource: resource, Subresource: subresource, Verb: verb, Namespace: "default"},
+			}}
+			Expect(asOperator.Create(ctx, review)).To(Succeed())
+			Expect(review.Status.Allowed).To(Equal(allowed), "%s %s.%s: %s", verb, resource, group, review.Status.Reason)
+		},
+		Entry("patch Deployments", "apps", "deployments", "patch", true),
+		Entry("patch StatefulSets", "apps", "statefulsets", "patch", true),
+		Entry("not update Deployments", "apps", "deployments", "update", false),
+		Entry("not update StatefulSets", "apps", "statefulsets", "update", false),
+		Entry("not read Secrets", "", "secrets", "get", false),
+		Entry("not list Secrets", "", "secrets", "list", false),
+		Entry("not create pods", "", "pods", "create", false),
+		Entry("not delete pods", "", "pods", "delete", false),
+		Entry("not patch nodes", "", "nodes", "patch", false),
+		Entry("read pods", "", "pods", "list", true),
+		Entry("read nodes", "", "nodes", "watch", true),
+		Entry("record Events", "events.k8s.io", "events", "create", true),
+		Entry("update migration status", "placementguard.io", "placementmigrations/status", "patch", true),
+	)
+})

@@ -1,0 +1,81 @@
+package utils
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// OperatorAccount is the ServiceAccount config/rbac grants the manager's
+// permissions to, before config/default prefixes and places it.
+const (
+	OperatorAccountNamespace = "system"
+	OperatorAccountName      = "controller-manager"
+)
+
+// OperatorUser is the user name the API server gives OperatorAccount.
+func OperatorUser() string {
+	return "system:serviceaccount:" + OperatorAccountNamespace + ":" + OperatorAccountName
+}
+
+// GrantOperatorRBAC creates everything config/rbac lists in its
+// kustomization (the ServiceAccount, the ClusterRole generated from the
+// kubebuilder markers and the bindings) in the cluster c reaches, so that
+// an operator impersonating OperatorUser has exactly the permissions a
+// deployed one has.
+func GrantOperatorRBAC(ctx context.Context, c client.Client, rbacDir string) error {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: OperatorAccountNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	var kustomization struct {
+		Resources []string `json:"resources"`
+	}
+	if err := decodeFile(filepath.Join(rbacDir, "kustomization.yaml"), &kustomization); err != nil {
+		return err
+	}
+	for _, file := range kustomization.Resources {
+		raw, err := os.ReadFile(filepath.Join(rbacDir, file))
+		if err != nil {
+			return err
+		}
+		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+		for {
+			obj := &unstructured.Unstructured{}
+			if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				return fmt.Errorf("read %s: %w", file, err)
+			}
+			if len(obj.Object) == 0 {
+				continue
+			}
+			if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("create %s %s from %s: %w", obj.GetKind(), obj.GetName(), file, err)
+			}
+		}
+	}
+	return nil
+}
+
+func decodeFile(path string, into any) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(into); err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	return nil
+}
