@@ -73,7 +73,7 @@ verify: manifests generate ## Regenerate code and manifests and fail if anything
 	@test -z "$$(git status --porcelain -- api config)" || { echo "untracked generated files:"; git status --porcelain -- api config; exit 1; }
 
 .PHONY: test
-test: manifests generate fmt vet cluster-binaries ## Run every test: unit, envtest integration and e2e on a local cluster.
+test: manifests generate fmt vet cluster-binaries $(KUSTOMIZE) ## Run every test: unit, envtest integration and e2e on a local cluster.
 	$(GO) test ./... -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
 
 .PHONY: demo
@@ -85,7 +85,7 @@ test-unit: ## Run the unit tests only (no cluster binaries needed).
 	$(GO) test ./internal/... ./api/... -short $(GOTEST_FLAGS)
 
 .PHONY: test-e2e
-test-e2e: cluster-binaries ## Run the e2e tests on a local cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok).
+test-e2e: cluster-binaries $(KUSTOMIZE) ## Run the e2e tests on a local cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok).
 	$(GO) test ./test/e2e/... -timeout $(GOTEST_TIMEOUT) -v $(GOTEST_FLAGS)
 
 .PHONY: bench

@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"sync"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placement-guard/placement-guard/test/localcluster"
+	"github.com/placement-guard/placement-guard/test/utils"
+)
+
+// warnings collects the API server's warnings, which is how PodSecurity
+// admission reports a workload its namespace's level would reject.
+type warnings struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = append(w.seen, text)
+}
+
+var _ = Describe("Installing with kubectl apply -k config/default", Label("install"), func() {
+	It("renders with kustomize, applies, and runs the manager under the restricted Pod Security Standard", func(ctx SpecContext) {
+		env := newEnv(ctx, "install")
+		_, err := env.AddNode(ctx, "node-0", nil)
+		Expect(err).NotTo(HaveOccurred())
+		bin, err := localcluster.FindBinaries()
+		Expect(err).NotTo(HaveOccurred())
+		var rendered, stderr bytes.Buffer
+		build := exec.CommandContext(ctx, filepath.Join(bin, "kustomize"), "build", filepath.Join("..", "..", "config", "default"))
+		build.Stdout, build.Stderr = &rendered, &stderr
+		Expect(build.Run()).To(Succeed(), stderr.String())
+
+		cfg := rest.CopyConfig(cluster.Config)
+		w := &warnings{}
+		cfg.WarningHandler = w
+		c, err := client.New(cfg, client.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		var objs []*unstructured.Unstructured
+		dec := yaml.NewYAMLOrJSONDecoder(&rendered, 4096)
+		for {
+			obj := &unstructured.Unstructured{}
+			if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+				break
+			}
+			Expect(err).NotTo(HaveOccurred())
+			if len(obj.Object) > 0 {
+				objs = append(objs, obj)
+			}
+		}
+		kinds := map[string]int{}
+		for _, obj := range objs {
+			kinds[obj.GetKind()]++
+			Expect(c.Patch(ctx, obj, client.Apply, client.FieldOwner("kubectl"), client.ForceOwnership)).To(Succeed(), obj.GetKind()+"/"+obj.GetName())
+		}
+		DeferCleanup(func(ctx SpecContext) {
+			for _, obj := range objs {
+				if obj.GetKind() == "CustomResourceDefinition" {
+					continue // the suite's operator serves it
+				}
+				Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, obj))).To(Succeed())
+			}
+		})
+		Expect(kinds).To(HaveKeyWithValue("Deployment", 1))
+		Expect(kinds).To(HaveKeyWithValue("CustomResourceDefinition", 1))
+		Expect(kinds).To(HaveKey("ClusterRole"))
+		Expect(kinds).NotTo(HaveKey("Secret"))
+		w.mu.Lock()
+		Expect(w.seen).To(BeEmpty(), "the API server warned while applying config/default")
+		w.mu.Unlock()
+
+		By("the manager's pod is admitted by PodSecurity enforce=restricted and runs")
+		Eventually(func(g Gomega) {
+			pods, err := utils.PodsOf(ctx, k8sClient, "placement-guard-system", map[string]string{"control-plane": "controller-manager"})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(pods).To(HaveLen(1))
+			g.Expect(utils.Running(pods[0])).To(BeTrue(), utils.Placement(pods))
+			spec := pods[0].Spec
+			g.Expect(*spec.SecurityContext.RunAsNonRoot).To(BeTrue())
+			g.Expect(spec.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+			sc := spec.Containers[0].SecurityContext
+			g.Expect(*sc.ReadOnlyRootFilesystem).To(BeTrue())
+			g.Expect(*sc.AllowPrivilegeEscalation).To(BeFalse())
+			g.Expect(sc.Capabilities.Drop).To(ContainElement(corev1.Capability("ALL")))
+			g.Expect(spec.Containers[0].Resources.Requests).NotTo(BeEmpty())
+			g.Expect(spec.Containers[0].Resources.Limits).NotTo(BeEmpty())
+			g.Expect(spec.Containers[0].LivenessProbe).NotTo(BeNil())
+			g.Expect(spec.Containers[0].ReadinessProbe).NotTo(BeNil())
+			g.Expect(spec.Containers[0].Args).To(ContainElement("--leader-elect"))
+		}).Should(Succeed())
+		ns := &corev1.Namespace{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "placement-guard-system"}, ns)).To(Succeed())
+		Expect(ns.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"))
+	})
+})
