@@ -103,6 +103,10 @@ build: generate fmt vet ## Build the manager binary.
 run: manifests generate fmt vet ## Run the manager against the cluster in the current kubeconfig.
 	$(GO) run ./cmd
 
+.PHONY: bundle
+bundle: manifests $(KUSTOMIZE) ## Generate the OLM bundle in bundle/ from config/ (CRD, CSV with the manager's install strategy, annotations, scorecard).
+	$(KUSTOMIZE) build config/default | $(GO) run ./hack/bundle bundle
+
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
 	docker build -t $(IMG) .
