@@ -2,7 +2,6 @@ package controller
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -338,8 +337,8 @@ func (fc *fakeCluster) antiAffinityOf(name string) *corev1.PodAntiAffinity {
 	return d.Spec.Template.Spec.Affinity.PodAntiAffinity
 }
 
-// ownedBy lists the field managers owning fields of the Deployment, with
-// whether each owns pod anti-affinity or spread fields.
+// managersOf maps each field manager of the Deployment (not its status)
+// to the fields it owns, as managedFields records them.
 func (fc *fakeCluster) managersOf(name string) map[string]string {
 	out := map[string]string{}
 	for _, mf := range fc.get(name).ManagedFields {
@@ -364,18 +363,4 @@ func targetsNamed(names ...string) []pgv1.TargetRef {
 		out[i] = pgv1.TargetRef{Kind: pgv1.KindDeployment, Name: n}
 	}
 	return out
-}
-
-// quickGuards are guards without waiting: no minimum pod age.
-func quickGuards() pgv1.Guards {
-	return pgv1.Guards{MinPodAge: metav1.Duration{}}
-}
-
-func containsAll(s string, parts ...string) bool {
-	for _, p := range parts {
-		if !strings.Contains(s, p) {
-			return false
-		}
-	}
-	return true
 }
