@@ -80,4 +80,5 @@ const (
 	HazardAffinityClobber      = "AffinityClobber"
 	HazardUnschedulable        = "Unschedulable"
 	HazardOnDeleteStrategy     = "OnDeleteStrategy"
+	HazardSpreadEndsSkewed     = "SpreadEndsSkewed"
 )

@@ -211,6 +211,7 @@ type PodAntiAffinityConstraint struct {
 }
 
 // TopologySpreadConstraint becomes a topologySpreadConstraints entry on each target.
+// +kubebuilder:validation:XValidation:rule="!has(self.matchLabelKeys) || !has(self.revisionScope)",message="set either matchLabelKeys or revisionScope: matchLabelKeys already says which pods the spread counts"
 type TopologySpreadConstraint struct {
 	// TopologyKey is the node label whose values are the domains to spread
 	// over, for example topology.kubernetes.io/zone.
@@ -240,12 +241,27 @@ type TopologySpreadConstraint struct {
 
 	// MatchLabelKeys are pod label keys whose values, taken from the incoming
 	// pod, are added to the selector; pod-template-hash keeps blue and green
-	// revisions from being counted together.
+	// revisions from being counted together. When unset on a Deployment
+	// target, the operator writes matchLabelKeys: [pod-template-hash] (see
+	// revisionScope).
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=10
 	// +kubebuilder:validation:items:MaxLength=317
 	MatchLabelKeys []string `json:"matchLabelKeys,omitempty"`
+
+	// RevisionScope says which pods of a Deployment target the spread counts
+	// when matchLabelKeys is unset. NewRevision (the default) writes
+	// matchLabelKeys: [pod-template-hash], so that the scheduler counts only
+	// the pods of the revision being rolled out: counting the old revision's
+	// pods, which the rollout then removes, lets a rollout whose every step
+	// is legal end skewed. AllRevisions writes the selector alone; the
+	// migration is then Blocked with SpreadEndsSkewed when the simulated
+	// rollout can end outside maxSkew. StatefulSets replace each pod in
+	// place, so every revision is always counted and this field does not
+	// apply to them. Set either matchLabelKeys or revisionScope.
+	// +optional
+	RevisionScope *RevisionScope `json:"revisionScope,omitempty"`
 
 	// NodeAffinityPolicy says whether the pod's node affinity and nodeSelector
 	// limit the domains counted. Honor by default, as in the scheduler.
@@ -259,6 +275,19 @@ type TopologySpreadConstraint struct {
 	// +kubebuilder:default=Ignore
 	NodeTaintsPolicy InclusionPolicy `json:"nodeTaintsPolicy,omitempty"`
 }
+
+// RevisionScope says which revisions of a Deployment a spread counts.
+// +kubebuilder:validation:Enum=NewRevision;AllRevisions
+type RevisionScope string
+
+const (
+	// RevisionScopeNew counts only the pods of the revision being rolled
+	// out (matchLabelKeys: [pod-template-hash]).
+	RevisionScopeNew RevisionScope = "NewRevision"
+	// RevisionScopeAll counts the pods of every revision the selector
+	// selects, old ones included.
+	RevisionScopeAll RevisionScope = "AllRevisions"
+)
 
 // Capacity says which nodes qualify for the constraint and how many are needed.
 type Capacity struct {
@@ -427,6 +456,12 @@ type TargetStatus struct {
 	// before the migration first changed it, kept for rollback and audit.
 	// +optional
 	Before *PlacementSnapshot `json:"before,omitempty"`
+	// Applied is the constraint entry this migration writes into the
+	// workload's pod template at its current stage, exactly as written:
+	// with the matchLabelKeys the operator adds by default (see
+	// spec.constraint.topologySpread.revisionScope).
+	// +optional
+	Applied *PlacementSnapshot `json:"applied,omitempty"`
 	// AppliedGeneration is the workload's metadata.generation after our last
 	// apply; the rollout of that generation is what a stage waits for.
 	// +optional
@@ -534,6 +569,11 @@ type TargetPlan struct {
 	// may list only the first of them.
 	// +optional
 	RecreatesCount int32 `json:"recreatesCount,omitempty"`
+	// PredictedPlacement says, for a hard spread, where the rollout of the
+	// hard stage can leave the workload's pods, per domain.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	PredictedPlacement string `json:"predictedPlacement,omitempty"`
 }
 
 // PlacementMigration turns a change of a workload's placement constraint into

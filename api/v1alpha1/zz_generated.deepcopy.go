@@ -448,6 +448,11 @@ func (in *TargetStatus) DeepCopyInto(out *TargetStatus) {
 		*out = new(PlacementSnapshot)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.Applied != nil {
+		in, out := &in.Applied, &out.Applied
+		*out = new(PlacementSnapshot)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Stages != nil {
 		in, out := &in.Stages, &out.Stages
 		*out = make([]StageRecord, len(*in))
@@ -484,6 +489,11 @@ func (in *TopologySpreadConstraint) DeepCopyInto(out *TopologySpreadConstraint) 
 		in, out := &in.MatchLabelKeys, &out.MatchLabelKeys
 		*out = make([]string, len(*in))
 		copy(*out, *in)
+	}
+	if in.RevisionScope != nil {
+		in, out := &in.RevisionScope, &out.RevisionScope
+		*out = new(RevisionScope)
+		**out = **in
 	}
 }
 

@@ -32,6 +32,7 @@ func constraintFromSpec(c pgv1.Constraint) placement.Constraint {
 			MatchLabelKeys:     s.MatchLabelKeys,
 			NodeAffinityPolicy: inclusionPolicy(s.NodeAffinityPolicy),
 			NodeTaintsPolicy:   inclusionPolicy(s.NodeTaintsPolicy),
+			AllRevisions:       s.RevisionScope != nil && *s.RevisionScope == pgv1.RevisionScopeAll,
 		}}
 	}
 	return placement.Constraint{}

@@ -22,6 +22,7 @@ func TestHazardTypesMatchTheAPI(t *testing.T) {
 		placement.HazardAffinityClobber:      pgv1.HazardAffinityClobber,
 		placement.HazardUnschedulable:        pgv1.HazardUnschedulable,
 		placement.HazardOnDeleteStrategy:     pgv1.HazardOnDeleteStrategy,
+		placement.HazardSpreadEndsSkewed:     pgv1.HazardSpreadEndsSkewed,
 	}
 	for engine, api := range pairs {
 		if engine != api {
@@ -42,6 +43,14 @@ func TestConstraintFromSpec(t *testing.T) {
 	}})
 	if got.Spread == nil || *got.Spread.MinDomains != 3 || got.Spread.NodeAffinityPolicy != nil || *got.Spread.NodeTaintsPolicy != corev1.NodeInclusionPolicyHonor {
 		t.Fatalf("spread: %+v", got.Spread)
+	}
+	if got.Spread.AllRevisions {
+		t.Fatal("an unset revisionScope counts only the new revision")
+	}
+	all := pgv1.RevisionScopeAll
+	got = constraintFromSpec(pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{TopologyKey: corev1.LabelTopologyZone, RevisionScope: &all}})
+	if !got.Spread.AllRevisions {
+		t.Fatal("revisionScope: AllRevisions must reach the engine")
 	}
 }
 

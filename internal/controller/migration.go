@@ -91,6 +91,28 @@ func (m *migration) step(ctx context.Context) (outcome, error) {
 	return m.advance(ctx, next(observed))
 }
 
+// rendered is the constraint as written into target t: a Deployment's
+// spread counts only the new revision unless the spec says otherwise.
+func (m *migration) rendered(t *target) placement.Constraint {
+	return m.constraint.ForWorkload(t.workload.Kind)
+}
+
+// appliedEntry is the entry the stage writes into t's template, as written.
+func (m *migration) appliedEntry(t *target, stage placement.Stage) *pgv1.PlacementSnapshot {
+	if stage == placement.StageNone {
+		return nil
+	}
+	spec, err := m.rendered(t).Apply(&corev1.PodSpec{}, t.selector(), stage)
+	if err != nil {
+		return nil
+	}
+	snap := &pgv1.PlacementSnapshot{TopologySpreadConstraints: spec.TopologySpreadConstraints}
+	if spec.Affinity != nil {
+		snap.PodAntiAffinity = spec.Affinity.PodAntiAffinity
+	}
+	return snap
+}
+
 // next is the stage after the one the targets carry.
 func next(observed placement.Stage) placement.Stage {
 	if observed == placement.StageNone {
@@ -159,7 +181,7 @@ func (m *migration) advance(ctx context.Context, stage placement.Stage) (outcome
 	}
 	m.setCondition(pgv1.ConditionPodsStable, metav1.ConditionTrue, pgv1.ReasonPodsStable, "Every target pod is Ready, old enough and has not restarted")
 
-	plan, blocked, err := m.plan(ctx, stage)
+	plan, blocked, err := m.plan(ctx, stage, answers)
 	if err != nil || blocked != nil {
 		return deref(blocked), err
 	}
@@ -193,6 +215,7 @@ func (m *migration) start(ctx context.Context, stage placement.Stage, protected 
 	for _, t := range m.targets {
 		ts := m.targetStatus(t)
 		ts.Stage = pgv1.Stage(stage)
+		ts.Applied = m.appliedEntry(t, stage)
 		ts.AppliedGeneration = t.object().GetGeneration()
 		ts.Stages = appendRecord(ts.Stages, pgv1.StageRecord{Stage: pgv1.Stage(stage), StartedAt: &started, PodsBefore: observeAll(t.pods)})
 	}
@@ -338,6 +361,7 @@ func (m *migration) rollback(ctx context.Context, stage placement.Stage, reason,
 			return outcome{}, fmt.Errorf("roll %s back to %s: %w", t, previous, err)
 		}
 		m.targetStatus(t).Stage = pgv1.Stage(previous)
+		m.targetStatus(t).Applied = m.appliedEntry(t, previous)
 	}
 	m.pm.Status.Stage = pgv1.Stage(previous)
 	if last := m.lastRecord(); last != nil && last.StartedAt != nil {
@@ -360,7 +384,7 @@ func (m *migration) watchDrift(ctx context.Context, final placement.Stage) (outc
 	pm := m.pm
 	var drifted []*target
 	for _, t := range m.targets {
-		if m.constraint.StageOf(&t.template().Spec, t.selector()) != final {
+		if m.rendered(t).StageOf(&t.template().Spec, t.selector()) != final {
 			drifted = append(drifted, t)
 		}
 	}
@@ -438,7 +462,7 @@ func (m *migration) measure() (string, bool, error) {
 	holds := true
 	err := m.r.State.With(func(s *placement.Snapshot) error {
 		for _, t := range m.targets {
-			got, err := s.Measure(t.workload, m.constraint)
+			got, err := s.Measure(t.workload, m.rendered(t))
 			if err != nil {
 				return err
 			}
@@ -450,8 +474,9 @@ func (m *migration) measure() (string, bool, error) {
 	return strings.Join(summaries, "; "), holds, err
 }
 
-// plan dry-runs the stage on every target and lists the pods it recreates.
-func (m *migration) plan(ctx context.Context, stage placement.Stage) ([]pgv1.TargetPlan, *outcome, error) {
+// plan dry-runs the stage on every target and lists the pods it recreates
+// and, for a hard spread, where the rollout can leave them.
+func (m *migration) plan(ctx context.Context, stage placement.Stage, answers []placement.Answer) ([]pgv1.TargetPlan, *outcome, error) {
 	var plan []pgv1.TargetPlan
 	for _, t := range m.targets {
 		if err := m.apply(ctx, t, pgv1.Stage(stage), true); err != nil {
@@ -460,8 +485,8 @@ func (m *migration) plan(ctx context.Context, stage placement.Stage) ([]pgv1.Tar
 			}
 			return nil, nil, err
 		}
-		from := m.constraint.StageOf(&t.template().Spec, t.selector())
-		entry := pgv1.TargetPlan{Kind: t.ref.Kind, Name: t.ref.Name, Stage: pgv1.Stage(stage), Change: truncate(m.constraint.Describe(from, stage), 2048)}
+		from := m.rendered(t).StageOf(&t.template().Spec, t.selector())
+		entry := pgv1.TargetPlan{Kind: t.ref.Kind, Name: t.ref.Name, Stage: pgv1.Stage(stage), Change: truncate(m.rendered(t).Describe(from, stage), 2048)}
 		if from != stage {
 			var names []string
 			for _, p := range recreatedBy(t) {
@@ -472,6 +497,11 @@ func (m *migration) plan(ctx context.Context, stage placement.Stage) ([]pgv1.Tar
 				names = names[:64]
 			}
 			entry.Recreates = names
+		}
+		for _, a := range answers {
+			if es, ok := a.EndStates[t.String()]; ok {
+				entry.PredictedPlacement = truncate("After the Hard stage, "+es.Summary(), 1024)
+			}
 		}
 		plan = append(plan, entry)
 	}
@@ -511,9 +541,9 @@ func (m *migration) apply(ctx context.Context, t *target, stage pgv1.Stage, dryR
 	var ac runtime.ApplyConfiguration
 	var err error
 	if t.deployment != nil {
-		ac, err = workloadpatch.Deployment(wt, m.constraint, placement.Stage(stage))
+		ac, err = workloadpatch.Deployment(wt, m.rendered(t), placement.Stage(stage))
 	} else {
-		ac, err = workloadpatch.StatefulSet(wt, m.constraint, placement.Stage(stage))
+		ac, err = workloadpatch.StatefulSet(wt, m.rendered(t), placement.Stage(stage))
 	}
 	if err != nil {
 		return err
@@ -599,7 +629,7 @@ func (m *migration) recordTargets() {
 			}
 			ts.Before = snap
 		}
-		ts.Stage = pgv1.Stage(m.constraint.StageOf(&t.template().Spec, t.selector()))
+		ts.Stage = pgv1.Stage(m.rendered(t).StageOf(&t.template().Spec, t.selector()))
 	}
 	if m.pm.Status.Stage == "" {
 		m.pm.Status.Stage = pgv1.StageNone
@@ -633,7 +663,7 @@ func (m *migration) cacheBehind() bool {
 func (m *migration) observedStage() placement.Stage {
 	weakest := placement.StageHard
 	for _, t := range m.targets {
-		switch m.constraint.StageOf(&t.template().Spec, t.selector()) {
+		switch m.rendered(t).StageOf(&t.template().Spec, t.selector()) {
 		case placement.StageNone:
 			return placement.StageNone
 		case placement.StageSoft:

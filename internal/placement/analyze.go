@@ -25,6 +25,9 @@ type Answer struct {
 	Rollouts map[string]Rollout
 	// Templates holds each workload's pod spec with the constraint applied.
 	Templates map[string]*corev1.PodSpec
+	// EndStates holds, for a hard spread, where each workload's rollout
+	// can leave its pods, by "Kind/name".
+	EndStates map[string]EndStates
 	Hazards   []Hazard
 	// Duration is how long the analysis took.
 	Duration time.Duration
@@ -47,7 +50,7 @@ func (a Answer) Blocking() []Hazard {
 // it every rollout fails for a reason that fixes itself when nodes arrive.
 func (s *Snapshot) Analyze(q Question) (Answer, error) {
 	start := time.Now()
-	a := Answer{Rollouts: map[string]Rollout{}, Templates: map[string]*corev1.PodSpec{}}
+	a := Answer{Rollouts: map[string]Rollout{}, Templates: map[string]*corev1.PodSpec{}, EndStates: map[string]EndStates{}}
 	capacity, err := s.CapacityFor(q.Workloads, q.Constraint, q.Capacity)
 	if err != nil {
 		return a, err
@@ -68,15 +71,20 @@ func (s *Snapshot) Analyze(q Question) (Answer, error) {
 		}
 	}
 	for _, w := range q.Workloads {
-		if h := clobber(w, q.Constraint, q.Stage); h != nil {
+		c := q.Constraint.ForWorkload(w.Kind)
+		if h := clobber(w, c, q.Stage); h != nil {
 			a.Hazards = append(a.Hazards, *h)
 			continue
 		}
+		// The selector is judged as the user wrote it: one that also
+		// selects another workload's pods says the user meant to count
+		// them, which the default scoping to one revision would silently
+		// undo.
 		if h := s.selectorOverlap(w, q.Constraint, targets); h != nil {
 			a.Hazards = append(a.Hazards, *h)
 			continue
 		}
-		spec, err := q.Constraint.Apply(&w.Template.Spec, w.Selector, q.Stage)
+		spec, err := c.Apply(&w.Template.Spec, w.Selector, q.Stage)
 		if err != nil {
 			return a, fmt.Errorf("apply %s stage to %s: %w", q.Stage, w.ref(), err)
 		}
@@ -92,7 +100,19 @@ func (s *Snapshot) Analyze(q Question) (Answer, error) {
 		if r.Note != "" {
 			a.Hazards = append(a.Hazards, Hazard{Type: HazardOnDeleteStrategy, Workload: w.ref(), Message: r.Note})
 		}
-		if h := s.rolloutHazard(&changed, q.Constraint, r); h != nil {
+		if h := s.rolloutHazard(&changed, c, r); h != nil {
+			a.Hazards = append(a.Hazards, *h)
+			continue
+		}
+		if q.Stage != StageHard || c.Spread == nil || !r.Completes || r.Note != "" {
+			continue
+		}
+		es, err := s.predictEndStates(&changed, c, r)
+		if err != nil {
+			return a, err
+		}
+		a.EndStates[w.ref()] = es
+		if h := spreadEndHazard(&changed, c, es); h != nil {
 			a.Hazards = append(a.Hazards, *h)
 		}
 	}

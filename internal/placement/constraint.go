@@ -3,7 +3,9 @@ package placement
 import (
 	"fmt"
 	"reflect"
+	"slices"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -49,6 +51,33 @@ type Spread struct {
 	MatchLabelKeys     []string
 	NodeAffinityPolicy *corev1.NodeInclusionPolicy
 	NodeTaintsPolicy   *corev1.NodeInclusionPolicy
+	// AllRevisions keeps a Deployment's spread counting every revision the
+	// selector selects; see ForWorkload.
+	AllRevisions bool
+}
+
+// ForWorkload renders the constraint for one kind of workload. A spread on
+// a Deployment that names no matchLabelKeys counts only the revision being
+// rolled out (matchLabelKeys: [pod-template-hash]) unless AllRevisions is
+// set: the old revision's pods, counted while they still run, are removed
+// by the rollout, so a rollout legal at every step can end skewed
+// (kubernetes#98215, KEP-3243). A StatefulSet replaces each pod in place,
+// and its pods below a partition or under OnDelete keep the old revision:
+// counting every revision is what keeps its end state within maxSkew, so it
+// is left as written.
+func (c Constraint) ForWorkload(kind WorkloadKind) Constraint {
+	if c.Spread == nil || kind != Deployment || len(c.Spread.MatchLabelKeys) > 0 || c.Spread.AllRevisions {
+		return c
+	}
+	scoped := *c.Spread
+	scoped.MatchLabelKeys = []string{appsv1.DefaultDeploymentUniqueLabelKey}
+	return Constraint{Spread: &scoped}
+}
+
+// RevisionScoped reports whether the spread counts only the pods of the
+// revision being rolled out of a Deployment.
+func (s *Spread) RevisionScoped() bool {
+	return slices.Contains(s.MatchLabelKeys, appsv1.DefaultDeploymentUniqueLabelKey)
 }
 
 // TopologyKey is the key of whichever constraint is set.
@@ -323,7 +352,14 @@ func (c Constraint) describeForm(stage Stage) string {
 		if stage == StageHard {
 			when = corev1.DoNotSchedule
 		}
-		return fmt.Sprintf("a %s topologySpreadConstraint (maxSkew %d) spreading %s over %s", when, max(c.Spread.MaxSkew, 1), sel, c.Spread.TopologyKey)
+		counting := ""
+		switch {
+		case c.Spread.RevisionScoped():
+			counting = ", counting only the pods of the revision being rolled out (matchLabelKeys: [pod-template-hash])"
+		case len(c.Spread.MatchLabelKeys) > 0:
+			counting = fmt.Sprintf(", scoped by matchLabelKeys %v", c.Spread.MatchLabelKeys)
+		}
+		return fmt.Sprintf("a %s topologySpreadConstraint (maxSkew %d) spreading %s over %s%s", when, max(c.Spread.MaxSkew, 1), sel, c.Spread.TopologyKey, counting)
 	}
 	return "no constraint"
 }

@@ -20,6 +20,7 @@ const (
 	HazardAffinityClobber      = "AffinityClobber"
 	HazardUnschedulable        = "Unschedulable"
 	HazardOnDeleteStrategy     = "OnDeleteStrategy"
+	HazardSpreadEndsSkewed     = "SpreadEndsSkewed"
 )
 
 // Hazard is one finding. Blocking findings stop a migration; the others are

@@ -91,9 +91,19 @@ func (s *Snapshot) measureAntiAffinity(w *Workload, a *AntiAffinity, own []podID
 	return m, nil
 }
 
+// measureSpread counts what the scheduler would count for the workload's
+// next pod: the pods the applied spread selects once matchLabelKeys are
+// resolved from a pod of the live template, so that a spread scoped to the
+// new revision is judged over that revision's pods only.
 func (s *Snapshot) measureSpread(w *Workload, sp *Spread, own []podID) (Measurement, error) {
 	m := Measurement{Counts: map[string]int{}}
 	ref := s.pods[own[0]].pod
+	for _, id := range own {
+		if p := s.pods[id].pod; w.currentRevision(p) {
+			ref = p
+			break
+		}
+	}
 	tsc := sp.SpreadConstraint(w.Selector, StageHard)
 	term, err := newAffinityTerm(ref, &corev1.PodAffinityTerm{LabelSelector: tsc.LabelSelector, MatchLabelKeys: tsc.MatchLabelKeys, TopologyKey: tsc.TopologyKey})
 	if err != nil {
@@ -122,6 +132,7 @@ func (s *Snapshot) measureSpread(w *Workload, sp *Spread, own []podID) (Measurem
 			m.Counts[domain] = 0
 		}
 	}
+	counted := 0
 	for other := range s.labels.candidates(ref.Namespace, term.selector) {
 		op := s.pods[other]
 		if op.node == noNode || op.pod.DeletionTimestamp != nil || !term.matches(op.pod, namespaceLabels(s, ref.Namespace)) {
@@ -130,6 +141,7 @@ func (s *Snapshot) measureSpread(w *Workload, sp *Spread, own []podID) (Measurem
 		domain, ok := s.nodes[op.node].node.Labels[sp.TopologyKey]
 		if _, eligible := m.Counts[domain]; ok && eligible {
 			m.Counts[domain]++
+			counted++
 		}
 	}
 	lo, hi := -1, 0
@@ -151,7 +163,8 @@ func (s *Snapshot) measureSpread(w *Workload, sp *Spread, own []podID) (Measurem
 	if !m.Holds {
 		verb = ">"
 	}
-	m.Summary = fmt.Sprintf("%s: measured skew %d %s maxSkew %d over %s (%s)", w.ref(), m.Skew, verb, maxSkew, sp.TopologyKey, describeCounts(m.Counts))
+	m.Summary = fmt.Sprintf("%s: measured skew %d %s maxSkew %d over %s (%s), counting the %d running pod(s) selected by %s",
+		w.ref(), m.Skew, verb, maxSkew, sp.TopologyKey, describeCounts(m.Counts), counted, describeSelector(term))
 	return m, nil
 }
 

@@ -313,21 +313,7 @@ func (s *Snapshot) simulateStatefulSet(w *Workload, old []podID) (Rollout, error
 	// pod is deleted, then recreated with the same name and the same claims.
 	for ord := int(w.Replicas) - 1; ord >= partition; ord-- {
 		name := w.Name + "-" + strconv.Itoa(ord)
-		pod := newPod(w, name, map[string]string{
-			appsv1.StatefulSetPodNameLabel: name,
-			appsv1.PodIndexLabel:           strconv.Itoa(ord),
-		})
-		for _, ct := range w.VolumeClaimTemplates {
-			claimName := ct.Name + "-" + name
-			// A claim the controller has yet to create follows the pod; only
-			// an existing claim can pin it.
-			if _, ok := s.claims[w.Namespace+"/"+claimName]; !ok {
-				continue
-			}
-			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: ct.Name, VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName},
-			}})
-		}
+		pod := statefulSetPod(s, w, ord)
 		if pl == nil {
 			var err error
 			if pl, err = s.newPlacer(pod, old); err != nil {

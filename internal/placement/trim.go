@@ -22,6 +22,7 @@ func TrimPod(p *corev1.Pod) *corev1.Pod {
 			CreationTimestamp: p.CreationTimestamp,
 			DeletionTimestamp: p.DeletionTimestamp,
 			Labels:            p.Labels,
+			Annotations:       deletionCost(p.Annotations),
 			OwnerReferences:   p.OwnerReferences,
 		},
 		Spec: corev1.PodSpec{
@@ -46,6 +47,16 @@ func TrimPod(p *corev1.Pod) *corev1.Pod {
 		},
 	}
 	return out
+}
+
+// deletionCost keeps the one annotation the rollout simulation reads: the
+// ReplicaSet controller deletes pods of lower cost first.
+func deletionCost(annotations map[string]string) map[string]string {
+	v, ok := annotations[corev1.PodDeletionCost]
+	if !ok {
+		return nil
+	}
+	return map[string]string{corev1.PodDeletionCost: v}
 }
 
 // trimContainers keeps what pod requests are computed from: the requests

@@ -36,6 +36,18 @@ type Workload struct {
 	VolumeClaimTemplates []corev1.PersistentVolumeClaim
 	// Pods are the UIDs of the workload's current pods in the snapshot.
 	Pods []types.UID
+	// RevisionLabel and Revision tell the pods of the live template apart
+	// from older ones: pod-template-hash and the hash of the Deployment's
+	// current ReplicaSet, or controller-revision-hash and the StatefulSet's
+	// update revision. Empty while the controller has not created it.
+	RevisionLabel string
+	Revision      string
+}
+
+// currentRevision reports whether pod belongs to the live template's
+// revision; true for every pod when the revision is unknown.
+func (w *Workload) currentRevision(pod *corev1.Pod) bool {
+	return w.Revision == "" || pod.Labels[w.RevisionLabel] == w.Revision
 }
 
 func (w *Workload) ref() string { return string(w.Kind) + "/" + w.Name }

@@ -6,6 +6,7 @@ package targets
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -16,9 +17,13 @@ import (
 // whose controller is one of the Deployment's ReplicaSets, of any revision.
 func FromDeployment(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, pods []*corev1.Pod) *placement.Workload {
 	owned := map[types.UID]bool{}
+	revision := ""
 	for _, rs := range replicaSets {
 		if controlledBy(rs.OwnerReferences, d.UID) {
 			owned[rs.UID] = true
+			if sameTemplate(&rs.Spec.Template, &d.Spec.Template) {
+				revision = rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+			}
 		}
 	}
 	w := &placement.Workload{
@@ -29,6 +34,9 @@ func FromDeployment(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, pods
 		Selector:  d.Spec.Selector,
 		Template:  d.Spec.Template,
 		Strategy:  d.Spec.Strategy,
+
+		RevisionLabel: appsv1.DefaultDeploymentUniqueLabelKey,
+		Revision:      revision,
 	}
 	for _, p := range pods {
 		if ref := metav1.GetControllerOf(p); ref != nil && owned[ref.UID] {
@@ -49,6 +57,8 @@ func FromStatefulSet(s *appsv1.StatefulSet, pods []*corev1.Pod) *placement.Workl
 		Template:             s.Spec.Template,
 		UpdateStrategy:       s.Spec.UpdateStrategy,
 		VolumeClaimTemplates: s.Spec.VolumeClaimTemplates,
+		RevisionLabel:        appsv1.ControllerRevisionHashLabelKey,
+		Revision:             s.Status.UpdateRevision,
 	}
 	for _, p := range pods {
 		if controlledBy(p.OwnerReferences, s.UID) {
@@ -56,6 +66,16 @@ func FromStatefulSet(s *appsv1.StatefulSet, pods []*corev1.Pod) *placement.Workl
 		}
 	}
 	return w
+}
+
+// sameTemplate reports whether a ReplicaSet's template is the Deployment's,
+// as the Deployment controller finds its new ReplicaSet: equal but for the
+// pod-template-hash label the controller adds.
+func sameTemplate(rs, d *corev1.PodTemplateSpec) bool {
+	a, b := rs.DeepCopy(), d.DeepCopy()
+	delete(a.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+	delete(b.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+	return apiequality.Semantic.DeepEqual(a, b)
 }
 
 // replicas applies the API's default of one replica.
