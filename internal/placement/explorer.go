@@ -104,9 +104,9 @@ func (s *Snapshot) newExplorer(w *Workload, c Constraint, budget int) (*explorer
 		s: s, w: w, e: e, pod: template, anti: anti, req: podRequests(template),
 		ours:     ourSpread(&w.Template.Spec, c, w),
 		replicas: int(w.Replicas), oldBy: map[string]int{},
-		newOn:    make([]int32, len(e.order)),
-		perNode:  map[*topology]bool{},
-		seen:     map[string]struct{}{}, budget: budget, outcomes: map[string]EndState{},
+		newOn:   make([]int32, len(e.order)),
+		perNode: map[*topology]bool{},
+		seen:    map[string]struct{}{}, budget: budget, outcomes: map[string]EndState{},
 	}
 	for _, id := range old {
 		pi := s.pods[id]
