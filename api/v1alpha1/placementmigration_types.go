@@ -259,7 +259,9 @@ type TopologySpreadConstraint struct {
 	// migration is then Blocked with SpreadEndsSkewed when the simulated
 	// rollout can end outside maxSkew. StatefulSets replace each pod in
 	// place, so every revision is always counted and this field does not
-	// apply to them. Set either matchLabelKeys or revisionScope.
+	// apply to them; nor does it to a labelSelector that also selects
+	// another target's pods, which spreads the targets as one set.
+	// Set either matchLabelKeys or revisionScope.
 	// +optional
 	RevisionScope *RevisionScope `json:"revisionScope,omitempty"`
 

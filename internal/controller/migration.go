@@ -94,7 +94,11 @@ func (m *migration) step(ctx context.Context) (outcome, error) {
 // rendered is the constraint as written into target t: a Deployment's
 // spread counts only the new revision unless the spec says otherwise.
 func (m *migration) rendered(t *target) placement.Constraint {
-	return m.constraint.ForWorkload(t.workload.Kind)
+	all := make([]*placement.Workload, len(m.targets))
+	for i, o := range m.targets {
+		all[i] = o.workload
+	}
+	return m.constraint.RenderFor(t.workload, all)
 }
 
 // appliedEntry is the entry the stage writes into t's template, as written.

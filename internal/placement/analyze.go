@@ -71,7 +71,7 @@ func (s *Snapshot) Analyze(q Question) (Answer, error) {
 		}
 	}
 	for _, w := range q.Workloads {
-		c := q.Constraint.ForWorkload(w.Kind)
+		c := q.Constraint.RenderFor(w, q.Workloads)
 		if h := clobber(w, c, q.Stage); h != nil {
 			a.Hazards = append(a.Hazards, *h)
 			continue

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Stage is the strength a constraint is applied at.
@@ -72,6 +73,27 @@ func (c Constraint) ForWorkload(kind WorkloadKind) Constraint {
 	scoped := *c.Spread
 	scoped.MatchLabelKeys = []string{appsv1.DefaultDeploymentUniqueLabelKey}
 	return Constraint{Spread: &scoped}
+}
+
+// RenderFor renders the constraint for w, one of the workloads a migration
+// targets together. A spread whose selector also selects another target's
+// pods counts the set together (incident 004: controllers spread over
+// nodes by a shared part-of label), and scoping it to one revision would
+// count each workload alone, so it is written as given.
+func (c Constraint) RenderFor(w *Workload, all []*Workload) Constraint {
+	if c.Spread == nil || c.Spread.Selector == nil {
+		return c.ForWorkload(w.Kind)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(c.Spread.Selector)
+	if err != nil {
+		return c
+	}
+	for _, other := range all {
+		if other != w && sel.Matches(labels.Set(other.Template.Labels)) {
+			return c
+		}
+	}
+	return c.ForWorkload(w.Kind)
 }
 
 // RevisionScoped reports whether the spread counts only the pods of the

@@ -13,6 +13,11 @@ import (
 // visits; small clusters are explored exhaustively well within it.
 const DefaultEndStateBudget = 20000
 
+// maxEndStateWork bounds the node checks of one search, so that a large
+// cluster, where each state has many candidate nodes, stops in about the
+// time of a few rollout simulations.
+const maxEndStateWork = 1_000_000
+
 // EndState is one way a rollout can leave a workload under a hard spread.
 type EndState struct {
 	// NewPods counts the new revision's pods per eligible domain of the
@@ -74,7 +79,7 @@ func (es EndStates) Summary() string {
 		if len(shown) == cap(shown) {
 			break
 		}
-		shown = append(shown, "("+describeCounts(st.NewPods)+")")
+		shown = append(shown, "("+DescribeCounts(st.NewPods)+")")
 	}
 	more := ""
 	if n := len(es.States) - len(shown); n > 0 {
@@ -177,28 +182,66 @@ func (x *explorer) record() {
 	st.minDirty = true
 	end.Skew = hi - int(st.minMatch())
 	end.Holds = end.Skew <= st.c.maxSkew
-	x.outcomes[describeCounts(end.NewPods)+"|"+describeCounts(end.Counted)] = end
+	x.outcomes[DescribeCounts(end.NewPods)+"|"+DescribeCounts(end.Counted)] = end
 }
-
-// provenBudget is the search spent on a spread scoped to the new revision
-// of a Deployment: its end state needs no search to be judged (see
-// predictEndStates), only a few to be shown.
-const provenBudget = 256
 
 // predictEndStates predicts the end states of a rollout the simulation
 // found to complete. A Deployment's spread that counts only the new
 // revision holds at the end whatever the order: the rollout only adds pods
 // of that revision, so the global minimum never falls, and each pod was
-// within maxSkew of it when placed. Every other spread is searched.
+// within maxSkew of it when placed. Its end state is shown from the
+// simulated rollout, without a search. Every other spread is searched.
 func (s *Snapshot) predictEndStates(w *Workload, c Constraint, r Rollout) (EndStates, error) {
-	budget := DefaultEndStateBudget
-	proven := w.Kind == Deployment && c.Spread.RevisionScoped()
-	if proven {
-		budget = provenBudget
+	if w.Kind == Deployment && c.Spread.RevisionScoped() {
+		return s.endStateOf(w, c, r)
 	}
-	es, err := s.PredictEndStates(w, c, budget)
-	es.Proven = proven
-	return es, err
+	return s.PredictEndStates(w, c, DefaultEndStateBudget)
+}
+
+// endStateOf is where the simulated rollout r left the new pods.
+func (s *Snapshot) endStateOf(w *Workload, c Constraint, r Rollout) (EndStates, error) {
+	es := EndStates{TopologyKey: c.Spread.TopologyKey, MaxSkew: int(max(c.Spread.MaxSkew, 1)), Exhaustive: true, Proven: true}
+	pod := newPod(w, w.Name+"-new", map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: newRevisionHash})
+	e, err := s.newEvaluator(pod)
+	if err != nil {
+		return es, fmt.Errorf("end state of %s: %w", w.ref(), err)
+	}
+	k := ourSpread(&w.Template.Spec, c, w)
+	if k < 0 {
+		return es, fmt.Errorf("end state of %s: the template carries no DoNotSchedule spread on %s", w.ref(), c.Spread.TopologyKey)
+	}
+	st := e.spreads[k]
+	end := EndState{NewPods: map[string]int{}}
+	for d, present := range st.present {
+		if present {
+			end.NewPods[st.topo.names[d]] = 0
+		}
+	}
+	for _, step := range r.Steps {
+		if step.Node == "" || step.Action == "delete" {
+			continue
+		}
+		if id, ok := s.nodeByName[step.Node]; ok {
+			if d := e.domainOfNode(st.topo, id); d >= 0 && st.present[d] {
+				end.NewPods[st.topo.names[d]]++
+			}
+		}
+	}
+	end.Counted = end.NewPods
+	lo, hi := -1, 0
+	for _, n := range end.Counted {
+		if lo < 0 || n < lo {
+			lo = n
+		}
+		hi = max(hi, n)
+	}
+	if lo < 0 || st.numDomains < st.c.minDomains {
+		lo = 0
+	}
+	end.Skew = hi - lo
+	end.Holds = end.Skew <= st.c.maxSkew
+	es.States = []EndState{end}
+	return es, nil
 }
 
 // spreadEndHazard blocks a hard spread whose rollout can end outside
@@ -226,7 +269,7 @@ func spreadEndHazard(w *Workload, c Constraint, es EndStates) *Hazard {
 	return &Hazard{
 		Type: HazardSpreadEndsSkewed, Blocking: true, Workload: w.ref(),
 		Message: fmt.Sprintf("%s: every step of the rollout would be legal, yet it can end with the pods at %s over %s: skew %d > maxSkew %d (%d of %d predicted end states), because the spread counts %s while they still run. %s",
-			w.ref(), describeCounts(worst.Counted), es.TopologyKey, worst.Skew, es.MaxSkew, len(skewed), len(es.States), counts, spreadFix(w, c)),
+			w.ref(), DescribeCounts(worst.Counted), es.TopologyKey, worst.Skew, es.MaxSkew, len(skewed), len(es.States), counts, spreadFix(w, c)),
 	}
 }
 

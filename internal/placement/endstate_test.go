@@ -99,7 +99,7 @@ func endStates(t *testing.T, objs Objects, w *Workload, c Constraint) EndStates 
 func outcomes(es EndStates) []string {
 	var out []string
 	for _, st := range es.States {
-		out = append(out, describeCounts(st.NewPods))
+		out = append(out, DescribeCounts(st.NewPods))
 	}
 	return out
 }
@@ -349,5 +349,25 @@ func TestSpreadEndsSkewedBlocksBeforeAnyWrite(t *testing.T) {
 	tsc := a.Templates["Deployment/rates"].TopologySpreadConstraints
 	if len(tsc) != 1 || fmt.Sprint(tsc[0].MatchLabelKeys) != "[pod-template-hash]" {
 		t.Fatalf("the template the engine judged must be the one written: %+v", tsc)
+	}
+}
+
+func TestRenderForLeavesASpreadOverSeveralTargetsUnscoped(t *testing.T) {
+	partOf := &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/part-of": "flux"}}
+	controller := func(name string) *Workload {
+		return &Workload{Kind: Deployment, Name: name, Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{
+			Labels: map[string]string{"app": name, "app.kubernetes.io/part-of": "flux"}}}}
+	}
+	source, helm := controller("source"), controller("helm")
+	c := Constraint{Spread: &Spread{TopologyKey: corev1.LabelHostname, MaxSkew: 1, Selector: partOf}}
+	if got := c.RenderFor(source, []*Workload{source, helm}); len(got.Spread.MatchLabelKeys) != 0 {
+		t.Fatalf("a spread over the set must count the set together (incident 004): %v", got.Spread.MatchLabelKeys)
+	}
+	if got := c.RenderFor(source, []*Workload{source}); fmt.Sprint(got.Spread.MatchLabelKeys) != "[pod-template-hash]" {
+		t.Fatalf("a spread over one Deployment's pods counts its new revision: %v", got.Spread.MatchLabelKeys)
+	}
+	own := Constraint{Spread: &Spread{TopologyKey: corev1.LabelHostname, MaxSkew: 1}}
+	if got := own.RenderFor(source, []*Workload{source, helm}); fmt.Sprint(got.Spread.MatchLabelKeys) != "[pod-template-hash]" {
+		t.Fatalf("without a labelSelector each target counts its own pods: %v", got.Spread.MatchLabelKeys)
 	}
 }

@@ -42,8 +42,11 @@ type explorer struct {
 	// there a node's identity does not matter, only its counts.
 	perNode map[*topology]bool
 
-	seen     map[string]struct{}
-	budget   int
+	seen   map[uint64]struct{}
+	hash   uint64
+	budget int
+	// work counts node checks, bounded by maxEndStateWork.
+	work     int
 	outcomes map[string]EndState
 	stuck    bool
 	cut      bool
@@ -106,7 +109,7 @@ func (s *Snapshot) newExplorer(w *Workload, c Constraint, budget int) (*explorer
 		replicas: int(w.Replicas), oldBy: map[string]int{},
 		newOn:   make([]int32, len(e.order)),
 		perNode: map[*topology]bool{},
-		seen:    map[string]struct{}{}, budget: budget, outcomes: map[string]EndState{},
+		seen:    map[uint64]struct{}{}, budget: budget, outcomes: map[string]EndState{},
 	}
 	for _, id := range old {
 		pi := s.pods[id]
@@ -189,38 +192,50 @@ func singleNodeDomains(t *topology) bool {
 }
 
 // enter marks the current state visited; false when it was already, or
-// when the budget is spent.
+// when the budget is spent. States are told apart by a Zobrist hash kept
+// up to date by every move, so that a state costs no more on 5,000 nodes
+// than on 5.
 func (x *explorer) enter(prefix int) bool {
 	if len(x.seen) >= x.budget {
 		x.cut = true
 		return false
 	}
-	key := make([]byte, 0, 8+len(x.newOn)+len(x.old))
-	key = strconv.AppendInt(key, int64(prefix), 10)
-	key = append(key, '/')
-	key = strconv.AppendInt(key, int64(x.created), 10)
-	key = append(key, '/')
-	key = strconv.AppendInt(key, int64(x.pending), 10)
-	key = append(key, '/')
-	for _, n := range x.newOn {
-		key = strconv.AppendInt(key, int64(n), 36)
-		key = append(key, ',')
-	}
-	for i := range x.old {
-		switch {
-		case x.gone[i]:
-			key = append(key, 'g')
-		case x.marked[i]:
-			key = append(key, 'm')
-		default:
-			key = append(key, 'a')
-		}
-	}
-	if _, ok := x.seen[string(key)]; ok {
+	key := x.hash ^ mix(3, uint64(prefix+1), uint64(x.created)<<32|uint64(x.pending))
+	if _, ok := x.seen[key]; ok {
 		return false
 	}
-	x.seen[string(key)] = struct{}{}
+	x.seen[key] = struct{}{}
 	return true
+}
+
+// mix is splitmix64's finaliser over a tagged pair: the hash of one fact
+// about a state (a node holding n new pods, an old pod being gone).
+func mix(tag, a, b uint64) uint64 {
+	z := tag*0x9e3779b97f4a7c15 ^ a*0xbf58476d1ce4e5b9 ^ b*0x94d049bb133111eb
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+// setNew and setOld change the state and its hash together.
+func (x *explorer) setNew(i int, n int32) {
+	x.hash ^= mix(1, uint64(i), uint64(x.newOn[i])) ^ mix(1, uint64(i), uint64(n))
+	x.newOn[i] = n
+}
+
+func (x *explorer) setOld(k int, gone, marked bool) {
+	x.hash ^= mix(2, uint64(k), oldState(x.gone[k], x.marked[k])) ^ mix(2, uint64(k), oldState(gone, marked))
+	x.gone[k], x.marked[k] = gone, marked
+}
+
+func oldState(gone, marked bool) uint64 {
+	switch {
+	case gone:
+		return 2
+	case marked:
+		return 1
+	}
+	return 0
 }
 
 // placements are the nodes a new pod may go to now, one per class of
@@ -229,6 +244,10 @@ func (x *explorer) enter(prefix int) bool {
 func (x *explorer) placements() []int {
 	var out []int
 	classes := map[string]bool{}
+	if x.work += len(x.e.candidates); x.work > maxEndStateWork {
+		x.cut = true
+		return nil
+	}
 	for _, i := range x.e.candidates {
 		if !x.e.fits(i) {
 			continue
@@ -289,33 +308,53 @@ func (x *explorer) signature(i int) string {
 	b = strconv.AppendInt(b, int64(x.newOn[i]), 10)
 	b = append(b, '|')
 	for k := range x.old {
-		if x.old[k].pos == i && !x.gone[k] {
-			b = fmt.Appendf(b, "%v%v,", x.old[k].rank, x.marked[k])
+		if o := x.old[k]; o.pos == i && !x.gone[k] {
+			b = strconv.AppendBool(b, o.rank.ready)
+			b = strconv.AppendInt(b, int64(o.rank.phase), 10)
+			b = strconv.AppendInt(b, o.rank.cost, 10)
+			b = strconv.AppendBool(b, x.marked[k])
+			b = append(b, ',')
 		}
 	}
 	ni := x.s.nodes[x.e.order[i]]
 	used := ni.requested
 	used.add(x.e.extraReq[i])
-	return string(fmt.Appendf(b, "|%v|%v|%d/%d", used, ni.allocatable, int64(len(ni.pods))+int64(x.e.extraPods[i]), ni.allowedPods))
+	b = appendResources(append(b, '|'), used)
+	b = appendResources(append(b, '|'), ni.allocatable)
+	b = strconv.AppendInt(append(b, '|'), int64(len(ni.pods))+int64(x.e.extraPods[i]), 10)
+	b = strconv.AppendInt(append(b, '/'), ni.allowedPods, 10)
+	return string(b)
+}
+
+func appendResources(b []byte, r resources) []byte {
+	b = strconv.AppendInt(b, r.milliCPU, 10)
+	b = strconv.AppendInt(append(b, ','), r.memory, 10)
+	b = strconv.AppendInt(append(b, ','), r.ephemeralStorage, 10)
+	if len(r.scalar) > 0 {
+		b = fmt.Append(b, r.scalar)
+	}
+	return b
 }
 
 func (x *explorer) bindNew(i int, pod *corev1.Pod) {
 	x.e.simulateBind(pod, x.anti, x.req, i)
-	x.newOn[i]++
+	x.setNew(i, x.newOn[i]+1)
 }
 
 func (x *explorer) unbindNew(i int, pod *corev1.Pod) {
 	x.e.account(pod, x.anti, x.req, i, -1)
-	x.newOn[i]--
+	x.setNew(i, x.newOn[i]-1)
 }
 
 func (x *explorer) removeOld(k int) {
 	x.e.simulateRemove(x.old[k].id)
-	x.gone[k] = true
+	x.setOld(k, true, false)
 }
 
-func (x *explorer) restoreOld(k int) {
-	x.gone[k] = false
+// restoreOld brings a removed old pod back, marked for deletion or not as
+// it was.
+func (x *explorer) restoreOld(k int, marked bool) {
+	x.setOld(k, false, marked)
 	if pos := x.old[k].pos; pos >= 0 {
 		pi := x.s.pods[x.old[k].id]
 		x.e.account(pi.pod, pi.antiTerms, pi.requests, pos, 1)
@@ -339,11 +378,11 @@ func (x *explorer) visitStatefulSet(ord int) {
 	k, existed := x.oldBy[name]
 	if existed {
 		x.removeOld(k)
-		defer x.restoreOld(k)
+		defer x.restoreOld(k, false)
 	}
 	x.e.useVolumesOf(pod)
 	nodes := x.placements()
-	if len(nodes) == 0 {
+	if len(nodes) == 0 && !x.cut {
 		x.stuck = true
 		return
 	}
@@ -366,7 +405,8 @@ func (x *explorer) visitDeployment() {
 		x.record()
 		return
 	}
-	moved := false
+	var moved bool
+	defer x.markStuck(&moved)
 	for k := range x.old {
 		// Deletions are independent of each other: the first marked pod
 		// stands for all of them, which keeps every interleaving with
@@ -375,7 +415,7 @@ func (x *explorer) visitDeployment() {
 			moved = true
 			x.removeOld(k)
 			x.visitDeployment()
-			x.restoreOld(k)
+			x.restoreOld(k, true)
 			break
 		}
 	}
@@ -396,17 +436,22 @@ func (x *explorer) visitDeployment() {
 			x.created += create
 			x.pending += create
 			for _, k := range chosen {
-				x.marked[k] = true
+				x.setOld(k, false, true)
 			}
 			x.visitDeployment()
 			for _, k := range chosen {
-				x.marked[k] = false
+				x.setOld(k, false, false)
 			}
 			x.created -= create
 			x.pending -= create
 		}
 	}
-	if !moved {
+}
+
+// markStuck records a state with no way on, unless the search was cut
+// short there.
+func (x *explorer) markStuck(moved *bool) {
+	if !*moved && !x.cut {
 		x.stuck = true
 	}
 }
@@ -464,6 +509,9 @@ func (x *explorer) scale() (create, scaleDown int) {
 // delete: ranked by staticRank, then by how many of the Deployment's active
 // pods share the pod's node, more first; among pods equal so far, every
 // choice of distinct nodes' pods is possible.
+// maxVictimChoices bounds the sets of victims tried at one scale-down.
+const maxVictimChoices = 64
+
 func (x *explorer) victimChoices(n int) [][]int {
 	if n == 0 {
 		return [][]int{nil}
@@ -515,6 +563,12 @@ func (x *explorer) victimChoices(n int) [][]int {
 		}
 		byNode[pos] = append(byNode[pos], k)
 	}
+	// after[j] is how many tied pods the nodes from j on hold: a branch
+	// that cannot reach its count is not entered.
+	after := make([]int, len(nodes)+1)
+	for j := len(nodes) - 1; j >= 0; j-- {
+		after[j] = after[j+1] + len(byNode[nodes[j]])
+	}
 	var out [][]int
 	var pick func(j, left int, chosen []int)
 	pick = func(j, left int, chosen []int) {
@@ -522,7 +576,14 @@ func (x *explorer) victimChoices(n int) [][]int {
 			out = append(out, append(append([]int(nil), fixed...), chosen...))
 			return
 		}
-		if j == len(nodes) {
+		if after[j] < left {
+			return
+		}
+		// Many tied pods on many nodes (a large Deployment) make more
+		// choices than any search can try: try the first ones and say
+		// the search is partial.
+		if len(out) >= maxVictimChoices {
+			x.cut = true
 			return
 		}
 		pods := byNode[nodes[j]]

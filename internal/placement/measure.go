@@ -164,12 +164,12 @@ func (s *Snapshot) measureSpread(w *Workload, sp *Spread, own []podID) (Measurem
 		verb = ">"
 	}
 	m.Summary = fmt.Sprintf("%s: measured skew %d %s maxSkew %d over %s (%s), counting the %d running pod(s) selected by %s",
-		w.ref(), m.Skew, verb, maxSkew, sp.TopologyKey, describeCounts(m.Counts), counted, describeSelector(term))
+		w.ref(), m.Skew, verb, maxSkew, sp.TopologyKey, DescribeCounts(m.Counts), counted, describeSelector(term))
 	return m, nil
 }
 
-// describeCounts lists "domain=count" in domain order.
-func describeCounts(counts map[string]int) string {
+// DescribeCounts lists "domain=count" in domain order.
+func DescribeCounts(counts map[string]int) string {
 	keys := make([]string, 0, len(counts))
 	for k := range counts {
 		keys = append(keys, k)

@@ -78,8 +78,9 @@ func (c *Cluster) AddNode(ctx context.Context, n Node) (*corev1.Node, error) {
 	return c.WaitNodeSchedulable(ctx, n.Name)
 }
 
-// WaitNodeSchedulable waits until the node is Ready and carries no
-// not-ready taint.
+// WaitNodeSchedulable waits until the node is Ready, not cordoned, and
+// carries neither the not-ready nor the unschedulable taint (the node
+// lifecycle controller lifts the latter a moment after an uncordon).
 func (c *Cluster) WaitNodeSchedulable(ctx context.Context, name string) (*corev1.Node, error) {
 	var node *corev1.Node
 	err := waitFor(ctx, "node "+name+" to be Ready", c.procs, func(ctx context.Context) error {
@@ -90,8 +91,13 @@ func (c *Cluster) WaitNodeSchedulable(ctx context.Context, name string) (*corev1
 		if !nodeReady(node) {
 			return fmt.Errorf("node %s is not Ready", name)
 		}
-		if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == notReadyTaint }) {
-			return fmt.Errorf("node %s still has the %s taint", name, notReadyTaint)
+		if node.Spec.Unschedulable {
+			return fmt.Errorf("node %s is cordoned", name)
+		}
+		for _, key := range []string{notReadyTaint, corev1.TaintNodeUnschedulable} {
+			if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key }) {
+				return fmt.Errorf("node %s still has the %s taint", name, key)
+			}
 		}
 		return nil
 	})
@@ -122,9 +128,14 @@ func (c *Cluster) CordonNode(ctx context.Context, name string) error {
 	return c.setUnschedulable(ctx, name, true)
 }
 
-// UncordonNode marks a node schedulable again.
+// UncordonNode marks a node schedulable again and waits until the
+// scheduler may use it.
 func (c *Cluster) UncordonNode(ctx context.Context, name string) error {
-	return c.setUnschedulable(ctx, name, false)
+	if err := c.setUnschedulable(ctx, name, false); err != nil {
+		return err
+	}
+	_, err := c.WaitNodeSchedulable(ctx, name)
+	return err
 }
 
 func (c *Cluster) setUnschedulable(ctx context.Context, name string, unschedulable bool) error {

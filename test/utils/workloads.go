@@ -70,3 +70,19 @@ func ZoneSpread(labels map[string]string) []corev1.TopologySpreadConstraint {
 		LabelSelector:     &metav1.LabelSelector{MatchLabels: labels},
 	}}
 }
+
+// StatefulSet returns a StatefulSet of replicas pods labelled app=name,
+// restricted to the spec's node pool, without volumes, rolled out one pod
+// at a time as the default RollingUpdate strategy does.
+func StatefulSet(namespace, name, pool string, replicas int32) *appsv1.StatefulSet {
+	d := Deployment(namespace, name, pool, replicas, nil)
+	return &appsv1.StatefulSet{
+		ObjectMeta: d.ObjectMeta,
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    d.Spec.Replicas,
+			Selector:    d.Spec.Selector,
+			Template:    d.Spec.Template,
+			ServiceName: name,
+		},
+	}
+}
