@@ -161,8 +161,8 @@ func (s *Snapshot) rolloutHazard(w *Workload, c Constraint, r Rollout) *Hazard {
 		if err == nil && unavailable == 0 && s.completesWithOneUnavailable(w) {
 			return &Hazard{
 				Type: HazardRolloutDeadlock, Blocking: true, Workload: w.ref(),
-				Message: fmt.Sprintf("%s: the rollout would deadlock: %d replicas + maxSurge %d need more %s domains than the hard constraint allows, and maxUnavailable 0 keeps every old pod, so surge pod %s stays Pending (%s). Fix: set spec.strategy.rollingUpdate.maxUnavailable to at least 1, or maxSurge to 0, or add a node",
-					w.ref(), w.Replicas, surge, c.TopologyKey(), r.BlockedPod, verdict),
+				Message: fmt.Sprintf("%s: the rollout would deadlock: %d replicas + maxSurge %d need more %s domains than the hard constraint allows, and maxUnavailable 0 keeps every old pod, so surge pod %s stays Pending (%s). Fix: set spec.strategy.rollingUpdate.maxUnavailable to at least 1, or maxSurge to 0, or add a node%s",
+					w.ref(), w.Replicas, surge, c.TopologyKey(), r.BlockedPod, verdict, s.revisionScopedAdvice(w, c)),
 			}
 		}
 	}
@@ -170,6 +170,34 @@ func (s *Snapshot) rolloutHazard(w *Workload, c Constraint, r Rollout) *Hazard {
 		Type: HazardUnschedulable, Blocking: true, Workload: w.ref(),
 		Message: fmt.Sprintf("%s: pod %s could not be placed during the rollout: %s Fix: add nodes that admit the pod, or keep the constraint soft (finalStage: Soft)", w.ref(), r.BlockedPod, verdict),
 	}
+}
+
+// revisionScopedAdvice offers, for a Deployment's anti-affinity among its
+// own pods, the term scoped to one revision when that rollout completes:
+// the surge pod then only avoids pods of its own revision. It is advice,
+// never a default: an old and a new pod may share a node while the rollout
+// runs.
+func (s *Snapshot) revisionScopedAdvice(w *Workload, c Constraint) string {
+	if c.AntiAffinity == nil || len(c.AntiAffinity.MatchLabelKeys) > 0 {
+		return ""
+	}
+	scoped := *c.AntiAffinity
+	scoped.MatchLabelKeys = []string{appsv1.DefaultDeploymentUniqueLabelKey}
+	without, err := c.Apply(&w.Template.Spec, w.Selector, StageNone)
+	if err != nil {
+		return ""
+	}
+	spec, err := Constraint{AntiAffinity: &scoped}.Apply(without, w.Selector, StageHard)
+	if err != nil {
+		return ""
+	}
+	alt := *w
+	alt.Template = *w.Template.DeepCopy()
+	alt.Template.Spec = *spec
+	if r, err := s.SimulateRollout(&alt); err != nil || !r.Completes {
+		return ""
+	}
+	return "; or scope the term to the new revision with matchLabelKeys: [pod-template-hash], which lets the rollout finish but lets an old and a new pod share a " + c.TopologyKey() + " domain while it runs"
 }
 
 // completesWithOneUnavailable reports whether the same rollout would

@@ -98,7 +98,8 @@ func TestIncident001RolloutDeadlock(t *testing.T) {
 	}
 	apart := Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname}}
 	a := analyze(t, objs, Question{Workloads: []*Workload{withSelector(deployment(objs, "web", 2, appsv1.DeploymentStrategy{}))}, Constraint: apart, Stage: StageHard})
-	onlyHazard(t, a, HazardRolloutDeadlock, "maxUnavailable", "maxSurge 1", "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules.")
+	onlyHazard(t, a, HazardRolloutDeadlock, "maxUnavailable", "maxSurge 1", "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules.",
+		"matchLabelKeys: [pod-template-hash]")
 
 	a = analyze(t, objs, Question{Workloads: []*Workload{withSelector(deployment(objs, "web", 2, unavailable(1)))}, Constraint: apart, Stage: StageHard})
 	if len(a.Hazards) != 0 || !a.Rollouts["Deployment/web"].Completes {
