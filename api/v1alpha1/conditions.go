@@ -65,6 +65,33 @@ const (
 	ReasonPodsRestarted        = "PodsRestarted"
 	ReasonNoTargets            = "NoTargets"
 	ReasonApplyFailed          = "ApplyFailed"
+	// ReasonTargetClaimed: another migration owns the field this one would
+	// write (an anti-affinity term list, or a spread on the same key).
+	ReasonTargetClaimed = "TargetClaimed"
+	// ReasonWaitingForMigration: another migration has a stage in flight on
+	// a shared target; at most one writes a workload at a time.
+	ReasonWaitingForMigration = "WaitingForOtherMigration"
+	// ReasonWriteBudgetExceeded: a target was written more often than the
+	// operator's write budget allows; a circuit breaker for loops nobody
+	// foresaw.
+	ReasonWriteBudgetExceeded = "WriteBudgetExceeded"
+	// ReasonTooManyTargets: the targetSelector selects more workloads than
+	// the status can record.
+	ReasonTooManyTargets = "TooManyTargets"
+	// ReasonRollingBack: a rollback was written and waits for its rollout.
+	ReasonRollingBack = "RollingBack"
+	// ReasonStuckPod: a rollback cannot roll out until a pod is deleted.
+	ReasonStuckPod = "StuckPodBlocksRollback"
+	// ReasonUnverified: a target carries a stage no verified record covers
+	// (the record was lost); it is verified and soaked before anything
+	// stronger.
+	ReasonUnverified = "UnverifiedStage"
+	// ReasonRetried: the retry annotation restarted the migration.
+	ReasonRetried = "Retried"
+	// ReasonIntentRecorded: the next write is recorded and about to be made.
+	ReasonIntentRecorded = "IntentRecorded"
+	// ReasonTargetRemoved: a workload stopped being a target.
+	ReasonTargetRemoved = "TargetRemoved"
 )
 
 // RevertFinalizer restores the recorded constraints before a

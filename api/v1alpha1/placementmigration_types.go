@@ -33,7 +33,7 @@ const (
 const StageNone Stage = "None"
 
 // DeletionPolicy says what happens to the applied constraint when the
-// PlacementMigration is deleted.
+// PlacementMigration is deleted, or when a workload stops being a target.
 // +kubebuilder:validation:Enum=Retain;Revert
 type DeletionPolicy string
 
@@ -53,10 +53,15 @@ const (
 	PolicyIgnore InclusionPolicy = "Ignore"
 )
 
+// RetryAnnotation restarts a RolledBack or Failed migration from its last
+// verified stage when set to a value the migration has not handled yet
+// (status.lastHandledRetry), for example a timestamp.
+const RetryAnnotation = "placementguard.io/retry"
+
 // PlacementMigrationSpec says which workloads receive which placement
 // constraint, how much capacity it needs and how carefully to roll it out.
 // +kubebuilder:validation:XValidation:rule="has(self.targets) != has(self.targetSelector)",message="set exactly one of spec.targets (workloads by name) or spec.targetSelector (workloads by label)"
-// +kubebuilder:validation:XValidation:rule="!has(self.constraint.topologySpread) || !has(self.constraint.topologySpread.minDomains) || self.finalStage == 'Hard'",message="constraint.topologySpread.minDomains needs finalStage Hard: the scheduler honours minDomains only for DoNotSchedule spreads"
+// +kubebuilder:validation:XValidation:rule="!has(self.constraint.topologySpread) || !has(self.constraint.topologySpread.minDomains) || !has(self.finalStage) || self.finalStage == 'Hard'",message="constraint.topologySpread.minDomains needs finalStage Hard: the scheduler honours minDomains only for DoNotSchedule spreads"
 type PlacementMigrationSpec struct {
 	// Targets names the workloads, in the PlacementMigration's namespace, that
 	// receive the constraint. Set either targets or targetSelector.
@@ -71,6 +76,9 @@ type PlacementMigrationSpec struct {
 	// TargetSelector chooses the workloads in the PlacementMigration's
 	// namespace by label, for example every controller sharing an
 	// app.kubernetes.io/part-of label. Set either targets or targetSelector.
+	// A workload that starts to match goes through every stage from the
+	// start; one that stops matching is reverted or retained as onDelete
+	// says. A selector that selects more than 50 workloads is Blocked.
 	// +optional
 	TargetSelector *TargetSelector `json:"targetSelector,omitempty"`
 
@@ -83,7 +91,7 @@ type PlacementMigrationSpec struct {
 	// exist before the hard stage is applied. Unset numbers are derived from
 	// the constraint and the targets' rollout strategy.
 	// +optional
-	Capacity Capacity `json:"capacity,omitempty"`
+	Capacity *Capacity `json:"capacity,omitempty"`
 
 	// FinalStage is the stage the migration ends in. Soft applies only the
 	// preferred anti-affinity term or the ScheduleAnyway spread; Hard goes on
@@ -94,24 +102,25 @@ type PlacementMigrationSpec struct {
 	FinalStage Stage `json:"finalStage,omitempty"`
 
 	// SoakDuration is how long the soft stage must stay healthy and spread
-	// before the hard stage is applied. Between 0s and 24h.
+	// before the hard stage is applied. Between 0s and 24h; 5m when unset.
 	// +optional
 	// +kubebuilder:default="5m"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="soakDuration must be between 0s and 24h"
-	SoakDuration metav1.Duration `json:"soakDuration,omitempty"`
+	SoakDuration *metav1.Duration `json:"soakDuration,omitempty"`
 
 	// StageTimeout is how long a stage's rollout may take; a stage that has
-	// not completed by then is rolled back. Between 30s and 24h.
+	// not completed by then is rolled back. Between 30s and 24h; 15m when
+	// unset.
 	// +optional
 	// +kubebuilder:default="15m"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s') && duration(self) <= duration('24h')",message="stageTimeout must be between 30s and 24h"
-	StageTimeout metav1.Duration `json:"stageTimeout,omitempty"`
+	StageTimeout *metav1.Duration `json:"stageTimeout,omitempty"`
 
 	// Guards are the conditions the pods must meet before each stage and the
 	// pods the migration must never cause to be recreated.
 	// +optional
 	// +kubebuilder:default={}
-	Guards Guards `json:"guards,omitempty"`
+	Guards *Guards `json:"guards,omitempty"`
 
 	// Paused holds the migration in its current phase; nothing is patched
 	// while it is set.
@@ -124,7 +133,8 @@ type PlacementMigrationSpec struct {
 	DryRun bool `json:"dryRun,omitempty"`
 
 	// OnDelete says what happens to the applied constraint when this object
-	// is deleted: Retain keeps it, Revert restores what the targets had before.
+	// is deleted, or a workload stops being a target: Retain keeps it,
+	// Revert restores what the workload had before.
 	// +optional
 	// +kubebuilder:default=Retain
 	OnDelete DeletionPolicy `json:"onDelete,omitempty"`
@@ -144,6 +154,7 @@ type TargetRef struct {
 }
 
 // TargetSelector chooses workloads by label.
+// +kubebuilder:validation:XValidation:rule="(has(self.selector.matchLabels) && size(self.selector.matchLabels) > 0) || (has(self.selector.matchExpressions) && size(self.selector.matchExpressions) > 0)",message="targetSelector.selector needs at least one matchLabels or matchExpressions entry: an empty selector would select every workload in the namespace"
 type TargetSelector struct {
 	// Kinds are the workload kinds to select; both by default.
 	// +optional
@@ -155,7 +166,52 @@ type TargetSelector struct {
 
 	// Selector matches the labels of the workload objects (not of their pods).
 	// +required
-	Selector metav1.LabelSelector `json:"selector"`
+	Selector LabelSelector `json:"selector"`
+}
+
+// LabelSelector is a label query, written as a metav1.LabelSelector, with
+// bounds that let the API server check its syntax when it is created
+// rather than when it is used.
+type LabelSelector struct {
+	// MatchLabels are key=value pairs a label set must all carry.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="matchLabels keys must be valid label keys, such as app or app.kubernetes.io/part-of"
+	MatchLabels map[string]LabelValue `json:"matchLabels,omitempty"`
+
+	// MatchExpressions are requirements a label set must all meet.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	MatchExpressions []LabelSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// LabelValue is the value of a label.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:XValidation:rule="!format.labelValue().validate(self).hasValue()",message="must be a valid label value: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+type LabelValue string
+
+// LabelSelectorRequirement is one requirement of a LabelSelector.
+// +kubebuilder:validation:XValidation:rule="(self.operator in ['In', 'NotIn']) == (has(self.values) && size(self.values) > 0)",message="operators In and NotIn need values; Exists and DoesNotExist take none"
+type LabelSelectorRequirement struct {
+	// Key is the label key the requirement applies to.
+	// +required
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self).hasValue()",message="key must be a valid label key, such as app or app.kubernetes.io/part-of"
+	Key string `json:"key"`
+
+	// Operator is In, NotIn, Exists or DoesNotExist.
+	// +required
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	Operator metav1.LabelSelectorOperator `json:"operator"`
+
+	// Values are the label values In and NotIn compare with.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.all(v, !format.labelValue().validate(v).hasValue())",message="values must be valid label values"
+	Values []string `json:"values,omitempty"`
 }
 
 // Constraint is exactly one placement constraint.
@@ -186,7 +242,7 @@ type PodAntiAffinityConstraint struct {
 	// LabelSelector selects the pods to keep away from. When unset, each
 	// target is kept apart from its own pods (the pod template's labels).
 	// +optional
-	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	LabelSelector *LabelSelector `json:"labelSelector,omitempty"`
 
 	// MatchLabelKeys are pod label keys whose values, taken from the incoming
 	// pod, are added to the selector; pod-template-hash scopes the term to one
@@ -207,7 +263,7 @@ type PodAntiAffinityConstraint struct {
 
 	// NamespaceSelector selects further namespaces the selected pods may be in.
 	// +optional
-	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	NamespaceSelector *LabelSelector `json:"namespaceSelector,omitempty"`
 }
 
 // TopologySpreadConstraint becomes a topologySpreadConstraints entry on each target.
@@ -237,7 +293,7 @@ type TopologySpreadConstraint struct {
 	// LabelSelector selects the pods that are counted. When unset, each
 	// target's own pods (the pod template's labels) are counted.
 	// +optional
-	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	LabelSelector *LabelSelector `json:"labelSelector,omitempty"`
 
 	// MatchLabelKeys are pod label keys whose values, taken from the incoming
 	// pod, are added to the selector; pod-template-hash keeps blue and green
@@ -297,7 +353,7 @@ type Capacity struct {
 	// role=data. Nodes must also admit the targets' pods (node affinity,
 	// taints, allocatable resources). All nodes when unset.
 	// +optional
-	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+	NodeSelector *LabelSelector `json:"nodeSelector,omitempty"`
 
 	// MinNodes is how many qualifying nodes must exist before the hard stage.
 	// Derived from the replicas and the rollout strategy when unset.
@@ -317,265 +373,36 @@ type Capacity struct {
 
 // Guards protect the running pods during the migration.
 type Guards struct {
-	// MinPodAge is how long every target pod must have existed before a stage
-	// starts, so that a crash-looping or freshly moved pod is not disturbed.
+	// MinPodAge is how long every target pod must have been Ready with its
+	// containers running, without a restart, before a stage starts, so that
+	// a crash-looping or freshly moved pod is not disturbed. Between 0s and
+	// 24h; 2m when unset.
 	// +optional
 	// +kubebuilder:default="2m"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="guards.minPodAge must be between 0s and 24h"
-	MinPodAge metav1.Duration `json:"minPodAge,omitempty"`
+	MinPodAge *metav1.Duration `json:"minPodAge,omitempty"`
 
 	// MaxRestarts is how many container restarts a target pod may add during
-	// a stage before the stage counts as failed.
+	// a stage or the soak before the stage counts as failed; 0 when unset.
 	// +optional
-	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
-	MaxRestarts int32 `json:"maxRestarts,omitempty"`
+	MaxRestarts *int32 `json:"maxRestarts,omitempty"`
 
 	// ProtectedPods selects pods in the namespace (for example a broker
 	// without a volume) that the migration must never cause to be recreated.
 	// A stage that would recreate one is refused; one recreated during a
 	// stage rolls the stage back.
 	// +optional
-	ProtectedPods *metav1.LabelSelector `json:"protectedPods,omitempty"`
-}
+	ProtectedPods *LabelSelector `json:"protectedPods,omitempty"`
 
-// Phase is a one-word summary of the migration for people and dashboards;
-// the conditions carry the details.
-// +kubebuilder:validation:Enum=Pending;WaitingForCapacity;Blocked;Planned;ApplyingSoft;Soaking;ApplyingHard;Verifying;Succeeded;RolledBack;Failed;Paused
-type Phase string
-
-const (
-	PhasePending            Phase = "Pending"
-	PhaseWaitingForCapacity Phase = "WaitingForCapacity"
-	PhaseBlocked            Phase = "Blocked"
-	PhasePlanned            Phase = "Planned"
-	PhaseApplyingSoft       Phase = "ApplyingSoft"
-	PhaseSoaking            Phase = "Soaking"
-	PhaseApplyingHard       Phase = "ApplyingHard"
-	PhaseVerifying          Phase = "Verifying"
-	PhaseSucceeded          Phase = "Succeeded"
-	PhaseRolledBack         Phase = "RolledBack"
-	PhaseFailed             Phase = "Failed"
-	PhasePaused             Phase = "Paused"
-)
-
-// PlacementMigrationStatus is what the operator observed and did.
-type PlacementMigrationStatus struct {
-	// ObservedGeneration is the spec generation the status describes.
+	// EvictStuckPods lets a rollback evict a StatefulSet pod that is stuck
+	// Pending with the template being rolled back: an OrderedReady
+	// StatefulSet does not replace a pod that never became Ready
+	// (kubernetes#67250), so the reverted template would never roll out.
+	// When false, the migration names the pod to delete.
 	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
-	// Phase summarises the migration for people; decisions use conditions.
-	// +optional
-	Phase Phase `json:"phase,omitempty"`
-
-	// Stage is the strongest stage currently applied to the targets.
-	// +optional
-	// +kubebuilder:validation:Enum=None;Soft;Hard
-	Stage Stage `json:"stage,omitempty"`
-
-	// Conditions are Ready, Reconciling and Stalled (the kstatus convention)
-	// and the milestones CapacityAvailable, Feasible, PodsStable, SoftApplied,
-	// HardApplied and ConstraintInSync.
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	// +kubebuilder:validation:MaxItems=16
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-
-	// Capacity is the qualifying capacity found against what is needed.
-	// +optional
-	Capacity *CapacityStatus `json:"capacity,omitempty"`
-
-	// Targets records, per workload, the stage applied, what it had before
-	// and the pods seen around each stage.
-	// +optional
-	// +listType=map
-	// +listMapKey=kind
-	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=50
-	Targets []TargetStatus `json:"targets,omitempty"`
-
-	// Hazards are the findings of the last feasibility analysis.
-	// +optional
-	// +kubebuilder:validation:MaxItems=32
-	Hazards []Hazard `json:"hazards,omitempty"`
-
-	// Plan is, per target, the change the next stage makes and the pods it
-	// recreates.
-	// +optional
-	// +kubebuilder:validation:MaxItems=50
-	Plan []TargetPlan `json:"plan,omitempty"`
-
-	// ProtectedPods are the pods guards.protectedPods selected when the
-	// current stage started; each must keep its uid, creationTimestamp and
-	// restart count until the stage is verified.
-	// +optional
-	// +kubebuilder:validation:MaxItems=64
-	ProtectedPods []PodObservation `json:"protectedPods,omitempty"`
-
-	// DriftCorrections counts how often the constraint was re-applied after
-	// another writer removed or changed it; after three the migration stalls.
-	// +optional
-	DriftCorrections int32 `json:"driftCorrections,omitempty"`
-}
-
-// CapacityStatus compares the qualifying capacity with what the constraint needs.
-type CapacityStatus struct {
-	// QualifyingNodes is how many nodes qualify.
-	QualifyingNodes int32 `json:"qualifyingNodes"`
-	// RequiredNodes is how many qualifying nodes the hard stage needs.
-	RequiredNodes int32 `json:"requiredNodes"`
-	// QualifyingDomains is how many topology domains the qualifying nodes span.
-	QualifyingDomains int32 `json:"qualifyingDomains"`
-	// RequiredDomains is how many domains the hard stage needs.
-	RequiredDomains int32 `json:"requiredDomains"`
-	// Nodes are the first qualifying nodes, by name.
-	// +optional
-	// +kubebuilder:validation:MaxItems=10
-	// +kubebuilder:validation:items:MaxLength=253
-	Nodes []string `json:"nodes,omitempty"`
-	// Summary is "found/needed" of the scarcer of nodes and domains, for
-	// kubectl's Capacity column.
-	// +optional
-	// +kubebuilder:validation:MaxLength=32
-	Summary string `json:"summary,omitempty"`
-}
-
-// TargetStatus is what the migration knows about one workload.
-type TargetStatus struct {
-	// Kind is Deployment or StatefulSet.
-	Kind WorkloadKind `json:"kind"`
-	// Name is the workload's name.
-	// +kubebuilder:validation:MaxLength=253
-	Name string `json:"name"`
-	// Stage is the stage of our constraint currently applied to the workload.
-	// +optional
-	// +kubebuilder:validation:Enum=None;Soft;Hard
-	Stage Stage `json:"stage,omitempty"`
-	// Before is the workload's anti-affinity and spread constraints as found
-	// before the migration first changed it, kept for rollback and audit.
-	// +optional
-	Before *PlacementSnapshot `json:"before,omitempty"`
-	// Applied is the constraint entry this migration writes into the
-	// workload's pod template at its current stage, exactly as written:
-	// with the matchLabelKeys the operator adds by default (see
-	// spec.constraint.topologySpread.revisionScope).
-	// +optional
-	Applied *PlacementSnapshot `json:"applied,omitempty"`
-	// AppliedGeneration is the workload's metadata.generation after our last
-	// apply; the rollout of that generation is what a stage waits for.
-	// +optional
-	AppliedGeneration int64 `json:"appliedGeneration,omitempty"`
-	// Stages records each stage applied: when, and the pods before and after.
-	// +optional
-	// +kubebuilder:validation:MaxItems=8
-	Stages []StageRecord `json:"stages,omitempty"`
-}
-
-// PlacementSnapshot is the part of a pod template placement-guard changes.
-type PlacementSnapshot struct {
-	// PodAntiAffinity as found on the pod template.
-	// +optional
-	PodAntiAffinity *corev1.PodAntiAffinity `json:"podAntiAffinity,omitempty"`
-	// TopologySpreadConstraints as found on the pod template.
-	// +optional
-	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
-}
-
-// StageRecord is the history of one stage on one workload.
-type StageRecord struct {
-	// Stage is Soft or Hard.
-	// +kubebuilder:validation:Enum=Soft;Hard
-	Stage Stage `json:"stage"`
-	// StartedAt is when the stage was applied.
-	// +optional
-	StartedAt *metav1.Time `json:"startedAt,omitempty"`
-	// CompletedAt is when the stage was verified.
-	// +optional
-	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
-	// PodsBefore are the target's pods just before the stage was applied.
-	// +optional
-	// +kubebuilder:validation:MaxItems=64
-	PodsBefore []PodObservation `json:"podsBefore,omitempty"`
-	// PodsAfter are the target's pods once the stage was verified.
-	// +optional
-	// +kubebuilder:validation:MaxItems=64
-	PodsAfter []PodObservation `json:"podsAfter,omitempty"`
-}
-
-// PodObservation identifies one incarnation of a pod: a recreated pod has a
-// new uid and creationTimestamp, a restarted one a higher restart count.
-type PodObservation struct {
-	// Name of the pod.
-	// +kubebuilder:validation:MaxLength=253
-	Name string `json:"name"`
-	// UID of the pod.
-	// +kubebuilder:validation:MaxLength=64
-	UID string `json:"uid"`
-	// CreationTimestamp of the pod.
-	CreationTimestamp metav1.Time `json:"creationTimestamp"`
-	// Restarts is the sum of the restart counts of the pod's containers.
-	Restarts int32 `json:"restarts"`
-	// NodeName is where the pod ran.
-	// +optional
-	// +kubebuilder:validation:MaxLength=253
-	NodeName string `json:"nodeName,omitempty"`
-}
-
-// HazardSeverity separates findings that stop a migration from notes.
-// +kubebuilder:validation:Enum=Blocking;Info
-type HazardSeverity string
-
-const (
-	SeverityBlocking HazardSeverity = "Blocking"
-	SeverityInfo     HazardSeverity = "Info"
-)
-
-// Hazard is one finding of the feasibility analysis.
-type Hazard struct {
-	// Type is a stable name such as RolloutDeadlock or SelectorOverlap.
-	// +kubebuilder:validation:MaxLength=64
-	Type string `json:"type"`
-	// Severity is Blocking or Info.
-	Severity HazardSeverity `json:"severity"`
-	// Target is the workload the finding is about, as Kind/name.
-	// +optional
-	// +kubebuilder:validation:MaxLength=320
-	Target string `json:"target,omitempty"`
-	// Message says what was found and what change would fix it.
-	// +kubebuilder:validation:MaxLength=2048
-	Message string `json:"message"`
-}
-
-// TargetPlan is the change the next stage makes to one workload.
-type TargetPlan struct {
-	// Kind is Deployment or StatefulSet.
-	Kind WorkloadKind `json:"kind"`
-	// Name is the workload's name.
-	// +kubebuilder:validation:MaxLength=253
-	Name string `json:"name"`
-	// Stage is the stage the change applies.
-	// +kubebuilder:validation:Enum=Soft;Hard
-	Stage Stage `json:"stage"`
-	// Change describes the fields added or replaced, in words.
-	// +kubebuilder:validation:MaxLength=2048
-	Change string `json:"change"`
-	// Recreates are the pods the change would recreate.
-	// +optional
-	// +kubebuilder:validation:MaxItems=64
-	// +kubebuilder:validation:items:MaxLength=253
-	Recreates []string `json:"recreates,omitempty"`
-	// RecreatesCount is how many pods the change would recreate; Recreates
-	// may list only the first of them.
-	// +optional
-	RecreatesCount int32 `json:"recreatesCount,omitempty"`
-	// PredictedPlacement says, for a hard spread, where the rollout of the
-	// hard stage can leave the workload's pods, per domain.
-	// +optional
-	// +kubebuilder:validation:MaxLength=1024
-	PredictedPlacement string `json:"predictedPlacement,omitempty"`
+	EvictStuckPods bool `json:"evictStuckPods,omitempty"`
 }
 
 // PlacementMigration turns a change of a workload's placement constraint into
@@ -612,4 +439,15 @@ type PlacementMigrationList struct {
 
 func init() {
 	SchemeBuilder.Register(&PlacementMigration{}, &PlacementMigrationList{})
+}
+
+// PlacementSnapshot is the part of a pod template placement-guard changes.
+type PlacementSnapshot struct {
+	// PodAntiAffinity as found on the pod template.
+	// +optional
+	PodAntiAffinity *corev1.PodAntiAffinity `json:"podAntiAffinity,omitempty"`
+	// TopologySpreadConstraints as found on the pod template.
+	// +optional
+	// +listType=atomic
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 }

@@ -231,9 +231,12 @@ func readSample() (*pgv1.PlacementMigration, error) {
 		return nil, fmt.Errorf("read %s: %w", sample, err)
 	}
 	pm.Namespace = namespace
-	pm.Spec.SoakDuration = metav1.Duration{Duration: 10 * time.Second}
-	pm.Spec.StageTimeout = metav1.Duration{Duration: 5 * time.Minute}
-	pm.Spec.Guards.MinPodAge = metav1.Duration{Duration: 5 * time.Second}
+	pm.Spec.SoakDuration = &metav1.Duration{Duration: 10 * time.Second}
+	pm.Spec.StageTimeout = &metav1.Duration{Duration: 5 * time.Minute}
+	if pm.Spec.Guards == nil {
+		pm.Spec.Guards = &pgv1.Guards{}
+	}
+	pm.Spec.Guards.MinPodAge = &metav1.Duration{Duration: 5 * time.Second}
 	return pm, nil
 }
 

@@ -257,8 +257,17 @@ func (fc *fakeCluster) get(name string) *appsv1.Deployment {
 // timers at zero, so only the behaviour under test sets the pace.
 func (fc *fakeCluster) migration(name string, spec pgv1.PlacementMigrationSpec) *pgv1.PlacementMigration {
 	pm := &pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Namespace: fc.ns, Name: name}, Spec: spec}
-	if pm.Spec.StageTimeout.Duration == 0 {
-		pm.Spec.StageTimeout = metav1.Duration{Duration: 15 * time.Minute}
+	if pm.Spec.StageTimeout == nil {
+		pm.Spec.StageTimeout = &metav1.Duration{Duration: 15 * time.Minute}
+	}
+	if pm.Spec.Guards == nil {
+		pm.Spec.Guards = &pgv1.Guards{}
+	}
+	if pm.Spec.Guards.MinPodAge == nil {
+		pm.Spec.Guards.MinPodAge = &metav1.Duration{}
+	}
+	if pm.Spec.SoakDuration == nil {
+		pm.Spec.SoakDuration = &metav1.Duration{}
 	}
 	Expect(k8sClient.Create(ctx, pm)).To(Succeed())
 	return pm
@@ -352,7 +361,7 @@ func (fc *fakeCluster) managersOf(name string) map[string]string {
 func hostnameAntiAffinity(selector map[string]string) pgv1.Constraint {
 	c := pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: hostnameKey}}
 	if selector != nil {
-		c.PodAntiAffinity.LabelSelector = &metav1.LabelSelector{MatchLabels: selector}
+		c.PodAntiAffinity.LabelSelector = pgv1.Labels(selector)
 	}
 	return c
 }

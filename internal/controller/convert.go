@@ -17,10 +17,10 @@ func constraintFromSpec(c pgv1.Constraint) placement.Constraint {
 		a := c.PodAntiAffinity
 		return placement.Constraint{AntiAffinity: &placement.AntiAffinity{
 			TopologyKey:       a.TopologyKey,
-			Selector:          a.LabelSelector,
+			Selector:          a.LabelSelector.AsMeta(),
 			MatchLabelKeys:    a.MatchLabelKeys,
 			Namespaces:        a.Namespaces,
-			NamespaceSelector: a.NamespaceSelector,
+			NamespaceSelector: a.NamespaceSelector.AsMeta(),
 		}}
 	case c.TopologySpread != nil:
 		s := c.TopologySpread
@@ -28,7 +28,7 @@ func constraintFromSpec(c pgv1.Constraint) placement.Constraint {
 			TopologyKey:        s.TopologyKey,
 			MaxSkew:            s.MaxSkew,
 			MinDomains:         s.MinDomains,
-			Selector:           s.LabelSelector,
+			Selector:           s.LabelSelector.AsMeta(),
 			MatchLabelKeys:     s.MatchLabelKeys,
 			NodeAffinityPolicy: inclusionPolicy(s.NodeAffinityPolicy),
 			NodeTaintsPolicy:   inclusionPolicy(s.NodeTaintsPolicy),
@@ -48,10 +48,49 @@ func inclusionPolicy(p pgv1.InclusionPolicy) *corev1.NodeInclusionPolicy {
 	return &v
 }
 
-// hazardsFromAnswer records the engine's findings in the API's form.
+// snapshotOf records an entry (a pod spec holding only our term or spread)
+// in the API's form; nil for none.
+func snapshotOf(entry *corev1.PodSpec) *pgv1.PlacementSnapshot {
+	if entry == nil {
+		return nil
+	}
+	snap := &pgv1.PlacementSnapshot{TopologySpreadConstraints: entry.TopologySpreadConstraints}
+	if entry.Affinity != nil {
+		snap.PodAntiAffinity = entry.Affinity.PodAntiAffinity
+	}
+	return snap
+}
+
+// entryOf is the inverse of snapshotOf.
+func entryOf(snap *pgv1.PlacementSnapshot) *corev1.PodSpec {
+	if snap == nil {
+		return nil
+	}
+	entry := &corev1.PodSpec{TopologySpreadConstraints: snap.TopologySpreadConstraints}
+	if snap.PodAntiAffinity != nil {
+		entry.Affinity = &corev1.Affinity{PodAntiAffinity: snap.PodAntiAffinity}
+	}
+	return entry
+}
+
+// beforeOf records what a template carries of the fields the migration
+// changes.
+func beforeOf(spec *corev1.PodSpec) *pgv1.PlacementSnapshot {
+	snap := &pgv1.PlacementSnapshot{TopologySpreadConstraints: spec.TopologySpreadConstraints}
+	if spec.Affinity != nil && spec.Affinity.PodAntiAffinity != nil {
+		snap.PodAntiAffinity = spec.Affinity.PodAntiAffinity.DeepCopy()
+	}
+	return snap
+}
+
+// hazardsFromAnswer records the engine's findings in the API's form,
+// within the API's bounds.
 func hazardsFromAnswer(hs []placement.Hazard) []pgv1.Hazard {
 	out := make([]pgv1.Hazard, 0, len(hs))
 	for _, h := range hs {
+		if len(out) == 16 {
+			break
+		}
 		sev := pgv1.SeverityInfo
 		if h.Blocking {
 			sev = pgv1.SeverityBlocking

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -33,8 +34,8 @@ func TestHazardTypesMatchTheAPI(t *testing.T) {
 
 func TestConstraintFromSpec(t *testing.T) {
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "search"}}
-	got := constraintFromSpec(pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname, LabelSelector: sel}})
-	if got.AntiAffinity == nil || got.Spread != nil || got.AntiAffinity.TopologyKey != corev1.LabelHostname || got.AntiAffinity.Selector != sel {
+	got := constraintFromSpec(pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname, LabelSelector: pgv1.SelectorFrom(sel)}})
+	if got.AntiAffinity == nil || got.Spread != nil || got.AntiAffinity.TopologyKey != corev1.LabelHostname || !equality.Semantic.DeepEqual(got.AntiAffinity.Selector, sel) {
 		t.Fatalf("anti-affinity: %+v", got)
 	}
 	three := int32(3)

@@ -5,6 +5,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,38 +17,32 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/metrics"
-	"github.com/placement-guard/placement-guard/internal/workloadpatch"
 )
-
-// FieldManager is the server-side apply field manager of everything the
-// operator writes.
-const FieldManager = workloadpatch.FieldManager
 
 // DefaultUnschedulableGrace is how long a target pod may stay Pending
 // because of our constraint before its stage is rolled back.
 const DefaultUnschedulableGrace = 30 * time.Second
 
 // PlacementMigrationReconciler drives PlacementMigrations through their
-// stages. It reads workloads and pods from the manager's cache and asks the
-// placement engine, kept current by State, every question about scheduling.
+// stages. It reads migrations, workloads and pods from the manager's cache
+// and asks the placement engine, kept current by State, every question
+// about scheduling.
 type PlacementMigrationReconciler struct {
 	client.Client
-	// APIReader reads what the cache strips: the managed fields that name
-	// the writer who removed a constraint.
+	// APIReader reads what the cache strips or may not have yet: the
+	// managed fields that name the writer who removed a constraint, and the
+	// migration's current resourceVersion before a write to a workload.
 	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	State     *ClusterState
@@ -56,51 +51,65 @@ type PlacementMigrationReconciler struct {
 	// UnschedulableGrace is how long a target pod may stay Pending because
 	// of our constraint before the stage is rolled back.
 	UnschedulableGrace time.Duration
+	// Budget bounds the writes to any workload.
+	Budget *WriteBudget
+
+	inflight registry
 }
 
-// +kubebuilder:rbac:groups=placementguard.io,resources=placementmigrations,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=placementguard.io,resources=placementmigrations/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=placementguard.io,resources=placementmigrations,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=placementguard.io,resources=placementmigrations/status,verbs=get;patch
 // +kubebuilder:rbac:groups=placementguard.io,resources=placementmigrations/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=apps,resources=replicasets;controllerrevisions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods;nodes;namespaces;persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile reads the migration and its targets, decides the next step of
-// the state machine, acts, and records the outcome in status and events.
-func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	// The migration is read from the API server, not the cache: its status
-	// is the record of what was applied, and acting on a stale record could
-	// apply a stage twice or skip one.
+// Reconcile reads the migration and its targets, takes the one step the
+// migration needs next, and records the outcome: status is patched once,
+// at the end, with an optimistic lock, and only when it changed.
+func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	pm := &pgv1.PlacementMigration{}
-	if err := r.APIReader.Get(ctx, req.NamespacedName, pm); err != nil {
+	if err := r.Get(ctx, req.NamespacedName, pm); err != nil {
 		if apierrors.IsNotFound(err) {
 			metrics.Forget(req.Namespace, req.Name)
+			r.inflight.track(req.Namespace, req.Name, nil)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get PlacementMigration %s: %w", req.NamespacedName, err)
 	}
-	if !pm.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, pm)
-	}
+	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("migration", klog.KObj(pm)))
 	if err := r.syncFinalizer(ctx, pm); err != nil {
 		return ctrl.Result{}, err
 	}
-	before := pm.DeepCopy()
-	m := &migration{r: r, pm: pm, now: r.Clock.Now()}
-	o, err := m.step(ctx)
+	s, err := r.newScope(ctx, pm)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	summarize(pm, o)
-	if !equality.Semantic.DeepEqual(before.Status, pm.Status) {
-		// No optimistic lock: this reconciler is the status' only writer and
-		// read the object fresh, and a conflict with an edit of metadata
-		// must not lose the record of a stage just applied or rolled back.
-		if err := r.Status().Patch(ctx, pm, client.MergeFrom(before)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("record status of PlacementMigration %s: %w", req.NamespacedName, err)
+	before := pm.DeepCopy()
+	o, err := s.step(ctx)
+	if errors.Is(err, errStale) {
+		// Our read is behind the API server: look again shortly, without
+		// the error backoff meant for failures.
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
+	if err != nil {
+		// Keep what the step recorded before it failed (a write made),
+		// but not a verdict it did not reach.
+		pm.Status.Conditions, pm.Status.Phase, pm.Status.ObservedGeneration = before.Status.Conditions, before.Status.Phase, before.Status.ObservedGeneration
+	} else if o.phase != "" {
+		summarize(pm, o, s.now)
+	}
+	if perr := r.patchStatus(ctx, before, pm); perr != nil {
+		if apierrors.IsConflict(perr) && err == nil {
+			return ctrl.Result{RequeueAfter: staleRetry}, nil
 		}
+		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	r.announce(before, pm, o)
 	metrics.RecordPhase(pm.Namespace, pm.Name, string(pm.Status.Phase))
@@ -110,14 +119,54 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	return ctrl.Result{RequeueAfter: o.after}, nil
 }
 
+// patchStatus writes the status if it changed, with an optimistic lock: a
+// migration read from a cache behind its own last write, or written by
+// another replica meanwhile, is refused and reconciled again.
+func (r *PlacementMigrationReconciler) patchStatus(ctx context.Context, before, pm *pgv1.PlacementMigration) error {
+	if equality.Semantic.DeepEqual(before.Status, pm.Status) || !pm.DeletionTimestamp.IsZero() && len(pm.Finalizers) == 0 {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	if err := r.Status().Patch(ctx, pm, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("record status of PlacementMigration %s/%s: %w", pm.Namespace, pm.Name, err)
+	}
+	r.inflight.track(pm.Namespace, pm.Name, pm.Status.Operation)
+	return nil
+}
+
+// ensureCurrent refuses to act on a migration read from a cache that is
+// behind the API server: a write to a workload is made only on the
+// current record of the operation.
+func (r *PlacementMigrationReconciler) ensureCurrent(ctx context.Context, pm *pgv1.PlacementMigration) error {
+	live := &pgv1.PlacementMigration{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pm), live); err != nil {
+		return fmt.Errorf("read PlacementMigration %s/%s before writing: %w", pm.Namespace, pm.Name, err)
+	}
+	if live.ResourceVersion != pm.ResourceVersion {
+		return fmt.Errorf("PlacementMigration %s/%s changed since it was read (resourceVersion %s, read %s): %w",
+			pm.Namespace, pm.Name, live.ResourceVersion, pm.ResourceVersion, errStale)
+	}
+	return nil
+}
+
+// errStale is a read the API server has moved past; staleRetry is how soon
+// the migration is looked at again, by when the cache has usually caught up.
+var errStale = errors.New("reconciling again before writing")
+
+const staleRetry = 200 * time.Millisecond
+
 // announce emits an Event for every change of phase or of the reason the
-// migration gives, so `kubectl describe` tells the story in order.
+// migration gives, so `kubectl describe` tells the story in order, and
+// nothing while they stay the same.
 func (r *PlacementMigrationReconciler) announce(before, after *pgv1.PlacementMigration, o outcome) {
 	if r.Recorder == nil {
 		return
 	}
 	old := meta.FindStatusCondition(before.Status.Conditions, pgv1.ConditionReady)
-	if before.Status.Phase != after.Status.Phase || old == nil || old.Reason != o.reason || old.Message != o.message {
+	if o.phase != "" && (before.Status.Phase != after.Status.Phase || old == nil || old.Reason != o.reason) {
 		kind := corev1.EventTypeNormal
 		if stalledPhases[o.phase] {
 			kind = corev1.EventTypeWarning
@@ -125,60 +174,14 @@ func (r *PlacementMigrationReconciler) announce(before, after *pgv1.PlacementMig
 		r.Recorder.Eventf(after, nil, kind, o.reason, string(o.phase), "%s", truncate(o.message, 1000))
 	}
 	for _, e := range o.events {
-		r.Recorder.Eventf(after, nil, e.kind, e.reason, string(o.phase), "%s", truncate(e.message, 1000))
+		r.Recorder.Eventf(after, nil, e.kind, e.reason, string(after.Status.Phase), "%s", truncate(e.message, 1000))
 	}
 }
 
-// syncFinalizer keeps the revert finalizer exactly on migrations whose
-// onDelete is Revert.
-func (r *PlacementMigrationReconciler) syncFinalizer(ctx context.Context, pm *pgv1.PlacementMigration) error {
-	want := pm.Spec.OnDelete == pgv1.DeletionRevert
-	if want == controllerutil.ContainsFinalizer(pm, pgv1.RevertFinalizer) {
-		return nil
-	}
-	patch := client.MergeFrom(pm.DeepCopy())
-	if want {
-		controllerutil.AddFinalizer(pm, pgv1.RevertFinalizer)
-	} else {
-		controllerutil.RemoveFinalizer(pm, pgv1.RevertFinalizer)
-	}
-	if err := r.Patch(ctx, pm, patch); err != nil {
-		return fmt.Errorf("update finalizer of PlacementMigration %s/%s: %w", pm.Namespace, pm.Name, err)
-	}
-	return nil
-}
-
-// finalize restores, for onDelete: Revert, what the targets had before the
-// migration: releasing every field we own gives back the template as found.
-func (r *PlacementMigrationReconciler) finalize(ctx context.Context, pm *pgv1.PlacementMigration) error {
-	metrics.Forget(pm.Namespace, pm.Name)
-	if !controllerutil.ContainsFinalizer(pm, pgv1.RevertFinalizer) {
-		return nil
-	}
-	ts, _, err := r.loadTargets(ctx, pm)
-	if err != nil {
-		return err
-	}
-	m := &migration{r: r, pm: pm, now: r.Clock.Now()}
-	for _, t := range ts {
-		if err := m.apply(ctx, t, pgv1.StageNone, false); err != nil {
-			return fmt.Errorf("revert %s before deleting PlacementMigration %s/%s: %w", t, pm.Namespace, pm.Name, err)
-		}
-	}
-	if r.Recorder != nil {
-		r.Recorder.Eventf(pm, nil, corev1.EventTypeNormal, "Reverted", "Delete", "Removed the constraint from %d workload(s) (onDelete: Revert)", len(ts))
-	}
-	patch := client.MergeFrom(pm.DeepCopy())
-	controllerutil.RemoveFinalizer(pm, pgv1.RevertFinalizer)
-	if err := r.Patch(ctx, pm, patch); err != nil {
-		return fmt.Errorf("remove finalizer of PlacementMigration %s/%s: %w", pm.Namespace, pm.Name, err)
-	}
-	return nil
-}
-
-// SetupWithManager registers the reconciler and its watches: migrations,
-// their workloads, and, through State, every pod, node and storage object
-// the engine reads, each mapped to the migrations it may concern.
+// SetupWithManager registers the reconciler and its watches: migrations
+// (every change, including another migration's status, which may free a
+// shared target), their workloads, and, through State, every pod, node
+// and storage object the engine reads.
 func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -188,6 +191,9 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Budget == nil {
+		r.Budget = DefaultWriteBudget()
 	}
 	if r.State == nil {
 		r.State = NewClusterState()
@@ -199,7 +205,8 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		return r.migrationsIn(ctx, o.GetNamespace())
 	})
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&pgv1.PlacementMigration{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionPredicate()))).
+		For(&pgv1.PlacementMigration{}).
+		Watches(&pgv1.PlacementMigration{}, inNamespace).
 		Watches(&appsv1.Deployment{}, inNamespace).
 		Watches(&appsv1.StatefulSet{}, inNamespace).
 		WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
@@ -212,14 +219,6 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		})).
 		Named("placementmigration").
 		Complete(r)
-}
-
-// deletionPredicate passes updates that start a deletion, which change
-// neither generation nor annotations.
-func deletionPredicate() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		return !e.ObjectNew.GetDeletionTimestamp().IsZero()
-	}}
 }
 
 // migrationsIn lists the migrations a change in namespace may concern; a

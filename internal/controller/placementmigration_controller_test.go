@@ -15,6 +15,7 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/workloadpatch"
 )
 
 func onRole(role string) func(*appsv1.Deployment) {
@@ -70,9 +71,9 @@ var _ = Describe("PlacementMigration reconciler", func() {
 		fc.migration("graphdb-apart", pgv1.PlacementMigrationSpec{
 			Targets:    targetsNamed("graphdb"),
 			Constraint: hostnameAntiAffinity(map[string]string{"app": "search"}),
-			Capacity:   pgv1.Capacity{NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "data"}}},
-			Guards: pgv1.Guards{ProtectedPods: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"search", "broker"}}}}},
+			Capacity:   &pgv1.Capacity{NodeSelector: pgv1.Labels(map[string]string{"role": "data"})},
+			Guards: &pgv1.Guards{ProtectedPods: pgv1.SelectorFrom(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"search", "broker"}}}})},
 		})
 
 		By("waiting for a second data node, patching nothing")
@@ -96,9 +97,9 @@ var _ = Describe("PlacementMigration reconciler", func() {
 
 		By("owning only the constraint fields, next to the setup's")
 		managers := fc.managersOf("graphdb")
-		Expect(managers[FieldManager]).To(ContainSubstring(`"f:podAntiAffinity"`))
-		Expect(managers[FieldManager]).NotTo(ContainSubstring(`"f:nodeAffinity"`))
-		Expect(managers[FieldManager]).NotTo(ContainSubstring(`"f:containers"`))
+		Expect(managers[workloadpatch.FieldManager("graphdb-apart")]).To(ContainSubstring(`"f:podAntiAffinity"`))
+		Expect(managers[workloadpatch.FieldManager("graphdb-apart")]).NotTo(ContainSubstring(`"f:nodeAffinity"`))
+		Expect(managers[workloadpatch.FieldManager("graphdb-apart")]).NotTo(ContainSubstring(`"f:containers"`))
 		Expect(managers[setupOwner]).To(ContainSubstring(`"f:nodeAffinity"`))
 
 		By("moving on to the hard stage once the soft one rolled out")
@@ -114,7 +115,7 @@ var _ = Describe("PlacementMigration reconciler", func() {
 		Eventually(fc.phase("graphdb-apart")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("graphdb-apart"))
 		pm := fc.pm("graphdb-apart")
 		Expect(pm.Status.Stage).To(Equal(pgv1.StageHard))
-		Expect(pm.Status.ProtectedPods).To(HaveLen(2))
+		Expect(pm.Status.ProtectedPods.Count).To(Equal(int32(2)))
 		Expect(fc.condition("graphdb-apart", pgv1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
 		Expect(fc.condition("graphdb-apart", pgv1.ConditionHardApplied).Message).To(ContainSubstring("Hard stage rolled out and was verified"))
 		Expect(fc.condition("graphdb-apart", pgv1.ConditionReconciling).Type).To(BeEmpty())
@@ -174,7 +175,7 @@ var _ = Describe("PlacementMigration reconciler", func() {
 			Targets: targetsNamed("web-green"),
 			Constraint: pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{
 				TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1,
-				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+				LabelSelector: pgv1.Labels(map[string]string{"app": "web"}),
 			}},
 		})
 
@@ -256,7 +257,7 @@ var _ = Describe("PlacementMigration reconciler", func() {
 		Expect(fc.condition("web-plan", pgv1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
 		Expect(fc.kstatus("web-plan")).To(Equal(status.CurrentStatus))
 		Expect(fc.get("web").Generation).To(Equal(int64(1)))
-		Expect(fc.managersOf("web")).NotTo(HaveKey(FieldManager))
+		Expect(fc.managersOf("web")).NotTo(HaveKey(workloadpatch.FieldManager("web-plan")))
 
 		editSpec(fc, "web-plan", func(s *pgv1.PlacementMigrationSpec) { s.DryRun = false })
 		Eventually(fc.phase("web-plan")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-plan"))
@@ -279,15 +280,15 @@ var _ = Describe("PlacementMigration reconciler", func() {
 	It("waits for target pods to be Ready and old enough before a stage", func() {
 		fc.webWithRoomToSpread()
 		fc.migration("web-young", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil),
-			Guards: pgv1.Guards{MinPodAge: metav1.Duration{Duration: time.Hour}}})
+			Guards: &pgv1.Guards{MinPodAge: &metav1.Duration{Duration: time.Hour}}})
 
 		Eventually(fc.phase("web-young")).Should(Equal(pgv1.PhasePending), fc.explain("web-young"))
 		stable := fc.condition("web-young", pgv1.ConditionPodsStable)
 		Expect(stable.Status).To(Equal(metav1.ConditionFalse))
-		Expect(stable.Message).To(ContainSubstring("younger than guards.minPodAge 1h0m0s"))
+		Expect(stable.Message).To(And(ContainSubstring("is stable at"), ContainSubstring("guards.minPodAge 1h0m0s")))
 		Expect(fc.get("web").Generation).To(Equal(int64(1)))
 
-		editSpec(fc, "web-young", func(s *pgv1.PlacementMigrationSpec) { s.Guards.MinPodAge = metav1.Duration{} })
+		editSpec(fc, "web-young", func(s *pgv1.PlacementMigrationSpec) { s.Guards.MinPodAge = &metav1.Duration{} })
 		Eventually(fc.phase("web-young")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-young"))
 	})
 
@@ -331,7 +332,12 @@ var _ = Describe("PlacementMigration reconciler", func() {
 
 		By("a surge pod the scheduler cannot place because of the hard term")
 		fc.pendingPod("web", "0/3 nodes are available: 1 node(s) were unschedulable, 2 "+placement.ReasonAntiAffinity+". preemption: not eligible.")
-		Eventually(fc.phase("web-apart"), testGrace+10*time.Second).Should(Equal(pgv1.PhaseRolledBack), fc.explain("web-apart"))
+		Eventually(fc.phase("web-apart"), testGrace+10*time.Second).Should(Equal(pgv1.PhaseRollingBack), fc.explain("web-apart"))
+		By("declaring the rollback done only once the restored template rolled out")
+		Eventually(func() []corev1.PodAffinityTerm { return fc.antiAffinityOf("web").RequiredDuringSchedulingIgnoredDuringExecution }).Should(BeEmpty())
+		Consistently(fc.phase("web-apart"), "500ms").Should(Equal(pgv1.PhaseRollingBack))
+		fc.rollOut("web", "n1", "n2")
+		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseRolledBack), fc.explain("web-apart"))
 		stalled := fc.condition("web-apart", pgv1.ConditionStalled)
 		Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
 		Expect(stalled.Reason).To(Equal(pgv1.ReasonPodsUnschedulable))
@@ -354,18 +360,21 @@ var _ = Describe("PlacementMigration reconciler", func() {
 	It("rolls a stage back when it does not complete within stageTimeout, and retries after a spec change", func() {
 		fc.webWithRoomToSpread()
 		fc.migration("web-slow", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil),
-			StageTimeout: metav1.Duration{Duration: 10 * time.Minute}})
+			StageTimeout: &metav1.Duration{Duration: 10 * time.Minute}})
 		Eventually(fc.phase("web-slow")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-slow"))
 
 		testClock.Advance(11 * time.Minute)
 		DeferCleanup(testClock.Advance, -11*time.Minute)
 		poke(fc, "web-slow")
+		Eventually(fc.phase("web-slow")).Should(Equal(pgv1.PhaseRollingBack), fc.explain("web-slow"))
+		Eventually(fc.antiAffinityOf).WithArguments("web").Should(BeNil())
+		fc.rollOut("web", "n1")
 		Eventually(fc.phase("web-slow")).Should(Equal(pgv1.PhaseRolledBack), fc.explain("web-slow"))
 		Expect(fc.condition("web-slow", pgv1.ConditionStalled).Reason).To(Equal(pgv1.ReasonStageTimedOut))
 		Expect(fc.condition("web-slow", pgv1.ConditionStalled).Message).To(ContainSubstring("did not complete within stageTimeout 10m0s"))
 		Expect(fc.antiAffinityOf("web")).To(BeNil(), "the constraint found before the migration, none, is restored")
 
-		editSpec(fc, "web-slow", func(s *pgv1.PlacementMigrationSpec) { s.StageTimeout = metav1.Duration{Duration: 20 * time.Minute} })
+		editSpec(fc, "web-slow", func(s *pgv1.PlacementMigrationSpec) { s.StageTimeout = &metav1.Duration{Duration: 20 * time.Minute} })
 		Eventually(fc.phase("web-slow")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-slow"))
 	})
 
@@ -379,6 +388,9 @@ var _ = Describe("PlacementMigration reconciler", func() {
 		d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
 			Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "web-g2" has timed out progressing.`}}
 		Expect(k8sClient.Status().Update(ctx, d)).To(Succeed())
+		Eventually(fc.phase("web-stuck")).Should(Equal(pgv1.PhaseRollingBack), fc.explain("web-stuck"))
+		Eventually(fc.antiAffinityOf).WithArguments("web").Should(BeNil())
+		fc.rollOut("web", "n1")
 		Eventually(fc.phase("web-stuck")).Should(Equal(pgv1.PhaseRolledBack), fc.explain("web-stuck"))
 		Expect(fc.condition("web-stuck", pgv1.ConditionStalled).Reason).To(Equal(pgv1.ReasonProgressDeadline))
 		Expect(fc.antiAffinityOf("web")).To(BeNil())
@@ -412,6 +424,7 @@ var _ = Describe("PlacementMigration reconciler", func() {
 
 		By("re-applying after the backoff")
 		Eventually(func() *corev1.PodAntiAffinity { return fc.antiAffinityOf("web") }, "10s").ShouldNot(BeNil())
+		fc.rollOut("web", "n1")
 		Eventually(func() metav1.ConditionStatus { return fc.condition("web-soft", pgv1.ConditionConstraintInSync).Status }).Should(Equal(metav1.ConditionTrue))
 		Expect(fc.pm("web-soft").Status.DriftCorrections).To(Equal(int32(1)))
 
@@ -427,6 +440,7 @@ var _ = Describe("PlacementMigration reconciler", func() {
 			DeferCleanup(testClock.Advance, -time.Minute)
 			poke(fc, "web-soft")
 			Eventually(func() *corev1.PodAntiAffinity { return fc.antiAffinityOf("web") }).ShouldNot(BeNil())
+			fc.rollOut("web", "n1")
 			Eventually(func() metav1.ConditionStatus { return fc.condition("web-soft", pgv1.ConditionConstraintInSync).Status }).Should(Equal(metav1.ConditionTrue))
 		}
 		Eventually(fc.phase("web-soft")).Should(Equal(pgv1.PhaseFailed), fc.explain("web-soft"))
@@ -447,4 +461,3 @@ func (fc *fakeCluster) webWithRoomToSpread() {
 	fc.rollOut("web", "n1")
 }
 
-func ptrTo[T any](v T) *T { return &v }

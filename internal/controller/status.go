@@ -49,25 +49,72 @@ var readyPhases = map[pgv1.Phase]bool{
 //   - Reconciling is present, True, whenever it is neither: while working,
 //     waiting for capacity or stable pods, and while paused, so that
 //     nothing waiting on the migration mistakes a pause for success.
-func summarize(pm *pgv1.PlacementMigration, o outcome) {
-	gen := pm.Generation
-	pm.Status.ObservedGeneration = gen
+//
+// A condition's transition time changes only when its status does, so a
+// migration whose outcome repeats writes nothing.
+func summarize(pm *pgv1.PlacementMigration, o outcome, now time.Time) {
+	pm.Status.ObservedGeneration = pm.Generation
 	pm.Status.Phase = o.phase
-	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&pm.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+	set := func(t string, s metav1.ConditionStatus) {
+		setCondition(pm, now, t, s, o.reason, o.message)
 	}
 	switch {
 	case readyPhases[o.phase]:
-		set(pgv1.ConditionReady, metav1.ConditionTrue, o.reason, o.message)
+		set(pgv1.ConditionReady, metav1.ConditionTrue)
 		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionReconciling)
 		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionStalled)
 	case stalledPhases[o.phase]:
-		set(pgv1.ConditionReady, metav1.ConditionFalse, o.reason, o.message)
-		set(pgv1.ConditionStalled, metav1.ConditionTrue, o.reason, o.message)
+		set(pgv1.ConditionReady, metav1.ConditionFalse)
+		set(pgv1.ConditionStalled, metav1.ConditionTrue)
 		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionReconciling)
 	default:
-		set(pgv1.ConditionReady, metav1.ConditionFalse, o.reason, o.message)
-		set(pgv1.ConditionReconciling, metav1.ConditionTrue, o.reason, o.message)
+		set(pgv1.ConditionReady, metav1.ConditionFalse)
+		set(pgv1.ConditionReconciling, metav1.ConditionTrue)
 		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionStalled)
 	}
+}
+
+// setCondition sets a condition of the current generation, with its
+// transition time from the reconciler's clock.
+func setCondition(pm *pgv1.PlacementMigration, now time.Time, t string, s metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&pm.Status.Conditions, metav1.Condition{
+		Type: t, Status: s, Reason: reason, Message: truncate(msg, 4096),
+		ObservedGeneration: pm.Generation, LastTransitionTime: metav1.NewTime(now),
+	})
+}
+
+// terminalReasons are the reasons a Stalled migration keeps until a person
+// edits the spec or asks for a retry: a rollback done, drift given up on,
+// the write budget spent.
+var terminalReasons = map[string]bool{
+	pgv1.ReasonStageTimedOut:        true,
+	pgv1.ReasonProgressDeadline:     true,
+	pgv1.ReasonPodsUnschedulable:    true,
+	pgv1.ReasonProtectedPodChanged:  true,
+	pgv1.ReasonPodsRestarted:        true,
+	pgv1.ReasonDriftRetriesExceeded: true,
+	pgv1.ReasonWriteBudgetExceeded:  true,
+}
+
+// terminal reports whether the migration stalled for good at this
+// generation, and the phase it stalled in.
+func terminal(pm *pgv1.PlacementMigration) (pgv1.Phase, bool) {
+	c := meta.FindStatusCondition(pm.Status.Conditions, pgv1.ConditionStalled)
+	if c == nil || c.Status != metav1.ConditionTrue || !terminalReasons[c.Reason] || c.ObservedGeneration != pm.Generation {
+		return "", false
+	}
+	switch c.Reason {
+	case pgv1.ReasonDriftRetriesExceeded, pgv1.ReasonWriteBudgetExceeded:
+		return pgv1.PhaseFailed, true
+	}
+	return pgv1.PhaseRolledBack, true
+}
+
+// hold repeats the outcome the Ready condition records.
+func hold(pm *pgv1.PlacementMigration, phase pgv1.Phase) outcome {
+	o := outcome{phase: phase}
+	if c := meta.FindStatusCondition(pm.Status.Conditions, pgv1.ConditionReady); c != nil {
+		o.reason, o.message = c.Reason, c.Message
+	}
+	return o
 }

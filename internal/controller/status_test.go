@@ -2,6 +2,7 @@ package controller
 
 import (
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,9 +53,9 @@ func TestSummaryIsReadByKstatus(t *testing.T) {
 			pm := &pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", Generation: 3}}
 			// Walk through a working phase first, so that leftover
 			// conditions of an earlier phase are part of what is tested.
-			summarize(pm, outcome{phase: pgv1.PhaseApplyingSoft, reason: pgv1.ReasonProgressing, message: "applying"})
-			summarize(pm, outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonHazardFound, message: "blocked"})
-			summarize(pm, outcome{phase: tc.phase, reason: "Because", message: "what to do"})
+			summarize(pm, outcome{phase: pgv1.PhaseApplyingSoft, reason: pgv1.ReasonProgressing, message: "applying"}, time.Now())
+			summarize(pm, outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonHazardFound, message: "blocked"}, time.Now())
+			summarize(pm, outcome{phase: tc.phase, reason: "Because", message: "what to do"}, time.Now())
 
 			if got := kstatusOf(t, pm); got != tc.want {
 				t.Fatalf("kstatus = %s, want %s", got, tc.want)
@@ -82,7 +83,7 @@ func TestSummaryIsReadByKstatus(t *testing.T) {
 
 func TestAnOutdatedStatusIsInProgress(t *testing.T) {
 	pm := &pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", Generation: 1}}
-	summarize(pm, outcome{phase: pgv1.PhaseSucceeded, reason: pgv1.ReasonSucceeded, message: "done"})
+	summarize(pm, outcome{phase: pgv1.PhaseSucceeded, reason: pgv1.ReasonSucceeded, message: "done"}, time.Now())
 	pm.Generation = 2 // the spec changed and has not been reconciled yet
 	if got := kstatusOf(t, pm); got != status.InProgressStatus {
 		t.Fatalf("kstatus = %s, want InProgress until observedGeneration catches up", got)

@@ -44,6 +44,16 @@ func (a Answer) Blocking() []Hazard {
 	return out
 }
 
+// FirstBlocking is the first finding that must stop the migration.
+func (a Answer) FirstBlocking() *Hazard {
+	for i := range a.Hazards {
+		if a.Hazards[i].Blocking {
+			return &a.Hazards[i]
+		}
+	}
+	return nil
+}
+
 // Analyze answers a question: capacity first, then for each workload the
 // findings that need no simulation (clobber, selector overlap), then the
 // simulated rollout of the stage. Capacity is judged first because without

@@ -56,20 +56,30 @@ func (s *Snapshot) selectorOverlap(w *Workload, c Constraint, targets map[types.
 	if !term.matches(own, namespaceLabels(s, own.Namespace)) {
 		return nil
 	}
+	// Pods of other namespaces are counted, never named: the migration's
+	// status is readable by whoever may read the migration.
 	var strangers []string
+	elsewhere := 0
 	for _, ns := range term.namespaces.UnsortedList() {
 		for id := range s.labels.candidates(ns, term.selector) {
 			p := s.pods[id].pod
 			if targets[p.UID] || p.DeletionTimestamp != nil || !term.matches(p, namespaceLabels(s, ns)) {
 				continue
 			}
-			strangers = append(strangers, p.Namespace+"/"+p.Name)
+			if p.Namespace != w.Namespace {
+				elsewhere++
+				continue
+			}
+			strangers = append(strangers, p.Name)
 		}
 	}
-	if len(strangers) == 0 {
+	if len(strangers) == 0 && elsewhere == 0 {
 		return nil
 	}
 	sort.Strings(strangers)
+	if elsewhere > 0 {
+		strangers = append(strangers, fmt.Sprintf("%d pod(s) in other namespaces", elsewhere))
+	}
 	fix := "add a label that tells the releases apart (for example release) to the pods and to matchLabelKeys"
 	if w.Kind == Deployment {
 		fix = "set matchLabelKeys: [pod-template-hash] so that only the pods of one revision are counted, or narrow the labelSelector"
@@ -77,7 +87,7 @@ func (s *Snapshot) selectorOverlap(w *Workload, c Constraint, targets map[types.
 	return &Hazard{
 		Type: HazardSelectorOverlap, Blocking: true, Workload: w.ref(),
 		Message: fmt.Sprintf("%s: the constraint's selector %s also selects %d pod(s) of other workloads or revisions (%s); they would be counted with %s's own pods, as blue and green were in one zone. Fix: %s",
-			w.ref(), describeSelector(term), len(strangers), firstFew(strangers, 3), w.Name, fix),
+			w.ref(), describeSelector(term), len(strangers)-min(elsewhere, 1)+elsewhere, firstFew(strangers, 3), w.Name, fix),
 	}
 }
 

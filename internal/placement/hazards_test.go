@@ -125,7 +125,7 @@ func TestIncident002SelectorOverlapAndPinning(t *testing.T) {
 		Pods:     []types.UID{objs.Pods[2].UID}}
 	shared := Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1, Selector: selector("app", "my_app")}}
 	a := analyze(t, objs, Question{Workloads: []*Workload{green}, Constraint: shared, Stage: StageHard})
-	onlyHazard(t, a, HazardSelectorOverlap, "ns/my-app-blue-0", "release")
+	onlyHazard(t, a, HazardSelectorOverlap, "(my-app-blue-0, my-app-blue-1)", "release")
 
 	scoped := shared
 	scoped.Spread = &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1, Selector: selector("app", "my_app"), MatchLabelKeys: []string{"release"}}
@@ -185,4 +185,23 @@ func TestAffinityClobber(t *testing.T) {
 	sc := Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1}}
 	a = analyze(t, objs, Question{Workloads: []*Workload{withSelector(deployment(objs, "web", 1, unavailable(1), zoneSpread))}, Constraint: sc, Stage: StageSoft})
 	onlyHazard(t, a, HazardAffinityClobber, "ScheduleAnyway spread on topology.kubernetes.io/zone")
+}
+
+func TestSelectorOverlapNamesNoPodOfAnotherNamespace(t *testing.T) {
+	objs := Objects{
+		Nodes: []*corev1.Node{mkNode("n1"), mkNode("n2")},
+		Pods: []*corev1.Pod{
+			mkPod("ns", "web-0", on("n1"), withLabels("app", "web")),
+			mkPod("ns", "cache-0", on("n2"), withLabels("app", "web")),
+			mkPod("payments", "secret-thing-0", on("n2"), withLabels("app", "web")),
+		},
+	}
+	w := withSelector(deployment(objs, "web", 1, appsv1.DeploymentStrategy{}))
+	w.Pods = w.Pods[:1]
+	apart := Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname, Selector: selector("app", "web"), Namespaces: []string{"ns", "payments"}}}
+	a := analyze(t, objs, Question{Workloads: []*Workload{w}, Constraint: apart, Stage: StageSoft})
+	onlyHazard(t, a, HazardSelectorOverlap, "cache-0", "1 pod(s) in other namespaces", "selects 2 pod(s)")
+	if strings.Contains(a.Hazards[0].Message, "secret-thing") || strings.Contains(a.Hazards[0].Message, "payments") {
+		t.Fatalf("the message names a pod of another namespace: %s", a.Hazards[0].Message)
+	}
 }

@@ -50,7 +50,9 @@ func (s *Snapshot) measureAntiAffinity(w *Workload, a *AntiAffinity, own []podID
 	var crowded []string
 	for _, id := range own {
 		pi := s.pods[id]
-		if pi.node == noNode {
+		// Only the pods of the live template carry the term: a partitioned
+		// StatefulSet's ordinals below the partition keep the old one.
+		if pi.node == noNode || !w.currentRevision(pi.pod) {
 			continue
 		}
 		term, err := newAffinityTerm(pi.pod, ptrTo(a.AffinityTerm(w.Selector)))

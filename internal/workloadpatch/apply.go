@@ -1,54 +1,103 @@
-// Package workloadpatch writes placement-guard's constraint into workloads
-// with server-side apply, owning only the fields it adds: one anti-affinity
-// term or one spread constraint. Everything else in the workload, including
-// other terms, node affinity and other managers' fields, is left alone, and
-// applying an earlier stage (or none) gives back exactly what was there.
+// Package workloadpatch writes a migration's entry into workloads with
+// server-side apply, owning only the fields it adds: one anti-affinity term
+// or one spread constraint. Everything else in the workload, including
+// other terms, node affinity and other managers' fields (other migrations'
+// entries among them), is left alone, and applying nothing gives back
+// exactly what was there.
 //
 // It builds apply configurations and reads API answers; it makes no call
 // itself, so the reconciler decides when to dry-run and when to apply.
 package workloadpatch
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
-// FieldManager is the server-side apply field manager of every write.
-const FieldManager = "placement-guard"
+// ManagerPrefix starts the field manager of every migration.
+const ManagerPrefix = "placement-guard/"
 
-// Target names a workload to patch.
+// maxManagerLength is the API server's bound on a field manager's name.
+const maxManagerLength = 128
+
+// FieldManager is the field manager a migration writes with: stable for a
+// migration's name (a migration deleted and created again by GitOps owns
+// what it wrote before) and distinct between migrations, so that two
+// migrations of one workload never release each other's entries.
+func FieldManager(migration string) string {
+	name := ManagerPrefix + migration
+	if len(name) <= maxManagerLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(migration))
+	suffix := "-" + hex.EncodeToString(sum[:])[:10]
+	return name[:maxManagerLength-len(suffix)] + suffix
+}
+
+// MigrationOf names the migration behind a field manager, if it is one of
+// ours; a shortened name is returned as it appears in the manager.
+func MigrationOf(manager string) (string, bool) {
+	return strings.CutPrefix(manager, ManagerPrefix)
+}
+
+// Target names a workload to patch. A UID, when set, is a precondition:
+// the API server refuses the write if the workload was deleted or
+// re-created, and never creates it.
 type Target struct {
 	Kind      placement.WorkloadKind
 	Namespace string
 	Name      string
-	// Selector is the workload's pod selector, the constraint's default.
-	Selector *metav1.LabelSelector
+	UID       types.UID
 }
 
-// templateFor returns the pod template apply configuration holding only the
-// constraint at stage: nothing at all for StageNone, which releases every
-// field we owned.
-func templateFor(c placement.Constraint, own *metav1.LabelSelector, stage placement.Stage) (*corev1ac.PodTemplateSpecApplyConfiguration, error) {
-	if stage == placement.StageNone {
-		return nil, nil
+func (t Target) String() string { return fmt.Sprintf("%s %s/%s", t.Kind, t.Namespace, t.Name) }
+
+// ApplyConfiguration is the apply configuration that leaves exactly entry
+// in the workload's pod template under the caller's field manager: the
+// fields of entry (a pod spec holding only the migration's anti-affinity
+// term or spread constraint) are set, and any field the manager owned
+// before and entry lacks is released. A nil entry releases everything.
+func ApplyConfiguration(t Target, entry *corev1.PodSpec) (runtime.ApplyConfiguration, error) {
+	var tmpl *corev1ac.PodTemplateSpecApplyConfiguration
+	if entry != nil {
+		spec, err := toApplyConfiguration(entry)
+		if err != nil {
+			return nil, fmt.Errorf("build the entry for %s: %w", t, err)
+		}
+		tmpl = corev1ac.PodTemplateSpec().WithSpec(spec)
 	}
-	var spec corev1.PodSpec
-	ours, err := c.Apply(&spec, own, stage)
-	if err != nil {
-		return nil, err
+	switch t.Kind {
+	case placement.Deployment:
+		ac := appsv1ac.Deployment(t.Name, t.Namespace)
+		if t.UID != "" {
+			ac.WithUID(t.UID)
+		}
+		if tmpl != nil {
+			ac.WithSpec(appsv1ac.DeploymentSpec().WithTemplate(tmpl))
+		}
+		return ac, nil
+	case placement.StatefulSet:
+		ac := appsv1ac.StatefulSet(t.Name, t.Namespace)
+		if t.UID != "" {
+			ac.WithUID(t.UID)
+		}
+		if tmpl != nil {
+			ac.WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(tmpl))
+		}
+		return ac, nil
 	}
-	specAC, err := toApplyConfiguration(ours)
-	if err != nil {
-		return nil, err
-	}
-	return corev1ac.PodTemplateSpec().WithSpec(specAC), nil
+	return nil, fmt.Errorf("build the entry for %s: unsupported kind", t)
 }
 
 // toApplyConfiguration converts the constraint fields of a pod spec; apply
@@ -72,30 +121,17 @@ func toApplyConfiguration(spec *corev1.PodSpec) (*corev1ac.PodSpecApplyConfigura
 	return ac, nil
 }
 
-// Deployment is the apply configuration that puts the constraint at stage
-// on a Deployment.
-func Deployment(t Target, c placement.Constraint, stage placement.Stage) (*appsv1ac.DeploymentApplyConfiguration, error) {
-	tmpl, err := templateFor(c, t.Selector, stage)
-	if err != nil {
-		return nil, fmt.Errorf("build %s stage for Deployment %s/%s: %w", stage, t.Namespace, t.Name, err)
+// GenerationOf reads the workload's generation from an apply
+// configuration the API server has answered into.
+func GenerationOf(ac runtime.ApplyConfiguration) int64 {
+	var answer struct {
+		Metadata struct {
+			Generation int64 `json:"generation"`
+		} `json:"metadata"`
 	}
-	ac := appsv1ac.Deployment(t.Name, t.Namespace)
-	if tmpl != nil {
-		ac.WithSpec(appsv1ac.DeploymentSpec().WithTemplate(tmpl))
+	raw, err := json.Marshal(ac)
+	if err != nil || json.Unmarshal(raw, &answer) != nil {
+		return 0
 	}
-	return ac, nil
-}
-
-// StatefulSet is the apply configuration that puts the constraint at stage
-// on a StatefulSet.
-func StatefulSet(t Target, c placement.Constraint, stage placement.Stage) (*appsv1ac.StatefulSetApplyConfiguration, error) {
-	tmpl, err := templateFor(c, t.Selector, stage)
-	if err != nil {
-		return nil, fmt.Errorf("build %s stage for StatefulSet %s/%s: %w", stage, t.Namespace, t.Name, err)
-	}
-	ac := appsv1ac.StatefulSet(t.Name, t.Namespace)
-	if tmpl != nil {
-		ac.WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(tmpl))
-	}
-	return ac, nil
+	return answer.Metadata.Generation
 }

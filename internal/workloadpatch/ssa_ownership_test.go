@@ -58,10 +58,19 @@ func createAs(d *appsv1.Deployment, manager string) {
 	Expect(k8sClient.Create(ctx, d, client.FieldOwner(manager))).To(Succeed())
 }
 
+// manager is the field manager of the migration the specs play.
+var manager = workloadpatch.FieldManager("web-apart")
+
 func applyStage(d *appsv1.Deployment, c placement.Constraint, stage placement.Stage) error {
-	ac, err := workloadpatch.Deployment(workloadpatch.Target{Kind: placement.Deployment, Namespace: d.Namespace, Name: d.Name, Selector: d.Spec.Selector}, c, stage)
+	return applyAs(d, c, stage, manager)
+}
+
+func applyAs(d *appsv1.Deployment, c placement.Constraint, stage placement.Stage, fieldManager string) error {
+	entry, err := c.Entry(d.Spec.Selector, stage)
 	Expect(err).NotTo(HaveOccurred())
-	return k8sClient.Apply(ctx, ac, client.FieldOwner(workloadpatch.FieldManager))
+	ac, err := workloadpatch.ApplyConfiguration(workloadpatch.Target{Kind: placement.Deployment, Namespace: d.Namespace, Name: d.Name, UID: d.UID}, entry)
+	Expect(err).NotTo(HaveOccurred())
+	return k8sClient.Apply(ctx, ac, client.FieldOwner(fieldManager))
 }
 
 func get(d *appsv1.Deployment) *appsv1.Deployment {
@@ -100,7 +109,7 @@ var _ = Describe("Server-side apply of the constraint", func() {
 		Expect(after.Spec.Template.Spec.TopologySpreadConstraints).To(HaveLen(2))
 		Expect(asJSON(after.Spec.Template.Spec.TopologySpreadConstraints[0])).To(Equal(asJSON(before.Spec.Template.Spec.TopologySpreadConstraints[0])))
 
-		owned := ownedBy(after, workloadpatch.FieldManager)
+		owned := ownedBy(after, manager)
 		Expect(owned).To(ContainSubstring(`"k:{\"topologyKey\":\"topology.kubernetes.io/zone\",\"whenUnsatisfiable\":\"ScheduleAnyway\"}"`))
 		Expect(owned).NotTo(ContainSubstring("kubernetes.io/hostname"), "the chart's own spread stays the chart's")
 		Expect(owned).NotTo(ContainSubstring("nodeAffinity"))
@@ -129,7 +138,7 @@ var _ = Describe("Server-side apply of the constraint", func() {
 		Expect(applyStage(d, apart, placement.StageNone)).To(Succeed())
 		after := get(d)
 		Expect(asJSON(after.Spec.Template.Spec)).To(Equal(asJSON(before.Spec.Template.Spec)))
-		Expect(ownedBy(after, workloadpatch.FieldManager)).To(Or(BeEmpty(), Equal(`{}`)))
+		Expect(ownedBy(after, manager)).To(Or(BeEmpty(), Equal(`{}`)))
 	})
 
 	It("adds an anti-affinity term next to node affinity without touching it", func() {
@@ -152,5 +161,66 @@ var _ = Describe("Server-side apply of the constraint", func() {
 		Expect(conflict.Managers).To(Equal([]string{"helm"}))
 		Expect(strings.Join(conflict.Fields, " ")).To(ContainSubstring("podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"))
 		Expect(get(d).Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution).To(HaveLen(1), "nothing changed")
+	})
+})
+
+var _ = Describe("Field managers of several migrations", func() {
+	zones := placement.Constraint{Spread: &placement.Spread{TopologyKey: "topology.kubernetes.io/zone", MaxSkew: 1}}
+	hosts := placement.Constraint{Spread: &placement.Spread{TopologyKey: "kubernetes.io/hostname", MaxSkew: 1}}
+	apart := placement.Constraint{AntiAffinity: &placement.AntiAffinity{TopologyKey: "kubernetes.io/hostname"}}
+	apartZones := placement.Constraint{AntiAffinity: &placement.AntiAffinity{TopologyKey: "topology.kubernetes.io/zone"}}
+
+	It("derives a stable name per migration, within the API server's bound", func() {
+		Expect(workloadpatch.FieldManager("web-zones")).To(Equal("placement-guard/web-zones"))
+		long := strings.Repeat("a", 253)
+		Expect(len(workloadpatch.FieldManager(long))).To(BeNumerically("<=", 128))
+		Expect(workloadpatch.FieldManager(long)).To(Equal(workloadpatch.FieldManager(long)))
+		Expect(workloadpatch.FieldManager(long)).NotTo(Equal(workloadpatch.FieldManager(long[:252] + "b")))
+		name, ours := workloadpatch.MigrationOf("placement-guard/web-zones")
+		Expect(ours).To(BeTrue())
+		Expect(name).To(Equal("web-zones"))
+	})
+
+	It("lets a zone spread and a hostname spread of two migrations live side by side, each releasing only its own", func() {
+		d := helmLikeDeployment(false)
+		createAs(d, "helm")
+		d = get(d)
+		Expect(applyAs(d, zones, placement.StageHard, workloadpatch.FieldManager("zones"))).To(Succeed())
+		Expect(applyAs(d, hosts, placement.StageHard, workloadpatch.FieldManager("hosts"))).To(Succeed())
+		Expect(get(d).Spec.Template.Spec.TopologySpreadConstraints).To(HaveLen(3), "the chart's, and one of each migration")
+		Expect(applyAs(d, hosts, placement.StageNone, workloadpatch.FieldManager("hosts"))).To(Succeed())
+		tsc := get(d).Spec.Template.Spec.TopologySpreadConstraints
+		Expect(tsc).To(HaveLen(2))
+		Expect(zones.StageOf(&get(d).Spec.Template.Spec, d.Spec.Selector)).To(Equal(placement.StageHard), "the other migration's entry stays")
+	})
+
+	It("refuses a second migration's anti-affinity term list, naming the first migration's manager", func() {
+		d := helmLikeDeployment(false)
+		createAs(d, "helm")
+		d = get(d)
+		Expect(applyAs(d, apart, placement.StageHard, workloadpatch.FieldManager("first"))).To(Succeed())
+		err := applyAs(d, apartZones, placement.StageHard, workloadpatch.FieldManager("second"))
+		conflict, ok := workloadpatch.AsConflict(err)
+		Expect(ok).To(BeTrue(), "want a field manager conflict, got %v", err)
+		Expect(conflict.Managers).To(Equal([]string{"placement-guard/first"}))
+		Expect(get(d).Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution).To(HaveLen(1))
+	})
+
+	It("never creates a workload that was deleted, nor writes one re-created since", func() {
+		d := helmLikeDeployment(false)
+		createAs(d, "helm")
+		d = get(d)
+		Expect(k8sClient.Delete(ctx, d)).To(Succeed())
+		err := applyStage(d, zones, placement.StageSoft)
+		Expect(err).To(HaveOccurred())
+		_, field := workloadpatch.AsConflict(err)
+		Expect(field).To(BeFalse())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(d), &appsv1.Deployment{})).NotTo(Succeed(), "the write must not create the workload")
+
+		again := helmLikeDeployment(false)
+		again.Name = d.Name
+		createAs(again, "helm")
+		Expect(applyStage(d, zones, placement.StageSoft)).NotTo(Succeed(), "the recorded uid is the old workload's")
+		Expect(get(again).Spec.Template.Spec.TopologySpreadConstraints).To(HaveLen(1))
 	})
 })

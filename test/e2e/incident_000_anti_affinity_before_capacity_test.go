@@ -95,9 +95,9 @@ var _ = Describe("Incident 000 with placement-guard: the graph DB waits for its 
 		migration(ctx, env.Namespace, "graphdb-apart", pgv1.PlacementMigrationSpec{
 			Targets:    targetsNamed("graphdb"),
 			Constraint: hostnameApart(map[string]string{"app": "search"}),
-			Capacity:   pgv1.Capacity{NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "data"}}},
-			Guards: pgv1.Guards{ProtectedPods: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"search", "broker"}}}}},
+			Capacity:   &pgv1.Capacity{NodeSelector: pgv1.Labels(map[string]string{"role": "data"})},
+			Guards: &pgv1.Guards{ProtectedPods: pgv1.SelectorFrom(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"search", "broker"}}}})},
 		})
 
 		By("waiting for capacity, with the graph DB's Deployment untouched")

@@ -19,11 +19,17 @@ import (
 // age, a short soak and the shortest stage timeout the API admits, so that
 // only the behaviour under test sets the pace.
 func migration(ctx context.Context, namespace, name string, spec pgv1.PlacementMigrationSpec) {
-	if spec.StageTimeout.Duration == 0 {
-		spec.StageTimeout = metav1.Duration{Duration: 5 * 60e9}
+	if spec.StageTimeout == nil {
+		spec.StageTimeout = &metav1.Duration{Duration: 5 * 60e9}
 	}
-	if spec.SoakDuration.Duration == 0 {
-		spec.SoakDuration = metav1.Duration{Duration: 2e9}
+	if spec.SoakDuration == nil {
+		spec.SoakDuration = &metav1.Duration{Duration: 2e9}
+	}
+	if spec.Guards == nil {
+		spec.Guards = &pgv1.Guards{}
+	}
+	if spec.Guards.MinPodAge == nil {
+		spec.Guards.MinPodAge = &metav1.Duration{}
 	}
 	pm := &pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: spec}
 	Expect(k8sClient.Create(ctx, pm)).To(Succeed())
@@ -117,7 +123,7 @@ func targetsNamed(names ...string) []pgv1.TargetRef {
 func hostnameApart(selector map[string]string) pgv1.Constraint {
 	c := pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname}}
 	if selector != nil {
-		c.PodAntiAffinity.LabelSelector = &metav1.LabelSelector{MatchLabels: selector}
+		c.PodAntiAffinity.LabelSelector = pgv1.Labels(selector)
 	}
 	return c
 }

@@ -97,7 +97,7 @@ var _ = Describe("Incident 002 with placement-guard: a spread selector matching 
 			Targets: targetsNamed("my-app-green"),
 			Constraint: pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{
 				TopologyKey: utils.ZoneLabel, MaxSkew: 1,
-				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "my_app"}},
+				LabelSelector: pgv1.Labels(map[string]string{"app": "my_app"}),
 			}},
 		})
 		Eventually(phaseOf(ctx, env.Namespace, "green-zones")).Should(Equal(pgv1.PhaseBlocked), explain(ctx, env.Namespace, "green-zones"))
@@ -150,9 +150,9 @@ var _ = Describe("Incident 004 with placement-guard: single-replica controllers 
 		}
 
 		migration(ctx, env.Namespace, "flux-spread", pgv1.PlacementMigrationSpec{
-			TargetSelector: &pgv1.TargetSelector{Kinds: []pgv1.WorkloadKind{pgv1.KindDeployment}, Selector: metav1.LabelSelector{MatchLabels: partOf}},
+			TargetSelector: &pgv1.TargetSelector{Kinds: []pgv1.WorkloadKind{pgv1.KindDeployment}, Selector: *pgv1.Labels(partOf)},
 			Constraint: pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{
-				TopologyKey: corev1.LabelHostname, MaxSkew: 1, LabelSelector: &metav1.LabelSelector{MatchLabels: partOf},
+				TopologyKey: corev1.LabelHostname, MaxSkew: 1, LabelSelector: pgv1.Labels(partOf),
 			}},
 			FinalStage: pgv1.StageSoft,
 		})

@@ -41,5 +41,12 @@ var _ = Describe("The operator's ServiceAccount", Label("operator", "rbac"), fun
 		Entry("read nodes", "", "nodes", "watch", true),
 		Entry("record Events", "events.k8s.io", "events", "create", true),
 		Entry("update migration status", "placementguard.io", "placementmigrations/status", "patch", true),
+		Entry("not update migrations (it patches)", "placementguard.io", "placementmigrations", "update", false),
+		Entry("not update migration status (it patches with a lock)", "placementguard.io", "placementmigrations/status", "update", false),
+		Entry("not read controller revisions", "apps", "controllerrevisions", "list", false),
+		// A rollback may evict a StatefulSet pod stuck Pending when the
+		// spec opts in: eviction honours PodDisruptionBudgets, deletion
+		// would not.
+		Entry("evict pods", "", "pods/eviction", "create", true),
 	)
 })

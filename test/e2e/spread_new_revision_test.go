@@ -5,7 +5,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,7 +17,7 @@ import (
 func zoneSpread(app string, maxSkew int32) pgv1.Constraint {
 	return pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{
 		TopologyKey: utils.ZoneLabel, MaxSkew: maxSkew,
-		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+		LabelSelector: pgv1.Labels(map[string]string{"app": app}),
 	}}
 }
 

@@ -1,0 +1,436 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Phase is a one-word summary of the migration for people and dashboards;
+// the conditions carry the details, and the operator never decides from it.
+// +kubebuilder:validation:Enum=Pending;WaitingForCapacity;Blocked;Planned;ApplyingSoft;Soaking;ApplyingHard;Verifying;Succeeded;RollingBack;RolledBack;Failed;Paused
+type Phase string
+
+const (
+	PhasePending            Phase = "Pending"
+	PhaseWaitingForCapacity Phase = "WaitingForCapacity"
+	PhaseBlocked            Phase = "Blocked"
+	PhasePlanned            Phase = "Planned"
+	PhaseApplyingSoft       Phase = "ApplyingSoft"
+	PhaseSoaking            Phase = "Soaking"
+	PhaseApplyingHard       Phase = "ApplyingHard"
+	PhaseVerifying          Phase = "Verifying"
+	PhaseSucceeded          Phase = "Succeeded"
+	PhaseRollingBack        Phase = "RollingBack"
+	PhaseRolledBack         Phase = "RolledBack"
+	PhaseFailed             Phase = "Failed"
+	PhasePaused             Phase = "Paused"
+)
+
+// PlacementMigrationStatus is what the operator observed and did.
+type PlacementMigrationStatus struct {
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Phase summarises the migration for people; decisions use conditions
+	// and the operation journal.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+
+	// Stage is the weakest stage verified on every target.
+	// +optional
+	// +kubebuilder:validation:Enum=None;Soft;Hard
+	Stage Stage `json:"stage,omitempty"`
+
+	// Conditions are Ready, Reconciling and Stalled (the kstatus convention)
+	// and the milestones CapacityAvailable, Feasible, PodsStable, SoftApplied,
+	// HardApplied and ConstraintInSync.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=10
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// FieldManager is the server-side apply field manager this migration
+	// writes the targets with; each migration has its own, so that two
+	// migrations of one workload never release each other's fields.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	FieldManager string `json:"fieldManager,omitempty"`
+
+	// Operation is the journal of the write in flight: recorded before the
+	// operator writes any target, and cleared once the write has been
+	// verified (or rolled back). A reconcile that finds it finishes exactly
+	// that operation.
+	// +optional
+	Operation *Operation `json:"operation,omitempty"`
+
+	// Capacity is the qualifying capacity found against what is needed.
+	// +optional
+	Capacity *CapacityStatus `json:"capacity,omitempty"`
+
+	// Targets records, per workload, the stage verified, what it carried
+	// before and what was written.
+	// +optional
+	// +listType=map
+	// +listMapKey=kind
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=50
+	Targets []TargetStatus `json:"targets,omitempty"`
+
+	// Hazards are the findings of the last feasibility analysis.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Hazards []Hazard `json:"hazards,omitempty"`
+
+	// Plan is, per target, the change the next stage makes and the pods it
+	// recreates.
+	// +optional
+	// +listType=map
+	// +listMapKey=kind
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=50
+	Plan []TargetPlan `json:"plan,omitempty"`
+
+	// ProtectedPods are the pods guards.protectedPods selected when the
+	// current operation started; each must keep its uid and restart count
+	// until the stage is verified.
+	// +optional
+	ProtectedPods *PodSetRecord `json:"protectedPods,omitempty"`
+
+	// DriftCorrections counts how often the constraint was re-applied after
+	// another writer removed or changed it; after three the migration stalls.
+	// +optional
+	DriftCorrections int32 `json:"driftCorrections,omitempty"`
+
+	// LastHandledRetry is the value of the placementguard.io/retry
+	// annotation last acted on, so that a value triggers one retry.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	LastHandledRetry string `json:"lastHandledRetry,omitempty"`
+}
+
+// OperationAction is what an operation writes into the targets.
+// +kubebuilder:validation:Enum=ApplyStage;Verify;RollBack;Reapply;Revert
+type OperationAction string
+
+const (
+	// ActionApplyStage writes a stage and verifies its rollout.
+	ActionApplyStage OperationAction = "ApplyStage"
+	// ActionVerify writes nothing: a target found carrying a stage that no
+	// verified record covers (its record was lost) is verified and soaked
+	// before anything stronger.
+	ActionVerify OperationAction = "Verify"
+	// ActionRollBack writes back what the targets carried before the stage
+	// and waits until that rolled out.
+	ActionRollBack OperationAction = "RollBack"
+	// ActionReapply writes the verified stage again after another writer
+	// removed it.
+	ActionReapply OperationAction = "Reapply"
+	// ActionRevert removes the migration's entry from targets that stopped
+	// being targets, or before the migration is deleted (onDelete Revert).
+	ActionRevert OperationAction = "Revert"
+)
+
+// Operation is one write of the migration into its targets, recorded
+// before it is made.
+type Operation struct {
+	// Action is what the operation writes.
+	// +required
+	Action OperationAction `json:"action"`
+
+	// Stage is the stage the operation leaves the targets at.
+	// +required
+	// +kubebuilder:validation:Enum=None;Soft;Hard
+	Stage Stage `json:"stage"`
+
+	// From is the stage the targets carried when the operation started.
+	// +optional
+	// +kubebuilder:validation:Enum=None;Soft;Hard
+	From Stage `json:"from,omitempty"`
+
+	// Reason and Message say why a rollback was started.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+
+	// StartedAt is when the operation was recorded; its stage timeout
+	// counts from here.
+	// +required
+	StartedAt metav1.Time `json:"startedAt"`
+
+	// Generation is the migration's generation the operation was decided
+	// under; a spec edited since is acted on once it has finished.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+
+	// Targets are the workloads the operation writes.
+	// +optional
+	// +listType=map
+	// +listMapKey=kind
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=50
+	Targets []OperationTarget `json:"targets,omitempty"`
+}
+
+// OperationTarget is one workload of an operation.
+type OperationTarget struct {
+	// Kind is Deployment or StatefulSet.
+	Kind WorkloadKind `json:"kind"`
+	// Name is the workload's name.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// UID is the workload's uid when the operation was recorded; a
+	// workload re-created since is a different one.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	UID string `json:"uid,omitempty"`
+	// GenerationBefore is the workload's generation when the operation was
+	// recorded.
+	// +optional
+	GenerationBefore int64 `json:"generationBefore,omitempty"`
+	// AppliedGeneration is the workload's generation once the operation's
+	// write was made; 0 until then.
+	// +optional
+	AppliedGeneration int64 `json:"appliedGeneration,omitempty"`
+	// Entry is what the operation writes: the migration's entry as it is
+	// written into the template, none for a revert.
+	// +optional
+	Entry *PlacementSnapshot `json:"entry,omitempty"`
+	// Previous is the migration's entry before the operation, which a
+	// rollback writes back.
+	// +optional
+	Previous *PlacementSnapshot `json:"previous,omitempty"`
+	// PodsBefore are the workload's pods when the operation was recorded.
+	// +optional
+	PodsBefore *PodSetRecord `json:"podsBefore,omitempty"`
+}
+
+// CapacityStatus compares the qualifying capacity with what the constraint needs.
+type CapacityStatus struct {
+	// QualifyingNodes is how many nodes qualify.
+	QualifyingNodes int32 `json:"qualifyingNodes"`
+	// RequiredNodes is how many qualifying nodes the hard stage needs.
+	RequiredNodes int32 `json:"requiredNodes"`
+	// QualifyingDomains is how many topology domains the qualifying nodes span.
+	QualifyingDomains int32 `json:"qualifyingDomains"`
+	// RequiredDomains is how many domains the hard stage needs.
+	RequiredDomains int32 `json:"requiredDomains"`
+	// Nodes are the first qualifying nodes, by name.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:MaxLength=253
+	Nodes []string `json:"nodes,omitempty"`
+	// Summary is "found/needed" of the scarcer of nodes and domains, for
+	// kubectl's Capacity column.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Summary string `json:"summary,omitempty"`
+}
+
+// TargetStatus is what the migration knows about one workload.
+type TargetStatus struct {
+	// Kind is Deployment or StatefulSet.
+	Kind WorkloadKind `json:"kind"`
+	// Name is the workload's name.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// UID is the workload's uid.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	UID string `json:"uid,omitempty"`
+	// Stage is the stage of the migration's entry the live template carries.
+	// +optional
+	// +kubebuilder:validation:Enum=None;Soft;Hard
+	Stage Stage `json:"stage,omitempty"`
+	// Verified is the stage last verified on the workload and when: the
+	// soft stage's soak counts from it.
+	// +optional
+	Verified *StageMilestone `json:"verified,omitempty"`
+	// Before is the workload's anti-affinity and spread constraints as found
+	// before the migration first changed it, kept for audit.
+	// +optional
+	Before *PlacementSnapshot `json:"before,omitempty"`
+	// Applied is the migration's entry in the workload's pod template at
+	// the verified stage, exactly as written: with the matchLabelKeys the
+	// operator adds by default (see
+	// spec.constraint.topologySpread.revisionScope). Drift is judged
+	// against it.
+	// +optional
+	Applied *PlacementSnapshot `json:"applied,omitempty"`
+	// Pods are the workload's pods when its last stage was verified: the
+	// soak's guards compare with them.
+	// +optional
+	Pods *PodSetRecord `json:"pods,omitempty"`
+	// Stages records the last stages applied: when, how they ended, and
+	// the pods before and after.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=4
+	Stages []StageRecord `json:"stages,omitempty"`
+}
+
+// StageMilestone is a stage and when it was reached.
+type StageMilestone struct {
+	// Stage is Soft or Hard.
+	// +kubebuilder:validation:Enum=None;Soft;Hard
+	Stage Stage `json:"stage"`
+	// At is when it was verified.
+	At metav1.Time `json:"at"`
+}
+
+// StageOutcome is how a stage ended.
+// +kubebuilder:validation:Enum=Verified;RolledBack;Superseded
+type StageOutcome string
+
+const (
+	OutcomeVerified   StageOutcome = "Verified"
+	OutcomeRolledBack StageOutcome = "RolledBack"
+	// OutcomeSuperseded is a stage that ended because the spec changed.
+	OutcomeSuperseded StageOutcome = "Superseded"
+)
+
+// StageRecord is the history of one stage on one workload.
+type StageRecord struct {
+	// Stage is Soft or Hard.
+	// +kubebuilder:validation:Enum=None;Soft;Hard
+	Stage Stage `json:"stage"`
+	// StartedAt is when the stage was applied.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// CompletedAt is when the stage was verified or rolled back.
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// Outcome is how the stage ended.
+	// +optional
+	Outcome StageOutcome `json:"outcome,omitempty"`
+	// PodsBefore and PodsAfter summarise the pods before the stage and
+	// when it ended.
+	// +optional
+	PodsBefore *PodSetSummary `json:"podsBefore,omitempty"`
+	// +optional
+	PodsAfter *PodSetSummary `json:"podsAfter,omitempty"`
+}
+
+// PodSetSummary identifies a set of pod incarnations: the digest changes
+// when a pod is recreated, added, removed or restarted.
+type PodSetSummary struct {
+	// Count is how many pods the set holds.
+	Count int32 `json:"count"`
+	// Restarts is the sum of their containers' restart counts.
+	Restarts int32 `json:"restarts"`
+	// Digest hashes every pod's uid and restart count.
+	// +kubebuilder:validation:MaxLength=64
+	Digest string `json:"digest"`
+}
+
+// PodSetRecord is a set of pods observed at one moment: a summary of every
+// pod, the pods that had restarted by then with their counts (a pod not
+// listed had none, unless the list is marked incomplete), and the first
+// pods by name for people to read.
+type PodSetRecord struct {
+	PodSetSummary `json:",inline"`
+	// ObservedAt is when the pods were observed.
+	ObservedAt metav1.Time `json:"observedAt"`
+	// Restarted are the pods that had restarted, with their counts.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Restarted []PodRestarts `json:"restarted,omitempty"`
+	// RestartedIncomplete is true when more pods had restarted than
+	// Restarted holds: the guards then detect later restarts of the others
+	// from their containers' start times, one restart each.
+	// +optional
+	RestartedIncomplete bool `json:"restartedIncomplete,omitempty"`
+	// Pods are the first pods by name.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Pods []PodObservation `json:"pods,omitempty"`
+}
+
+// PodRestarts is a pod's restart count at an observation.
+type PodRestarts struct {
+	// UID of the pod.
+	// +kubebuilder:validation:MaxLength=64
+	UID string `json:"uid"`
+	// Restarts is the sum of the restart counts of the pod's containers.
+	Restarts int32 `json:"restarts"`
+}
+
+// PodObservation identifies one incarnation of a pod: a recreated pod has a
+// new uid and creationTimestamp, a restarted one a higher restart count.
+type PodObservation struct {
+	// Name of the pod.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// UID of the pod.
+	// +kubebuilder:validation:MaxLength=64
+	UID string `json:"uid"`
+	// CreationTimestamp of the pod.
+	CreationTimestamp metav1.Time `json:"creationTimestamp"`
+	// Restarts is the sum of the restart counts of the pod's containers.
+	Restarts int32 `json:"restarts"`
+	// NodeName is where the pod ran.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	NodeName string `json:"nodeName,omitempty"`
+}
+
+// HazardSeverity separates findings that stop a migration from notes.
+// +kubebuilder:validation:Enum=Blocking;Info
+type HazardSeverity string
+
+const (
+	SeverityBlocking HazardSeverity = "Blocking"
+	SeverityInfo     HazardSeverity = "Info"
+)
+
+// Hazard is one finding of the feasibility analysis.
+type Hazard struct {
+	// Type is a stable name such as RolloutDeadlock or SelectorOverlap.
+	// +kubebuilder:validation:MaxLength=64
+	Type string `json:"type"`
+	// Severity is Blocking or Info.
+	Severity HazardSeverity `json:"severity"`
+	// Target is the workload the finding is about, as Kind/name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=320
+	Target string `json:"target,omitempty"`
+	// Message says what was found and what change would fix it.
+	// +kubebuilder:validation:MaxLength=2048
+	Message string `json:"message"`
+}
+
+// TargetPlan is the change the next stage makes to one workload.
+type TargetPlan struct {
+	// Kind is Deployment or StatefulSet.
+	Kind WorkloadKind `json:"kind"`
+	// Name is the workload's name.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Stage is the stage the change applies.
+	// +kubebuilder:validation:Enum=Soft;Hard
+	Stage Stage `json:"stage"`
+	// Change describes the fields added or replaced, in words.
+	// +kubebuilder:validation:MaxLength=1024
+	Change string `json:"change"`
+	// Recreates are the first pods the change would recreate.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=5
+	// +kubebuilder:validation:items:MaxLength=253
+	Recreates []string `json:"recreates,omitempty"`
+	// RecreatesCount is how many pods the change would recreate.
+	// +optional
+	RecreatesCount int32 `json:"recreatesCount,omitempty"`
+	// PredictedPlacement says, for a hard spread, where the rollout of the
+	// hard stage can leave the workload's pods, per domain.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	PredictedPlacement string `json:"predictedPlacement,omitempty"`
+}

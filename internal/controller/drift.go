@@ -1,0 +1,169 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/workloadpatch"
+)
+
+// maxDriftCorrections is how often an entry removed by another writer is
+// written again before the migration stalls and asks a person.
+const maxDriftCorrections = 3
+
+// watchDrift keeps every verified entry in place: a writer that removes or
+// changes one is named, and the entry is written again with backoff, at
+// most three times. The re-write is an operation like any other: recorded,
+// written, verified.
+func (s *scope) watchDrift(ctx context.Context) (outcome, bool, error) {
+	pm := s.pm
+	var drifted []*target
+	for _, t := range s.targets {
+		ts := s.status(t.ref)
+		if s.verified(t) != placement.StageNone && !placement.Carries(&t.Template().Spec, entryOf(ts.Applied)) {
+			drifted = append(drifted, t)
+		}
+	}
+	if len(drifted) == 0 {
+		return outcome{}, false, nil
+	}
+	first := drifted[0]
+	stage := s.verified(first)
+	writer, err := s.r.lastWriter(ctx, first.Object(), s.manager)
+	if err != nil {
+		return outcome{}, true, err
+	}
+	what := fmt.Sprintf("%s no longer carries the %s constraint; last changed by field manager %q", first, stage, writer)
+	if pm.Status.DriftCorrections >= maxDriftCorrections {
+		msg := fmt.Sprintf("%s, after %d re-applies. Commit the constraint where %s is defined (its chart or Git source) so that %q stops removing it, then set the %s annotation",
+			what, pm.Status.DriftCorrections, first, writer, pgv1.RetryAnnotation)
+		setCondition(pm, s.now, pgv1.ConditionConstraintInSync, metav1.ConditionFalse, pgv1.ReasonDriftRetriesExceeded, msg)
+		return outcome{phase: pgv1.PhaseFailed, reason: pgv1.ReasonDriftRetriesExceeded, message: msg,
+			events: []note{{kind: corev1.EventTypeWarning, reason: pgv1.ReasonDriftRetriesExceeded, message: msg}}}, true, nil
+	}
+	backoff := 5 * time.Second << pm.Status.DriftCorrections
+	c := meta.FindStatusCondition(pm.Status.Conditions, pgv1.ConditionConstraintInSync)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != pgv1.ReasonDrifted {
+		msg := fmt.Sprintf("%s; writing it again after %s", what, backoff)
+		setCondition(pm, s.now, pgv1.ConditionConstraintInSync, metav1.ConditionFalse, pgv1.ReasonDrifted, msg)
+		return outcome{phase: pm.Status.Phase, reason: pgv1.ReasonDrifted, message: msg, after: backoff,
+			events: []note{{kind: corev1.EventTypeWarning, reason: pgv1.ReasonDrifted, message: what}}}, true, nil
+	}
+	if wait := c.LastTransitionTime.Add(backoff).Sub(s.now); wait > 0 {
+		return outcome{phase: pm.Status.Phase, reason: pgv1.ReasonDrifted, message: c.Message, after: wait}, true, nil
+	}
+	if o, ok := s.checkOthers(drifted, pm.Status.Phase); ok {
+		return o, true, nil
+	}
+	op := s.newOperation(pgv1.ActionReapply, s.carried(first, s.status(first.ref)), stage)
+	for _, t := range drifted {
+		ts := s.status(t.ref)
+		op.Targets = append(op.Targets, s.operationTarget(t, entryOf(ts.Applied), t.entry(s.carried(t, ts))))
+	}
+	pm.Status.DriftCorrections++
+	msg := fmt.Sprintf("%s; writing it again (%d of %d)", what, pm.Status.DriftCorrections, maxDriftCorrections)
+	setCondition(pm, s.now, pgv1.ConditionConstraintInSync, metav1.ConditionFalse, pgv1.ReasonDrifted, msg)
+	return s.recordIntent(op, outcome{phase: applyingPhase(stage), reason: pgv1.ReasonDrifted, message: msg,
+		events: []note{{kind: corev1.EventTypeWarning, reason: pgv1.ReasonDrifted, message: msg}}}), true, nil
+}
+
+// adoptUnverified verifies, without writing, a stage a target carries
+// that no verified record covers: the record of a write was lost (the
+// operator died before recording it, or someone cleared the status). The
+// stage is verified and, for Soft, soaked again before anything stronger.
+func (s *scope) adoptUnverified() (outcome, bool) {
+	var group []*target
+	var stage placement.Stage
+	for _, t := range s.targets {
+		carried := t.rendered.StageOf(&t.Template().Spec, t.Selector())
+		if rank(carried) <= rank(s.verified(t)) {
+			continue
+		}
+		if group == nil {
+			stage = carried
+		}
+		if carried == stage {
+			group = append(group, t)
+		}
+	}
+	if len(group) == 0 {
+		return outcome{}, false
+	}
+	if o, ok := s.checkOthers(group, pgv1.PhaseVerifying); ok {
+		return o, true
+	}
+	op := s.newOperation(pgv1.ActionVerify, s.verified(group[0]), stage)
+	for _, t := range group {
+		op.Targets = append(op.Targets, s.operationTarget(t, t.entry(stage), t.entry(s.verified(t))))
+	}
+	return s.recordIntent(op, outcome{phase: pgv1.PhaseVerifying, reason: pgv1.ReasonUnverified, message: fmt.Sprintf(
+		"%s carries the %s stage, but no verified record of it was found; verifying it (and soaking a Soft stage) before anything stronger", targetNames(group), stage)}), true
+}
+
+// releaseRemoved handles workloads that stopped being targets: with
+// onDelete Revert their entry is removed (a recorded operation like any
+// write), with Retain they are forgotten and keep it.
+func (s *scope) releaseRemoved(gone []pgv1.TargetStatus) outcome {
+	var names []string
+	for _, ts := range gone {
+		names = append(names, string(ts.Kind)+"/"+ts.Name)
+	}
+	if s.pm.Spec.OnDelete != pgv1.DeletionRevert {
+		for _, ts := range gone {
+			s.forget(ts.Kind, ts.Name)
+		}
+		return outcome{phase: pgv1.PhasePending, reason: pgv1.ReasonTargetRemoved,
+			message: fmt.Sprintf("%s no longer selected; the constraint stays on it (onDelete: Retain)", strings.Join(names, ", "))}
+	}
+	op := s.newOperation(pgv1.ActionRevert, placement.StageOfEntry(entryOf(gone[0].Applied)), placement.StageNone)
+	for _, ts := range gone {
+		op.Targets = append(op.Targets, pgv1.OperationTarget{Kind: ts.Kind, Name: ts.Name, UID: ts.UID, Previous: ts.Applied})
+	}
+	return s.recordIntent(op, outcome{phase: pgv1.PhasePending, reason: pgv1.ReasonTargetRemoved,
+		message: fmt.Sprintf("%s no longer selected; removing the constraint from it (onDelete: Revert)", strings.Join(names, ", "))})
+}
+
+// lastWriter names the field manager that changed the workload last, from
+// its managed fields, which the cache does not keep. Managed fields carry
+// times to the second only, so among writers of the same second the one
+// that now owns placement fields of the pod template is taken: that is who
+// replaced ours.
+func (r *PlacementMigrationReconciler) lastWriter(ctx context.Context, obj client.Object, ours string) (string, error) {
+	live := obj.DeepCopyObject().(client.Object)
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+		return "", fmt.Errorf("read managed fields of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	writer, newest, placementOwner := "unknown", time.Time{}, false
+	for _, mf := range live.GetManagedFields() {
+		if mf.Manager == ours || mf.Subresource != "" || mf.Time == nil {
+			continue
+		}
+		if _, migration := workloadpatch.MigrationOf(mf.Manager); migration && !ownsPlacementFields(mf) {
+			continue
+		}
+		owns := ownsPlacementFields(mf)
+		if mf.Time.Time.After(newest) || (mf.Time.Time.Equal(newest) && owns && !placementOwner) {
+			writer, newest, placementOwner = mf.Manager, mf.Time.Time, owns
+		}
+	}
+	return writer, nil
+}
+
+// ownsPlacementFields reports whether a managed fields entry holds pod
+// anti-affinity or spread constraints.
+func ownsPlacementFields(mf metav1.ManagedFieldsEntry) bool {
+	if mf.FieldsV1 == nil {
+		return false
+	}
+	raw := string(mf.FieldsV1.Raw)
+	return strings.Contains(raw, `"f:podAntiAffinity"`) || strings.Contains(raw, `"f:topologySpreadConstraints"`)
+}

@@ -1,0 +1,99 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/metrics"
+	"github.com/placement-guard/placement-guard/internal/placement"
+)
+
+// finalize restores, for onDelete: Revert, what the targets had before the
+// migration, then lets the migration go. The revert is a recorded
+// operation like any write; it replaces an operation in flight, whose
+// targets it reverts too. Releasing the migration's fields gives back the
+// template as found, other managers' and other migrations' fields intact.
+func (s *scope) finalize(ctx context.Context) (outcome, error) {
+	pm := s.pm
+	metrics.Forget(pm.Namespace, pm.Name)
+	if !controllerutil.ContainsFinalizer(pm, pgv1.RevertFinalizer) {
+		return outcome{}, nil
+	}
+	op := pm.Status.Operation
+	if op == nil || op.Action != pgv1.ActionRevert {
+		revert := s.newOperation(pgv1.ActionRevert, placement.Stage(s.weakestRecorded()), placement.StageNone)
+		for _, ts := range pm.Status.Targets {
+			if ts.Applied != nil || (ts.Stage != "" && ts.Stage != pgv1.StageNone) {
+				revert.Targets = append(revert.Targets, pgv1.OperationTarget{Kind: ts.Kind, Name: ts.Name, UID: ts.UID, Previous: ts.Applied})
+			}
+		}
+		if op != nil {
+			for _, ot := range op.Targets {
+				if !hasTarget(revert, ot.Kind, ot.Name) {
+					revert.Targets = append(revert.Targets, pgv1.OperationTarget{Kind: ot.Kind, Name: ot.Name, UID: ot.UID, Previous: ot.Entry})
+				}
+			}
+		}
+		if len(revert.Targets) > 0 {
+			return s.recordIntent(revert, outcome{phase: pm.Status.Phase, reason: pgv1.ReasonTargetRemoved,
+				message: fmt.Sprintf("Deleting: removing the constraint from %d workload(s) (onDelete: Revert)", len(revert.Targets))}), nil
+		}
+	} else if len(unwritten(op)) > 0 {
+		return s.write(ctx, op, unwritten(op))
+	}
+	patch := client.MergeFrom(pm.DeepCopy())
+	controllerutil.RemoveFinalizer(pm, pgv1.RevertFinalizer)
+	if err := s.r.Patch(ctx, pm, patch); err != nil {
+		return outcome{}, fmt.Errorf("remove finalizer of PlacementMigration %s/%s: %w", pm.Namespace, pm.Name, err)
+	}
+	n := 0
+	if op != nil {
+		n = len(op.Targets)
+	}
+	return outcome{phase: pm.Status.Phase, reason: pgv1.ReasonTargetRemoved,
+		events: []note{{kind: corev1.EventTypeNormal, reason: "Reverted", message: fmt.Sprintf("Removed the constraint from %d workload(s) (onDelete: Revert)", n)}}}, nil
+}
+
+func hasTarget(op *pgv1.Operation, kind pgv1.WorkloadKind, name string) bool {
+	for _, ot := range op.Targets {
+		if ot.Kind == kind && ot.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// weakestRecorded is the weakest stage status records on any target.
+func (s *scope) weakestRecorded() pgv1.Stage {
+	weakest := pgv1.StageHard
+	for _, ts := range s.pm.Status.Targets {
+		if rank(placement.Stage(ts.Stage)) < rank(placement.Stage(weakest)) {
+			weakest = ts.Stage
+		}
+	}
+	return weakest
+}
+
+// syncFinalizer keeps the revert finalizer exactly on migrations whose
+// onDelete is Revert.
+func (r *PlacementMigrationReconciler) syncFinalizer(ctx context.Context, pm *pgv1.PlacementMigration) error {
+	want := pm.Spec.OnDelete == pgv1.DeletionRevert
+	if want == controllerutil.ContainsFinalizer(pm, pgv1.RevertFinalizer) || !pm.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	patch := client.MergeFrom(pm.DeepCopy())
+	if want {
+		controllerutil.AddFinalizer(pm, pgv1.RevertFinalizer)
+	} else {
+		controllerutil.RemoveFinalizer(pm, pgv1.RevertFinalizer)
+	}
+	if err := r.Patch(ctx, pm, patch); err != nil {
+		return fmt.Errorf("update finalizer of PlacementMigration %s/%s: %w", pm.Namespace, pm.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,238 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/workloadpatch"
+)
+
+// The operation journal. Every write to a workload is recorded in status
+// (what is written where, and what was there) by one reconcile, and made
+// by the next, which reads the record back. The record is written with an
+// optimistic lock, and the write is made only when the migration read is
+// the API server's current one, so two replicas or a stale cache never both
+// act. A write is server-side apply of the recorded entry, which is
+// idempotent: a reconcile that finds the record after a crash makes the
+// write again and changes nothing if it was made.
+
+// newOperation starts an operation record.
+func (s *scope) newOperation(action pgv1.OperationAction, from, to placement.Stage) *pgv1.Operation {
+	return &pgv1.Operation{Action: action, From: pgv1.Stage(from), Stage: pgv1.Stage(to), StartedAt: metav1.NewTime(s.now), Generation: s.pm.Generation}
+}
+
+// operationTarget records one target of an operation: its identity and
+// generation now, the entry to write and the entry it has now.
+func (s *scope) operationTarget(t *target, entry, previous *corev1.PodSpec) pgv1.OperationTarget {
+	return pgv1.OperationTarget{
+		Kind: t.ref.Kind, Name: t.ref.Name, UID: string(t.UID()), GenerationBefore: t.Generation(),
+		Entry: snapshotOf(entry), Previous: snapshotOf(previous), PodsBefore: recordOf(t.Pods, s.now),
+	}
+}
+
+// recordIntent puts the operation in status: the reconcile's status patch
+// is the journal. The write it names is made by the next reconcile.
+func (s *scope) recordIntent(op *pgv1.Operation, o outcome) outcome {
+	s.pm.Status.Operation = op
+	s.pm.Status.Plan = nil
+	return o
+}
+
+// continueOperation finishes the operation the journal records.
+func (s *scope) continueOperation(ctx context.Context, op *pgv1.Operation) (outcome, error) {
+	if op.Action != pgv1.ActionRevert {
+		if o, abandoned := s.abandonIfGone(op); abandoned {
+			return o, nil
+		}
+	}
+	if pending := unwritten(op); len(pending) > 0 {
+		return s.write(ctx, op, pending)
+	}
+	switch op.Action {
+	case pgv1.ActionRollBack:
+		return s.verifyRollback(ctx, op)
+	case pgv1.ActionRevert:
+		return s.completeRevert(ctx, op)
+	}
+	return s.verifyStage(ctx, op)
+}
+
+func unwritten(op *pgv1.Operation) []int {
+	var out []int
+	for i, ot := range op.Targets {
+		if ot.AppliedGeneration == 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// abandonIfGone drops an operation whose workload was deleted or
+// re-created since it was recorded: what it was to write was for a
+// workload that no longer exists. The migration starts over for the new
+// one.
+func (s *scope) abandonIfGone(op *pgv1.Operation) (outcome, bool) {
+	for _, ot := range op.Targets {
+		t := s.target(ot.Kind, ot.Name)
+		if t != nil && string(t.UID()) == ot.UID {
+			continue
+		}
+		s.pm.Status.Operation = nil
+		s.forget(ot.Kind, ot.Name)
+		msg := fmt.Sprintf("%s/%s was deleted or re-created while its %s operation was in flight; the migration starts over for it", ot.Kind, ot.Name, op.Action)
+		if t == nil {
+			return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonTargetNotFound, message: msg + "; " + missingMessage([]string{string(ot.Kind) + "/" + ot.Name}, s.pm.Namespace)}, true
+		}
+		return outcome{phase: pgv1.PhasePending, reason: pgv1.ReasonProgressing, message: msg}, true
+	}
+	return outcome{}, false
+}
+
+// write makes the recorded writes not made yet.
+func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (outcome, error) {
+	if err := s.r.ensureCurrent(ctx, s.pm); err != nil {
+		return outcome{}, err
+	}
+	log := logf.FromContext(ctx)
+	var written []string
+	for _, i := range pending {
+		ot := &op.Targets[i]
+		ref := pgv1.TargetRef{Kind: ot.Kind, Name: ot.Name}
+		if op.Action == pgv1.ActionVerify {
+			// Found applied: nothing to write, only to verify.
+			ot.AppliedGeneration = max(ot.GenerationBefore, 1)
+			continue
+		}
+		key := s.key(ref)
+		// A rollback undoes harm and is always written; it is counted.
+		if op.Action != pgv1.ActionRollBack && !s.r.Budget.Allow(key, s.now) {
+			return s.budgetExceeded(ref), nil
+		}
+		wt := workloadpatch.Target{Kind: placement.WorkloadKind(ot.Kind), Namespace: s.pm.Namespace, Name: ot.Name, UID: types.UID(ot.UID)}
+		ac, err := workloadpatch.ApplyConfiguration(wt, entryOf(ot.Entry))
+		if err != nil {
+			return outcome{}, err
+		}
+		log.Info("Writing the migration's entry", "migration", klog.KObj(s.pm), "target", refKey(ref), "action", op.Action,
+			"stage", op.Stage, "generation", ot.GenerationBefore, "fieldManager", s.manager)
+		if err := s.r.Apply(ctx, ac, client.FieldOwner(s.manager)); err != nil {
+			if _, field := workloadpatch.AsConflict(err); apierrors.IsConflict(err) && !field && op.Action == pgv1.ActionRevert {
+				// The uid precondition failed: the workload is gone or a
+				// new one, and carries nothing of ours.
+				ot.AppliedGeneration = 1
+				continue
+			}
+			if o, refused := s.refused(op, ref, err); refused {
+				return o, nil
+			}
+			return outcome{}, fmt.Errorf("write the %s stage into %s: %w", op.Stage, refKey(ref), err)
+		}
+		ot.AppliedGeneration = max(workloadpatch.GenerationOf(ac), 1)
+		s.r.Budget.Record(key, s.now)
+		written = append(written, refKey(ref))
+	}
+	if op.Action == pgv1.ActionVerify {
+		return s.continueOperation(ctx, op)
+	}
+	phase := applyingPhase(placement.Stage(op.Stage))
+	switch op.Action {
+	case pgv1.ActionRollBack:
+		phase = pgv1.PhaseRollingBack
+	case pgv1.ActionRevert:
+		phase = pgv1.PhasePending
+	}
+	return outcome{phase: phase, reason: pgv1.ReasonStageApplied,
+		message: fmt.Sprintf("Wrote the %s stage into %s (%s); waiting for the rollout", op.Stage, strings.Join(written, ", "), op.Action)}, nil
+}
+
+// refused handles a write the API server refused for good: a field
+// another manager owns, or a change it rejects. Nothing was written to
+// that target; targets of the operation already written are rolled back.
+func (s *scope) refused(op *pgv1.Operation, ref pgv1.TargetRef, err error) (outcome, bool) {
+	o, ok := s.refusal(ref, placement.Stage(op.Stage), err)
+	if !ok {
+		return outcome{}, false
+	}
+	if op.Action == pgv1.ActionRollBack || op.Action == pgv1.ActionRevert || len(unwritten(op)) == len(op.Targets) {
+		s.pm.Status.Operation = nil
+		return o, true
+	}
+	s.startRollback(op, o.reason, o.message)
+	return o, true
+}
+
+// refusal turns an apply the API server refused for good into an outcome.
+func (s *scope) refusal(ref pgv1.TargetRef, stage placement.Stage, err error) (outcome, bool) {
+	if c, ok := workloadpatch.AsConflict(err); ok {
+		for _, m := range c.Managers {
+			if other, ours := workloadpatch.MigrationOf(m); ours {
+				return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonTargetClaimed, message: fmt.Sprintf(
+					"%s: the %s stage would change %s, written by PlacementMigration %s; one migration writes a field at a time. Delete one of the two migrations, or spread on another key",
+					refKey(ref), stage, strings.Join(c.Fields, ", "), other)}, true
+			}
+		}
+		return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonFieldConflict, message: fmt.Sprintf(
+			"%s: the %s stage would change %s, owned by field manager %s; placement-guard never takes fields over. Remove them where %s is defined, or let that manager apply the constraint",
+			refKey(ref), stage, strings.Join(c.Fields, ", "), quoteAll(c.Managers), refKey(ref))}, true
+	}
+	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
+		return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonApplyFailed, message: truncate(err.Error(), 2048)}, true
+	}
+	return outcome{}, false
+}
+
+// budgetExceeded stalls the migration rather than write a workload again.
+func (s *scope) budgetExceeded(ref pgv1.TargetRef) outcome {
+	msg := fmt.Sprintf("%s was written %d times within %s, the operator's write budget; the write recorded in status.operation is held. Find what keeps changing the workload, then set the %s annotation to retry",
+		refKey(ref), s.r.Budget.Max, s.r.Budget.Window, pgv1.RetryAnnotation)
+	return outcome{phase: pgv1.PhaseFailed, reason: pgv1.ReasonWriteBudgetExceeded, message: msg,
+		events: []note{{kind: corev1.EventTypeWarning, reason: pgv1.ReasonWriteBudgetExceeded, message: msg}}}
+}
+
+// completeRevert ends a revert: the removed targets are forgotten.
+func (s *scope) completeRevert(ctx context.Context, op *pgv1.Operation) (outcome, error) {
+	for _, ot := range op.Targets {
+		if s.pm.DeletionTimestamp.IsZero() {
+			s.forget(ot.Kind, ot.Name)
+		}
+	}
+	s.pm.Status.Operation = nil
+	if !s.pm.DeletionTimestamp.IsZero() {
+		return s.finalize(ctx)
+	}
+	return outcome{phase: pgv1.PhasePending, reason: pgv1.ReasonTargetRemoved,
+		message: fmt.Sprintf("Removed the constraint from %d workload(s) that are no longer targets (onDelete: Revert)", len(op.Targets))}, nil
+}
+
+func applyingPhase(stage placement.Stage) pgv1.Phase {
+	if stage == placement.StageHard {
+		return pgv1.PhaseApplyingHard
+	}
+	return pgv1.PhaseApplyingSoft
+}
+
+func stageCondition(stage placement.Stage) string {
+	if stage == placement.StageHard {
+		return pgv1.ConditionHardApplied
+	}
+	return pgv1.ConditionSoftApplied
+}
+
+func quoteAll(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}

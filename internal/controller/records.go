@@ -1,0 +1,228 @@
+package controller
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+)
+
+// The records of pods the guards compare with. A record summarises every
+// pod (count, restarts, a digest of every uid and restart count), lists the
+// pods that had restarted with their counts (a pod not listed had none),
+// and the first pods by name for people. Nothing is cut silently: past the
+// lists' bounds the record says so, and the guards fall back on the
+// containers' start times for the pods it does not list.
+
+const (
+	maxRestartedListed = 16
+	maxPodsListed      = 16
+)
+
+func restarts(p *corev1.Pod) int32 {
+	var n int32
+	for _, s := range p.Status.ContainerStatuses {
+		n += s.RestartCount
+	}
+	for _, s := range p.Status.InitContainerStatuses {
+		n += s.RestartCount
+	}
+	return n
+}
+
+func observe(p *corev1.Pod) pgv1.PodObservation {
+	return pgv1.PodObservation{Name: p.Name, UID: string(p.UID), CreationTimestamp: p.CreationTimestamp, Restarts: restarts(p), NodeName: p.Spec.NodeName}
+}
+
+// summaryOf identifies a set of pod incarnations.
+func summaryOf(pods []*corev1.Pod) pgv1.PodSetSummary {
+	keys := make([]string, 0, len(pods))
+	var total int32
+	for _, p := range pods {
+		r := restarts(p)
+		total += r
+		keys = append(keys, fmt.Sprintf("%s:%d", p.UID, r))
+	}
+	sort.Strings(keys)
+	sum := sha256.Sum256([]byte(strings.Join(keys, ",")))
+	return pgv1.PodSetSummary{Count: int32(len(pods)), Restarts: total, Digest: hex.EncodeToString(sum[:8])}
+}
+
+// recordOf records pods observed at now; pods are in name order.
+func recordOf(pods []*corev1.Pod, now time.Time) *pgv1.PodSetRecord {
+	rec := &pgv1.PodSetRecord{PodSetSummary: summaryOf(pods), ObservedAt: metav1.NewTime(now)}
+	for _, p := range pods {
+		if r := restarts(p); r > 0 {
+			if len(rec.Restarted) == maxRestartedListed {
+				rec.RestartedIncomplete = true
+				continue
+			}
+			rec.Restarted = append(rec.Restarted, pgv1.PodRestarts{UID: string(p.UID), Restarts: r})
+		}
+		if len(rec.Pods) < maxPodsListed {
+			rec.Pods = append(rec.Pods, observe(p))
+		}
+	}
+	return rec
+}
+
+// restartsSince says how many restarts pod p added since the record: its
+// recorded count when the record lists it, none when the record is complete
+// and the pod existed, and, past an incomplete list, one for a pod whose
+// containers (re)started since.
+func restartsSince(rec *pgv1.PodSetRecord, p *corev1.Pod) int32 {
+	now := restarts(p)
+	if rec == nil {
+		return 0
+	}
+	for _, r := range rec.Restarted {
+		if r.UID == string(p.UID) {
+			return now - r.Restarts
+		}
+	}
+	if !p.CreationTimestamp.Before(&rec.ObservedAt) || !rec.RestartedIncomplete {
+		return now
+	}
+	if now > 0 && lastStart(p).After(rec.ObservedAt.Time) {
+		return 1
+	}
+	return 0
+}
+
+// lastStart is when the pod's containers last (re)started: the latest
+// running container's start, or the pod's creation without one.
+func lastStart(p *corev1.Pod) time.Time {
+	t := p.CreationTimestamp.Time
+	for _, s := range p.Status.ContainerStatuses {
+		if s.State.Running != nil && s.State.Running.StartedAt.After(t) {
+			t = s.State.Running.StartedAt.Time
+		}
+		if s.LastTerminationState.Terminated != nil && s.LastTerminationState.Terminated.FinishedAt.After(t) {
+			t = s.LastTerminationState.Terminated.FinishedAt.Time
+		}
+	}
+	return t
+}
+
+func podReady(p *corev1.Pod) (bool, time.Time) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue, c.LastTransitionTime.Time
+		}
+	}
+	return false, time.Time{}
+}
+
+// unstable says why pods are not yet fit for a stage and when that can
+// change; "" when they are. A pod must be Ready and its containers must
+// have run without a restart for minAge: a crash-looping pod that is Ready
+// for a moment does not pass. Messages give times, not ages, so that they
+// do not change while nothing does.
+func unstable(pods []*corev1.Pod, minAge time.Duration, now time.Time) (string, time.Time) {
+	var reasons []string
+	var next time.Time
+	for _, p := range pods {
+		ready, since := podReady(p)
+		if !ready {
+			reasons = append(reasons, p.Name+" is not Ready")
+			continue
+		}
+		stableAt := lastStart(p)
+		if since.After(stableAt) {
+			stableAt = since
+		}
+		stableAt = stableAt.Add(minAge)
+		if now.Before(stableAt) {
+			reasons = append(reasons, fmt.Sprintf("%s is stable at %s (guards.minPodAge %s since it became Ready or last started)", p.Name, stableAt.UTC().Format(time.RFC3339), minAge))
+			if next.IsZero() || stableAt.Before(next) {
+				next = stableAt
+			}
+		}
+	}
+	if len(reasons) == 0 {
+		return "", time.Time{}
+	}
+	sort.Strings(reasons)
+	return "Waiting for stable target pods: " + firstFew(reasons, 3), next
+}
+
+// protectedChanged compares the protected pods recorded when the operation
+// started with the live ones: a pod gone, recreated or restarted.
+func protectedChanged(rec *pgv1.PodSetRecord, live []*corev1.Pod) string {
+	if rec == nil || summaryOf(live) == rec.PodSetSummary {
+		return ""
+	}
+	byName := map[string]*corev1.Pod{}
+	for _, p := range live {
+		byName[p.Name] = p
+	}
+	var changes []string
+	listed := map[string]bool{}
+	for _, o := range rec.Pods {
+		listed[o.Name] = true
+		p, ok := byName[o.Name]
+		switch {
+		case !ok:
+			changes = append(changes, fmt.Sprintf("%s (uid %s) is gone", o.Name, o.UID))
+		case string(p.UID) != o.UID:
+			changes = append(changes, fmt.Sprintf("%s was recreated (uid %s, was %s)", o.Name, p.UID, o.UID))
+		case restarts(p) != o.Restarts:
+			changes = append(changes, fmt.Sprintf("%s restarted (%d restarts, was %d)", o.Name, restarts(p), o.Restarts))
+		}
+	}
+	for _, p := range live {
+		if listed[p.Name] {
+			continue
+		}
+		if !p.CreationTimestamp.Before(&rec.ObservedAt) {
+			changes = append(changes, fmt.Sprintf("%s was created since %s", p.Name, rec.ObservedAt.UTC().Format(time.RFC3339)))
+		} else if restartsSince(rec, p) > 0 {
+			changes = append(changes, fmt.Sprintf("%s restarted", p.Name))
+		}
+	}
+	if n := int32(len(live)); n < rec.Count && len(changes) == 0 {
+		changes = append(changes, fmt.Sprintf("%d of %d are gone", rec.Count-n, rec.Count))
+	}
+	if len(changes) == 0 {
+		return ""
+	}
+	sort.Strings(changes)
+	return firstFew(changes, 3)
+}
+
+// unschedulableByConstraint returns the pods the scheduler keeps Pending
+// because of a constraint of our kind, with how long they have waited;
+// pods Pending for other reasons (no room at all) are not ours to judge.
+func unschedulableByConstraint(pods []*corev1.Pod, phrases []string, now time.Time) (string, time.Duration) {
+	var longest time.Duration
+	var worst string
+	for _, p := range pods {
+		for _, cond := range p.Status.Conditions {
+			if cond.Type != corev1.PodScheduled || cond.Status != corev1.ConditionFalse || cond.Reason != corev1.PodReasonUnschedulable {
+				continue
+			}
+			for _, phrase := range phrases {
+				if strings.Contains(cond.Message, phrase) {
+					if waited := now.Sub(cond.LastTransitionTime.Time); worst == "" || waited > longest {
+						longest, worst = waited, fmt.Sprintf("pod %s is Pending: %s", p.Name, cond.Message)
+					}
+				}
+			}
+		}
+	}
+	return worst, longest
+}
+
+func firstFew(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, "; ")
+	}
+	return strings.Join(items[:n], "; ") + fmt.Sprintf(" and %d more", len(items)-n)
+}

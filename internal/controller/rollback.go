@@ -1,0 +1,133 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/metrics"
+	"github.com/placement-guard/placement-guard/internal/placement"
+)
+
+// startRollback replaces the operation in flight by its undoing: the
+// targets it wrote get back the entry they had before it. Like any
+// write, the rollback is recorded first and made by the next reconcile.
+func (s *scope) startRollback(op *pgv1.Operation, reason, cause string) outcome {
+	back := s.newOperation(pgv1.ActionRollBack, placement.Stage(op.Stage), placement.Stage(op.From))
+	back.Reason, back.Message = reason, truncate(cause, 1024)
+	for _, ot := range op.Targets {
+		if ot.AppliedGeneration == 0 {
+			continue
+		}
+		t := s.target(ot.Kind, ot.Name)
+		back.Targets = append(back.Targets, pgv1.OperationTarget{
+			Kind: ot.Kind, Name: ot.Name, UID: ot.UID, GenerationBefore: t.Generation(),
+			Entry: ot.Previous, Previous: ot.Entry, PodsBefore: recordOf(t.Pods, s.now),
+		})
+	}
+	metrics.CountRollback(reason)
+	metrics.ObserveStage(string(op.Stage), "rolledBack", s.now.Sub(op.StartedAt.Time))
+	setCondition(s.pm, s.now, stageCondition(placement.Stage(op.Stage)), metav1.ConditionFalse, pgv1.ReasonRolledBack, "Rolling back: "+cause)
+	msg := fmt.Sprintf("Rolling the %s stage back to %s: %s", op.Stage, restoredName(back.Stage), cause)
+	if len(back.Targets) == 0 {
+		s.pm.Status.Operation = nil
+		return s.rolledBack(back)
+	}
+	return s.recordIntent(back, outcome{phase: pgv1.PhaseRollingBack, reason: pgv1.ReasonRollingBack, message: msg,
+		events: []note{{kind: corev1.EventTypeWarning, reason: reason, message: msg}}})
+}
+
+// rollbackSoak rolls back a soft stage whose soak found it hurting: the
+// soaking targets get back what they had before it.
+func (s *scope) rollbackSoak(group []*target, reason, cause string) outcome {
+	op := s.newOperation(pgv1.ActionApplyStage, placement.StageNone, placement.StageSoft)
+	for _, t := range group {
+		ot := s.operationTarget(t, t.entry(placement.StageSoft), nil)
+		ot.AppliedGeneration = t.Generation()
+		op.Targets = append(op.Targets, ot)
+	}
+	return s.startRollback(op, reason, cause)
+}
+
+// verifyRollback ends a rollback once the restored template rolled out: a
+// rollback is complete only then. An OrderedReady StatefulSet does not
+// replace a pod that never became Ready, so a pod stuck Pending with the
+// rolled-back template is named, or evicted when the spec allows.
+func (s *scope) verifyRollback(ctx context.Context, op *pgv1.Operation) (outcome, error) {
+	var waiting []string
+	for _, ot := range op.Targets {
+		t := s.target(ot.Kind, ot.Name)
+		if t.Generation() < ot.AppliedGeneration {
+			return outcome{phase: pgv1.PhaseRollingBack, reason: pgv1.ReasonRollingBack,
+				message: fmt.Sprintf("%s: waiting to observe generation %d", t, ot.AppliedGeneration)}, nil
+		}
+		progress := t.Progress(ot.AppliedGeneration)
+		if progress.Done {
+			continue
+		}
+		if progress.StuckPod != "" {
+			return s.unstick(ctx, op, t, progress.StuckPod)
+		}
+		waiting = append(waiting, progress.Message)
+	}
+	if len(waiting) > 0 {
+		return outcome{phase: pgv1.PhaseRollingBack, reason: pgv1.ReasonRollingBack,
+			message: fmt.Sprintf("Rolling the %s stage back (%s): %s", op.From, op.Message, firstFew(waiting, 3))}, nil
+	}
+	at := metav1.NewTime(s.now)
+	for _, ot := range op.Targets {
+		t := s.target(ot.Kind, ot.Name)
+		ts := s.status(t.ref)
+		ts.Applied = ot.Entry
+		ts.Stage = op.Stage
+		if op.Stage == pgv1.StageNone {
+			ts.Verified = nil
+		} else if ts.Verified == nil || ts.Verified.Stage != op.Stage {
+			ts.Verified = &pgv1.StageMilestone{Stage: op.Stage, At: at}
+		}
+		ts.Stages = appendRecord(ts.Stages, pgv1.StageRecord{Stage: op.From, StartedAt: &op.StartedAt, CompletedAt: &at, Outcome: pgv1.OutcomeRolledBack,
+			PodsBefore: summaryPtr(ot.PodsBefore), PodsAfter: ptrTo(summaryOf(t.Pods))})
+	}
+	s.pm.Status.Operation = nil
+	s.pm.Status.Stage = s.weakestVerified()
+	return s.rolledBack(op), nil
+}
+
+// rolledBack is the end of a rollback: the migration stalls with its cause
+// until a person fixes it and edits the spec or asks for a retry.
+func (s *scope) rolledBack(op *pgv1.Operation) outcome {
+	return outcome{phase: pgv1.PhaseRolledBack, reason: op.Reason, message: fmt.Sprintf(
+		"Rolled the %s stage back to %s: %s. Fix the cause, then set the %s annotation (or edit the spec) to try again",
+		op.From, restoredName(op.Stage), op.Message, pgv1.RetryAnnotation)}
+}
+
+// unstick names the pod an OrderedReady StatefulSet waits for, or evicts
+// it when guards.evictStuckPods allows.
+func (s *scope) unstick(ctx context.Context, op *pgv1.Operation, t *target, pod string) (outcome, error) {
+	if !s.pm.Spec.EvictStuck() {
+		return outcome{phase: pgv1.PhaseRollingBack, reason: pgv1.ReasonStuckPod, message: fmt.Sprintf(
+			"%s: pod %s is not Ready and the StatefulSet controller does not replace it (kubernetes#67250), so the restored template cannot roll out: delete pod %s, or set spec.guards.evictStuckPods",
+			t, pod, pod)}, nil
+	}
+	logf.FromContext(ctx).Info("Evicting a stuck pod", "migration", klog.KObj(s.pm), "target", t.String(), "pod", pod)
+	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: s.pm.Namespace, Name: pod}}
+	if err := s.r.SubResource("eviction").Create(ctx, &corev1.Pod{ObjectMeta: ev.ObjectMeta}, ev); err != nil && !apierrors.IsNotFound(err) {
+		return outcome{}, fmt.Errorf("evict pod %s/%s blocking the rollback of %s: %w", s.pm.Namespace, pod, t, err)
+	}
+	return outcome{phase: pgv1.PhaseRollingBack, reason: pgv1.ReasonStuckPod,
+		message: fmt.Sprintf("%s: evicted pod %s, which the StatefulSet controller would not replace (guards.evictStuckPods)", t, pod)}, nil
+}
+
+func restoredName(st pgv1.Stage) string {
+	if st == pgv1.StageSoft {
+		return "the Soft stage"
+	}
+	return "what the targets carried before"
+}
