@@ -96,7 +96,7 @@ type PlacementMigrationStatus struct {
 	// current operation started; each must keep its uid and restart count
 	// until the stage is verified.
 	// +optional
-	ProtectedPods *PodSetRecord `json:"protectedPods,omitempty"`
+	ProtectedPods *ProtectedPodsRecord `json:"protectedPods,omitempty"`
 
 	// DriftCorrections counts how often the constraint was re-applied after
 	// another writer removed or changed it; after three the migration stalls.
@@ -329,9 +329,8 @@ type PodSetSummary struct {
 }
 
 // PodSetRecord is a set of pods observed at one moment: a summary of every
-// pod, the pods that had restarted by then with their counts (a pod not
-// listed had none, unless the list is marked incomplete), and the first
-// pods by name for people to read.
+// pod and the pods that had restarted by then with their counts (a pod not
+// listed had none, unless the list is marked incomplete).
 type PodSetRecord struct {
 	PodSetSummary `json:",inline"`
 	// ObservedAt is when the pods were observed.
@@ -346,6 +345,12 @@ type PodSetRecord struct {
 	// from their containers' start times, one restart each.
 	// +optional
 	RestartedIncomplete bool `json:"restartedIncomplete,omitempty"`
+}
+
+// ProtectedPodsRecord is the record of the protected pods, with the first
+// of them by name, so that a message can say which one changed.
+type ProtectedPodsRecord struct {
+	PodSetRecord `json:",inline"`
 	// Pods are the first pods by name.
 	// +optional
 	// +listType=atomic

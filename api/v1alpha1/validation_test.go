@@ -174,7 +174,7 @@ var _ = Describe("PlacementMigration validation", func() {
 			func() map[string]any {
 				s := validSpec()
 				delete(s, "targets")
-				s["targetSelector"] = map[string]any{"kinds": []any{}, "selector": map[string]any{}}
+				s["targetSelector"] = map[string]any{"kinds": []any{}, "selector": map[string]any{"matchLabels": map[string]any{"app": "x"}}}
 				return s
 			}(),
 			"should have at least 1 items"),
@@ -189,6 +189,40 @@ var _ = Describe("PlacementMigration validation", func() {
 		Entry("an unknown revisionScope",
 			spreadSpec(map[string]any{"topologyKey": "topology.kubernetes.io/zone", "revisionScope": "Latest"}),
 			`supported values: "NewRevision", "AllRevisions"`),
+		Entry("an empty targetSelector.selector, which would select every workload",
+			func() map[string]any {
+				s := validSpec()
+				delete(s, "targets")
+				s["targetSelector"] = map[string]any{"selector": map[string]any{}}
+				return s
+			}(),
+			"targetSelector.selector needs at least one matchLabels or matchExpressions entry"),
+		Entry("a targetSelector with empty matchLabels",
+			func() map[string]any {
+				s := validSpec()
+				delete(s, "targets")
+				s["targetSelector"] = map[string]any{"selector": map[string]any{"matchLabels": map[string]any{}}}
+				return s
+			}(),
+			"targetSelector.selector needs at least one matchLabels or matchExpressions entry"),
+		Entry("a selector label key that is not a label key",
+			spreadSpec(map[string]any{"topologyKey": "topology.kubernetes.io/zone", "labelSelector": map[string]any{"matchLabels": map[string]any{"app name": "web"}}}),
+			"spec.constraint.topologySpread.labelSelector.matchLabels: Invalid value"),
+		Entry("a selector label value that is not a label value",
+			with("guards", map[string]any{"protectedPods": map[string]any{"matchLabels": map[string]any{"app": "not a value!"}}}),
+			"spec.guards.protectedPods.matchLabels[app]: Invalid value"),
+		Entry("an unknown selector operator",
+			with("capacity", map[string]any{"nodeSelector": map[string]any{"matchExpressions": []any{map[string]any{"key": "role", "operator": "Is", "values": []any{"data"}}}}}),
+			`spec.capacity.nodeSelector.matchExpressions[0].operator: Unsupported value: "Is"`),
+		Entry("In without values",
+			with("capacity", map[string]any{"nodeSelector": map[string]any{"matchExpressions": []any{map[string]any{"key": "role", "operator": "In"}}}}),
+			"operators In and NotIn need values; Exists and DoesNotExist take none"),
+		Entry("Exists with values",
+			with("capacity", map[string]any{"nodeSelector": map[string]any{"matchExpressions": []any{map[string]any{"key": "role", "operator": "Exists", "values": []any{"x"}}}}}),
+			"operators In and NotIn need values; Exists and DoesNotExist take none"),
+		Entry("a selector requirement whose key is not a label key",
+			with("capacity", map[string]any{"nodeSelector": map[string]any{"matchExpressions": []any{map[string]any{"key": "-role", "operator": "Exists"}}}}),
+			"spec.capacity.nodeSelector.matchExpressions[0].key: Invalid value"),
 		Entry("a target name longer than 253 characters",
 			with("targets", []any{map[string]any{"kind": "Deployment", "name": strings.Repeat("a", 254)}}),
 			"may not be more than 253 bytes"),

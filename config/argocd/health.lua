@@ -5,7 +5,8 @@
 --   Succeeded, Planned                   -> Healthy
 --   Blocked, RolledBack, Failed (Stalled) -> Degraded
 --   Paused                               -> Suspended
---   everything else, or a status that does not yet describe the current
+--   everything else (RollingBack included: a rollback is still at work),
+--   or a status that does not yet describe the current
 --   generation                           -> Progressing
 local hs = {}
 

@@ -80,7 +80,7 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 	for _, t := range group {
 		op.Targets = append(op.Targets, s.operationTarget(t, t.entry(stage), s.currentEntry(t)))
 	}
-	pm.Status.ProtectedPods = recordOf(protected, s.now)
+	pm.Status.ProtectedPods = protectedRecordOf(protected, s.now)
 	setCondition(pm, s.now, stageCondition(stage), metav1.ConditionFalse, pgv1.ReasonIntentRecorded, fmt.Sprintf("The %s stage is recorded and about to be written", stage))
 	return s.recordIntent(op, outcome{phase: applyingPhase(stage), reason: pgv1.ReasonIntentRecorded,
 		message: fmt.Sprintf("Recorded the %s stage for %s; writing it next", stage, targetNames(group))}), nil

@@ -55,7 +55,7 @@ func summaryOf(pods []*corev1.Pod) pgv1.PodSetSummary {
 	return pgv1.PodSetSummary{Count: int32(len(pods)), Restarts: total, Digest: hex.EncodeToString(sum[:8])}
 }
 
-// recordOf records pods observed at now; pods are in name order.
+// recordOf records pods observed at now.
 func recordOf(pods []*corev1.Pod, now time.Time) *pgv1.PodSetRecord {
 	rec := &pgv1.PodSetRecord{PodSetSummary: summaryOf(pods), ObservedAt: metav1.NewTime(now)}
 	for _, p := range pods {
@@ -66,9 +66,16 @@ func recordOf(pods []*corev1.Pod, now time.Time) *pgv1.PodSetRecord {
 			}
 			rec.Restarted = append(rec.Restarted, pgv1.PodRestarts{UID: string(p.UID), Restarts: r})
 		}
-		if len(rec.Pods) < maxPodsListed {
-			rec.Pods = append(rec.Pods, observe(p))
-		}
+	}
+	return rec
+}
+
+// protectedRecordOf records the protected pods, the first by name listed;
+// pods are in name order.
+func protectedRecordOf(pods []*corev1.Pod, now time.Time) *pgv1.ProtectedPodsRecord {
+	rec := &pgv1.ProtectedPodsRecord{PodSetRecord: *recordOf(pods, now)}
+	for _, p := range pods[:min(len(pods), maxPodsListed)] {
+		rec.Pods = append(rec.Pods, observe(p))
 	}
 	return rec
 }
@@ -155,7 +162,7 @@ func unstable(pods []*corev1.Pod, minAge time.Duration, now time.Time) (string, 
 
 // protectedChanged compares the protected pods recorded when the operation
 // started with the live ones: a pod gone, recreated or restarted.
-func protectedChanged(rec *pgv1.PodSetRecord, live []*corev1.Pod) string {
+func protectedChanged(rec *pgv1.ProtectedPodsRecord, live []*corev1.Pod) string {
 	if rec == nil || summaryOf(live) == rec.PodSetSummary {
 		return ""
 	}
@@ -183,7 +190,7 @@ func protectedChanged(rec *pgv1.PodSetRecord, live []*corev1.Pod) string {
 		}
 		if !p.CreationTimestamp.Before(&rec.ObservedAt) {
 			changes = append(changes, fmt.Sprintf("%s was created since %s", p.Name, rec.ObservedAt.UTC().Format(time.RFC3339)))
-		} else if restartsSince(rec, p) > 0 {
+		} else if restartsSince(&rec.PodSetRecord, p) > 0 {
 			changes = append(changes, fmt.Sprintf("%s restarted", p.Name))
 		}
 	}

@@ -41,6 +41,7 @@ func TestSummaryIsReadByKstatus(t *testing.T) {
 		{pgv1.PhaseSoaking, status.InProgressStatus, metav1.ConditionFalse},
 		{pgv1.PhaseApplyingHard, status.InProgressStatus, metav1.ConditionFalse},
 		{pgv1.PhaseVerifying, status.InProgressStatus, metav1.ConditionFalse},
+		{pgv1.PhaseRollingBack, status.InProgressStatus, metav1.ConditionFalse},
 		{pgv1.PhasePaused, status.InProgressStatus, metav1.ConditionFalse},
 		{pgv1.PhaseBlocked, status.FailedStatus, metav1.ConditionFalse},
 		{pgv1.PhaseRolledBack, status.FailedStatus, metav1.ConditionFalse},

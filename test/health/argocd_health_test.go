@@ -54,6 +54,7 @@ func TestArgoCDHealthOfEveryPhase(t *testing.T) {
 		{pgv1.PhaseSoaking, 2, "Progressing"},
 		{pgv1.PhaseApplyingHard, 2, "Progressing"},
 		{pgv1.PhaseVerifying, 2, "Progressing"},
+		{pgv1.PhaseRollingBack, 2, "Progressing"},
 		{pgv1.PhaseSucceeded, 2, "Healthy"},
 		{pgv1.PhasePlanned, 2, "Healthy"},
 		{pgv1.PhaseBlocked, 2, "Degraded"},

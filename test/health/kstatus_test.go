@@ -25,6 +25,7 @@ func TestKstatusVerdictOfEveryPhase(t *testing.T) {
 		{pgv1.PhaseSoaking, 2, status.InProgressStatus},
 		{pgv1.PhaseApplyingHard, 2, status.InProgressStatus},
 		{pgv1.PhaseVerifying, 2, status.InProgressStatus},
+		{pgv1.PhaseRollingBack, 2, status.InProgressStatus},
 		{pgv1.PhasePaused, 2, status.InProgressStatus},
 		{pgv1.PhaseSucceeded, 2, status.CurrentStatus},
 		{pgv1.PhasePlanned, 2, status.CurrentStatus},
