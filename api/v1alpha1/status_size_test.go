@@ -42,7 +42,7 @@ func fullStatus() pgv1.PlacementMigrationStatus {
 	st := pgv1.PlacementMigrationStatus{
 		ObservedGeneration: 1 << 40, Phase: pgv1.PhaseWaitingForCapacity, Stage: pgv1.StageSoft,
 		FieldManager: str(128, "m"), DriftCorrections: 3, LastHandledRetry: str(256, "r"),
-		Capacity: &pgv1.CapacityStatus{QualifyingNodes: 1 << 30, RequiredNodes: 1 << 30, QualifyingDomains: 1 << 30, RequiredDomains: 1 << 30, Summary: str(32, "s")},
+		Capacity:      &pgv1.CapacityStatus{QualifyingNodes: 1 << 30, RequiredNodes: 1 << 30, QualifyingDomains: 1 << 30, RequiredDomains: 1 << 30, Summary: str(32, "s")},
 		ProtectedPods: protected,
 		Operation: &pgv1.Operation{Action: pgv1.ActionRollBack, Stage: pgv1.StageSoft, From: pgv1.StageHard, Reason: str(64, "R"), Message: str(1024, "m"),
 			StartedAt: at, Generation: 1 << 40},

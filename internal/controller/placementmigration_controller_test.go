@@ -334,7 +334,9 @@ var _ = Describe("PlacementMigration reconciler", func() {
 		fc.pendingPod("web", "0/3 nodes are available: 1 node(s) were unschedulable, 2 "+placement.ReasonAntiAffinity+". preemption: not eligible.")
 		Eventually(fc.phase("web-apart"), testGrace+10*time.Second).Should(Equal(pgv1.PhaseRollingBack), fc.explain("web-apart"))
 		By("declaring the rollback done only once the restored template rolled out")
-		Eventually(func() []corev1.PodAffinityTerm { return fc.antiAffinityOf("web").RequiredDuringSchedulingIgnoredDuringExecution }).Should(BeEmpty())
+		Eventually(func() []corev1.PodAffinityTerm {
+			return fc.antiAffinityOf("web").RequiredDuringSchedulingIgnoredDuringExecution
+		}).Should(BeEmpty())
 		Consistently(fc.phase("web-apart"), "500ms").Should(Equal(pgv1.PhaseRollingBack))
 		fc.rollOut("web", "n1", "n2")
 		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseRolledBack), fc.explain("web-apart"))
@@ -460,4 +462,3 @@ func (fc *fakeCluster) webWithRoomToSpread() {
 	fc.deployment("web", 1)
 	fc.rollOut("web", "n1")
 }
-
