@@ -104,6 +104,12 @@ func (fc *fakeCluster) deployment(name string, replicas int32, mutate ...func(*a
 // the pods of older templates are gone, and the Deployment reports the
 // rollout complete.
 func (fc *fakeCluster) rollOut(name string, nodes ...string) []*corev1.Pod {
+	// A phase is reported when a write is recorded, a moment before it is
+	// made: roll out only a generation the controller has not seen.
+	Eventually(func() bool {
+		d := fc.get(name)
+		return d.Generation > d.Status.ObservedGeneration
+	}).Should(BeTrue(), "nothing new to roll out in %s", name)
 	d := fc.get(name)
 	rs := fc.replicaSet(d)
 	var old corev1.PodList
