@@ -25,7 +25,7 @@ func (s *scope) verifyStage(ctx context.Context, op *pgv1.Operation) (outcome, e
 	}
 	deadline := op.StartedAt.Add(s.pm.Spec.Timeout())
 	grace := s.r.UnschedulableGrace
-	var waiting []string
+	var waiting, notes []string
 	next := deadline
 	for _, ot := range op.Targets {
 		t := s.target(ot.Kind, ot.Name)
@@ -48,6 +48,8 @@ func (s *scope) verifyStage(ctx context.Context, op *pgv1.Operation) (outcome, e
 		}
 		if !progress.Done {
 			waiting = append(waiting, progress.Message)
+		} else if partitioned(t) {
+			notes = append(notes, progress.Message)
 		}
 	}
 	if len(waiting) > 0 {
@@ -66,6 +68,9 @@ func (s *scope) verifyStage(ctx context.Context, op *pgv1.Operation) (outcome, e
 		}
 		return outcome{phase: pgv1.PhaseVerifying, reason: pgv1.ReasonRolloutInProgress,
 			message: "Rolled out, but the placement does not yet hold: " + summary, after: deadline.Sub(s.now)}, nil
+	}
+	if len(notes) > 0 {
+		summary += "; " + strings.Join(notes, "; ")
 	}
 	return s.completeStage(op, summary), nil
 }

@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/test/utils"
+)
+
+// quietFor is how long settled migrations are watched for a write.
+const quietFor = 60 * time.Second
+
+var _ = Describe("Migrations that share workloads, once settled", Label("operator", "quiet"), func() {
+	It("write once per stage, one at a time, then nothing for a minute of pod churn; a blocked one writes nothing at all", func(ctx SpecContext) {
+		env := newEnv(ctx, "quiet")
+		_, err := env.AddZones(ctx, []string{"zone-a", "zone-b"}, 2)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(k8sClient.Create(ctx, utils.Deployment(env.Namespace, "web", env.Pool(), 2, nil))).To(Succeed())
+		Expect(k8sClient.Create(ctx, utils.Deployment(env.Namespace, "api", env.Pool(), 2, nil))).To(Succeed())
+		allRunning(ctx, env.Namespace, map[string]string{"app": "web"}, 2)
+		allRunning(ctx, env.Namespace, map[string]string{"app": "api"}, 2)
+
+		By("two compatible migrations of web: a zone spread and a hostname spread")
+		migration(ctx, env.Namespace, "web-zones", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: zoneSpread("web", 1)})
+		hosts := zoneSpread("web", 1)
+		hosts.TopologySpread.TopologyKey = corev1.LabelHostname
+		migration(ctx, env.Namespace, "web-hosts", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hosts})
+
+		By("two incompatible migrations of api: anti-affinity per host, then per zone")
+		migration(ctx, env.Namespace, "api-apart", pgv1.PlacementMigrationSpec{Targets: targetsNamed("api"), Constraint: hostnameApart(nil)})
+		Eventually(phaseOf(ctx, env.Namespace, "api-apart")).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "api-apart"))
+		zones := hostnameApart(nil)
+		zones.PodAntiAffinity.TopologyKey = utils.ZoneLabel
+		migration(ctx, env.Namespace, "api-apart-zones", pgv1.PlacementMigrationSpec{Targets: targetsNamed("api"), Constraint: zones})
+
+		Eventually(phaseOf(ctx, env.Namespace, "web-zones")).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "web-zones"))
+		Eventually(phaseOf(ctx, env.Namespace, "web-hosts")).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "web-hosts"))
+		Eventually(phaseOf(ctx, env.Namespace, "api-apart-zones")).Should(Equal(pgv1.PhaseBlocked), explain(ctx, env.Namespace, "api-apart-zones"))
+		claimed := conditionOf(ctx, env.Namespace, "api-apart-zones", pgv1.ConditionReady)
+		Expect(claimed.Reason).To(Equal(pgv1.ReasonTargetClaimed))
+		Expect(claimed.Message).To(ContainSubstring("PlacementMigration api-apart"))
+
+		web := getDeployment(ctx, env.Namespace, "web")
+		Expect(web.Generation).To(Equal(int64(5)), "created at 1, then once per stage of each of the two migrations")
+		keys := []string{}
+		for _, c := range web.Spec.Template.Spec.TopologySpreadConstraints {
+			Expect(c.WhenUnsatisfiable).To(Equal(corev1.DoNotSchedule))
+			keys = append(keys, c.TopologyKey)
+		}
+		Expect(keys).To(ConsistOf(utils.ZoneLabel, corev1.LabelHostname))
+		Expect(getDeployment(ctx, env.Namespace, "api").Generation).To(Equal(int64(3)), "created at 1, then Soft and Hard of api-apart only")
+
+		By("deleting a pod of each Deployment every few seconds for a minute")
+		type watched struct{ versions, generations map[string]string }
+		snapshot := func() watched {
+			w := watched{versions: map[string]string{}, generations: map[string]string{}}
+			for _, name := range []string{"web-zones", "web-hosts", "api-apart", "api-apart-zones"} {
+				w.versions[name] = getMigration(ctx, env.Namespace, name).ResourceVersion
+			}
+			for _, name := range []string{"web", "api"} {
+				w.generations[name] = fmt.Sprint(getDeployment(ctx, env.Namespace, name).Generation)
+			}
+			return w
+		}
+		settled := snapshot()
+		churn, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() {
+			defer GinkgoRecover()
+			for churn.Err() == nil {
+				for _, app := range []string{"web", "api"} {
+					if pods, err := utils.PodsOf(churn, k8sClient, env.Namespace, map[string]string{"app": app}); err == nil && len(pods) > 0 {
+						_ = k8sClient.Delete(churn, &pods[0])
+					}
+				}
+				select {
+				case <-churn.Done():
+				case <-time.After(3 * time.Second):
+				}
+			}
+		}()
+		Consistently(snapshot, quietFor, time.Second).Should(Equal(settled), "no migration status and no workload template is written")
+		stop()
+		Expect(phaseOf(ctx, env.Namespace, "web-zones")()).To(Equal(pgv1.PhaseSucceeded))
+		Expect(phaseOf(ctx, env.Namespace, "web-hosts")()).To(Equal(pgv1.PhaseSucceeded))
+	}, NodeTimeout(5*time.Minute))
+})
