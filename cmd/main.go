@@ -38,6 +38,8 @@ func main() {
 		enableHTTP2   bool
 		leaderElectNS string
 		grace         time.Duration
+		budgetWrites  int
+		budgetWindow  time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
@@ -46,6 +48,9 @@ func main() {
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, authenticated and authorized by the API server.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Serve metrics over HTTP/2 as well (off because of CVE-2023-44487 and CVE-2023-39325).")
 	flag.DurationVar(&grace, "unschedulable-grace", controller.DefaultUnschedulableGrace, "How long a target pod may stay Pending because of the migration's constraint before the stage is rolled back.")
+	defaults := controller.DefaultWriteBudget()
+	flag.IntVar(&budgetWrites, "write-budget", defaults.Max, "How many times any workload may be written, by all migrations together, within --write-budget-window; a migration that would exceed it stalls (WriteBudgetExceeded).")
+	flag.DurationVar(&budgetWindow, "write-budget-window", defaults.Window, "The window of --write-budget.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -84,6 +89,7 @@ func main() {
 		Scheme:             mgr.GetScheme(),
 		Recorder:           mgr.GetEventRecorder("placement-guard"),
 		UnschedulableGrace: grace,
+		Budget:             &controller.WriteBudget{Max: budgetWrites, Window: budgetWindow},
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "Unable to set up the controller", "controller", "PlacementMigration")
 		os.Exit(1)

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -221,5 +222,22 @@ var _ = Describe("A guarded migration", func() {
 		Consistently(func() int64 { return fc.get("web").Generation }, "2s").Should(Equal(generation))
 		Expect(fc.managersOf("web")).NotTo(HaveKey(workloadpatch.FieldManager("web-apart-zones")))
 		Expect(placement.StageOfEntry(&corev1.PodSpec{Affinity: &corev1.Affinity{PodAntiAffinity: fc.antiAffinityOf("web")}})).To(Equal(placement.StageHard))
+	})
+
+	It("blocks a selector that selects more workloads than the status can record, before any write", func() {
+		fc.node("n1", nil)
+		many := map[string]string{"tier": "many"}
+		for i := range 51 {
+			fc.deployment(fmt.Sprintf("w%02d", i), 1, func(d *appsv1.Deployment) { d.Labels = many })
+		}
+		fc.migration("too-many", pgv1.PlacementMigrationSpec{
+			TargetSelector: &pgv1.TargetSelector{Kinds: []pgv1.WorkloadKind{pgv1.KindDeployment}, Selector: *pgv1.Labels(many)},
+			Constraint:     hostnameAntiAffinity(nil),
+		})
+		Eventually(fc.phase("too-many")).Should(Equal(pgv1.PhaseBlocked), fc.explain("too-many"))
+		Expect(fc.condition("too-many", pgv1.ConditionReady).Reason).To(Equal(pgv1.ReasonTooManyTargets))
+		Expect(fc.condition("too-many", pgv1.ConditionReady).Message).To(ContainSubstring("selects 51 workloads; a migration records at most 50"))
+		Expect(fc.pm("too-many").Status.Targets).To(BeEmpty())
+		Expect(fc.get("w00").Generation).To(Equal(int64(1)))
 	})
 })

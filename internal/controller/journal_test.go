@@ -475,3 +475,50 @@ func TestACrashAfterAnyWriteEndsTheSameWay(t *testing.T) {
 		})
 	}
 }
+
+func TestTheWriteBudgetStallsAMigrationInsteadOfWriting(t *testing.T) {
+	spec := pgv1.PlacementMigrationSpec{
+		Constraint: pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname}},
+		SoakDuration: &metav1.Duration{}, Guards: &pgv1.Guards{MinPodAge: &metav1.Duration{}},
+	}
+	w := newWorld(t, pgv1.KindDeployment, spec)
+	w.r.Budget = &WriteBudget{Max: 1, Window: time.Hour}
+	reconcile := func() {
+		w.r.State = w.state()
+		if _, err := w.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "web-apart"}}); err != nil {
+			t.Fatal(err)
+		}
+		if w.workload(w.c).GetGeneration() != w.rolledOutGeneration() {
+			w.rollOut()
+		}
+	}
+	for range 20 {
+		reconcile()
+	}
+	pm := w.migration()
+	if pm.Status.Phase != pgv1.PhaseFailed || !strings.Contains(pm.Status.Conditions[0].Message+pm.Status.Conditions[len(pm.Status.Conditions)-1].Message, "write budget") {
+		t.Fatalf("want Failed with the write budget named, got %s: %+v", pm.Status.Phase, pm.Status.Conditions)
+	}
+	if len(w.changes) != 1 {
+		t.Fatalf("one write was allowed, the template changed %d times", len(w.changes))
+	}
+	if _, stalled := terminal(pm); !stalled {
+		t.Fatal("the budget stall holds until a person retries")
+	}
+	writes := w.writes
+	for range 5 {
+		reconcile()
+	}
+	if w.writes != writes {
+		t.Fatalf("a stalled migration wrote %d more times", w.writes-writes)
+	}
+
+	pm.Annotations = map[string]string{pgv1.RetryAnnotation: "1"}
+	if err := w.c.Update(context.Background(), pm); err != nil {
+		t.Fatal(err)
+	}
+	w.run()
+	if len(w.changes) != 2 {
+		t.Fatalf("after the retry the hard stage is written: %d template changes", len(w.changes))
+	}
+}

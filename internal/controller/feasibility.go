@@ -1,0 +1,84 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/workloadpatch"
+)
+
+// checkFeasible stops at the first blocking hazard of any stage's answer.
+func (s *scope) checkFeasible(answers []placement.Answer, stages []placement.Stage) (outcome, bool) {
+	var hazards []placement.Hazard
+	seen := map[string]bool{}
+	for _, a := range answers {
+		for _, h := range a.Hazards {
+			if key := h.Type + "/" + h.Workload; !seen[key] {
+				seen[key] = true
+				hazards = append(hazards, h)
+			}
+		}
+	}
+	s.pm.Status.Hazards = hazardsFromAnswer(hazards)
+	for _, a := range answers {
+		if b := a.FirstBlocking(); b != nil {
+			setCondition(s.pm, s.now, pgv1.ConditionFeasible, metav1.ConditionFalse, b.Type, b.Message)
+			return outcome{phase: pgv1.PhaseBlocked, reason: b.Type, message: truncate(b.Message, 2048)}, true
+		}
+	}
+	names := make([]string, len(stages))
+	for i, st := range stages {
+		names[i] = string(st)
+	}
+	setCondition(s.pm, s.now, pgv1.ConditionFeasible, metav1.ConditionTrue, pgv1.ReasonFeasible,
+		fmt.Sprintf("The simulated rollout of the %s stage completes on every target", strings.Join(names, " and ")))
+	return outcome{}, false
+}
+
+// plan dry-runs the stage on every target of the group and lists, from
+// the engine's answer, the pods it recreates and where a hard spread
+// leaves them.
+func (s *scope) plan(ctx context.Context, group []*target, stage placement.Stage, answers []placement.Answer) ([]pgv1.TargetPlan, map[string][]string, outcome, bool, error) {
+	var plan []pgv1.TargetPlan
+	recreated := map[string][]string{}
+	for _, t := range group {
+		ac, err := workloadpatch.ApplyConfiguration(t.patchTarget(), t.entry(stage))
+		if err != nil {
+			return nil, nil, outcome{}, false, err
+		}
+		if err := s.r.Apply(ctx, ac, client.FieldOwner(s.manager), client.DryRunAll); err != nil {
+			if o, refused := s.refusal(t.ref, stage, err); refused {
+				return nil, nil, o, true, nil
+			}
+			return nil, nil, outcome{}, false, fmt.Errorf("dry-run the %s stage on %s: %w", stage, t, err)
+		}
+		from := t.rendered.StageOf(&t.Template().Spec, t.Selector())
+		entry := pgv1.TargetPlan{Kind: t.ref.Kind, Name: t.ref.Name, Stage: pgv1.Stage(stage), Change: truncate(t.rendered.Describe(from, stage), 1024)}
+		for _, a := range answers {
+			if r, ok := a.Rollouts[t.String()]; ok && a.Templates[t.String()] != nil && from != stage && entry.RecreatesCount == 0 {
+				entry.RecreatesCount = int32(len(r.Recreates))
+				entry.Recreates = r.Recreates[:min(len(r.Recreates), 5)]
+				recreated[t.String()] = r.Recreates
+			}
+			if es, ok := a.EndStates[t.String()]; ok {
+				entry.PredictedPlacement = truncate("After the Hard stage, "+es.Summary(), 512)
+			}
+		}
+		plan = append(plan, entry)
+	}
+	return plan, recreated, outcome{}, false, nil
+}
+
+func planSummary(stage placement.Stage, plan []pgv1.TargetPlan) string {
+	recreated := int32(0)
+	for _, e := range plan {
+		recreated += e.RecreatesCount
+	}
+	return fmt.Sprintf("The %s stage would change %d workload(s) and recreate %d pod(s); see status.plan", stage, len(plan), recreated)
+}
