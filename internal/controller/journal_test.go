@@ -478,7 +478,7 @@ func TestACrashAfterAnyWriteEndsTheSameWay(t *testing.T) {
 
 func TestTheWriteBudgetStallsAMigrationInsteadOfWriting(t *testing.T) {
 	spec := pgv1.PlacementMigrationSpec{
-		Constraint: pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname}},
+		Constraint:   pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname}},
 		SoakDuration: &metav1.Duration{}, Guards: &pgv1.Guards{MinPodAge: &metav1.Duration{}},
 	}
 	w := newWorld(t, pgv1.KindDeployment, spec)

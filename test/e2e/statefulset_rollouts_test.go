@@ -42,7 +42,7 @@ func statefulSetOnePerNode(ctx SpecContext, env *utils.Env, replicas int, mutate
 	}
 	pods := allRunning(ctx, env.Namespace, map[string]string{"app": "db"}, replicas)
 	for _, p := range pods {
-		Expect(p.Spec.NodeName).To(Equal(env.NodeName("node-" + p.Name[len("db-"):])), utils.Placement(pods))
+		Expect(p.Spec.NodeName).To(Equal(env.NodeName("node-"+p.Name[len("db-"):])), utils.Placement(pods))
 	}
 	return sts
 }
