@@ -35,6 +35,29 @@ func (fc *fakeCluster) zonalNodes() {
 	}
 }
 
+// succeed plays the rollouts of a migration of one target on one node
+// until it succeeds.
+func (fc *fakeCluster) succeed(migration, target, node string) {
+	Eventually(fc.phase(migration)).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain(migration))
+	fc.rollOut(target, node)
+	Eventually(fc.phase(migration)).Should(Equal(pgv1.PhaseApplyingHard), fc.explain(migration))
+	fc.rollOut(target, node)
+	Eventually(fc.phase(migration)).Should(Equal(pgv1.PhaseSucceeded), fc.explain(migration))
+}
+
+// rolledBackByTimeout starts migration name on the simplest target and
+// lets its soft stage time out, up to the rollback's write.
+func (fc *fakeCluster) rolledBackByTimeout(name string) {
+	fc.webWithRoomToSpread()
+	fc.migration(name, pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil),
+		StageTimeout: &metav1.Duration{Duration: 10 * time.Minute}})
+	Eventually(fc.phase(name)).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain(name))
+	testClock.Advance(11 * time.Minute)
+	DeferCleanup(testClock.Advance, -11*time.Minute)
+	poke(fc, name)
+	Eventually(fc.phase(name)).Should(Equal(pgv1.PhaseRollingBack), fc.explain(name))
+}
+
 // clearRecords plays the loss of every record of the migration: its status
 // as if the operator died before it wrote any.
 func (fc *fakeCluster) clearRecords(name string) {
@@ -68,14 +91,7 @@ var _ = Describe("A guarded migration", func() {
 	})
 
 	It("restarts a rolled back migration from its last verified stage when the retry annotation changes, once per value", func() {
-		fc.webWithRoomToSpread()
-		fc.migration("web-slow", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil),
-			StageTimeout: &metav1.Duration{Duration: 10 * time.Minute}})
-		Eventually(fc.phase("web-slow")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-slow"))
-		testClock.Advance(11 * time.Minute)
-		DeferCleanup(testClock.Advance, -11*time.Minute)
-		poke(fc, "web-slow")
-		Eventually(fc.phase("web-slow")).Should(Equal(pgv1.PhaseRollingBack), fc.explain("web-slow"))
+		fc.rolledBackByTimeout("web-slow")
 		fc.rollOut("web", "n1")
 		Eventually(fc.phase("web-slow")).Should(Equal(pgv1.PhaseRolledBack), fc.explain("web-slow"))
 		generation := fc.pm("web-slow").Generation
@@ -105,11 +121,7 @@ var _ = Describe("A guarded migration", func() {
 			TargetSelector: &pgv1.TargetSelector{Kinds: []pgv1.WorkloadKind{pgv1.KindDeployment}, Selector: *pgv1.Labels(team)},
 			Constraint:     hostnameAntiAffinity(nil),
 		})
-		Eventually(fc.phase("checkout-apart")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("checkout-apart"))
-		fc.rollOut("api", "n1")
-		Eventually(fc.phase("checkout-apart")).Should(Equal(pgv1.PhaseApplyingHard), fc.explain("checkout-apart"))
-		fc.rollOut("api", "n1")
-		Eventually(fc.phase("checkout-apart")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("checkout-apart"))
+		fc.succeed("checkout-apart", "api", "n1")
 		apiGeneration := fc.get("api").Generation
 
 		By("labelling a second Deployment into the set")
@@ -206,11 +218,7 @@ var _ = Describe("A guarded migration", func() {
 	It("blocks a second anti-affinity migration of a workload, naming the first, and writes nothing", func() {
 		fc.webWithRoomToSpread()
 		fc.migration("web-apart", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil)})
-		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-apart"))
-		fc.rollOut("web", "n1")
-		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseApplyingHard), fc.explain("web-apart"))
-		fc.rollOut("web", "n1")
-		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("web-apart"))
+		fc.succeed("web-apart", "web", "n1")
 		generation := fc.get("web").Generation
 
 		fc.migration("web-apart-zones", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"),

@@ -360,15 +360,7 @@ var _ = Describe("PlacementMigration reconciler", func() {
 	})
 
 	It("rolls a stage back when it does not complete within stageTimeout, and retries after a spec change", func() {
-		fc.webWithRoomToSpread()
-		fc.migration("web-slow", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil),
-			StageTimeout: &metav1.Duration{Duration: 10 * time.Minute}})
-		Eventually(fc.phase("web-slow")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-slow"))
-
-		testClock.Advance(11 * time.Minute)
-		DeferCleanup(testClock.Advance, -11*time.Minute)
-		poke(fc, "web-slow")
-		Eventually(fc.phase("web-slow")).Should(Equal(pgv1.PhaseRollingBack), fc.explain("web-slow"))
+		fc.rolledBackByTimeout("web-slow")
 		Eventually(fc.antiAffinityOf).WithArguments("web").Should(BeNil())
 		fc.rollOut("web", "n1")
 		Eventually(fc.phase("web-slow")).Should(Equal(pgv1.PhaseRolledBack), fc.explain("web-slow"))

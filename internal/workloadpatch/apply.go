@@ -69,35 +69,37 @@ func (t Target) String() string { return fmt.Sprintf("%s %s/%s", t.Kind, t.Names
 // term or spread constraint) are set, and any field the manager owned
 // before and entry lacks is released. A nil entry releases everything.
 func ApplyConfiguration(t Target, entry *corev1.PodSpec) (runtime.ApplyConfiguration, error) {
-	var tmpl *corev1ac.PodTemplateSpecApplyConfiguration
+	var ac runtime.ApplyConfiguration
+	switch t.Kind {
+	case placement.Deployment:
+		ac = &appsv1ac.DeploymentApplyConfiguration{}
+	case placement.StatefulSet:
+		ac = &appsv1ac.StatefulSetApplyConfiguration{}
+	default:
+		return nil, fmt.Errorf("build the entry for %s: unsupported kind", t)
+	}
+	metadata := map[string]any{"name": t.Name, "namespace": t.Namespace}
+	if t.UID != "" {
+		metadata["uid"] = t.UID
+	}
+	// Both kinds hold the pod template at spec.template: the apply
+	// configuration is written in the API's JSON shape, which is exact.
+	obj := map[string]any{"apiVersion": "apps/v1", "kind": string(t.Kind), "metadata": metadata}
 	if entry != nil {
 		spec, err := toApplyConfiguration(entry)
 		if err != nil {
 			return nil, fmt.Errorf("build the entry for %s: %w", t, err)
 		}
-		tmpl = corev1ac.PodTemplateSpec().WithSpec(spec)
+		obj["spec"] = map[string]any{"template": map[string]any{"spec": spec}}
 	}
-	switch t.Kind {
-	case placement.Deployment:
-		ac := appsv1ac.Deployment(t.Name, t.Namespace)
-		if t.UID != "" {
-			ac.WithUID(t.UID)
-		}
-		if tmpl != nil {
-			ac.WithSpec(appsv1ac.DeploymentSpec().WithTemplate(tmpl))
-		}
-		return ac, nil
-	case placement.StatefulSet:
-		ac := appsv1ac.StatefulSet(t.Name, t.Namespace)
-		if t.UID != "" {
-			ac.WithUID(t.UID)
-		}
-		if tmpl != nil {
-			ac.WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(tmpl))
-		}
-		return ac, nil
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("build the entry for %s: %w", t, err)
 	}
-	return nil, fmt.Errorf("build the entry for %s: unsupported kind", t)
+	if err := json.Unmarshal(raw, ac); err != nil {
+		return nil, fmt.Errorf("build the entry for %s: %w", t, err)
+	}
+	return ac, nil
 }
 
 // toApplyConfiguration converts the constraint fields of a pod spec; apply
