@@ -43,8 +43,8 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 		if o, ok := s.checkCapacity(answers[0].Capacity, stage); ok {
 			return o, nil
 		}
-		if o, ok := s.checkFeasible(answers, stages); ok {
-			return o, nil
+		if o, ok, err := s.checkFeasible(ctx, answers, stages); ok || err != nil {
+			return o, err
 		}
 		if o, ok := s.checkPodsStable(group, waiting); ok {
 			return o, nil

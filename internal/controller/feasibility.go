@@ -14,7 +14,7 @@ import (
 )
 
 // checkFeasible stops at the first blocking hazard of any stage's answer.
-func (s *scope) checkFeasible(answers []placement.Answer, stages []placement.Stage) (outcome, bool) {
+func (s *scope) checkFeasible(ctx context.Context, answers []placement.Answer, stages []placement.Stage) (outcome, bool, error) {
 	var hazards []placement.Hazard
 	seen := map[string]bool{}
 	for _, a := range answers {
@@ -28,8 +28,18 @@ func (s *scope) checkFeasible(answers []placement.Answer, stages []placement.Sta
 	s.pm.Status.Hazards = hazardsFromAnswer(hazards)
 	for _, a := range answers {
 		if b := a.FirstBlocking(); b != nil {
-			setCondition(s.pm, s.now, pgv1.ConditionFeasible, metav1.ConditionFalse, b.Type, b.Message)
-			return outcome{phase: pgv1.PhaseBlocked, reason: b.Type, message: truncate(b.Message, 2048)}, true
+			msg := b.Message
+			if b.Type == placement.HazardAffinityClobber {
+				owners, err := s.placementOwners(ctx, b.Workload)
+				if err != nil {
+					return outcome{}, false, err
+				}
+				if owners != "" {
+					msg += "; those fields are written by field manager " + owners
+				}
+			}
+			setCondition(s.pm, s.now, pgv1.ConditionFeasible, metav1.ConditionFalse, b.Type, msg)
+			return outcome{phase: pgv1.PhaseBlocked, reason: b.Type, message: truncate(msg, 2048)}, true, nil
 		}
 	}
 	names := make([]string, len(stages))
@@ -38,7 +48,29 @@ func (s *scope) checkFeasible(answers []placement.Answer, stages []placement.Sta
 	}
 	setCondition(s.pm, s.now, pgv1.ConditionFeasible, metav1.ConditionTrue, pgv1.ReasonFeasible,
 		fmt.Sprintf("The simulated rollout of the %s stage completes on every target", strings.Join(names, " and ")))
-	return outcome{}, false
+	return outcome{}, false, nil
+}
+
+// placementOwners names the field managers, other than this migration's,
+// that own anti-affinity or spread fields of the target ref ("Kind/name"),
+// from its managed fields, which only the API server has.
+func (s *scope) placementOwners(ctx context.Context, ref string) (string, error) {
+	kind, name, _ := strings.Cut(ref, "/")
+	t := s.target(pgv1.WorkloadKind(kind), name)
+	if t == nil {
+		return "", nil
+	}
+	live := t.Object().DeepCopyObject().(client.Object)
+	if err := s.r.APIReader.Get(ctx, client.ObjectKeyFromObject(live), live); err != nil {
+		return "", fmt.Errorf("read managed fields of %s: %w", ref, err)
+	}
+	var owners []string
+	for _, mf := range live.GetManagedFields() {
+		if mf.Manager != s.manager && mf.Subresource == "" && ownsPlacementFields(mf) {
+			owners = append(owners, mf.Manager)
+		}
+	}
+	return quoteAll(owners), nil
 }
 
 // plan dry-runs the stage on every target of the group and lists, from

@@ -210,6 +210,7 @@ var _ = Describe("PlacementMigration reconciler", func() {
 		Eventually(fc.phase("cache-apart")).Should(Equal(pgv1.PhaseBlocked), fc.explain("cache-apart"))
 		Expect(fc.condition("cache-apart", pgv1.ConditionFeasible).Reason).To(Equal(placement.HazardAffinityClobber))
 		Expect(fc.condition("cache-apart", pgv1.ConditionReady).Message).To(ContainSubstring("add the term where cache is defined"))
+		Expect(fc.condition("cache-apart", pgv1.ConditionReady).Message).To(ContainSubstring(`written by field manager "` + setupOwner + `"`))
 		Expect(fc.get("cache").Generation).To(Equal(int64(1)))
 	})
 

@@ -278,7 +278,7 @@ func (c *Cluster) Logs(perComponent int) string {
 func (c *Cluster) Check() error {
 	var errs []error
 	for _, p := range c.procs {
-		if done, err := p.exited(); done {
+		if done, err := p.exited(); done && !p.stopped {
 			errs = append(errs, fmt.Errorf("%s exited: %v", p.name, err))
 		}
 	}

@@ -78,10 +78,14 @@ func (c *Cluster) AddNode(ctx context.Context, n Node) (*corev1.Node, error) {
 	return c.WaitNodeSchedulable(ctx, n.Name)
 }
 
-// WaitNodeSchedulable waits until the node is Ready, not cordoned, and
-// carries neither the not-ready nor the unschedulable taint (the node
-// lifecycle controller lifts the latter a moment after an uncordon).
+// WaitNodeSchedulable waits until the node is Ready and carries no
+// not-ready taint; a node created cordoned stays cordoned.
 func (c *Cluster) WaitNodeSchedulable(ctx context.Context, name string) (*corev1.Node, error) {
+	return c.waitNode(ctx, name, notReadyTaint)
+}
+
+// waitNode waits until the node is Ready and carries none of the taints.
+func (c *Cluster) waitNode(ctx context.Context, name string, taints ...string) (*corev1.Node, error) {
 	var node *corev1.Node
 	err := waitFor(ctx, "node "+name+" to be Ready", c.procs, func(ctx context.Context) error {
 		var err error
@@ -91,10 +95,7 @@ func (c *Cluster) WaitNodeSchedulable(ctx context.Context, name string) (*corev1
 		if !nodeReady(node) {
 			return fmt.Errorf("node %s is not Ready", name)
 		}
-		if node.Spec.Unschedulable {
-			return fmt.Errorf("node %s is cordoned", name)
-		}
-		for _, key := range []string{notReadyTaint, corev1.TaintNodeUnschedulable} {
+		for _, key := range taints {
 			if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key }) {
 				return fmt.Errorf("node %s still has the %s taint", name, key)
 			}
@@ -134,7 +135,9 @@ func (c *Cluster) UncordonNode(ctx context.Context, name string) error {
 	if err := c.setUnschedulable(ctx, name, false); err != nil {
 		return err
 	}
-	_, err := c.WaitNodeSchedulable(ctx, name)
+	// The node lifecycle controller lifts the unschedulable taint a moment
+	// after the cordon; until then the scheduler does not use the node.
+	_, err := c.waitNode(ctx, name, notReadyTaint, corev1.TaintNodeUnschedulable)
 	return err
 }
 

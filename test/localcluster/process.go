@@ -17,15 +17,20 @@ import (
 // output in a log file of the cluster's work directory.
 type process struct {
 	name    string
+	binary  string
+	args    []string
+	workDir string
 	cmd     *exec.Cmd
 	logPath string
 	done    chan struct{}
 	err     error
+	// stopped is set when a test stopped the process on purpose.
+	stopped bool
 }
 
 func startProcess(name, binary string, args []string, workDir string) (*process, error) {
 	logPath := filepath.Join(workDir, name+".log")
-	logFile, err := os.Create(logPath)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("create log of %s: %w", name, err)
 	}
@@ -40,7 +45,7 @@ func startProcess(name, binary string, args []string, workDir string) (*process,
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	p := &process{name: name, binary: binary, args: args, workDir: workDir, cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		logFile.Close()
@@ -65,6 +70,8 @@ func (p *process) stop(grace time.Duration) {
 	if done, _ := p.exited(); done {
 		return
 	}
+	// A hung (SIGSTOPped) process handles SIGTERM only once resumed.
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT)
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-p.done:

@@ -1,0 +1,79 @@
+// Package faults is the fault matrix: each spec runs a migration of a
+// realistic shape on the local cluster (real etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler, kwok), with the operator's own
+// binary as a child process behind a fault proxy, injects one fault at a
+// stated moment, and checks the invariants all along (see invariants_test.go
+// and docs/reliability.md).
+package faults
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/test/localcluster"
+	"github.com/placement-guard/placement-guard/test/utils"
+)
+
+var (
+	cluster   *localcluster.Cluster
+	k8sClient client.Client
+	// workDir holds the manager binary, proxy kubeconfigs and manager logs.
+	workDir string
+	// managerBinary is the operator, built from this tree.
+	managerBinary string
+)
+
+func TestFaults(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(3 * time.Minute)
+	SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
+	RunSpecs(t, "placement-guard fault matrix")
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	var err error
+	workDir = GinkgoT().TempDir()
+	managerBinary = filepath.Join(workDir, "manager")
+	build := exec.CommandContext(ctx, "go", "build", "-o", managerBinary, "../../cmd")
+	build.Stdout, build.Stderr = GinkgoWriter, GinkgoWriter
+	Expect(build.Run()).To(Succeed(), "build the manager")
+
+	cluster, err = localcluster.Start(ctx, localcluster.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(cluster.Stop)
+	scheme := runtime.NewScheme()
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	Expect(pgv1.AddToScheme(scheme)).To(Succeed())
+	k8sClient, err = client.New(cluster.Config, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = envtest.InstallCRDs(cluster.Config, envtest.CRDInstallOptions{Paths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, ErrorIfPathMissing: true})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(utils.GrantOperatorRBAC(ctx, k8sClient, filepath.Join("..", "..", "config", "rbac"))).To(Succeed())
+}, NodeTimeout(5*time.Minute))
+
+var _ = ReportAfterEach(func(report SpecReport) {
+	if report.Failed() && cluster != nil {
+		AddReportEntry("cluster logs", cluster.Logs(4000))
+	}
+})
+
+// newEnv gives a spec its namespace and node pool and removes both after it.
+func newEnv(ctx SpecContext, prefix string) *utils.Env {
+	env, err := utils.NewEnv(ctx, cluster, k8sClient, prefix)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func(ctx SpecContext) { Expect(env.Cleanup(ctx)).To(Succeed()) })
+	return env
+}
+
+var _ = os.Getenv
