@@ -77,7 +77,7 @@ var _ = Describe("F2: two replicas with leader election", Label("faults", "F2"),
 		takeover := time.Since(killed)
 		s.waitFor(ctx, pgv1.PhaseSucceeded)
 		mon.end(ctx, 2)
-		Expect(s.workload(ctx).GetGeneration() - s.generation).To(Equal(int64(2)), "no stage applied twice")
+		Expect(s.workload(ctx).GetGeneration()-s.generation).To(Equal(int64(2)), "no stage applied twice")
 
 		By("the leader hung for 30 s, then resumed")
 		a.start()
@@ -177,10 +177,19 @@ func fuzzSpec(r *rand.Rand) map[string]any {
 		return spec
 	}
 	hostile := []func(){
-		func() { spec["targets"] = []any{map[string]any{"kind": "DaemonSet", "name": "web"}}; delete(spec, "targetSelector") },
-		func() { spec["targets"] = []any{map[string]any{"kind": "Deployment", "name": "Web_1"}}; delete(spec, "targetSelector") },
+		func() {
+			spec["targets"] = []any{map[string]any{"kind": "DaemonSet", "name": "web"}}
+			delete(spec, "targetSelector")
+		},
+		func() {
+			spec["targets"] = []any{map[string]any{"kind": "Deployment", "name": "Web_1"}}
+			delete(spec, "targetSelector")
+		},
 		func() { delete(spec, "targets"); spec["targetSelector"] = map[string]any{"selector": map[string]any{}} },
-		func() { spec["targetSelector"] = map[string]any{"selector": selector()}; spec["targets"] = []any{map[string]any{"kind": "Deployment", "name": "web"}} },
+		func() {
+			spec["targetSelector"] = map[string]any{"selector": selector()}
+			spec["targets"] = []any{map[string]any{"kind": "Deployment", "name": "web"}}
+		},
 		func() { spec["constraint"] = map[string]any{} },
 		func() {
 			spec["constraint"] = map[string]any{"topologySpread": map[string]any{"topologyKey": "zone with space", "maxSkew": 0}}

@@ -85,7 +85,7 @@ var _ = Describe("F3: 30% of the operator's writes answered 409, 429 or 500", La
 		AddReportEntry("F3", fmt.Sprintf("%d writes refused, %d committed (%d to the Deployment) in %s", failed, proxy.Stats().Writes, deploymentWrites(proxy, env.Namespace), time.Since(start).Round(time.Second)))
 		Expect(failed).To(BeNumerically(">", 0), "the fault was injected")
 		mu.Unlock()
-		Expect(s.workload(ctx).GetGeneration() - s.generation).To(Equal(int64(2)), "no stage written twice")
+		Expect(s.workload(ctx).GetGeneration()-s.generation).To(Equal(int64(2)), "no stage written twice")
 	})
 })
 
@@ -189,7 +189,10 @@ var _ = Describe("F7: a GitOps controller replaces the template without the cons
 				}
 			}
 		}()
-		Eventually(func() string { _, msg := s.readyReason(ctx); return msg + conditionMessage(ctx, s, pgv1.ConditionConstraintInSync) }).Should(
+		Eventually(func() string {
+			_, msg := s.readyReason(ctx)
+			return msg + conditionMessage(ctx, s, pgv1.ConditionConstraintInSync)
+		}).Should(
 			ContainSubstring(`field manager "argocd-controller"`))
 		s.waitFor(ctx, pgv1.PhaseFailed)
 		reason, _ := s.readyReason(ctx)
@@ -251,7 +254,7 @@ var _ = Describe("F9: the constraint edited during the hard stage", Label("fault
 		Expect(n).To(BeZero(), "the old entry is gone")
 		Expect(spec.TopologySpreadConstraints).To(HaveLen(1))
 		Expect(spec.TopologySpreadConstraints[0].WhenUnsatisfiable).To(Equal(corev1.DoNotSchedule))
-		Expect(s.workload(ctx).GetGeneration() - s.generation).To(Equal(int64(4)), "two stages of each constraint")
+		Expect(s.workload(ctx).GetGeneration()-s.generation).To(Equal(int64(4)), "two stages of each constraint")
 	})
 })
 
