@@ -88,6 +88,10 @@ test-unit: ## Run the unit tests only (no cluster binaries needed).
 test-e2e: cluster-binaries $(KUSTOMIZE) ## Run the e2e tests on a local cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok).
 	$(GO) test ./test/e2e/... -timeout $(GOTEST_TIMEOUT) -v $(GOTEST_FLAGS)
 
+.PHONY: test-faults
+test-faults: cluster-binaries ## Run the fault matrix: the operator's binary behind a fault proxy on a local cluster, killed, hung, refused, raced (docs/reliability.md).
+	$(GO) test ./test/faults/... -timeout $(GOTEST_TIMEOUT) -v $(GOTEST_FLAGS)
+
 .PHONY: bench
 bench: $(BENCHSTAT) ## Run the placement engine's benchmarks on one core, 6 samples, and summarise them with benchstat.
 	$(GO) test ./internal/placement/ -run '^$$' -bench . -benchtime 10x -count 6 -cpu 1 $(GOTEST_FLAGS) | tee bench.txt
