@@ -248,4 +248,46 @@ var _ = Describe("A guarded migration", func() {
 		Expect(fc.pm("too-many").Status.Targets).To(BeEmpty())
 		Expect(fc.get("w00").Generation).To(Equal(int64(1)))
 	})
+
+	DescribeTable("reverts or keeps the entry of a workload that stops matching the targetSelector, as onDelete says",
+		func(policy pgv1.DeletionPolicy) {
+			fc.node("n1", nil)
+			fc.node("n2", nil)
+			team := map[string]string{"team": "checkout"}
+			for _, name := range []string{"api", "worker"} {
+				fc.deployment(name, 1, func(d *appsv1.Deployment) { d.Labels = team })
+				fc.rollOut(name, "n1")
+			}
+			fc.migration("checkout-soft", pgv1.PlacementMigrationSpec{
+				TargetSelector: &pgv1.TargetSelector{Kinds: []pgv1.WorkloadKind{pgv1.KindDeployment}, Selector: *pgv1.Labels(team)},
+				Constraint:     hostnameAntiAffinity(nil), FinalStage: pgv1.StageSoft, OnDelete: policy,
+			})
+			Eventually(fc.phase("checkout-soft")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("checkout-soft"))
+			fc.rollOut("api", "n1")
+			fc.rollOut("worker", "n1")
+			Eventually(fc.phase("checkout-soft")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("checkout-soft"))
+
+			By("taking worker out of the set")
+			w := fc.get("worker")
+			patch := client.MergeFrom(w.DeepCopy())
+			w.Labels = map[string]string{"team": "payments"}
+			Expect(k8sClient.Patch(ctx, w, patch)).To(Succeed())
+			Eventually(func() []string {
+				var names []string
+				for _, ts := range fc.pm("checkout-soft").Status.Targets {
+					names = append(names, ts.Name)
+				}
+				return names
+			}).Should(Equal([]string{"api"}), fc.explain("checkout-soft"))
+			if policy == pgv1.DeletionRevert {
+				Eventually(fc.antiAffinityOf).WithArguments("worker").Should(BeNil(), "the entry is removed")
+			} else {
+				Consistently(func() *corev1.PodAntiAffinity { return fc.antiAffinityOf("worker") }, "1s").ShouldNot(BeNil(), "the entry stays")
+			}
+			Expect(fc.antiAffinityOf("api")).NotTo(BeNil(), "the remaining target keeps its entry")
+			Eventually(fc.phase("checkout-soft")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("checkout-soft"))
+		},
+		Entry("Retain", pgv1.DeletionRetain),
+		Entry("Revert", pgv1.DeletionRevert),
+	)
 })

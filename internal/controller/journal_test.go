@@ -60,6 +60,9 @@ type world struct {
 	changes []templateChange
 	// applied is each field manager's last applied entry.
 	applied map[string]*corev1.PodAntiAffinity
+	// stuckOnHard keeps the hard stage from ever rolling out, as a pod
+	// that no node admits would.
+	stuckOnHard bool
 }
 
 type templateChange struct {
@@ -381,13 +384,14 @@ func (w *world) run() {
 		if err != nil && !errors.Is(err, errCrashed) {
 			w.t.Logf("reconcile error (retried): %v", err)
 		}
-		if w.workload(w.c).GetGeneration() != w.rolledOutGeneration() {
+		_, carried := w.ours()
+		if w.workload(w.c).GetGeneration() != w.rolledOutGeneration() && !(w.stuckOnHard && carried == placement.StageHard) {
 			w.clock.Step(time.Second)
 			w.rollOut()
 			continue
 		}
 		if w.writes == before {
-			if pm := w.migration(); pm.Status.Phase == pgv1.PhaseSucceeded && pm.Status.ObservedGeneration == pm.Generation {
+			if pm := w.migration(); (pm.Status.Phase == pgv1.PhaseSucceeded || pm.Status.Phase == pgv1.PhaseRolledBack) && pm.Status.ObservedGeneration == pm.Generation {
 				return
 			}
 			step := res.RequeueAfter
@@ -399,6 +403,12 @@ func (w *world) run() {
 	}
 	pm := w.migration()
 	w.t.Fatalf("the migration did not settle: phase %s, conditions %+v", pm.Status.Phase, pm.Status.Conditions)
+}
+
+// ours is the stage of the migration's entry in the template.
+func (w *world) ours() (int, placement.Stage) {
+	entry := ours(w.template(w.c))
+	return 0, placement.StageOfEntry(entry)
 }
 
 func (w *world) rolledOutGeneration() int64 {
@@ -430,24 +440,35 @@ func TestACrashAfterAnyWriteEndsTheSameWay(t *testing.T) {
 	for _, tc := range []struct {
 		kind  pgv1.WorkloadKind
 		final pgv1.Stage
+		// stuck keeps the hard stage from rolling out: it times out and
+		// is rolled back.
+		stuck bool
 	}{
-		{pgv1.KindDeployment, pgv1.StageHard},
-		{pgv1.KindDeployment, pgv1.StageSoft},
-		{pgv1.KindStatefulSet, pgv1.StageHard},
-		{pgv1.KindStatefulSet, pgv1.StageSoft},
+		{pgv1.KindDeployment, pgv1.StageHard, false},
+		{pgv1.KindDeployment, pgv1.StageSoft, false},
+		{pgv1.KindStatefulSet, pgv1.StageHard, false},
+		{pgv1.KindStatefulSet, pgv1.StageSoft, false},
+		{pgv1.KindDeployment, pgv1.StageHard, true},
 	} {
-		t.Run(fmt.Sprintf("%s to %s", tc.kind, tc.final), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s to %s, stuck %v", tc.kind, tc.final, tc.stuck), func(t *testing.T) {
 			spec := pgv1.PlacementMigrationSpec{
 				Constraint: pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname}},
 				FinalStage: tc.final, SoakDuration: &metav1.Duration{Duration: soak},
 				Guards: &pgv1.Guards{MinPodAge: &metav1.Duration{}},
 			}
 			clean := newWorld(t, tc.kind, spec)
+			clean.stuckOnHard = tc.stuck
 			clean.run()
 			want := clean.endState()
 			stages := 2
 			if tc.final == pgv1.StageSoft {
 				stages = 1
+			}
+			if tc.stuck {
+				stages = 3 // Soft, Hard, and the rollback to Soft
+				if !strings.Contains(want, "phase=RolledBack") {
+					t.Fatalf("a hard stage that never rolls out is rolled back: %s", want)
+				}
 			}
 			if len(clean.changes) != stages {
 				t.Fatalf("without a crash the template changed %d times, want %d", len(clean.changes), stages)
@@ -455,15 +476,16 @@ func TestACrashAfterAnyWriteEndsTheSameWay(t *testing.T) {
 			t.Logf("without a crash: %s after %d writes", want, clean.writes)
 			for n := 1; n <= clean.writes; n++ {
 				w := newWorld(t, tc.kind, spec)
+				w.stuckOnHard = tc.stuck
 				w.crashAfter = n
 				w.run()
 				if got := w.endState(); got != want {
 					t.Errorf("crash after write %d of %d: end state %s, want %s", n, clean.writes, got, want)
 				}
 				if len(w.changes) != stages {
-					t.Errorf("crash after write %d: the template changed %d times, want %d (one per stage): %+v", n, len(w.changes), stages, w.changes)
+					t.Errorf("crash after write %d: the template changed %d times, want %d (one per stage and rollback): %+v", n, len(w.changes), stages, w.changes)
 				}
-				if len(w.changes) == 2 && w.changes[1].at.Sub(w.changes[0].at) < soak {
+				if len(w.changes) >= 2 && w.changes[1].at.Sub(w.changes[0].at) < soak {
 					t.Errorf("crash after write %d: the Hard stage came %s after the Soft one, within the %s soak", n, w.changes[1].at.Sub(w.changes[0].at), soak)
 				}
 				for _, c := range w.changes {
