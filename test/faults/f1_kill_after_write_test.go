@@ -197,11 +197,20 @@ var _ = Describe("F1: the operator killed right after the API server commits any
 
 		By("comparing every copy with the one of its variant that was not killed")
 		reference := map[string]string{}
+		var perMigration []string
 		for _, c := range copies {
+			ns := c.s.env.Namespace
+			events := proxy.Committed(func(r faultproxy.Request) bool { return r.Namespace == ns && r.Group == "events.k8s.io" })
+			Expect(events).To(BeNumerically("<=", 40), "the Events of one migration stay bounded in %s", ns)
 			if c.killAt == 0 {
 				reference[c.v.name] = endState(ctx, c.s)
+				writes := proxy.Committed(func(r faultproxy.Request) bool { return r.Namespace == ns && operatorWrite(r) })
+				perMigration = append(perMigration, fmt.Sprintf("%s: %d writes (%d to the workload), %d Events", c.v.name, writes,
+					proxy.Committed(func(r faultproxy.Request) bool { return r.Namespace == ns && r.Group == "apps" }), events))
 			}
 		}
+		sort.Strings(perMigration)
+		AddReportEntry("F1 writes per migration without a kill", strings.Join(perMigration, "; "))
 		var differ []string
 		for _, c := range copies {
 			got := endState(ctx, c.s)
