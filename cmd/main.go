@@ -10,7 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -18,11 +21,20 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/controller"
+	"github.com/placement-guard/placement-guard/internal/leadership"
 	// Registers placement-guard's metrics with the manager's registry.
 	_ "github.com/placement-guard/placement-guard/internal/metrics"
 )
 
 var scheme = runtime.NewScheme()
+
+// Leader election timing, controller-runtime's defaults made explicit
+// because the write fence holds for the renew deadline.
+const (
+	leaseDuration = 15 * time.Second
+	renewDeadline = 10 * time.Second
+	retryPeriod   = 2 * time.Second
+)
 
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -70,15 +82,35 @@ func main() {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                  scheme,
-		Cache:                   controller.CacheOptions(),
-		Metrics:                 metricsOpts,
-		HealthProbeBindAddress:  probeAddr,
-		LeaderElection:          leaderElect,
-		LeaderElectionID:        "placement-guard.placementguard.io",
-		LeaderElectionNamespace: leaderElectNS,
-	})
+	cfg := ctrl.GetConfigOrDie()
+	options := ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  controller.CacheOptions(),
+		Metrics:                metricsOpts,
+		HealthProbeBindAddress: probeAddr,
+		LeaderElection:         leaderElect,
+		LeaseDuration:          ptr.To(leaseDuration),
+		RenewDeadline:          ptr.To(renewDeadline),
+		RetryPeriod:            ptr.To(retryPeriod),
+	}
+	if leaderElect {
+		// A replica frozen while it led must not write when it thaws: every
+		// write of the manager's client waits for a fresh lease.
+		lease, err := leadership.NewLock(cfg, leaderElectNS, "placement-guard.placementguard.io", renewDeadline)
+		if err != nil {
+			log.Error(err, "Unable to set up leader election")
+			os.Exit(1)
+		}
+		options.LeaderElectionResourceLockInterface = lease
+		options.NewClient = func(config *rest.Config, o client.Options) (client.Client, error) {
+			c, err := client.New(config, o)
+			if err != nil {
+				return nil, err
+			}
+			return leadership.Fence(c, lease.Held), nil
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, options)
 	if err != nil {
 		log.Error(err, "Unable to create the manager")
 		os.Exit(1)

@@ -10,30 +10,49 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/test/faultproxy"
 	"github.com/placement-guard/placement-guard/test/localcluster"
 )
 
-// writeClock records when a proxy last passed a committed operator write.
+// writeClock records when a proxy last passed a committed operator write;
+// until holdUntil it holds those writes back.
 type writeClock struct {
-	proxy *faultproxy.Proxy
-	mu    sync.Mutex
-	last  time.Time
+	proxy     *faultproxy.Proxy
+	mu        sync.Mutex
+	last      time.Time
+	holdUntil time.Time
 }
 
 func (w *writeClock) rule(req faultproxy.Request) faultproxy.Action {
-	if operatorWrite(req) {
-		return faultproxy.Action{Kind: faultproxy.AfterCommit, Then: func() {
-			w.mu.Lock()
-			w.last = time.Now()
-			w.mu.Unlock()
-		}}
+	if !operatorWrite(req) {
+		return faultproxy.Action{}
 	}
-	return faultproxy.Action{}
+	w.mu.Lock()
+	hold := time.Until(w.holdUntil)
+	w.mu.Unlock()
+	if hold > 0 {
+		return faultproxy.Action{Kind: faultproxy.Delay, Delay: hold}
+	}
+	return faultproxy.Action{Kind: faultproxy.AfterCommit, Then: func() {
+		w.mu.Lock()
+		w.last = time.Now()
+		w.mu.Unlock()
+	}}
+}
+
+// hold delays the replica's writes until t: they reach the API server no
+// earlier.
+func (w *writeClock) hold(t time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.holdUntil = t
 }
 
 // writes counts the operator's writes the API server accepted.
@@ -43,6 +62,15 @@ func (w *writeClock) since(t time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.last.After(t)
+}
+
+// leaseHolder is the identity holding the operator's leader lease.
+func leaseHolder(ctx context.Context) string {
+	lease := &coordinationv1.Lease{}
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: "system", Name: "placement-guard.placementguard.io"}, lease); err != nil {
+		return ""
+	}
+	return ptr.Deref(lease.Spec.HolderIdentity, "")
 }
 
 // elected runs a replica of the operator with leader election, behind its
@@ -71,15 +99,17 @@ var _ = Describe("F2: two replicas with leader election", Label("faults", "F2"),
 		b.start()
 		s.addCapacity(ctx)
 		s.waitFor(ctx, pgv1.PhaseSoaking)
+		aHolder := leaseHolder(ctx)
 		killed := time.Now()
 		a.kill()
-		Eventually(func() bool { return bWrites.since(killed) }, time.Minute, 100*time.Millisecond).Should(BeTrue(), "b takes over")
+		Eventually(leaseHolder, time.Minute, 100*time.Millisecond).WithContext(ctx).ShouldNot(Equal(aHolder), "b takes the lease")
 		takeover := time.Since(killed)
+		Eventually(func() bool { return bWrites.since(killed) }, time.Minute, 100*time.Millisecond).Should(BeTrue(), "b acts")
 		s.waitFor(ctx, pgv1.PhaseSucceeded)
 		mon.end(ctx, 2)
 		Expect(s.workload(ctx).GetGeneration()-s.generation).To(Equal(int64(2)), "no stage applied twice")
 
-		By("the leader hung for 30 s, then resumed")
+		By("the leader hung for 30 s, then resumed, while the new leader's writes are still on their way")
 		a.start()
 		env2 := newEnv(ctx, "f2-hang")
 		s2 := newScenario(ctx, env2, pgv1.KindDeployment, pgv1.StageHard, 5*time.Second)
@@ -87,9 +117,14 @@ var _ = Describe("F2: two replicas with leader election", Label("faults", "F2"),
 		s2.waitFor(ctx, pgv1.PhaseWaitingForCapacity)
 		s2.addCapacity(ctx)
 		s2.waitFor(ctx, pgv1.PhaseSoaking)
+		bHolder := leaseHolder(ctx)
 		hung := time.Now()
+		// The new leader's writes reach the API server only 5 s after the old
+		// one thaws: whatever the old leader does when it thaws, it does on a
+		// migration nobody changed meanwhile, so a stale write would land.
+		aWrites.hold(hung.Add(35 * time.Second))
 		b.hang()
-		Eventually(func() bool { return aWrites.since(hung) }, time.Minute, 100*time.Millisecond).Should(BeTrue(), "a takes over")
+		Eventually(leaseHolder, time.Minute, 100*time.Millisecond).WithContext(ctx).ShouldNot(Equal(bHolder), "a takes the lease")
 		hungTakeover := time.Since(hung)
 		time.Sleep(30*time.Second - time.Since(hung))
 		resumedWrites := bWrites.writes()
