@@ -293,6 +293,16 @@ func (fc *fakeCluster) phase(name string) func() pgv1.Phase {
 		if pm.Status.ObservedGeneration != pm.Generation {
 			return ""
 		}
+		// A stage's phase is shown from when its intent is recorded; the
+		// write follows in the next reconcile. A spec that waits for the
+		// phase goes on to look at the workload, so wait for the write too.
+		if op := pm.Status.Operation; op != nil {
+			for _, t := range op.Targets {
+				if t.AppliedGeneration == 0 {
+					return pm.Status.Phase + " (write pending)"
+				}
+			}
+		}
 		return pm.Status.Phase
 	}
 }
