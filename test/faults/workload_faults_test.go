@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -305,30 +306,24 @@ var _ = Describe("F10: the migration deleted while soaking", Label("faults", "F1
 	)
 })
 
-func conditionMessage(ctx context.Context, s *scenario, t string) string {
+// condition is the migration's condition of type t, empty when it has none.
+func condition(ctx context.Context, s *scenario, t string) metav1.Condition {
 	pm, err := s.migration(ctx)
 	if err != nil {
-		return ""
+		return metav1.Condition{}
 	}
-	for _, c := range pm.Status.Conditions {
-		if c.Type == t {
-			return c.Message
-		}
+	if c := meta.FindStatusCondition(pm.Status.Conditions, t); c != nil {
+		return *c
 	}
-	return ""
+	return metav1.Condition{}
+}
+
+func conditionMessage(ctx context.Context, s *scenario, t string) string {
+	return condition(ctx, s, t).Message
 }
 
 func conditionReason(ctx context.Context, s *scenario, t string) string {
-	pm, err := s.migration(ctx)
-	if err != nil {
-		return ""
-	}
-	for _, c := range pm.Status.Conditions {
-		if c.Type == t {
-			return c.Reason
-		}
-	}
-	return ""
+	return condition(ctx, s, t).Reason
 }
 
 // webPods are web's live pods.
