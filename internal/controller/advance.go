@@ -10,6 +10,7 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
 // advance takes the checks that come before every stage, in order, and
@@ -67,8 +68,8 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 		return outcome{phase: pgv1.PhasePlanned, reason: pgv1.ReasonPlanned, message: planSummary(stage, plan) + "; dry run, nothing was changed"}, nil
 	}
 	for _, t := range group {
-		if !s.r.Budget.Allow(s.key(t.ref), s.now) {
-			return s.budgetExceeded(t.ref), nil
+		if !s.r.Budget.Allow(s.key(t.Ref), s.now) {
+			return s.budgetExceeded(t.Ref), nil
 		}
 	}
 	op := s.newOperation(pgv1.ActionApplyStage, s.verified(group[0]), stage)
@@ -84,11 +85,11 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 // currentEntry is the migration's entry the target carries now, which a
 // rollback of the next write restores.
 func (s *scope) currentEntry(t *target) *corev1.PodSpec {
-	ts := s.status(t.ref)
+	ts := s.status(t.Ref)
 	if ts.Applied != nil && placement.Carries(&t.Template().Spec, entryOf(ts.Applied)) {
 		return entryOf(ts.Applied)
 	}
-	return t.entry(t.rendered.StageOf(&t.Template().Spec, t.Selector()))
+	return t.entry(t.Rendered.StageOf(&t.Template().Spec, t.Selector()))
 }
 
 // checkOthers waits for, or stops before, the other migrations of the
@@ -122,20 +123,15 @@ func (s *scope) analyze(group []*target, stages []placement.Stage) ([]placement.
 	for i, t := range group {
 		workloads[i] = s.withOthers(t)
 	}
-	spec := s.pm.Spec.CapacityOrEmpty()
-	capacity := placement.CapacitySpec{NodeSelector: spec.NodeSelector.AsMeta(), MinNodes: spec.MinNodes, MinDomains: spec.MinDomains}
-	answers := make([]placement.Answer, 0, len(stages))
+	var answers []placement.Answer
 	err := s.r.State.With(func(snap *placement.Snapshot) error {
-		for _, stage := range stages {
-			a, err := snap.Analyze(placement.Question{Workloads: workloads, Constraint: s.constraint, Stage: stage, Capacity: capacity})
-			if err != nil {
-				return fmt.Errorf("analyze the %s stage: %w", stage, err)
-			}
-			metrics.ObserveEvaluation(a.Duration)
-			answers = append(answers, a)
-		}
-		return nil
+		var err error
+		answers, err = planning.Ask(snap, workloads, s.constraint, planning.CapacityFromSpec(s.pm.Spec.Capacity), stages)
+		return err
 	})
+	for _, a := range answers {
+		metrics.ObserveEvaluation(a.Duration)
+	}
 	return answers, err
 }
 
@@ -145,10 +141,10 @@ func (s *scope) withOthers(t *target) *placement.Workload {
 	w := t.Workload
 	for i := range s.others {
 		o := &s.others[i]
-		if !targetsOf(o, t.ref) || !compatible(s.pm.Spec.Constraint, o.Spec.Constraint) || !o.DeletionTimestamp.IsZero() {
+		if !targetsOf(o, t.Ref) || !compatible(s.pm.Spec.Constraint, o.Spec.Constraint) || !o.DeletionTimestamp.IsZero() {
 			continue
 		}
-		c := constraintFromSpec(o.Spec.Constraint).RenderFor(w, []*placement.Workload{w})
+		c := planning.ConstraintFromSpec(o.Spec.Constraint).RenderFor(w, []*placement.Workload{w})
 		spec, err := c.Apply(&w.Template.Spec, w.Selector, placement.Stage(o.Spec.Final()))
 		if err != nil {
 			continue

@@ -73,10 +73,10 @@ func (s *scope) claimedBy(group []*target) (*pgv1.PlacementMigration, *target) {
 			continue
 		}
 		for _, t := range group {
-			if holds(o, t.ref) && !holds(s.pm, t.ref) {
+			if holds(o, t.Ref) && !holds(s.pm, t.Ref) {
 				return o, t
 			}
-			if targetsOf(o, t.ref) && !holds(s.pm, t.ref) && olderThan(o, s.pm) {
+			if targetsOf(o, t.Ref) && !holds(s.pm, t.Ref) && olderThan(o, s.pm) {
 				return o, t
 			}
 		}
@@ -89,13 +89,13 @@ func (s *scope) claimedBy(group []*target) (*pgv1.PlacementMigration, *target) {
 // last heard of it, from the registry.
 func (s *scope) inFlightOn(group []*target) (string, *target) {
 	for _, t := range group {
-		if owner := s.r.inflight.owner(s.key(t.ref)); owner != "" && owner != s.pm.Name {
+		if owner := s.r.inflight.owner(s.key(t.Ref)); owner != "" && owner != s.pm.Name {
 			return owner, t
 		}
 		for i := range s.others {
 			if op := s.others[i].Status.Operation; op != nil {
 				for _, ot := range op.Targets {
-					if ot.Kind == t.ref.Kind && ot.Name == t.ref.Name {
+					if ot.Kind == t.Ref.Kind && ot.Name == t.Ref.Name {
 						return s.others[i].Name, t
 					}
 				}

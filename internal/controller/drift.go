@@ -28,7 +28,7 @@ func (s *scope) watchDrift(ctx context.Context) (outcome, bool, error) {
 	pm := s.pm
 	var drifted []*target
 	for _, t := range s.targets {
-		ts := s.status(t.ref)
+		ts := s.status(t.Ref)
 		if s.verified(t) != placement.StageNone && !placement.Carries(&t.Template().Spec, entryOf(ts.Applied)) {
 			drifted = append(drifted, t)
 		}
@@ -64,9 +64,9 @@ func (s *scope) watchDrift(ctx context.Context) (outcome, bool, error) {
 	if o, ok := s.checkOthers(drifted, pm.Status.Phase); ok {
 		return o, true, nil
 	}
-	op := s.newOperation(pgv1.ActionReapply, s.carried(first, s.status(first.ref)), stage)
+	op := s.newOperation(pgv1.ActionReapply, s.carried(first, s.status(first.Ref)), stage)
 	for _, t := range drifted {
-		ts := s.status(t.ref)
+		ts := s.status(t.Ref)
 		op.Targets = append(op.Targets, s.operationTarget(t, entryOf(ts.Applied), t.entry(s.carried(t, ts))))
 	}
 	pm.Status.DriftCorrections++
@@ -84,7 +84,7 @@ func (s *scope) adoptUnverified() (outcome, bool) {
 	var group []*target
 	var stage placement.Stage
 	for _, t := range s.targets {
-		carried := t.rendered.StageOf(&t.Template().Spec, t.Selector())
+		carried := t.Rendered.StageOf(&t.Template().Spec, t.Selector())
 		if rank(carried) <= rank(s.verified(t)) {
 			continue
 		}

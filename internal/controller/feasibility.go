@@ -10,22 +10,13 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/workloadpatch"
 )
 
 // checkFeasible stops at the first blocking hazard of any stage's answer.
 func (s *scope) checkFeasible(ctx context.Context, answers []placement.Answer, stages []placement.Stage) (outcome, bool, error) {
-	var hazards []placement.Hazard
-	seen := map[string]bool{}
-	for _, a := range answers {
-		for _, h := range a.Hazards {
-			if key := h.Type + "/" + h.Workload; !seen[key] {
-				seen[key] = true
-				hazards = append(hazards, h)
-			}
-		}
-	}
-	s.pm.Status.Hazards = hazardsFromAnswer(hazards)
+	s.pm.Status.Hazards = planning.HazardsFromAnswer(planning.UniqueHazards(answers))
 	for _, a := range answers {
 		if b := a.FirstBlocking(); b != nil {
 			msg := b.Message
@@ -85,22 +76,14 @@ func (s *scope) plan(ctx context.Context, group []*target, stage placement.Stage
 			return nil, nil, outcome{}, false, err
 		}
 		if err := s.r.Apply(ctx, ac, client.FieldOwner(s.manager), client.DryRunAll); err != nil {
-			if o, refused := s.refusal(t.ref, stage, err); refused {
+			if o, refused := s.refusal(t.Ref, stage, err); refused {
 				return nil, nil, o, true, nil
 			}
 			return nil, nil, outcome{}, false, fmt.Errorf("dry-run the %s stage on %s: %w", stage, t, err)
 		}
-		from := t.rendered.StageOf(&t.Template().Spec, t.Selector())
-		entry := pgv1.TargetPlan{Kind: t.ref.Kind, Name: t.ref.Name, Stage: pgv1.Stage(stage), Change: truncate(t.rendered.Describe(from, stage), 1024)}
-		for _, a := range answers {
-			if r, ok := a.Rollouts[t.String()]; ok && a.Templates[t.String()] != nil && from != stage && entry.RecreatesCount == 0 {
-				entry.RecreatesCount = int32(len(r.Recreates))
-				entry.Recreates = r.Recreates[:min(len(r.Recreates), 5)]
-				recreated[t.String()] = r.Recreates
-			}
-			if es, ok := a.EndStates[t.String()]; ok {
-				entry.PredictedPlacement = truncate("After the Hard stage, "+es.Summary(), 512)
-			}
+		entry, all := planning.TargetPlan(t.Target, stage, answers)
+		if all != nil {
+			recreated[t.String()] = all
 		}
 		plan = append(plan, entry)
 	}

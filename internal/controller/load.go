@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
-	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/targets"
 )
 
@@ -61,15 +60,13 @@ func (s *scope) loadTargets(ctx context.Context, refs []pgv1.TargetRef) error {
 			}
 			t = targets.NewStatefulSet(st, live)
 		}
-		s.targets = append(s.targets, &target{Target: t, ref: ref})
+		s.targets = append(s.targets, &target{&planning.Target{Target: t, Ref: ref}})
 	}
-	all := make([]*placement.Workload, len(s.targets))
+	found := make([]*planning.Target, len(s.targets))
 	for i, t := range s.targets {
-		all[i] = t.Workload
+		found[i] = t.Target
 	}
-	for _, t := range s.targets {
-		t.rendered = s.constraint.RenderFor(t.Workload, all)
-	}
+	planning.Render(found, s.constraint)
 	return nil
 }
 
@@ -82,46 +79,30 @@ func (r *PlacementMigrationReconciler) targetRefs(ctx context.Context, pm *pgv1.
 	if err != nil {
 		return nil, fmt.Errorf("targetSelector: %w", err)
 	}
-	kinds := pm.Spec.TargetSelector.Kinds
-	if len(kinds) == 0 {
-		kinds = []pgv1.WorkloadKind{pgv1.KindDeployment, pgv1.KindStatefulSet}
-	}
-	var refs []pgv1.TargetRef
 	opts := []client.ListOption{client.InNamespace(pm.Namespace), client.MatchingLabelsSelector{Selector: sel}}
-	for _, kind := range kinds {
-		switch kind {
-		case pgv1.KindDeployment:
-			var list appsv1.DeploymentList
-			if err := r.List(ctx, &list, opts...); err != nil {
-				return nil, fmt.Errorf("list Deployments selected by %s: %w", sel, err)
-			}
-			for _, d := range list.Items {
-				refs = append(refs, pgv1.TargetRef{Kind: kind, Name: d.Name})
-			}
-		case pgv1.KindStatefulSet:
-			var list appsv1.StatefulSetList
-			if err := r.List(ctx, &list, opts...); err != nil {
-				return nil, fmt.Errorf("list StatefulSets selected by %s: %w", sel, err)
-			}
-			for _, st := range list.Items {
-				refs = append(refs, pgv1.TargetRef{Kind: kind, Name: st.Name})
-			}
-		}
+	var deployments appsv1.DeploymentList
+	if err := r.List(ctx, &deployments, opts...); err != nil {
+		return nil, fmt.Errorf("list Deployments selected by %s: %w", sel, err)
 	}
-	sort.Slice(refs, func(i, j int) bool { return refKey(refs[i]) < refKey(refs[j]) })
-	return refs, nil
+	var statefulSets appsv1.StatefulSetList
+	if err := r.List(ctx, &statefulSets, opts...); err != nil {
+		return nil, fmt.Errorf("list StatefulSets selected by %s: %w", sel, err)
+	}
+	return planning.TargetRefs(pm.Spec, pointers(deployments.Items), pointers(statefulSets.Items))
 }
 
-func refKey(ref pgv1.TargetRef) string { return string(ref.Kind) + "/" + ref.Name }
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
 
 func (r *PlacementMigrationReconciler) replicaSets(ctx context.Context, namespace string) ([]*appsv1.ReplicaSet, error) {
 	var list appsv1.ReplicaSetList
 	if err := r.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("list ReplicaSets in %s: %w", namespace, err)
 	}
-	out := make([]*appsv1.ReplicaSet, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	return out, nil
+	return pointers(list.Items), nil
 }

@@ -15,6 +15,7 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/workloadpatch"
 )
 
@@ -36,7 +37,7 @@ func (s *scope) newOperation(action pgv1.OperationAction, from, to placement.Sta
 // generation now, the entry to write and the entry it has now.
 func (s *scope) operationTarget(t *target, entry, previous *corev1.PodSpec) pgv1.OperationTarget {
 	return pgv1.OperationTarget{
-		Kind: t.ref.Kind, Name: t.ref.Name, UID: string(t.UID()), GenerationBefore: t.Generation(),
+		Kind: t.Ref.Kind, Name: t.Ref.Name, UID: string(t.UID()), GenerationBefore: t.Generation(),
 		Entry: snapshotOf(entry), Previous: snapshotOf(previous), PodsBefore: recordOf(t.Pods, s.now),
 	}
 }
@@ -124,7 +125,7 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 		if err != nil {
 			return outcome{}, err
 		}
-		log.Info("Writing the migration's entry", "migration", klog.KObj(s.pm), "target", refKey(ref), "action", op.Action,
+		log.Info("Writing the migration's entry", "migration", klog.KObj(s.pm), "target", planning.RefKey(ref), "action", op.Action,
 			"stage", op.Stage, "generation", ot.GenerationBefore, "fieldManager", s.manager)
 		if err := s.r.Apply(ctx, ac, client.FieldOwner(s.manager)); err != nil {
 			if _, field := workloadpatch.AsConflict(err); apierrors.IsConflict(err) && !field && op.Action == pgv1.ActionRevert {
@@ -136,11 +137,11 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 			if o, refused := s.refused(op, ref, err); refused {
 				return o, nil
 			}
-			return outcome{}, fmt.Errorf("write the %s stage into %s: %w", op.Stage, refKey(ref), err)
+			return outcome{}, fmt.Errorf("write the %s stage into %s: %w", op.Stage, planning.RefKey(ref), err)
 		}
 		ot.AppliedGeneration = max(workloadpatch.GenerationOf(ac), 1)
 		s.r.Budget.Record(key, s.now)
-		written = append(written, refKey(ref))
+		written = append(written, planning.RefKey(ref))
 	}
 	if op.Action == pgv1.ActionVerify {
 		return s.continueOperation(ctx, op)
@@ -179,12 +180,12 @@ func (s *scope) refusal(ref pgv1.TargetRef, stage placement.Stage, err error) (o
 			if other, ours := workloadpatch.MigrationOf(m); ours {
 				return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonTargetClaimed, message: fmt.Sprintf(
 					"%s: the %s stage would change %s, written by PlacementMigration %s; one migration writes a field at a time. Delete one of the two migrations, or spread on another key",
-					refKey(ref), stage, strings.Join(c.Fields, ", "), other)}, true
+					planning.RefKey(ref), stage, strings.Join(c.Fields, ", "), other)}, true
 			}
 		}
 		return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonFieldConflict, message: fmt.Sprintf(
 			"%s: the %s stage would change %s, owned by field manager %s; placement-guard never takes fields over. Remove them where %s is defined, or let that manager apply the constraint",
-			refKey(ref), stage, strings.Join(c.Fields, ", "), quoteAll(c.Managers), refKey(ref))}, true
+			planning.RefKey(ref), stage, strings.Join(c.Fields, ", "), quoteAll(c.Managers), planning.RefKey(ref))}, true
 	}
 	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
 		return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonApplyFailed, message: truncate(err.Error(), 2048)}, true
@@ -195,7 +196,7 @@ func (s *scope) refusal(ref pgv1.TargetRef, stage placement.Stage, err error) (o
 // budgetExceeded stalls the migration rather than write a workload again.
 func (s *scope) budgetExceeded(ref pgv1.TargetRef) outcome {
 	msg := fmt.Sprintf("%s was written %d times within %s, the operator's write budget; the write recorded in status.operation is held. Find what keeps changing the workload, then set the %s annotation to retry",
-		refKey(ref), s.r.Budget.Max, s.r.Budget.Window, pgv1.RetryAnnotation)
+		planning.RefKey(ref), s.r.Budget.Max, s.r.Budget.Window, pgv1.RetryAnnotation)
 	return outcome{phase: pgv1.PhaseFailed, reason: pgv1.ReasonWriteBudgetExceeded, message: msg,
 		events: []note{{kind: corev1.EventTypeWarning, reason: pgv1.ReasonWriteBudgetExceeded, message: msg}}}
 }

@@ -31,7 +31,7 @@ func (s *scope) retry() outcome {
 	pm.Status.DriftCorrections = 0
 	meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionConstraintInSync)
 	for _, t := range s.targets {
-		s.r.Budget.Reset(s.key(t.ref))
+		s.r.Budget.Reset(s.key(t.Ref))
 	}
 	return outcome{phase: pgv1.PhasePending, reason: pgv1.ReasonRetried, message: fmt.Sprintf(
 		"Retrying from the %s stage after %s (%s %q)", s.weakestVerified(), phase, pgv1.RetryAnnotation, pm.Status.LastHandledRetry)}

@@ -84,7 +84,7 @@ func (s *scope) verifyRollback(ctx context.Context, op *pgv1.Operation) (outcome
 	at := metav1.NewTime(s.now)
 	for _, ot := range op.Targets {
 		t := s.target(ot.Kind, ot.Name)
-		ts := s.status(t.ref)
+		ts := s.status(t.Ref)
 		ts.Applied = ot.Entry
 		ts.Stage = op.Stage
 		if op.Stage == pgv1.StageNone {

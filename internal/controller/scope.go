@@ -11,7 +11,7 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
-	"github.com/placement-guard/placement-guard/internal/targets"
+	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/workloadpatch"
 )
 
@@ -40,14 +40,12 @@ type scope struct {
 // target is one workload of the migration: the workload behind one type,
 // and the constraint as it is written into it.
 type target struct {
-	*targets.Target
-	ref      pgv1.TargetRef
-	rendered placement.Constraint
+	*planning.Target
 }
 
 // entry is what the stage writes into the target.
 func (t *target) entry(stage placement.Stage) *corev1.PodSpec {
-	e, err := t.rendered.Entry(t.Selector(), stage)
+	e, err := t.Rendered.Entry(t.Selector(), stage)
 	if err != nil {
 		return nil
 	}
@@ -61,7 +59,7 @@ func (t *target) patchTarget() workloadpatch.Target {
 
 // newScope reads what the migration needs from the cache.
 func (r *PlacementMigrationReconciler) newScope(ctx context.Context, pm *pgv1.PlacementMigration) (*scope, error) {
-	s := &scope{r: r, pm: pm, now: r.Clock.Now(), manager: workloadpatch.FieldManager(pm.Name), constraint: constraintFromSpec(pm.Spec.Constraint)}
+	s := &scope{r: r, pm: pm, now: r.Clock.Now(), manager: workloadpatch.FieldManager(pm.Name), constraint: planning.ConstraintFromSpec(pm.Spec.Constraint)}
 	refs, err := r.targetRefs(ctx, pm)
 	if err != nil {
 		return nil, err
@@ -100,7 +98,7 @@ func (s *scope) status(ref pgv1.TargetRef) *pgv1.TargetStatus {
 // target finds a current target by reference.
 func (s *scope) target(kind pgv1.WorkloadKind, name string) *target {
 	for _, t := range s.targets {
-		if t.ref.Kind == kind && t.ref.Name == name {
+		if t.Ref.Kind == kind && t.Ref.Name == name {
 			return t
 		}
 	}
@@ -112,9 +110,9 @@ func (s *scope) target(kind pgv1.WorkloadKind, name string) *target {
 // stage of the migration's entry it carries now.
 func (s *scope) observeTargets() {
 	for _, t := range s.targets {
-		ts := s.status(t.ref)
+		ts := s.status(t.Ref)
 		if ts.UID != string(t.UID()) {
-			*ts = pgv1.TargetStatus{Kind: t.ref.Kind, Name: t.ref.Name, UID: string(t.UID()), Before: beforeOf(&t.Template().Spec)}
+			*ts = pgv1.TargetStatus{Kind: t.Ref.Kind, Name: t.Ref.Name, UID: string(t.UID()), Before: beforeOf(&t.Template().Spec)}
 		}
 		ts.Stage = pgv1.Stage(s.carried(t, ts))
 	}
@@ -128,7 +126,7 @@ func (s *scope) carried(t *target, ts *pgv1.TargetStatus) placement.Stage {
 	if ts.Applied != nil && placement.Carries(&t.Template().Spec, entryOf(ts.Applied)) {
 		return placement.StageOfEntry(entryOf(ts.Applied))
 	}
-	return t.rendered.StageOf(&t.Template().Spec, t.Selector())
+	return t.Rendered.StageOf(&t.Template().Spec, t.Selector())
 }
 
 // removed are the status entries of workloads that are no longer targets.

@@ -21,7 +21,7 @@ func (s *scope) soaked(group []*target) bool {
 func (s *scope) soakEnd(group []*target) time.Time {
 	var end time.Time
 	for _, t := range group {
-		if v := s.status(t.ref).Verified; v != nil {
+		if v := s.status(t.Ref).Verified; v != nil {
 			if at := v.At.Add(s.pm.Spec.Soak()); at.After(end) {
 				end = at
 			}
@@ -49,7 +49,7 @@ func (s *scope) soakOrSucceed(ctx context.Context) (outcome, error) {
 			return s.rollbackSoak(soaking, pgv1.ReasonProtectedPodChanged, "protected pod "+changed), nil
 		}
 		for _, t := range soaking {
-			if why := s.restartedBeyondLimit(t, s.status(t.ref).Pods); why != "" {
+			if why := s.restartedBeyondLimit(t, s.status(t.Ref).Pods); why != "" {
 				return s.rollbackSoak(soaking, pgv1.ReasonPodsRestarted, why), nil
 			}
 		}

@@ -64,7 +64,7 @@ func (s *scope) step(ctx context.Context) (outcome, error) {
 // verification of another constraint's entry (the spec changed since)
 // counts for nothing.
 func (s *scope) verified(t *target) placement.Stage {
-	ts := s.status(t.ref)
+	ts := s.status(t.Ref)
 	if ts.Verified == nil || ts.Applied == nil {
 		return placement.StageNone
 	}

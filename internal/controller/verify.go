@@ -82,7 +82,7 @@ func (s *scope) completeStage(op *pgv1.Operation, summary string) outcome {
 	at := metav1.NewTime(s.now)
 	for _, ot := range op.Targets {
 		t := s.target(ot.Kind, ot.Name)
-		ts := s.status(t.ref)
+		ts := s.status(t.Ref)
 		ts.Verified = &pgv1.StageMilestone{Stage: op.Stage, At: at}
 		ts.Applied = ot.Entry
 		ts.Stage = op.Stage

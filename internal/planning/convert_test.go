@@ -1,4 +1,4 @@
-package controller
+package planning
 
 import (
 	"strings"
@@ -34,12 +34,12 @@ func TestHazardTypesMatchTheAPI(t *testing.T) {
 
 func TestConstraintFromSpec(t *testing.T) {
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "search"}}
-	got := constraintFromSpec(pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname, LabelSelector: pgv1.SelectorFrom(sel)}})
+	got := ConstraintFromSpec(pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname, LabelSelector: pgv1.SelectorFrom(sel)}})
 	if got.AntiAffinity == nil || got.Spread != nil || got.AntiAffinity.TopologyKey != corev1.LabelHostname || !equality.Semantic.DeepEqual(got.AntiAffinity.Selector, sel) {
 		t.Fatalf("anti-affinity: %+v", got)
 	}
 	three := int32(3)
-	got = constraintFromSpec(pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{
+	got = ConstraintFromSpec(pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{
 		TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1, MinDomains: &three, NodeTaintsPolicy: pgv1.PolicyHonor,
 	}})
 	if got.Spread == nil || *got.Spread.MinDomains != 3 || got.Spread.NodeAffinityPolicy != nil || *got.Spread.NodeTaintsPolicy != corev1.NodeInclusionPolicyHonor {
@@ -49,7 +49,7 @@ func TestConstraintFromSpec(t *testing.T) {
 		t.Fatal("an unset revisionScope counts only the new revision")
 	}
 	all := pgv1.RevisionScopeAll
-	got = constraintFromSpec(pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{TopologyKey: corev1.LabelTopologyZone, RevisionScope: &all}})
+	got = ConstraintFromSpec(pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{TopologyKey: corev1.LabelTopologyZone, RevisionScope: &all}})
 	if !got.Spread.AllRevisions {
 		t.Fatal("revisionScope: AllRevisions must reach the engine")
 	}
@@ -57,7 +57,7 @@ func TestConstraintFromSpec(t *testing.T) {
 
 func TestHazardMessagesStayWithinTheAPIBound(t *testing.T) {
 	long := strings.Repeat("é€😀", 1000)
-	hs := hazardsFromAnswer([]placement.Hazard{{Type: placement.HazardUnschedulable, Blocking: true, Message: long}})
+	hs := HazardsFromAnswer([]placement.Hazard{{Type: placement.HazardUnschedulable, Blocking: true, Message: long}})
 	if n := len(hs[0].Message); n > 2048 {
 		t.Fatalf("message is %d bytes", n)
 	}

@@ -1,0 +1,96 @@
+package planning
+
+import (
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
+)
+
+// Bounds of the API's status fields the plan and the hazards are written to.
+const (
+	MaxHazards        = 16
+	MaxHazardMessage  = 2048
+	MaxChange         = 1024
+	MaxPlacement      = 512
+	MaxListedRecreate = 5
+)
+
+// ConstraintFromSpec converts the API's constraint into the engine's, which
+// knows nothing of API versions.
+func ConstraintFromSpec(c pgv1.Constraint) placement.Constraint {
+	switch {
+	case c.PodAntiAffinity != nil:
+		a := c.PodAntiAffinity
+		return placement.Constraint{AntiAffinity: &placement.AntiAffinity{
+			TopologyKey:       a.TopologyKey,
+			Selector:          a.LabelSelector.AsMeta(),
+			MatchLabelKeys:    a.MatchLabelKeys,
+			Namespaces:        a.Namespaces,
+			NamespaceSelector: a.NamespaceSelector.AsMeta(),
+		}}
+	case c.TopologySpread != nil:
+		s := c.TopologySpread
+		return placement.Constraint{Spread: &placement.Spread{
+			TopologyKey:        s.TopologyKey,
+			MaxSkew:            s.MaxSkew,
+			MinDomains:         s.MinDomains,
+			Selector:           s.LabelSelector.AsMeta(),
+			MatchLabelKeys:     s.MatchLabelKeys,
+			NodeAffinityPolicy: inclusionPolicy(s.NodeAffinityPolicy),
+			NodeTaintsPolicy:   inclusionPolicy(s.NodeTaintsPolicy),
+			AllRevisions:       s.RevisionScope != nil && *s.RevisionScope == pgv1.RevisionScopeAll,
+		}}
+	}
+	return placement.Constraint{}
+}
+
+// inclusionPolicy leaves an unset policy unset, so that the written spread
+// carries only what the user asked for and the scheduler applies its default.
+func inclusionPolicy(p pgv1.InclusionPolicy) *corev1.NodeInclusionPolicy {
+	if p == "" {
+		return nil
+	}
+	v := corev1.NodeInclusionPolicy(p)
+	return &v
+}
+
+// CapacityFromSpec converts the spec's capacity (nil for none) into the
+// engine's.
+func CapacityFromSpec(c *pgv1.Capacity) placement.CapacitySpec {
+	if c == nil {
+		return placement.CapacitySpec{}
+	}
+	return placement.CapacitySpec{NodeSelector: c.NodeSelector.AsMeta(), MinNodes: c.MinNodes, MinDomains: c.MinDomains}
+}
+
+// HazardsFromAnswer records the engine's findings in the API's form,
+// within the API's bounds.
+func HazardsFromAnswer(hs []placement.Hazard) []pgv1.Hazard {
+	out := make([]pgv1.Hazard, 0, min(len(hs), MaxHazards))
+	for _, h := range hs {
+		if len(out) == MaxHazards {
+			break
+		}
+		sev := pgv1.SeverityInfo
+		if h.Blocking {
+			sev = pgv1.SeverityBlocking
+		}
+		out = append(out, pgv1.Hazard{Type: h.Type, Severity: sev, Target: h.Workload, Message: Truncate(h.Message, MaxHazardMessage)})
+	}
+	return out
+}
+
+// Truncate keeps a message within n bytes, on a rune boundary.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}

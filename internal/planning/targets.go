@@ -1,0 +1,123 @@
+package planning
+
+import (
+	"fmt"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/targets"
+)
+
+// Inventory holds the workloads of one namespace and what their rollout
+// needs: the Deployments' ReplicaSets and every pod.
+type Inventory struct {
+	Deployments  []*appsv1.Deployment
+	StatefulSets []*appsv1.StatefulSet
+	ReplicaSets  []*appsv1.ReplicaSet
+	Pods         []*corev1.Pod
+}
+
+// TargetRefs lists the workloads the spec names, or those of the given
+// workloads its targetSelector selects, in a stable order.
+func TargetRefs(spec pgv1.PlacementMigrationSpec, deployments []*appsv1.Deployment, statefulSets []*appsv1.StatefulSet) ([]pgv1.TargetRef, error) {
+	if spec.TargetSelector == nil {
+		return spec.Targets, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(spec.TargetSelector.Selector.AsMeta())
+	if err != nil {
+		return nil, fmt.Errorf("targetSelector: %w", err)
+	}
+	kinds := spec.TargetSelector.Kinds
+	if len(kinds) == 0 {
+		kinds = []pgv1.WorkloadKind{pgv1.KindDeployment, pgv1.KindStatefulSet}
+	}
+	var refs []pgv1.TargetRef
+	for _, kind := range kinds {
+		switch kind {
+		case pgv1.KindDeployment:
+			for _, d := range deployments {
+				if sel.Matches(labels.Set(d.Labels)) {
+					refs = append(refs, pgv1.TargetRef{Kind: kind, Name: d.Name})
+				}
+			}
+		case pgv1.KindStatefulSet:
+			for _, st := range statefulSets {
+				if sel.Matches(labels.Set(st.Labels)) {
+					refs = append(refs, pgv1.TargetRef{Kind: kind, Name: st.Name})
+				}
+			}
+		}
+	}
+	sort.Slice(refs, func(i, j int) bool { return RefKey(refs[i]) < RefKey(refs[j]) })
+	return refs, nil
+}
+
+// RefKey is "Kind/name", the engine's name of a workload.
+func RefKey(ref pgv1.TargetRef) string { return string(ref.Kind) + "/" + ref.Name }
+
+// Target is a resolved target: the workload and the constraint rendered
+// for it.
+type Target struct {
+	*targets.Target
+	Ref      pgv1.TargetRef
+	Rendered placement.Constraint
+}
+
+// Resolve finds each ref's workload in the inventory and renders the
+// constraint for it; refs it does not hold are returned as "Kind/name".
+func Resolve(refs []pgv1.TargetRef, inv Inventory, c placement.Constraint) (found []*Target, missing []string) {
+	live := make([]*corev1.Pod, 0, len(inv.Pods))
+	for _, p := range inv.Pods {
+		if p.DeletionTimestamp == nil {
+			live = append(live, p)
+		}
+	}
+	for _, ref := range refs {
+		var t *targets.Target
+		switch ref.Kind {
+		case pgv1.KindDeployment:
+			if d := byName(inv.Deployments, ref.Name); d != nil {
+				t = targets.NewDeployment(d, inv.ReplicaSets, live)
+			}
+		case pgv1.KindStatefulSet:
+			if st := byName(inv.StatefulSets, ref.Name); st != nil {
+				t = targets.NewStatefulSet(st, live)
+			}
+		}
+		if t == nil {
+			missing = append(missing, RefKey(ref))
+			continue
+		}
+		found = append(found, &Target{Target: t, Ref: ref})
+	}
+	Render(found, c)
+	return found, missing
+}
+
+// Render renders the constraint for each target, knowing the others: a
+// constraint that selects the targets' own pods selects all of them.
+func Render(ts []*Target, c placement.Constraint) {
+	all := make([]*placement.Workload, len(ts))
+	for i, t := range ts {
+		all[i] = t.Workload
+	}
+	for _, t := range ts {
+		t.Rendered = c.RenderFor(t.Workload, all)
+	}
+}
+
+func byName[T interface{ GetName() string }](items []T, name string) T {
+	var zero T
+	for _, it := range items {
+		if it.GetName() == name {
+			return it
+		}
+	}
+	return zero
+}
