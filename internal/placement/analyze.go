@@ -74,23 +74,10 @@ func (s *Snapshot) Analyze(q Question) (Answer, error) {
 		a.Duration = time.Since(start)
 		return a, nil
 	}
-	targets := map[types.UID]bool{}
-	for _, w := range q.Workloads {
-		for _, uid := range w.Pods {
-			targets[uid] = true
-		}
-	}
+	targets := podsOf(q.Workloads)
 	for _, w := range q.Workloads {
 		c := q.Constraint.RenderFor(w, q.Workloads)
-		if h := clobber(w, c, q.Stage); h != nil {
-			a.Hazards = append(a.Hazards, *h)
-			continue
-		}
-		// The selector is judged as the user wrote it: one that also
-		// selects another workload's pods says the user meant to count
-		// them, which the default scoping to one revision would silently
-		// undo.
-		if h := s.selectorOverlap(w, q.Constraint, targets); h != nil {
+		if h := s.staticHazard(w, q, targets); h != nil {
 			a.Hazards = append(a.Hazards, *h)
 			continue
 		}
@@ -128,4 +115,41 @@ func (s *Snapshot) Analyze(q Question) (Answer, error) {
 	}
 	a.Duration = time.Since(start)
 	return a, nil
+}
+
+// Findings are the hazards of a question that need neither nodes nor a
+// simulated rollout: a constraint that would replace one the workload
+// already has, and a selector that also selects other workloads' pods.
+// They are what can be said of manifests alone.
+func (s *Snapshot) Findings(q Question) []Hazard {
+	targets := podsOf(q.Workloads)
+	var out []Hazard
+	for _, w := range q.Workloads {
+		if h := s.staticHazard(w, q, targets); h != nil {
+			out = append(out, *h)
+		}
+	}
+	return out
+}
+
+// staticHazard is the first of a workload's findings that need no
+// simulation. The selector is judged as the user wrote it: one that also
+// selects another workload's pods says the user meant to count them,
+// which the default scoping to one revision would silently undo.
+func (s *Snapshot) staticHazard(w *Workload, q Question, targets map[types.UID]bool) *Hazard {
+	if h := clobber(w, q.Constraint.RenderFor(w, q.Workloads), q.Stage); h != nil {
+		return h
+	}
+	return s.selectorOverlap(w, q.Constraint, targets)
+}
+
+// podsOf is the set of the workloads' pods.
+func podsOf(workloads []*Workload) map[types.UID]bool {
+	out := map[types.UID]bool{}
+	for _, w := range workloads {
+		for _, uid := range w.Pods {
+			out[uid] = true
+		}
+	}
+	return out
 }

@@ -1,0 +1,144 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
+)
+
+// Cluster is what the plugin knows of a cluster: read from the API with
+// get and list only, or from a directory of YAML.
+type Cluster struct {
+	placement.Objects
+	Deployments  []*appsv1.Deployment
+	StatefulSets []*appsv1.StatefulSet
+	ReplicaSets  []*appsv1.ReplicaSet
+	Migrations   []*pgv1.PlacementMigration
+}
+
+// ClusterOf sorts documents into a Cluster; other kinds are ignored.
+func ClusterOf(docs []Document) *Cluster {
+	c := &Cluster{}
+	for _, d := range docs {
+		c.add(d.Object)
+	}
+	return c
+}
+
+func (c *Cluster) add(o any) {
+	switch o := o.(type) {
+	case *corev1.Node:
+		c.Nodes = append(c.Nodes, o)
+	case *corev1.Pod:
+		c.Pods = append(c.Pods, placement.TrimPod(o))
+	case *corev1.Namespace:
+		c.Namespaces = append(c.Namespaces, o)
+	case *corev1.PersistentVolumeClaim:
+		c.Claims = append(c.Claims, o)
+	case *corev1.PersistentVolume:
+		c.Volumes = append(c.Volumes, o)
+	case *storagev1.StorageClass:
+		c.StorageClasses = append(c.StorageClasses, o)
+	case *appsv1.Deployment:
+		c.Deployments = append(c.Deployments, o)
+	case *appsv1.StatefulSet:
+		c.StatefulSets = append(c.StatefulSets, o)
+	case *appsv1.ReplicaSet:
+		c.ReplicaSets = append(c.ReplicaSets, o)
+	case *pgv1.PlacementMigration:
+		c.Migrations = append(c.Migrations, o)
+	}
+}
+
+// Inventory is the namespace's part of the cluster the targets resolve in.
+func (c *Cluster) Inventory(namespace string) planning.Inventory {
+	return planning.Inventory{
+		Deployments:  inNamespace(c.Deployments, namespace),
+		StatefulSets: inNamespace(c.StatefulSets, namespace),
+		ReplicaSets:  inNamespace(c.ReplicaSets, namespace),
+		Pods:         inNamespace(c.Pods, namespace),
+	}
+}
+
+func inNamespace[T interface{ GetNamespace() string }](items []T, namespace string) []T {
+	var out []T
+	for _, it := range items {
+		if it.GetNamespace() == namespace {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// ReadCluster reads from the API what a plan needs, with list only: every
+// node, pod, namespace and storage object, and the namespace's workloads.
+// The read is as wide as the scheduler's view, because another
+// namespace's pods count for anti-affinity and for node resources.
+func ReadCluster(ctx context.Context, c client.Reader, namespace string) (*Cluster, error) {
+	cl := &Cluster{}
+	lists := []struct {
+		what string
+		list client.ObjectList
+		opts []client.ListOption
+	}{
+		{"nodes", &corev1.NodeList{}, nil},
+		{"pods", &corev1.PodList{}, nil},
+		{"namespaces", &corev1.NamespaceList{}, nil},
+		{"persistentvolumeclaims", &corev1.PersistentVolumeClaimList{}, nil},
+		{"persistentvolumes", &corev1.PersistentVolumeList{}, nil},
+		{"storageclasses", &storagev1.StorageClassList{}, nil},
+		{"deployments", &appsv1.DeploymentList{}, []client.ListOption{client.InNamespace(namespace)}},
+		{"statefulsets", &appsv1.StatefulSetList{}, []client.ListOption{client.InNamespace(namespace)}},
+		{"replicasets", &appsv1.ReplicaSetList{}, []client.ListOption{client.InNamespace(namespace)}},
+	}
+	for _, l := range lists {
+		if err := c.List(ctx, l.list, l.opts...); err != nil {
+			return nil, fmt.Errorf("list %s: %w", l.what, err)
+		}
+		if err := forEachItem(l.list, cl.add); err != nil {
+			return nil, err
+		}
+	}
+	return cl, nil
+}
+
+// forEachItem calls f with a pointer to each item of a typed list.
+func forEachItem(list client.ObjectList, f func(any)) error {
+	switch l := list.(type) {
+	case *corev1.NodeList:
+		each(l.Items, f)
+	case *corev1.PodList:
+		each(l.Items, f)
+	case *corev1.NamespaceList:
+		each(l.Items, f)
+	case *corev1.PersistentVolumeClaimList:
+		each(l.Items, f)
+	case *corev1.PersistentVolumeList:
+		each(l.Items, f)
+	case *storagev1.StorageClassList:
+		each(l.Items, f)
+	case *appsv1.DeploymentList:
+		each(l.Items, f)
+	case *appsv1.StatefulSetList:
+		each(l.Items, f)
+	case *appsv1.ReplicaSetList:
+		each(l.Items, f)
+	default:
+		return fmt.Errorf("unexpected list %T", list)
+	}
+	return nil
+}
+
+func each[T any](items []T, f func(any)) {
+	for i := range items {
+		f(&items[i])
+	}
+}

@@ -1,0 +1,370 @@
+package plugin
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
+)
+
+// Finding is one hazard lint found in a manifest.
+type Finding struct {
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Object   string `json:"object"`
+	Type     string `json:"type"`
+	Blocking bool   `json:"blocking"`
+	Message  string `json:"message"`
+}
+
+// LintOptions say what lint knows of the cluster besides the manifests.
+type LintOptions struct {
+	// Namespace is the namespace of manifest objects that name none.
+	Namespace string
+	// Nodes is how many identical nodes to assume when there is no
+	// snapshot; 0 for none, which limits lint to the findings that need
+	// no nodes.
+	Nodes int
+	// Cluster is a snapshot of the cluster the manifests go to; nil for none.
+	Cluster *Cluster
+}
+
+// manifestWorkload is a workload of the manifests and where it was written.
+type manifestWorkload struct {
+	doc      Document
+	workload *placement.Workload
+}
+
+// lintRevision marks the pods lint places for a workload: the revision
+// that runs before the manifests are applied.
+const lintRevision = "placement-guard-lint"
+
+// Lint judges every hard anti-affinity term and DoNotSchedule spread of
+// the manifests' workloads, and every PlacementMigration of the manifests,
+// with the operator's engine. Each workload's pods are placed first, as
+// they would run without the constraint judged; the constraint is then
+// rolled out over them. Without nodes only the findings that need none
+// (selector overlap, clobbering) are reported.
+func Lint(docs []Document, opts LintOptions) ([]Finding, error) {
+	base := placement.Objects{}
+	var existing *Cluster
+	if opts.Cluster != nil {
+		base, existing = opts.Cluster.Objects, opts.Cluster
+	} else {
+		base.Nodes = syntheticNodes(opts.Nodes)
+	}
+	snap, err := placement.NewSnapshot(base)
+	if err != nil {
+		return nil, fmt.Errorf("index the snapshot: %w", err)
+	}
+	withNodes := snap.NodeCount() > 0
+	workloads, err := placeWorkloads(snap, docs, opts.Namespace, existing)
+	if err != nil {
+		return nil, err
+	}
+	var findings []Finding
+	for _, mw := range workloads {
+		for _, c := range hardConstraints(&mw.workload.Template.Spec) {
+			w := *mw.workload
+			spec, err := c.Apply(&w.Template.Spec, w.Selector, placement.StageNone)
+			if err != nil {
+				return nil, err
+			}
+			w.Template = *w.Template.DeepCopy()
+			w.Template.Spec = *spec
+			hs, err := judge(snap, withNodes, []*placement.Workload{&w}, c, []placement.Stage{placement.StageHard}, placement.CapacitySpec{})
+			if err != nil {
+				return nil, err
+			}
+			findings = append(findings, findingsAt(mw.doc, hs)...)
+		}
+	}
+	for _, d := range docs {
+		if pm, ok := d.Object.(*pgv1.PlacementMigration); ok {
+			fs, err := lintMigration(snap, withNodes, d, pm, workloads, opts.Namespace)
+			if err != nil {
+				return nil, err
+			}
+			findings = append(findings, fs...)
+		}
+	}
+	return uniqueFindings(findings), nil
+}
+
+// judge asks the engine: the whole analysis when nodes are known, else
+// the findings that need none.
+func judge(snap *placement.Snapshot, withNodes bool, ws []*placement.Workload, c placement.Constraint, stages []placement.Stage, capacity placement.CapacitySpec) ([]placement.Hazard, error) {
+	if !withNodes {
+		var hs []placement.Hazard
+		for _, st := range stages {
+			hs = append(hs, snap.Findings(placement.Question{Workloads: ws, Constraint: c, Stage: st})...)
+		}
+		return hs, nil
+	}
+	answers, err := planning.Ask(snap, ws, c, capacity, stages)
+	if err != nil {
+		return nil, err
+	}
+	return planning.UniqueHazards(answers), nil
+}
+
+// lintMigration judges a migration of the manifests against the manifests'
+// workloads it targets, at both stages.
+func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv1.PlacementMigration, workloads []manifestWorkload, defaultNS string) ([]Finding, error) {
+	ns := namespaceOr(pm.Namespace, defaultNS)
+	var deployments []*appsv1.Deployment
+	var statefulSets []*appsv1.StatefulSet
+	byRef := map[string]*placement.Workload{}
+	for _, mw := range workloads {
+		if mw.workload.Namespace != ns {
+			continue
+		}
+		byRef[string(mw.workload.Kind)+"/"+mw.workload.Name] = mw.workload
+		switch o := mw.doc.Object.(type) {
+		case *appsv1.Deployment:
+			deployments = append(deployments, o)
+		case *appsv1.StatefulSet:
+			statefulSets = append(statefulSets, o)
+		}
+	}
+	refs, err := planning.TargetRefs(pm.Spec, deployments, statefulSets)
+	if err != nil {
+		return []Finding{{File: d.File, Line: d.Line, Object: objectName(d), Type: "InvalidSpec", Blocking: true, Message: err.Error()}}, nil
+	}
+	var ws []*placement.Workload
+	for _, ref := range refs {
+		if w := byRef[planning.RefKey(ref)]; w != nil {
+			ws = append(ws, w)
+		}
+	}
+	if len(ws) == 0 {
+		return nil, nil
+	}
+	c := planning.ConstraintFromSpec(pm.Spec.Constraint)
+	hs, err := judge(snap, withNodes, ws, c, planning.Stages(pm.Spec.Final()), planning.CapacityFromSpec(pm.Spec.Capacity))
+	if err != nil {
+		return nil, err
+	}
+	return findingsAt(d, hs), nil
+}
+
+// placeWorkloads adds the pods of every workload of the manifests to the
+// snapshot. A workload the snapshot already runs keeps its live pods;
+// another gets its replicas placed as the scheduler would place them
+// without its hard constraints, or left unbound when there are no nodes.
+func placeWorkloads(snap *placement.Snapshot, docs []Document, defaultNS string, existing *Cluster) ([]manifestWorkload, error) {
+	var out []manifestWorkload
+	for _, d := range docs {
+		w := workloadOf(d.Object, defaultNS)
+		if w == nil {
+			continue
+		}
+		if existing != nil {
+			if live := liveWorkload(existing, w); live != nil {
+				w.Pods, w.Revision = live.Pods, live.Revision
+				out = append(out, manifestWorkload{doc: d, workload: w})
+				continue
+			}
+		}
+		pods, err := placePods(snap, w)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", d.File, d.Line, err)
+		}
+		for _, p := range pods {
+			if err := snap.UpsertPod(p); err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", d.File, d.Line, err)
+			}
+			w.Pods = append(w.Pods, p.UID)
+		}
+		w.Revision = lintRevision
+		out = append(out, manifestWorkload{doc: d, workload: w})
+	}
+	return out, nil
+}
+
+// liveWorkload is the snapshot's workload of the same kind and name.
+func liveWorkload(c *Cluster, w *placement.Workload) *placement.Workload {
+	ref := pgv1.TargetRef{Kind: pgv1.WorkloadKind(w.Kind), Name: w.Name}
+	found, _ := planning.Resolve([]pgv1.TargetRef{ref}, c.Inventory(w.Namespace), placement.Constraint{})
+	if len(found) == 0 {
+		return nil
+	}
+	return found[0].Workload
+}
+
+// placePods places the workload's replicas, without its hard constraints,
+// where the engine's simulated rollout puts them.
+func placePods(snap *placement.Snapshot, w *placement.Workload) ([]*corev1.Pod, error) {
+	spec := w.Template.Spec.DeepCopy()
+	for _, c := range hardConstraints(spec) {
+		s, err := c.Apply(spec, w.Selector, placement.StageNone)
+		if err != nil {
+			return nil, err
+		}
+		spec = s
+	}
+	nodes := map[int]string{}
+	if snap.NodeCount() > 0 {
+		initial := *w
+		initial.Template = *w.Template.DeepCopy()
+		initial.Template.Spec = *spec
+		r, err := snap.SimulateRollout(&initial)
+		if err != nil {
+			return nil, err
+		}
+		i := 0
+		for _, s := range r.Steps {
+			if s.Node != "" && i < int(w.Replicas) {
+				nodes[i] = s.Node
+				i++
+			}
+		}
+	}
+	pods := make([]*corev1.Pod, w.Replicas)
+	for i := range pods {
+		name := w.Name + "-" + strconv.Itoa(i)
+		labels := map[string]string{w.RevisionLabel: lintRevision}
+		for k, v := range w.Template.Labels {
+			labels[k] = v
+		}
+		if w.Kind == placement.StatefulSet {
+			labels[appsv1.StatefulSetPodNameLabel] = name
+		}
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: name, Labels: labels, UID: types.UID("lint/" + w.Namespace + "/" + name),
+				CreationTimestamp: metav1.NewTime(metav1.Now().Add(-24 * 3600e9))},
+			Spec: *spec.DeepCopy(),
+		}
+		p.Spec.NodeName = nodes[i]
+		pods[i] = p
+	}
+	return pods, nil
+}
+
+// hardConstraints are the spec's required anti-affinity terms and
+// DoNotSchedule spreads, each as a constraint judged as written: a
+// spread counts the revisions its matchLabelKeys say, no more.
+func hardConstraints(spec *corev1.PodSpec) []placement.Constraint {
+	var out []placement.Constraint
+	if spec.Affinity != nil && spec.Affinity.PodAntiAffinity != nil {
+		for _, t := range spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			entry := &corev1.PodSpec{Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{t}}}}
+			out = append(out, placement.ConstraintOf(entry))
+		}
+	}
+	for _, t := range spec.TopologySpreadConstraints {
+		if t.WhenUnsatisfiable != corev1.DoNotSchedule {
+			continue
+		}
+		c := placement.ConstraintOf(&corev1.PodSpec{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{t}})
+		c.Spread.AllRevisions = true
+		out = append(out, c)
+	}
+	return out
+}
+
+// workloadOf is the engine's view of a manifest's Deployment or
+// StatefulSet, with no pods yet.
+func workloadOf(o any, defaultNS string) *placement.Workload {
+	var w *placement.Workload
+	switch o := o.(type) {
+	case *appsv1.Deployment:
+		d := o.DeepCopy()
+		d.Namespace = namespaceOr(d.Namespace, defaultNS)
+		w = &placement.Workload{Kind: placement.Deployment, Namespace: d.Namespace, Name: d.Name, Replicas: replicasOf(d.Spec.Replicas),
+			Selector: d.Spec.Selector, Template: d.Spec.Template, Strategy: d.Spec.Strategy, RevisionLabel: appsv1.DefaultDeploymentUniqueLabelKey}
+	case *appsv1.StatefulSet:
+		s := o.DeepCopy()
+		s.Namespace = namespaceOr(s.Namespace, defaultNS)
+		w = &placement.Workload{Kind: placement.StatefulSet, Namespace: s.Namespace, Name: s.Name, Replicas: replicasOf(s.Spec.Replicas),
+			Selector: s.Spec.Selector, Template: s.Spec.Template, UpdateStrategy: s.Spec.UpdateStrategy,
+			VolumeClaimTemplates: s.Spec.VolumeClaimTemplates, RevisionLabel: appsv1.ControllerRevisionHashLabelKey}
+	}
+	return w
+}
+
+func replicasOf(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
+}
+
+func namespaceOr(ns, def string) string {
+	if ns == "" {
+		return def
+	}
+	return ns
+}
+
+// syntheticNodes are n identical nodes, each its own hostname, with room
+// for any pod: lint with --nodes judges placement, not resources.
+func syntheticNodes(n int) []*corev1.Node {
+	nodes := make([]*corev1.Node, n)
+	for i := range nodes {
+		name := fmt.Sprintf("node-%d", i+1)
+		nodes[i] = &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}},
+			Status: corev1.NodeStatus{
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("1Ti"), corev1.ResourcePods: resource.MustParse("1000")},
+				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			},
+		}
+	}
+	return nodes
+}
+
+func findingsAt(d Document, hs []placement.Hazard) []Finding {
+	out := make([]Finding, 0, len(hs))
+	for _, h := range hs {
+		out = append(out, Finding{File: d.File, Line: d.Line, Object: objectName(d), Type: h.Type, Blocking: h.Blocking, Message: h.Message})
+	}
+	return out
+}
+
+func objectName(d Document) string {
+	kind := ""
+	switch d.Object.(type) {
+	case *appsv1.Deployment:
+		kind = "Deployment"
+	case *appsv1.StatefulSet:
+		kind = "StatefulSet"
+	case *pgv1.PlacementMigration:
+		kind = "PlacementMigration"
+	}
+	if m, ok := d.Object.(metav1.Object); ok {
+		return kind + "/" + m.GetName()
+	}
+	return kind
+}
+
+// uniqueFindings drops repeats (a workload with two hard terms may fail
+// both for one reason) and orders by place.
+func uniqueFindings(fs []Finding) []Finding {
+	seen := map[string]bool{}
+	var out []Finding
+	for _, f := range fs {
+		key := f.File + "\x00" + strconv.Itoa(f.Line) + "\x00" + f.Type + "\x00" + f.Message
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, f)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].File != out[j].File {
+			return out[i].File < out[j].File
+		}
+		return out[i].Line < out[j].Line
+	})
+	return out
+}

@@ -1,0 +1,142 @@
+package plugin
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+func newLintCommand(o *Options) *cobra.Command {
+	var (
+		output   string
+		nodes    int
+		snapshot string
+	)
+	cmd := &cobra.Command{
+		Use:   "lint [FILE...|-]",
+		Short: "Find placement hazards in rendered manifests, before they merge",
+		Long: `lint reads rendered manifests (files, or - for standard input) and judges
+every required pod anti-affinity term and DoNotSchedule topology spread of their
+Deployments and StatefulSets, and every PlacementMigration among them, with
+the operator's engine:
+
+  - a rolling update that deadlocks (maxUnavailable 0 and no node left for the
+    surge pod), given --nodes N identical nodes or a --snapshot of the cluster;
+  - a selector that also selects other workloads' pods of the same manifests
+    (blue and green counted together);
+  - a constraint that would replace one the workload already has;
+  - a hard constraint the cluster lacks the capacity for (--snapshot).
+
+Without --nodes or --snapshot only the findings that need no nodes are
+reported. Exits 1 when a blocking hazard is found.`,
+		Example: `  # In CI, on a chart's output, assuming three nodes
+  helm template web ./chart | kubectl placement lint --nodes 3 -o github -
+
+  # Against a saved snapshot of the cluster the manifests go to
+  kubectl placement lint --snapshot snap/ deploy/*.yaml`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "table", "json", "yaml", "github"); err != nil {
+				return err
+			}
+			if len(args) == 0 {
+				return usagef("name the manifests to lint, or - for standard input")
+			}
+			if nodes < 0 {
+				return usagef("--nodes must not be negative")
+			}
+			if nodes > 0 && snapshot != "" {
+				return usagef("give either --nodes or --snapshot, not both")
+			}
+			ns, err := o.Namespace()
+			if err != nil {
+				ns = "default"
+			}
+			var docs []Document
+			for _, name := range args {
+				in, err := readInput(o, name)
+				if err != nil {
+					return err
+				}
+				d, err := ReadManifests(name, in)
+				in.Close()
+				if err != nil {
+					return usageError{err}
+				}
+				docs = append(docs, d...)
+			}
+			opts := LintOptions{Namespace: ns, Nodes: nodes}
+			if snapshot != "" {
+				sdocs, err := ReadDir(snapshot)
+				if err != nil {
+					return usageError{err}
+				}
+				opts.Cluster = ClusterOf(sdocs)
+			}
+			findings, err := Lint(docs, opts)
+			if err != nil {
+				return err
+			}
+			if err := printFindings(o.Out, output, findings); err != nil {
+				return err
+			}
+			for _, f := range findings {
+				if f.Blocking {
+					return hazardsFound
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json, yaml or github (workflow annotations)")
+	cmd.Flags().IntVar(&nodes, "nodes", 0, "assume this many identical nodes, one hostname each")
+	cmd.Flags().StringVar(&snapshot, "snapshot", "", "judge against this directory of cluster YAML")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml", "github"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.MarkFlagDirname("snapshot")
+	return cmd
+}
+
+func printFindings(w io.Writer, format string, fs []Finding) error {
+	switch format {
+	case "json", "yaml":
+		if fs == nil {
+			fs = []Finding{}
+		}
+		return encode(w, format, fs)
+	case "github":
+		for _, f := range fs {
+			level := "warning"
+			if f.Blocking {
+				level = "error"
+			}
+			fmt.Fprintf(w, "::%s file=%s,line=%d,title=%s::%s\n", level, escapeProperty(f.File), f.Line, escapeProperty(f.Type+" in "+f.Object), escapeData(f.Message))
+		}
+		return nil
+	}
+	if len(fs) == 0 {
+		fmt.Fprintln(w, "No placement hazards found.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LOCATION\tOBJECT\tSEVERITY\tHAZARD\tMESSAGE")
+	for _, f := range fs {
+		sev := "Info"
+		if f.Blocking {
+			sev = "Blocking"
+		}
+		fmt.Fprintf(tw, "%s:%d\t%s\t%s\t%s\t%s\n", f.File, f.Line, f.Object, sev, f.Type, f.Message)
+	}
+	return tw.Flush()
+}
+
+// escapeData and escapeProperty encode a workflow command's message and
+// properties as GitHub Actions reads them.
+func escapeData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+func escapeProperty(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}

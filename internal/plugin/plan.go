@@ -1,0 +1,150 @@
+package plugin
+
+import (
+	"fmt"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
+)
+
+// Report is the plan of a migration: per stage, the capacity found and
+// needed, the hazards and, per target, the pods its rollout recreates and
+// where each new pod would land.
+type Report struct {
+	Migration  string        `json:"migration,omitempty"`
+	Namespace  string        `json:"namespace"`
+	Constraint string        `json:"constraint"`
+	Missing    []string      `json:"missingTargets,omitempty"`
+	Stages     []StageReport `json:"stages"`
+}
+
+// StageReport is the engine's answer for one stage.
+type StageReport struct {
+	Stage    pgv1.Stage     `json:"stage"`
+	Capacity CapacityReport `json:"capacity"`
+	// Feasible is true when no hazard blocks the stage.
+	Feasible bool           `json:"feasible"`
+	Hazards  []pgv1.Hazard  `json:"hazards,omitempty"`
+	Targets  []TargetReport `json:"targets,omitempty"`
+}
+
+// CapacityReport is what the cluster offers against what the stage needs.
+type CapacityReport struct {
+	// Summary is found/needed of whichever of nodes and domains is scarcer,
+	// as the operator's Capacity condition says it.
+	Summary           string `json:"summary"`
+	QualifyingNodes   int    `json:"qualifyingNodes"`
+	RequiredNodes     int    `json:"requiredNodes"`
+	QualifyingDomains int    `json:"qualifyingDomains"`
+	RequiredDomains   int    `json:"requiredDomains"`
+	Selector          string `json:"nodeSelector,omitempty"`
+}
+
+// TargetReport is the plan of one target at one stage: the operator's plan
+// entry, with every recreated pod and the simulated rollout step by step.
+type TargetReport struct {
+	pgv1.TargetPlan
+	// Completes is true when the simulated rollout places every new pod.
+	Completes bool `json:"completes"`
+	// Blocked is the scheduler's message for the pod the rollout stops at.
+	Blocked string `json:"blocked,omitempty"`
+	Note    string `json:"note,omitempty"`
+	Steps   []Step `json:"steps,omitempty"`
+}
+
+// Step is one action of the simulated rollout.
+type Step struct {
+	Action string `json:"action"`
+	Pod    string `json:"pod"`
+	Node   string `json:"node,omitempty"`
+}
+
+// Blocking reports whether any stage has a blocking hazard or a target is
+// missing: the plan's exit code.
+func (r Report) Blocking() bool {
+	if len(r.Missing) > 0 {
+		return true
+	}
+	for _, s := range r.Stages {
+		if !s.Feasible {
+			return true
+		}
+	}
+	return false
+}
+
+// Plan asks the engine, as the operator would, about every stage of the
+// migration on the cluster: the same conversion, the same targets, the
+// same questions. Nothing is written anywhere.
+func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
+	ns := pm.Namespace
+	report := Report{Migration: pm.Name, Namespace: ns}
+	inv := c.Inventory(ns)
+	refs, err := planning.TargetRefs(pm.Spec, inv.Deployments, inv.StatefulSets)
+	if err != nil {
+		return report, err
+	}
+	constraint := planning.ConstraintFromSpec(pm.Spec.Constraint)
+	report.Constraint = constraint.Describe(placement.StageNone, placement.Stage(pm.Spec.Final()))
+	found, missing := planning.Resolve(refs, inv, constraint)
+	report.Missing = missing
+	if len(refs) == 0 {
+		report.Missing = append(report.Missing, "(spec.targetSelector selects no workload in namespace "+ns+")")
+	}
+	if len(found) == 0 {
+		return report, nil
+	}
+	snap, err := placement.NewSnapshot(c.Objects)
+	if err != nil {
+		return report, fmt.Errorf("index the cluster: %w", err)
+	}
+	workloads := make([]*placement.Workload, len(found))
+	for i, t := range found {
+		workloads[i] = t.Workload
+	}
+	capacity := planning.CapacityFromSpec(pm.Spec.Capacity)
+	for _, stage := range planning.Stages(pm.Spec.Final()) {
+		answers, err := planning.Ask(snap, workloads, constraint, capacity, []placement.Stage{stage})
+		if err != nil {
+			return report, err
+		}
+		report.Stages = append(report.Stages, stageReport(stage, found, answers[0]))
+	}
+	return report, nil
+}
+
+func stageReport(stage placement.Stage, found []*planning.Target, a placement.Answer) StageReport {
+	sr := StageReport{
+		Stage:    pgv1.Stage(stage),
+		Capacity: capacityReport(a.Capacity),
+		Feasible: a.FirstBlocking() == nil,
+		Hazards:  planning.HazardsFromAnswer(a.Hazards),
+	}
+	for _, t := range found {
+		entry, all := planning.TargetPlan(t, stage, []placement.Answer{a})
+		entry.Recreates = all
+		tr := TargetReport{TargetPlan: entry}
+		if r, ok := a.Rollouts[planning.RefKey(t.Ref)]; ok {
+			tr.Completes = r.Completes
+			tr.Note = r.Note
+			if r.Blocked != nil {
+				tr.Blocked = r.BlockedPod + ": " + r.Blocked.Message
+			}
+			for _, s := range r.Steps {
+				tr.Steps = append(tr.Steps, Step{Action: s.Action, Pod: s.Pod, Node: s.Node})
+			}
+		}
+		sr.Targets = append(sr.Targets, tr)
+	}
+	return sr
+}
+
+func capacityReport(c placement.Capacity) CapacityReport {
+	return CapacityReport{
+		Summary:         c.Summary(),
+		QualifyingNodes: c.QualifyingNodes, RequiredNodes: c.RequiredNodes,
+		QualifyingDomains: c.QualifyingDomains, RequiredDomains: c.RequiredDomains,
+		Selector: c.Selector,
+	}
+}

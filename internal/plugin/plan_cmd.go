@@ -1,0 +1,275 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+)
+
+// planFlags describe a migration on the command line, for a plan without
+// a manifest.
+type planFlags struct {
+	file           string
+	snapshot       string
+	output         string
+	targets        []string
+	targetSelector string
+	antiKey        string
+	spreadKey      string
+	selector       string
+	maxSkew        int32
+	minDomains     int32
+	matchLabelKeys []string
+	finalStage     string
+	nodeSelector   string
+	minNodes       int32
+}
+
+func newPlanCommand(o *Options) *cobra.Command {
+	f := &planFlags{}
+	cmd := &cobra.Command{
+		Use:   "plan (-f MIGRATION | --target KIND/NAME (--anti-affinity-key KEY | --spread-key KEY))",
+		Short: "Simulate a PlacementMigration on the cluster, changing nothing",
+		Long: `plan reads nodes, pods, workloads, claims and volumes (get and list only)
+and asks the same engine as the operator about every stage of the migration:
+capacity found and needed, the hazards and how to fix them, and per target
+the pods its rollout recreates, in order, and where each new pod would land.
+Nothing is created or changed. With --snapshot it reads a directory of YAML
+instead of the cluster, so it runs in CI without cluster access.
+
+Exits 1 when a stage is blocked or a target is missing.`,
+		Example: `  # Plan a migration manifest against the current cluster
+  kubectl placement plan -f graphdb-apart.yaml
+
+  # The same, from flags
+  kubectl placement plan -n db --target deploy/graphdb \
+    --anti-affinity-key kubernetes.io/hostname --selector app=search \
+    --node-selector role=data --min-nodes 2
+
+  # Offline, on a saved snapshot
+  kubectl get nodes,pods,deploy,sts,rs,pvc,pv,sc -A -o yaml > snap/cluster.yaml
+  kubectl placement plan -f web-apart.yaml --snapshot snap/ -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runPlan(cmd.Context(), o, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.file, "filename", "f", "", "PlacementMigration manifest to plan (- for standard input)")
+	fl.StringVar(&f.snapshot, "snapshot", "", "read the cluster from this directory of YAML or JSON instead of the API")
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, yaml or json")
+	fl.StringSliceVar(&f.targets, "target", nil, "workload to migrate, deploy/NAME or sts/NAME (repeatable)")
+	fl.StringVar(&f.targetSelector, "target-selector", "", "label selector of the workloads to migrate, instead of --target")
+	fl.StringVar(&f.antiKey, "anti-affinity-key", "", "add a pod anti-affinity term with this topology key")
+	fl.StringVar(&f.spreadKey, "spread-key", "", "add a topology spread constraint with this topology key")
+	fl.StringVar(&f.selector, "selector", "", "label selector of the pods the constraint counts (default: the workload's own pods)")
+	fl.Int32Var(&f.maxSkew, "max-skew", 1, "maxSkew of the spread")
+	fl.Int32Var(&f.minDomains, "min-domains", 0, "minDomains of the spread")
+	fl.StringSliceVar(&f.matchLabelKeys, "match-label-keys", nil, "matchLabelKeys of the constraint")
+	fl.StringVar(&f.finalStage, "final-stage", "Hard", "Soft or Hard")
+	fl.StringVar(&f.nodeSelector, "node-selector", "", "label selector of the nodes that qualify")
+	fl.Int32Var(&f.minNodes, "min-nodes", 0, "qualifying nodes the hard stage needs (default: derived)")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "yaml", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("final-stage", cobra.FixedCompletions([]string{"Soft", "Hard"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.MarkFlagDirname("snapshot")
+	return cmd
+}
+
+func runPlan(ctx context.Context, o *Options, f *planFlags) error {
+	if err := checkOutput(f.output, "table", "yaml", "json"); err != nil {
+		return err
+	}
+	ns, err := o.Namespace()
+	if err != nil {
+		return err
+	}
+	migrations, err := f.migrations(o, ns)
+	if err != nil {
+		return err
+	}
+	cluster, err := readCluster(ctx, o, f.snapshot, ns)
+	if err != nil {
+		return err
+	}
+	var reports []Report
+	blocked := false
+	for _, pm := range migrations {
+		r, err := Plan(cluster, pm)
+		if err != nil {
+			return err
+		}
+		blocked = blocked || r.Blocking()
+		reports = append(reports, r)
+	}
+	if err := printReports(o.Out, f.output, reports); err != nil {
+		return err
+	}
+	if blocked {
+		return hazardsFound
+	}
+	return nil
+}
+
+// readCluster reads the snapshot directory, or the live cluster.
+func readCluster(ctx context.Context, o *Options, snapshot, namespace string) (*Cluster, error) {
+	if snapshot != "" {
+		docs, err := ReadDir(snapshot)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		return ClusterOf(docs), nil
+	}
+	c, err := o.client()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := ReadCluster(ctx, c, namespace)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return cl, nil
+}
+
+// migrations are those of the manifest, or the one the flags describe.
+func (f *planFlags) migrations(o *Options, namespace string) ([]*pgv1.PlacementMigration, error) {
+	if f.file != "" {
+		if f.antiKey != "" || f.spreadKey != "" || len(f.targets) > 0 || f.targetSelector != "" {
+			return nil, usagef("give either -f or the constraint flags, not both")
+		}
+		in, err := readInput(o, f.file)
+		if err != nil {
+			return nil, err
+		}
+		defer in.Close()
+		docs, err := ReadManifests(f.file, in)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		var out []*pgv1.PlacementMigration
+		for _, d := range docs {
+			if pm, ok := d.Object.(*pgv1.PlacementMigration); ok {
+				if pm.Namespace == "" || o.Config.Namespace != nil && *o.Config.Namespace != "" {
+					pm.Namespace = namespace
+				}
+				out = append(out, pm)
+			}
+		}
+		if len(out) == 0 {
+			return nil, usagef("%s holds no PlacementMigration", f.file)
+		}
+		return out, nil
+	}
+	pm, err := f.migration(namespace)
+	if err != nil {
+		return nil, err
+	}
+	return []*pgv1.PlacementMigration{pm}, nil
+}
+
+// migration builds the PlacementMigration the flags describe.
+func (f *planFlags) migration(namespace string) (*pgv1.PlacementMigration, error) {
+	pm := &pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Name: "plan", Namespace: namespace}}
+	switch {
+	case len(f.targets) > 0 && f.targetSelector != "":
+		return nil, usagef("give either --target or --target-selector, not both")
+	case f.targetSelector != "":
+		sel, err := metav1.ParseToLabelSelector(f.targetSelector)
+		if err != nil {
+			return nil, usagef("--target-selector: %v", err)
+		}
+		pm.Spec.TargetSelector = &pgv1.TargetSelector{Selector: *pgv1.SelectorFrom(sel)}
+	case len(f.targets) > 0:
+		for _, t := range f.targets {
+			ref, err := parseTarget(t)
+			if err != nil {
+				return nil, err
+			}
+			pm.Spec.Targets = append(pm.Spec.Targets, ref)
+		}
+	default:
+		return nil, usagef("name the workloads with --target KIND/NAME or --target-selector, or give a manifest with -f")
+	}
+	sel, err := optionalSelector("--selector", f.selector)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case f.antiKey != "" && f.spreadKey != "":
+		return nil, usagef("give either --anti-affinity-key or --spread-key, not both")
+	case f.antiKey != "":
+		pm.Spec.Constraint.PodAntiAffinity = &pgv1.PodAntiAffinityConstraint{TopologyKey: f.antiKey, LabelSelector: sel, MatchLabelKeys: f.matchLabelKeys}
+	case f.spreadKey != "":
+		s := &pgv1.TopologySpreadConstraint{TopologyKey: f.spreadKey, MaxSkew: f.maxSkew, LabelSelector: sel, MatchLabelKeys: f.matchLabelKeys}
+		if f.minDomains > 0 {
+			s.MinDomains = &f.minDomains
+		}
+		pm.Spec.Constraint.TopologySpread = s
+	default:
+		return nil, usagef("give the constraint: --anti-affinity-key KEY or --spread-key KEY")
+	}
+	switch pgv1.Stage(f.finalStage) {
+	case pgv1.StageSoft, pgv1.StageHard:
+		pm.Spec.FinalStage = pgv1.Stage(f.finalStage)
+	default:
+		return nil, usagef("--final-stage must be Soft or Hard, not %q", f.finalStage)
+	}
+	nodes, err := optionalSelector("--node-selector", f.nodeSelector)
+	if err != nil {
+		return nil, err
+	}
+	if nodes != nil || f.minNodes > 0 {
+		pm.Spec.Capacity = &pgv1.Capacity{NodeSelector: nodes}
+		if f.minNodes > 0 {
+			pm.Spec.Capacity.MinNodes = &f.minNodes
+		}
+	}
+	return pm, nil
+}
+
+func optionalSelector(flag, s string) (*pgv1.LabelSelector, error) {
+	if s == "" {
+		return nil, nil
+	}
+	sel, err := metav1.ParseToLabelSelector(s)
+	if err != nil {
+		return nil, usagef("%s: %v", flag, err)
+	}
+	return pgv1.SelectorFrom(sel), nil
+}
+
+// parseTarget reads deploy/NAME or sts/NAME, in any of kubectl's spellings.
+func parseTarget(s string) (pgv1.TargetRef, error) {
+	kind, name, ok := strings.Cut(s, "/")
+	if !ok || name == "" {
+		return pgv1.TargetRef{}, usagef("--target %q: want KIND/NAME, e.g. deploy/web or sts/db", s)
+	}
+	switch strings.ToLower(kind) {
+	case "deploy", "deployment", "deployments", "deployment.apps", "deployments.apps":
+		return pgv1.TargetRef{Kind: pgv1.KindDeployment, Name: name}, nil
+	case "sts", "statefulset", "statefulsets", "statefulset.apps", "statefulsets.apps":
+		return pgv1.TargetRef{Kind: pgv1.KindStatefulSet, Name: name}, nil
+	}
+	return pgv1.TargetRef{}, usagef("--target %q: a migration targets Deployments (deploy/NAME) and StatefulSets (sts/NAME)", s)
+}
+
+// printReports writes the plans in the chosen format.
+func printReports(w interface{ Write([]byte) (int, error) }, format string, reports []Report) error {
+	switch format {
+	case "json", "yaml":
+		var v any = reports
+		if len(reports) == 1 {
+			v = reports[0]
+		}
+		return encode(w, format, v)
+	}
+	for i, r := range reports {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		printPlanTable(w, r)
+	}
+	return nil
+}

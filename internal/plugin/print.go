@@ -1,0 +1,121 @@
+package plugin
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"sigs.k8s.io/yaml"
+)
+
+// encode writes v as indented JSON or as YAML.
+func encode(w io.Writer, format string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if format == "yaml" {
+		if data, err = yaml.JSONToYAML(data); err != nil {
+			return err
+		}
+	} else {
+		data = append(data, '\n')
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+// printPlanTable writes a plan for a person: a summary line per stage,
+// then each stage's hazards and per target the rollout.
+func printPlanTable(w io.Writer, r Report) {
+	name := r.Migration
+	if name == "" {
+		name = "plan"
+	}
+	fmt.Fprintf(w, "PlacementMigration %s/%s: %s\n", r.Namespace, name, r.Constraint)
+	for _, m := range r.Missing {
+		fmt.Fprintf(w, "Target not found: %s\n", m)
+	}
+	if len(r.Stages) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STAGE\tCAPACITY\tFEASIBLE\tHAZARDS\tRECREATES")
+	for _, s := range r.Stages {
+		recreates := 0
+		for _, t := range s.Targets {
+			recreates += int(t.RecreatesCount)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", s.Stage, capacityCell(s.Capacity), yesNo(s.Feasible), len(s.Hazards), recreates)
+	}
+	tw.Flush()
+	for _, s := range r.Stages {
+		fmt.Fprintf(w, "\n%s stage\n", s.Stage)
+		fmt.Fprintf(w, "  Capacity: %s\n", capacityLine(s.Capacity))
+		for _, h := range s.Hazards {
+			target := h.Target
+			if target == "" {
+				target = "cluster"
+			}
+			fmt.Fprintf(w, "  %s %s (%s): %s\n", h.Severity, h.Type, target, h.Message)
+		}
+		for _, t := range s.Targets {
+			printTargetPlan(w, t)
+		}
+	}
+}
+
+func printTargetPlan(w io.Writer, t TargetReport) {
+	fmt.Fprintf(w, "  %s/%s: %s\n", t.Kind, t.Name, t.Change)
+	if len(t.Recreates) > 0 {
+		fmt.Fprintf(w, "    recreates %d pod(s): %s\n", t.RecreatesCount, strings.Join(t.Recreates, ", "))
+	}
+	if t.Note != "" {
+		fmt.Fprintf(w, "    note: %s\n", t.Note)
+	}
+	if t.Blocked != "" {
+		fmt.Fprintf(w, "    rollout stops at %s\n", t.Blocked)
+	}
+	if t.PredictedPlacement != "" {
+		fmt.Fprintf(w, "    %s\n", t.PredictedPlacement)
+	}
+	for i, s := range t.Steps {
+		switch {
+		case s.Action == "delete":
+			fmt.Fprintf(w, "    %3d. delete   %s\n", i+1, s.Pod)
+		case s.Node == "":
+			fmt.Fprintf(w, "    %3d. %-8s %s (stays Pending)\n", i+1, s.Action, s.Pod)
+		default:
+			fmt.Fprintf(w, "    %3d. %-8s %s -> %s\n", i+1, s.Action, s.Pod, s.Node)
+		}
+	}
+}
+
+func capacityCell(c CapacityReport) string {
+	if c.RequiredNodes == 0 && c.RequiredDomains == 0 {
+		return "-"
+	}
+	return c.Summary
+}
+
+func capacityLine(c CapacityReport) string {
+	where := ""
+	if c.Selector != "" {
+		where = " (" + c.Selector + ")"
+	}
+	line := fmt.Sprintf("%d/%d qualifying nodes%s", c.QualifyingNodes, c.RequiredNodes, where)
+	if c.RequiredDomains > 0 {
+		line += fmt.Sprintf(", %d/%d domains", c.QualifyingDomains, c.RequiredDomains)
+	}
+	return line
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
