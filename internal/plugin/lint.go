@@ -85,7 +85,9 @@ func Lint(docs []Document, opts LintOptions) ([]Finding, error) {
 			if err != nil {
 				return nil, err
 			}
-			findings = append(findings, findingsAt(mw.doc, hs)...)
+			at := mw.doc
+			at.Line = mw.doc.LineOf(fieldOf(c))
+			findings = append(findings, findingsAt(at, hs)...)
 		}
 	}
 	for _, d := range docs {
@@ -271,6 +273,14 @@ func hardConstraints(spec *corev1.PodSpec) []placement.Constraint {
 		out = append(out, c)
 	}
 	return out
+}
+
+// fieldOf is the template field that holds the constraint.
+func fieldOf(c placement.Constraint) string {
+	if c.Spread != nil {
+		return "topologySpreadConstraints"
+	}
+	return "podAntiAffinity"
 }
 
 // workloadOf is the engine's view of a manifest's Deployment or

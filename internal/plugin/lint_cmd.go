@@ -68,6 +68,9 @@ reported. Exits 1 when a blocking hazard is found.`,
 				docs = append(docs, d...)
 			}
 			opts := LintOptions{Namespace: ns, Nodes: nodes}
+			if nodes == 0 && snapshot == "" {
+				fmt.Fprintln(o.ErrOut, "note: without --nodes or --snapshot, rollouts and capacity are not judged; only selector overlap and clobbering are")
+			}
 			if snapshot != "" {
 				sdocs, err := ReadDir(snapshot)
 				if err != nil {

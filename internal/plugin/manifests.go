@@ -45,6 +45,21 @@ type Document struct {
 	// Line is the first line of the object's YAML document (1-based).
 	Line   int
 	Object apiruntime.Object
+	// raw is the document's text, kept for a single object so that
+	// findings can point at the line of a field.
+	raw []byte
+}
+
+// LineOf is the line of the first occurrence of key (as "key:") in the
+// document, or the document's first line.
+func (d Document) LineOf(key string) int {
+	for i, line := range bytes.Split(d.raw, []byte("\n")) {
+		trimmed := bytes.TrimLeft(line, " \t-")
+		if bytes.HasPrefix(trimmed, []byte(key+":")) {
+			return d.Line + i
+		}
+	}
+	return d.Line
 }
 
 // rawDocument is one YAML or JSON document before decoding.
@@ -205,6 +220,7 @@ func decodeDocument(raw rawDocument) ([]Document, error) {
 	if err != nil || d == nil {
 		return nil, err
 	}
+	d.raw = raw.data
 	return []Document{*d}, nil
 }
 

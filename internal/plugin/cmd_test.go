@@ -1,0 +1,155 @@
+package plugin
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Mistakes in the command line or the input exit 2 with a message that
+// says what is wrong, and print no report.
+func TestUsageErrorsExitTwo(t *testing.T) {
+	dir := t.TempDir()
+	broken := filepath.Join(dir, "broken.yaml")
+	if err := os.WriteFile(broken, []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: [unclosed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown output", []string{"plan", "-f", "testdata/001/migration.yaml", "--snapshot", "testdata/001/cluster", "-o", "wide"}, `unknown output format "wide"`},
+		{"no migration", []string{"plan", "--snapshot", "testdata/001/cluster"}, "name the workloads with --target"},
+		{"file and flags", []string{"plan", "-f", "testdata/001/migration.yaml", "--spread-key", "zone"}, "either -f or the constraint flags"},
+		{"missing file", []string{"plan", "-f", filepath.Join(dir, "nope.yaml"), "--snapshot", "testdata/001/cluster"}, "no such file"},
+		{"no constraint", []string{"plan", "--target", "deploy/web", "--snapshot", "testdata/001/cluster"}, "--anti-affinity-key KEY or --spread-key KEY"},
+		{"both constraints", []string{"plan", "--target", "deploy/web", "--anti-affinity-key", "a", "--spread-key", "b"}, "not both"},
+		{"bad kind", []string{"plan", "--target", "pod/web", "--anti-affinity-key", "a"}, "targets Deployments"},
+		{"bad selector", []string{"plan", "--target", "deploy/web", "--anti-affinity-key", "a", "--selector", "app in (("}, "--selector"},
+		{"bad stage", []string{"plan", "--target", "deploy/web", "--anti-affinity-key", "a", "--final-stage", "Firm"}, "Soft or Hard"},
+		{"malformed yaml", []string{"lint", broken}, broken + ":1"},
+		{"not a migration", []string{"plan", "-f", "testdata/001/manifests.yaml", "--snapshot", "testdata/001/cluster"}, "holds no PlacementMigration"},
+		{"empty snapshot", []string{"plan", "-f", "testdata/001/migration.yaml", "--snapshot", empty}, "holds no .yaml"},
+		{"lint nothing", []string{"lint"}, "name the manifests"},
+		{"lint negative nodes", []string{"lint", "--nodes", "-1", "testdata/001/manifests.yaml"}, "must not be negative"},
+		{"lint nodes and snapshot", []string{"lint", "--nodes", "3", "--snapshot", "testdata/001/cluster", "testdata/001/manifests.yaml"}, "not both"},
+		{"no cluster", []string{"plan", "-f", "testdata/001/migration.yaml", "--request-timeout", "5s"}, "list nodes"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := run(t, "", tc.args...)
+			if code != ExitUsage {
+				t.Fatalf("exit code %d, want %d; stdout %q stderr %q", code, ExitUsage, out, errOut)
+			}
+			if !strings.Contains(errOut, tc.want) {
+				t.Errorf("stderr %q lacks %q", errOut, tc.want)
+			}
+			if out != "" {
+				t.Errorf("a usage error printed a report: %q", out)
+			}
+		})
+	}
+}
+
+// The flags describe the same migration as its manifest: the plans agree.
+func TestPlanFromFlagsMatchesTheManifest(t *testing.T) {
+	fromFile, _, code := run(t, "", "plan", "-f", "testdata/000/migration.yaml", "--snapshot", "testdata/000/cluster", "-o", "json")
+	if code != ExitHazards {
+		t.Fatalf("exit %d", code)
+	}
+	fromFlags, errOut, code := run(t, "", "plan", "-n", "db", "--target", "deploy/graphdb", "--anti-affinity-key", "kubernetes.io/hostname",
+		"--selector", "app=search", "--node-selector", "role=data", "--min-nodes", "2", "--snapshot", "testdata/000/cluster", "-o", "json")
+	if code != ExitHazards {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var a, b Report
+	if err := json.Unmarshal([]byte(fromFile), &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(fromFlags), &b); err != nil {
+		t.Fatal(err)
+	}
+	a.Migration, b.Migration = "", ""
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		t.Fatalf("plans differ:\nfile:  %s\nflags: %s", ja, jb)
+	}
+}
+
+// A target that does not exist is reported, and fails the plan.
+func TestPlanReportsMissingTargets(t *testing.T) {
+	out, _, code := run(t, "", "plan", "-n", "shop", "--target", "deploy/web", "--target", "sts/nope",
+		"--anti-affinity-key", "kubernetes.io/hostname", "--final-stage", "Soft", "--snapshot", "testdata/001/cluster")
+	if code != ExitHazards {
+		t.Fatalf("exit %d, want %d", code, ExitHazards)
+	}
+	if !strings.Contains(out, "Target not found: StatefulSet/nope") || !strings.Contains(out, "Deployment/web: adds a preferred") {
+		t.Fatalf("output:\n%s", out)
+	}
+	out, _, code = run(t, "", "plan", "-n", "shop", "--target-selector", "team=none", "--anti-affinity-key", "kubernetes.io/hostname", "--snapshot", "testdata/001/cluster")
+	if code != ExitHazards || !strings.Contains(out, "selects no workload in namespace shop") {
+		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+}
+
+// Lint reads standard input, and a migration among the manifests is
+// judged against the workloads it targets: one that would replace the
+// workload's own anti-affinity terms is reported (seed 004's lesson).
+func TestLintMigrationThatWouldClobber(t *testing.T) {
+	manifests := `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: source-controller, namespace: flux-system, labels: {app.kubernetes.io/part-of: flux}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: source-controller}}
+  template:
+    metadata: {labels: {app: source-controller, app.kubernetes.io/part-of: flux}}
+    spec:
+      affinity:
+        podAntiAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+          - weight: 50
+            podAffinityTerm: {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: ingress}}}
+      containers: [{name: manager, image: source-controller:1}]
+---
+apiVersion: placementguard.io/v1alpha1
+kind: PlacementMigration
+metadata: {name: flux-apart, namespace: flux-system}
+spec:
+  targetSelector:
+    selector: {matchLabels: {app.kubernetes.io/part-of: flux}}
+  constraint:
+    podAntiAffinity:
+      topologyKey: kubernetes.io/hostname
+      labelSelector: {matchLabels: {app.kubernetes.io/part-of: flux}}
+  finalStage: Soft
+`
+	out, errOut, code := run(t, manifests, "lint", "-o", "json", "-")
+	if code != ExitHazards {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	var fs []Finding
+	if err := json.Unmarshal([]byte(out), &fs); err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 1 || fs[0].Type != "AffinityClobber" || fs[0].Object != "PlacementMigration/flux-apart" || fs[0].File != "-" || fs[0].Line != 17 {
+		t.Fatalf("findings: %+v", fs)
+	}
+}
+
+// Shell completion is served for the output formats.
+func TestCompletion(t *testing.T) {
+	out, _, code := run(t, "", "__complete", "plan", "--output", "")
+	if code != ExitOK || !strings.Contains(out, "table\nyaml\njson\n") {
+		t.Fatalf("exit %d, completions %q", code, out)
+	}
+	out, _, code = run(t, "", "completion", "bash")
+	if code != ExitOK || !strings.Contains(out, "kubectl-placement") {
+		t.Fatalf("exit %d, bash completion script missing", code)
+	}
+}
