@@ -91,28 +91,34 @@ func completeMigrations(o *Options) func(*cobra.Command, []string, string) ([]st
 	}
 }
 
-// tree writes an indented tree with box-drawing branches.
-type tree struct {
-	w io.Writer
+// node is a line of the status tree and the lines under it.
+type node struct {
+	text     string
+	children []*node
 }
 
-func (t tree) line(depth int, last bool, format string, args ...any) {
-	prefix := strings.Repeat("│  ", max(depth-1, 0))
-	if depth > 0 {
-		if last {
-			prefix += "└─ "
-		} else {
-			prefix += "├─ "
+func (n *node) add(format string, args ...any) *node {
+	c := &node{text: fmt.Sprintf(format, args...)}
+	n.children = append(n.children, c)
+	return c
+}
+
+// write draws the tree with box-drawing branches.
+func (n *node) write(w io.Writer, prefix string) {
+	for i, c := range n.children {
+		branch, indent := "├─ ", "│  "
+		if i == len(n.children)-1 {
+			branch, indent = "└─ ", "   "
 		}
+		fmt.Fprintf(w, "%s%s%s\n", prefix, branch, c.text)
+		c.write(w, prefix+indent)
 	}
-	fmt.Fprintf(t.w, prefix+format+"\n", args...)
 }
 
 // printStatusTree writes what a person needs to know of a migration.
 func printStatusTree(w io.Writer, pm *pgv1.PlacementMigration, now time.Time) {
-	t := tree{w}
+	root := &node{}
 	st := pm.Status
-	t.line(0, false, "PlacementMigration %s/%s", pm.Namespace, pm.Name)
 	phase := string(st.Phase)
 	if phase == "" {
 		phase = "(not reconciled yet)"
@@ -120,42 +126,43 @@ func printStatusTree(w io.Writer, pm *pgv1.PlacementMigration, now time.Time) {
 	if pm.Spec.Paused {
 		phase += " (spec.paused)"
 	}
-	t.line(1, false, "Phase: %s, stage %s, final stage %s, generation %d observed %d", phase, orNone(string(st.Stage)), pm.Spec.Final(), pm.Generation, st.ObservedGeneration)
+	p := root.add("Phase: %s, stage %s, final stage %s, generation %d observed %d", phase, orNone(string(st.Stage)), pm.Spec.Final(), pm.Generation, st.ObservedGeneration)
 	if ready := meta.FindStatusCondition(st.Conditions, pgv1.ConditionReady); ready != nil {
-		t.line(2, true, "%s", ready.Message)
+		p.add("%s", ready.Message)
 	}
-	if st.Capacity != nil {
-		t.line(1, false, "Capacity: %s (%d/%d qualifying nodes, %d/%d domains)", st.Capacity.Summary,
-			st.Capacity.QualifyingNodes, st.Capacity.RequiredNodes, st.Capacity.QualifyingDomains, st.Capacity.RequiredDomains)
+	if c := st.Capacity; c != nil {
+		root.add("Capacity: %s (%d/%d qualifying nodes, %d/%d domains)", c.Summary, c.QualifyingNodes, c.RequiredNodes, c.QualifyingDomains, c.RequiredDomains)
 	}
-	t.line(1, false, "Conditions")
-	for i, c := range st.Conditions {
-		t.line(2, i == len(st.Conditions)-1, "%s=%s %s (%s ago): %s", c.Type, c.Status, c.Reason, ago(c.LastTransitionTime.Time, now), c.Message)
+	conds := root.add("Conditions")
+	for _, c := range st.Conditions {
+		conds.add("%s=%s %s (%s ago): %s", c.Type, c.Status, c.Reason, ago(c.LastTransitionTime.Time, now), c.Message)
 	}
 	if op := st.Operation; op != nil {
-		t.line(1, false, "Operation in flight: %s %s -> %s since %s ago", op.Action, orNone(string(op.From)), op.Stage, ago(op.StartedAt.Time, now))
+		root.add("Operation in flight: %s %s -> %s since %s ago", op.Action, orNone(string(op.From)), op.Stage, ago(op.StartedAt.Time, now))
 	}
-	t.line(1, false, "Targets")
-	for i, ts := range st.Targets {
-		printTargetStatus(t, ts, i == len(st.Targets)-1, now)
+	targets := root.add("Targets")
+	for _, ts := range st.Targets {
+		addTargetStatus(targets, ts, now)
 	}
 	if len(st.Hazards) > 0 {
-		t.line(1, false, "Hazards")
-		for i, h := range st.Hazards {
-			t.line(2, i == len(st.Hazards)-1, "%s %s %s: %s", h.Severity, h.Type, orNone(h.Target), h.Message)
+		hazards := root.add("Hazards")
+		for _, h := range st.Hazards {
+			hazards.add("%s %s %s: %s", h.Severity, h.Type, orNone(h.Target), h.Message)
 		}
 	}
-	t.line(1, true, "Plan")
-	for i, p := range st.Plan {
+	plan := root.add("Plan")
+	for _, e := range st.Plan {
 		more := ""
-		if int(p.RecreatesCount) > len(p.Recreates) {
-			more = fmt.Sprintf(" and %d more", int(p.RecreatesCount)-len(p.Recreates))
+		if int(e.RecreatesCount) > len(e.Recreates) {
+			more = fmt.Sprintf(" and %d more", int(e.RecreatesCount)-len(e.Recreates))
 		}
-		t.line(2, i == len(st.Plan)-1, "%s/%s to %s: %s; recreates %d pod(s) %s%s", p.Kind, p.Name, p.Stage, p.Change, p.RecreatesCount, strings.Join(p.Recreates, ", "), more)
+		plan.add("%s/%s to %s: %s; recreates %d pod(s) %s%s", e.Kind, e.Name, e.Stage, e.Change, e.RecreatesCount, strings.Join(e.Recreates, ", "), more)
 	}
+	fmt.Fprintf(w, "PlacementMigration %s/%s\n", pm.Namespace, pm.Name)
+	root.write(w, "")
 }
 
-func printTargetStatus(t tree, ts pgv1.TargetStatus, last bool, now time.Time) {
+func addTargetStatus(parent *node, ts pgv1.TargetStatus, now time.Time) {
 	verified := "nothing verified"
 	if ts.Verified != nil {
 		verified = fmt.Sprintf("%s verified %s ago", ts.Verified.Stage, ago(ts.Verified.At.Time, now))
@@ -164,13 +171,13 @@ func printTargetStatus(t tree, ts pgv1.TargetStatus, last bool, now time.Time) {
 	if ts.Pods != nil {
 		pods = fmt.Sprintf(", %d pod(s), %d restart(s)", ts.Pods.Count, ts.Pods.Restarts)
 	}
-	t.line(2, last, "%s/%s: stage %s, %s%s", ts.Kind, ts.Name, orNone(string(ts.Stage)), verified, pods)
-	for i, s := range ts.Stages {
+	t := parent.add("%s/%s: stage %s, %s%s", ts.Kind, ts.Name, orNone(string(ts.Stage)), verified, pods)
+	for _, s := range ts.Stages {
 		outcome := string(s.Outcome)
 		if outcome == "" {
 			outcome = "in progress"
 		}
-		t.line(3, i == len(ts.Stages)-1, "%s: %s", s.Stage, outcome)
+		t.add("%s: %s", s.Stage, outcome)
 	}
 }
 

@@ -1,0 +1,48 @@
+package plugin
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+)
+
+// The status tree shows what a person on call needs first: the phase and
+// why, the conditions, the write in flight, each target's stages, the
+// hazards and the plan.
+func TestStatusTree(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(-d)) }
+	pm := &pgv1.PlacementMigration{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-apart", Namespace: "shop", Generation: 2},
+		Spec:       pgv1.PlacementMigrationSpec{Paused: true},
+		Status: pgv1.PlacementMigrationStatus{
+			ObservedGeneration: 2, Phase: pgv1.PhaseSoaking, Stage: pgv1.StageSoft,
+			Conditions: []metav1.Condition{
+				{Type: pgv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Soaking", Message: "Soaking the Soft stage for 5m before the Hard stage", LastTransitionTime: at(3 * time.Minute)},
+				{Type: pgv1.ConditionCapacityAvailable, Status: metav1.ConditionTrue, Reason: pgv1.ReasonCapacityFound, Message: "3 of 3 qualifying nodes over 3 of 3 domains", LastTransitionTime: at(10 * time.Minute)},
+			},
+			Operation: &pgv1.Operation{Action: pgv1.ActionApplyStage, From: pgv1.StageSoft, Stage: pgv1.StageHard, StartedAt: at(5 * time.Second)},
+			Capacity:  &pgv1.CapacityStatus{QualifyingNodes: 3, RequiredNodes: 3, QualifyingDomains: 3, RequiredDomains: 3, Summary: "3/3"},
+			Targets: []pgv1.TargetStatus{{Kind: pgv1.KindDeployment, Name: "web", Stage: pgv1.StageSoft,
+				Verified: &pgv1.StageMilestone{Stage: pgv1.StageSoft, At: at(3 * time.Minute)},
+				Pods:     &pgv1.PodSetRecord{PodSetSummary: pgv1.PodSetSummary{Count: 3, Restarts: 1}},
+				Stages:   []pgv1.StageRecord{{Stage: pgv1.StageSoft, Outcome: pgv1.StageOutcome("Verified")}, {Stage: pgv1.StageHard}}}},
+			Hazards: []pgv1.Hazard{{Type: pgv1.HazardRolloutDeadlock, Severity: pgv1.SeverityBlocking, Target: "Deployment/web", Message: "the rollout would deadlock"}},
+			Plan:    []pgv1.TargetPlan{{Kind: pgv1.KindDeployment, Name: "web", Stage: pgv1.StageHard, Change: "adds a required term", RecreatesCount: 7, Recreates: []string{"a", "b", "c", "d", "e"}}},
+		},
+	}
+	var out bytes.Buffer
+	printStatusTree(&out, pm, now)
+	golden(t, "status.txt", out.String())
+	for _, want := range []string{"Phase: Soaking (spec.paused), stage Soft", "Operation in flight: ApplyStage Soft -> Hard since 5s ago",
+		"Deployment/web: stage Soft, Soft verified 3m ago, 3 pod(s), 1 restart(s)", "recreates 7 pod(s) a, b, c, d, e and 2 more", "Blocking RolloutDeadlock Deployment/web"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the tree lacks %q:\n%s", want, out.String())
+		}
+	}
+}
