@@ -23,6 +23,9 @@ const (
 	ExitUsage   = 2
 )
 
+// Version is the plugin's release, set when it is built for one.
+var Version = "v0.0.0-dev"
+
 // hazardsFound makes a command exit 1 after printing its report.
 var hazardsFound = errors.New("hazards found")
 
@@ -80,6 +83,7 @@ a cluster, whether the rollout that applies it can finish, and what stands in
 the way, before anything is changed.
 
 Exit codes: 0 nothing found, 1 hazards found, 2 usage, input or access error.`,
+		Version:       Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations: map[string]string{

@@ -1,0 +1,182 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/plugin"
+	"github.com/placement-guard/placement-guard/test/utils"
+)
+
+// kubectlPlacement builds the plugin once and returns a runner of
+// `kubectl placement ...` as kubectl finds it on PATH, as the user given.
+func kubectlPlacement(ctx context.Context, as string) func(stdin string, args ...string) (string, string, int) {
+	dir := GinkgoT().TempDir()
+	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "kubectl-placement"), "../../cmd/kubectl-placement")
+	out, err := build.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), string(out))
+	kubectl := filepath.Join(os.Getenv("PLACEMENT_GUARD_BIN"), "kubectl")
+	return func(stdin string, args ...string) (string, string, int) {
+		full := append([]string{"placement", "--kubeconfig", cluster.Kubeconfig, "--as", as}, args...)
+		cmd := exec.CommandContext(ctx, kubectl, full...)
+		cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		cmd.Stdin = strings.NewReader(stdin)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if exit, ok := err.(*exec.ExitError); ok {
+			code = exit.ExitCode()
+		} else {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		return stdout.String(), stderr.String(), code
+	}
+}
+
+// grantPlugin creates the plugin's roles and binds them to a
+// ServiceAccount of the namespace: the reader cluster-wide, the steer role
+// in the namespace.
+func grantPlugin(ctx context.Context, namespace, sa string) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "plugin", "rbac.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		role := &rbacv1.ClusterRole{}
+		Expect(yaml.Unmarshal([]byte(doc), role)).To(Succeed())
+		role.Name += "-" + namespace
+		Expect(k8sClient.Create(ctx, role)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(k8sClient.Delete(ctx, role)).To(Succeed()) })
+		subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: namespace}}
+		ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}
+		if strings.Contains(role.Name, "reader") {
+			b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name}, Subjects: subjects, RoleRef: ref}
+			Expect(k8sClient.Create(ctx, b)).To(Succeed())
+			DeferCleanup(func(ctx SpecContext) { Expect(k8sClient.Delete(ctx, b)).To(Succeed()) })
+			continue
+		}
+		b := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: namespace}, Subjects: subjects, RoleRef: ref}
+		Expect(k8sClient.Create(ctx, b)).To(Succeed())
+	}
+}
+
+func hazardKeys(hs []pgv1.Hazard) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, h := range hs {
+		if k := h.Type + " " + h.Target; !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+var _ = Describe("kubectl placement on the live cluster", Label("plugin"), func() {
+	It("plans as a dry-run migration does, under a read-only ServiceAccount, and steers a real migration", func(ctx SpecContext) {
+		env := newEnv(ctx, "plugin")
+		for _, n := range []string{"node-0", "node-1"} {
+			_, err := env.AddNode(ctx, n, nil)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		web := utils.Deployment(env.Namespace, "web", env.Pool(), 2, nil)
+		Expect(k8sClient.Create(ctx, web)).To(Succeed())
+		allRunning(ctx, env.Namespace, map[string]string{"app": "web"}, 2)
+		grantPlugin(ctx, env.Namespace, "planner")
+		kp := kubectlPlacement(ctx, "system:serviceaccount:"+env.Namespace+":planner")
+
+		By("a hard anti-affinity with replicas == nodes: the plugin and a dry-run migration find the same deadlock")
+		hard := pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameApart(nil), DryRun: true}
+		migration(ctx, env.Namespace, "hard-dry", hard)
+		Eventually(phaseOf(ctx, env.Namespace, "hard-dry")).Should(Equal(pgv1.PhaseBlocked), explain(ctx, env.Namespace, "hard-dry"))
+		operator := hazardKeys(getMigration(ctx, env.Namespace, "hard-dry").Status.Hazards)
+		Expect(operator).To(ContainElement("RolloutDeadlock Deployment/web"))
+
+		out, errOut, code := kp("", "plan", "-n", env.Namespace, "--target", "deploy/web", "--anti-affinity-key", "kubernetes.io/hostname", "-o", "json")
+		Expect(code).To(Equal(plugin.ExitHazards), errOut)
+		var report plugin.Report
+		Expect(json.Unmarshal([]byte(out), &report)).To(Succeed())
+		var found []pgv1.Hazard
+		for _, s := range report.Stages {
+			found = append(found, s.Hazards...)
+		}
+		Expect(hazardKeys(found)).To(Equal(operator))
+
+		By("a soft spread over the pool: the same pods recreated as the dry run's plan")
+		soft := pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameApart(nil), FinalStage: pgv1.StageSoft, DryRun: true}
+		migration(ctx, env.Namespace, "soft-dry", soft)
+		Eventually(phaseOf(ctx, env.Namespace, "soft-dry")).Should(Equal(pgv1.PhasePlanned), explain(ctx, env.Namespace, "soft-dry"))
+		planned := getMigration(ctx, env.Namespace, "soft-dry").Status.Plan
+		Expect(planned).To(HaveLen(1))
+		manifest, err := yaml.Marshal(&pgv1.PlacementMigration{
+			TypeMeta:   metav1.TypeMeta{APIVersion: pgv1.GroupVersion.String(), Kind: "PlacementMigration"},
+			ObjectMeta: metav1.ObjectMeta{Name: "soft-dry", Namespace: env.Namespace}, Spec: soft})
+		Expect(err).NotTo(HaveOccurred())
+		out, errOut, code = kp(string(manifest), "plan", "-f", "-", "-o", "json")
+		Expect(code).To(Equal(plugin.ExitOK), errOut)
+		report = plugin.Report{}
+		Expect(json.Unmarshal([]byte(out), &report)).To(Succeed())
+		Expect(report.Stages).To(HaveLen(1))
+		Expect(report.Stages[0].Targets[0].Recreates).To(ConsistOf(planned[0].Recreates))
+		Expect(report.Stages[0].Targets[0].RecreatesCount).To(Equal(planned[0].RecreatesCount))
+		Expect(report.Stages[0].Targets[0].Change).To(Equal(planned[0].Change))
+
+		By("the read-only role cannot write, whatever the verb")
+		_, errOut, code = kp("", "pause", "-n", env.Namespace, "soft-dry")
+		Expect(code).To(Equal(plugin.ExitUsage))
+		Expect(errOut).To(ContainSubstring("forbidden"))
+
+		By("status, pause, resume and retry drive a real migration")
+		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "steer", Namespace: env.Namespace},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "planner", Namespace: env.Namespace}},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "placement-guard-plugin-steer-" + env.Namespace},
+		})).To(Succeed())
+		live := pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameApart(nil), FinalStage: pgv1.StageSoft, Paused: true}
+		migration(ctx, env.Namespace, "soft", live)
+		Eventually(phaseOf(ctx, env.Namespace, "soft")).Should(Equal(pgv1.PhasePaused))
+		out, errOut, code = kp("", "status", "-n", env.Namespace, "soft")
+		Expect(code).To(Equal(plugin.ExitOK), errOut)
+		Expect(out).To(ContainSubstring("Phase: Paused (spec.paused)"))
+		before := incarnations(ctx, env.Namespace, map[string]string{"app": "web"})
+
+		_, errOut, code = kp("", "resume", "-n", env.Namespace, "soft")
+		Expect(code).To(Equal(plugin.ExitOK), errOut)
+		Eventually(phaseOf(ctx, env.Namespace, "soft")).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "soft"))
+		after := incarnations(ctx, env.Namespace, map[string]string{"app": "web"})
+		for name := range before {
+			Expect(after).NotTo(HaveKey(name), "the soft stage recreates every pod")
+		}
+		out, _, _ = kp("", "status", "-n", env.Namespace, "soft")
+		Expect(out).To(ContainSubstring("Phase: Succeeded"))
+
+		_, errOut, code = kp("", "pause", "-n", env.Namespace, "soft")
+		Expect(code).To(Equal(plugin.ExitOK), errOut)
+		Eventually(phaseOf(ctx, env.Namespace, "soft")).Should(Equal(pgv1.PhasePaused))
+		_, errOut, code = kp("", "resume", "-n", env.Namespace, "soft")
+		Expect(code).To(Equal(plugin.ExitOK), errOut)
+		Eventually(phaseOf(ctx, env.Namespace, "soft")).Should(Equal(pgv1.PhaseSucceeded))
+
+		_, errOut, code = kp("", "retry", "-n", env.Namespace, "soft")
+		Expect(code).To(Equal(plugin.ExitOK), errOut)
+		Expect(errOut).To(ContainSubstring("not RolledBack or Failed"))
+		retried := getMigration(ctx, env.Namespace, "soft").Annotations[pgv1.RetryAnnotation]
+		Expect(retried).NotTo(BeEmpty())
+		Eventually(func() string { return getMigration(ctx, env.Namespace, "soft").Status.LastHandledRetry }).Should(Equal(retried))
+		Eventually(phaseOf(ctx, env.Namespace, "soft")).Should(Equal(pgv1.PhaseSucceeded))
+		Expect(incarnations(ctx, env.Namespace, map[string]string{"app": "web"})).To(Equal(after), "a retry of a healthy migration changes no pod")
+	})
+})
