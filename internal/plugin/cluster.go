@@ -79,25 +79,30 @@ func inNamespace[T interface{ GetNamespace() string }](items []T, namespace stri
 }
 
 // ReadCluster reads from the API what a plan needs, with list only: every
-// node, pod, namespace and storage object, and the namespace's workloads.
-// The read is as wide as the scheduler's view, because another
+// node, pod, namespace and storage object, and the workloads of the given
+// namespaces. The read is as wide as the scheduler's view, because another
 // namespace's pods count for anti-affinity and for node resources.
-func ReadCluster(ctx context.Context, c client.Reader, namespace string) (*Cluster, error) {
+func ReadCluster(ctx context.Context, c client.Reader, namespaces ...string) (*Cluster, error) {
 	cl := &Cluster{}
-	lists := []struct {
+	type list struct {
 		what string
 		list client.ObjectList
 		opts []client.ListOption
-	}{
+	}
+	lists := []list{
 		{"nodes", &corev1.NodeList{}, nil},
 		{"pods", &corev1.PodList{}, nil},
 		{"namespaces", &corev1.NamespaceList{}, nil},
 		{"persistentvolumeclaims", &corev1.PersistentVolumeClaimList{}, nil},
 		{"persistentvolumes", &corev1.PersistentVolumeList{}, nil},
 		{"storageclasses", &storagev1.StorageClassList{}, nil},
-		{"deployments", &appsv1.DeploymentList{}, []client.ListOption{client.InNamespace(namespace)}},
-		{"statefulsets", &appsv1.StatefulSetList{}, []client.ListOption{client.InNamespace(namespace)}},
-		{"replicasets", &appsv1.ReplicaSetList{}, []client.ListOption{client.InNamespace(namespace)}},
+	}
+	for _, ns := range namespaces {
+		in := []client.ListOption{client.InNamespace(ns)}
+		lists = append(lists,
+			list{"deployments in " + ns, &appsv1.DeploymentList{}, in},
+			list{"statefulsets in " + ns, &appsv1.StatefulSetList{}, in},
+			list{"replicasets in " + ns, &appsv1.ReplicaSetList{}, in})
 	}
 	for _, l := range lists {
 		if err := c.List(ctx, l.list, l.opts...); err != nil {

@@ -148,7 +148,9 @@ func TestLiveClusterUnderLeastPrivilege(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kubeconfig := writeKubeconfig(t, cfg, "shop")
+	// The kubeconfig's namespace is not the migration's: the manifest's
+	// namespace decides where its targets are read.
+	kubeconfig := writeKubeconfig(t, cfg, "default")
 	const sa = "system:serviceaccount:shop:planner"
 
 	_, errOut, code := plugin(t, kubeconfig, sa, "", "plan", "-f", "testdata/001/migration.yaml")
@@ -185,11 +187,11 @@ func TestLiveClusterUnderLeastPrivilege(t *testing.T) {
 	if err := c.Create(ctx, pm); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := plugin(t, kubeconfig, sa, "", "status", "web-apart")
+	out, errOut, code := plugin(t, kubeconfig, sa, "", "status", "-n", "shop", "web-apart")
 	if code != ExitOK || !strings.Contains(out, "PlacementMigration shop/web-apart") || !strings.Contains(out, "(not reconciled yet)") {
 		t.Fatalf("status: exit %d %s %s", code, out, errOut)
 	}
-	if _, errOut, code = plugin(t, kubeconfig, sa, "", "pause", "web-apart"); code != ExitUsage || !strings.Contains(errOut, "forbidden") {
+	if _, errOut, code = plugin(t, kubeconfig, sa, "", "pause", "-n", "shop", "web-apart"); code != ExitUsage || !strings.Contains(errOut, "forbidden") {
 		t.Fatalf("the reader role must not pause: exit %d, %s", code, errOut)
 	}
 
@@ -201,20 +203,20 @@ func TestLiveClusterUnderLeastPrivilege(t *testing.T) {
 		}
 		return got
 	}
-	if out, errOut, code = plugin(t, kubeconfig, sa, "", "pause", "web-apart"); code != ExitOK || !get().Spec.Paused {
+	if out, errOut, code = plugin(t, kubeconfig, sa, "", "pause", "-n", "shop", "web-apart"); code != ExitOK || !get().Spec.Paused {
 		t.Fatalf("pause: exit %d %s %s", code, out, errOut)
 	}
-	if _, errOut, code = plugin(t, kubeconfig, sa, "", "resume", "web-apart"); code != ExitOK || get().Spec.Paused {
+	if _, errOut, code = plugin(t, kubeconfig, sa, "", "resume", "-n", "shop", "web-apart"); code != ExitOK || get().Spec.Paused {
 		t.Fatalf("resume: exit %d %s", code, errOut)
 	}
-	_, errOut, code = plugin(t, kubeconfig, sa, "", "retry", "web-apart")
+	_, errOut, code = plugin(t, kubeconfig, sa, "", "retry", "-n", "shop", "web-apart")
 	if code != ExitOK || get().Annotations[pgv1.RetryAnnotation] == "" || !strings.Contains(errOut, "not RolledBack or Failed") {
 		t.Fatalf("retry: exit %d %s", code, errOut)
 	}
-	if _, _, code = plugin(t, kubeconfig, sa, "web-apart-typo\n", "abort", "web-apart"); code != ExitUsage || get().Spec.OnDelete == pgv1.DeletionRevert {
+	if _, _, code = plugin(t, kubeconfig, sa, "web-apart-typo\n", "abort", "-n", "shop", "web-apart"); code != ExitUsage || get().Spec.OnDelete == pgv1.DeletionRevert {
 		t.Fatalf("an unconfirmed abort must change nothing: exit %d", code)
 	}
-	if _, errOut, code = plugin(t, kubeconfig, sa, "web-apart\n", "abort", "web-apart"); code != ExitOK {
+	if _, errOut, code = plugin(t, kubeconfig, sa, "web-apart\n", "abort", "-n", "shop", "web-apart"); code != ExitOK {
 		t.Fatalf("abort: exit %d %s", code, errOut)
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(pm), &pgv1.PlacementMigration{}); !apierrors.IsNotFound(err) {

@@ -90,7 +90,7 @@ func runPlan(ctx context.Context, o *Options, f *planFlags) error {
 	if err != nil {
 		return err
 	}
-	cluster, err := readCluster(ctx, o, f.snapshot, ns)
+	cluster, err := readCluster(ctx, o, f.snapshot, namespacesOf(migrations))
 	if err != nil {
 		return err
 	}
@@ -113,8 +113,23 @@ func runPlan(ctx context.Context, o *Options, f *planFlags) error {
 	return nil
 }
 
+// namespacesOf lists the migrations' namespaces, once each: the workloads
+// of a manifest's migration live where its metadata says, whatever the
+// kubeconfig's namespace.
+func namespacesOf(pms []*pgv1.PlacementMigration) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, pm := range pms {
+		if !seen[pm.Namespace] {
+			seen[pm.Namespace] = true
+			out = append(out, pm.Namespace)
+		}
+	}
+	return out
+}
+
 // readCluster reads the snapshot directory, or the live cluster.
-func readCluster(ctx context.Context, o *Options, snapshot, namespace string) (*Cluster, error) {
+func readCluster(ctx context.Context, o *Options, snapshot string, namespaces []string) (*Cluster, error) {
 	if snapshot != "" {
 		docs, err := ReadDir(snapshot)
 		if err != nil {
@@ -126,7 +141,7 @@ func readCluster(ctx context.Context, o *Options, snapshot, namespace string) (*
 	if err != nil {
 		return nil, err
 	}
-	cl, err := ReadCluster(ctx, c, namespace)
+	cl, err := ReadCluster(ctx, c, namespaces...)
 	if err != nil {
 		return nil, usageError{err}
 	}

@@ -13,7 +13,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -47,9 +49,9 @@ func kubectlPlacement(ctx context.Context, as string) func(stdin string, args ..
 	}
 }
 
-// grantPlugin creates the plugin's roles and binds them to a
-// ServiceAccount of the namespace: the reader cluster-wide, the steer role
-// in the namespace.
+// grantPlugin creates the plugin's roles, named for the spec, and binds
+// the reader to a ServiceAccount of the namespace, cluster-wide; the steer
+// role is left for the spec to bind.
 func grantPlugin(ctx context.Context, namespace, sa string) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "config", "plugin", "rbac.yaml"))
 	Expect(err).NotTo(HaveOccurred())
@@ -67,9 +69,17 @@ func grantPlugin(ctx context.Context, namespace, sa string) {
 			DeferCleanup(func(ctx SpecContext) { Expect(k8sClient.Delete(ctx, b)).To(Succeed()) })
 			continue
 		}
-		b := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: namespace}, Subjects: subjects, RoleRef: ref}
-		Expect(k8sClient.Create(ctx, b)).To(Succeed())
 	}
+}
+
+// removeMigration deletes a migration and waits until it is gone, so that
+// the next one of the same workload is not held back by it.
+func removeMigration(ctx context.Context, namespace, name string) {
+	pm := &pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	Expect(k8sClient.Delete(ctx, pm)).To(Succeed())
+	Eventually(func() bool {
+		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(pm), pm))
+	}).Should(BeTrue())
 }
 
 func hazardKeys(hs []pgv1.Hazard) []string {
@@ -114,6 +124,7 @@ var _ = Describe("kubectl placement on the live cluster", Label("plugin"), func(
 			found = append(found, s.Hazards...)
 		}
 		Expect(hazardKeys(found)).To(Equal(operator))
+		removeMigration(ctx, env.Namespace, "hard-dry")
 
 		By("a soft spread over the pool: the same pods recreated as the dry run's plan")
 		soft := pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameApart(nil), FinalStage: pgv1.StageSoft, DryRun: true}
@@ -126,7 +137,7 @@ var _ = Describe("kubectl placement on the live cluster", Label("plugin"), func(
 			ObjectMeta: metav1.ObjectMeta{Name: "soft-dry", Namespace: env.Namespace}, Spec: soft})
 		Expect(err).NotTo(HaveOccurred())
 		out, errOut, code = kp(string(manifest), "plan", "-f", "-", "-o", "json")
-		Expect(code).To(Equal(plugin.ExitOK), errOut)
+		Expect(code).To(Equal(plugin.ExitOK), out+errOut)
 		report = plugin.Report{}
 		Expect(json.Unmarshal([]byte(out), &report)).To(Succeed())
 		Expect(report.Stages).To(HaveLen(1))
@@ -138,6 +149,7 @@ var _ = Describe("kubectl placement on the live cluster", Label("plugin"), func(
 		_, errOut, code = kp("", "pause", "-n", env.Namespace, "soft-dry")
 		Expect(code).To(Equal(plugin.ExitUsage))
 		Expect(errOut).To(ContainSubstring("forbidden"))
+		removeMigration(ctx, env.Namespace, "soft-dry")
 
 		By("status, pause, resume and retry drive a real migration")
 		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
