@@ -38,7 +38,7 @@ func (c *Cluster) add(o any) {
 	case *corev1.Node:
 		c.Nodes = append(c.Nodes, o)
 	case *corev1.Pod:
-		c.Pods = append(c.Pods, placement.TrimPod(o))
+		c.Pods = append(c.Pods, o)
 	case *corev1.Namespace:
 		c.Namespaces = append(c.Namespaces, o)
 	case *corev1.PersistentVolumeClaim:

@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -15,8 +14,10 @@ import (
 	"sync"
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -105,54 +106,52 @@ func ReadDir(dir string) ([]Document, error) {
 	sort.Strings(files)
 	var raws []rawDocument
 	for _, f := range files {
-		fh, err := os.Open(f)
+		data, err := os.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
-		docs, err := splitDocuments(f, fh)
-		fh.Close()
-		if err != nil {
-			return nil, err
-		}
-		raws = append(raws, docs...)
+		raws = append(raws, split(f, data)...)
 	}
 	return decodeAll(raws)
 }
 
 // splitDocuments cuts a stream at its "---" lines, remembering where each
-// document starts.
+// document starts. The documents share the stream's buffer.
 func splitDocuments(name string, r io.Reader) ([]rawDocument, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 64*1024*1024)
-	var out []rawDocument
-	var cur bytes.Buffer
-	start, line := 1, 0
-	flush := func() {
-		if len(bytes.TrimSpace(cur.Bytes())) > 0 {
-			out = append(out, rawDocument{file: name, line: start, data: bytes.Clone(cur.Bytes())})
-		}
-		cur.Reset()
-	}
-	for sc.Scan() {
-		line++
-		text := sc.Bytes()
-		if bytes.Equal(bytes.TrimRight(text, " \t\r"), []byte("---")) || bytes.HasPrefix(text, []byte("--- ")) {
-			flush()
-			start = line + 1
-			continue
-		}
-		if cur.Len() == 0 && len(bytes.TrimSpace(text)) == 0 {
-			start = line + 1
-			continue
-		}
-		cur.Write(text)
-		cur.WriteByte('\n')
-	}
-	if err := sc.Err(); err != nil {
+	data, err := io.ReadAll(r)
+	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	flush()
-	return out, nil
+	return split(name, data), nil
+}
+
+// split cuts data at its "---" lines.
+func split(name string, data []byte) []rawDocument {
+	var out []rawDocument
+	docStart, startLine := -1, 1
+	flush := func(end int) {
+		if docStart >= 0 && len(bytes.TrimSpace(data[docStart:end])) > 0 {
+			out = append(out, rawDocument{file: name, line: startLine, data: data[docStart:end]})
+		}
+		docStart = -1
+	}
+	for pos, line := 0, 1; pos < len(data); line++ {
+		end := len(data)
+		if nl := bytes.IndexByte(data[pos:], '\n'); nl >= 0 {
+			end = pos + nl
+		}
+		text := data[pos:end]
+		switch {
+		case bytes.Equal(bytes.TrimRight(text, " \t\r"), []byte("---")) || bytes.HasPrefix(text, []byte("--- ")):
+			flush(pos)
+		case docStart < 0 && len(bytes.TrimSpace(text)) == 0:
+		case docStart < 0:
+			docStart, startLine = pos, line
+		}
+		pos = end + 1
+	}
+	flush(len(data))
+	return out
 }
 
 // decodeAll decodes the documents on every core: reading a snapshot of a
@@ -164,8 +163,9 @@ func decodeAll(raws []rawDocument) ([]Document, error) {
 	var wg sync.WaitGroup
 	for range max(1, runtime.GOMAXPROCS(0)) {
 		wg.Go(func() {
+			var c converter
 			for i := range next {
-				results[i], errs[i] = decodeDocument(raws[i])
+				results[i], errs[i] = decodeDocument(&c, raws[i])
 			}
 		})
 	}
@@ -184,6 +184,19 @@ func decodeAll(raws []rawDocument) ([]Document, error) {
 	return out, nil
 }
 
+// toJSON converts a document to JSON: JSON as it is, kubectl's YAML on the
+// fast path, anything else with the full YAML parser.
+func toJSON(c *converter, doc []byte) ([]byte, error) {
+	c.apiVersion, c.kind = "", ""
+	if trimmed := bytes.TrimSpace(doc); len(trimmed) > 0 && trimmed[0] == '{' {
+		return trimmed, nil
+	}
+	if data, ok := c.convert(doc); ok {
+		return data, nil
+	}
+	return yaml.YAMLToJSON(doc)
+}
+
 // typeMeta is what tells a document's kind, and a List's items.
 type typeMeta struct {
 	APIVersion string            `json:"apiVersion"`
@@ -191,17 +204,21 @@ type typeMeta struct {
 	Items      []json.RawMessage `json:"items"`
 }
 
-func decodeDocument(raw rawDocument) ([]Document, error) {
-	data, err := yaml.YAMLToJSON(raw.data)
+func decodeDocument(c *converter, raw rawDocument) ([]Document, error) {
+	data, err := toJSON(c, raw.data)
 	if err != nil {
 		return nil, fmt.Errorf("%s:%d: %w", raw.file, raw.line, err)
 	}
 	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
 		return nil, nil
 	}
+	// Only a document with items can be a List; reading the kind of every
+	// other one first would parse it twice.
 	var tm typeMeta
-	if err := json.Unmarshal(data, &tm); err != nil {
-		return nil, fmt.Errorf("%s:%d: %w", raw.file, raw.line, err)
+	if bytes.Contains(data, []byte(`"items"`)) {
+		if err := json.Unmarshal(data, &tm); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", raw.file, raw.line, err)
+		}
 	}
 	if strings.HasSuffix(tm.Kind, "List") && tm.Items != nil {
 		var out []Document
@@ -216,12 +233,33 @@ func decodeDocument(raw rawDocument) ([]Document, error) {
 		}
 		return out, nil
 	}
-	d, err := decodeObject(raw.file, raw.line, data)
+	d, err := decodeKnown(c, raw, data)
 	if err != nil || d == nil {
 		return nil, err
 	}
 	d.raw = raw.data
 	return []Document{*d}, nil
+}
+
+// decodeKnown decodes a document whose kind the fast path read, straight
+// into its type, as the universal deserializer would; others go through it.
+func decodeKnown(c *converter, raw rawDocument, data []byte) (*Document, error) {
+	gv, err := schema.ParseGroupVersion(c.apiVersion)
+	if c.kind == "" || c.apiVersion == "" || err != nil {
+		return decodeObject(raw.file, raw.line, data)
+	}
+	gvk := gv.WithKind(c.kind)
+	obj, err := Scheme.New(gvk)
+	if err != nil {
+		if apiruntime.IsNotRegisteredError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%s:%d: %w", raw.file, raw.line, err)
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, obj); err != nil {
+		return nil, fmt.Errorf("%s:%d: decode %s: %w", raw.file, raw.line, gvk.Kind, err)
+	}
+	return &Document{File: raw.file, Line: raw.line, Object: obj}, nil
 }
 
 func decodeObject(file string, line int, data []byte) (*Document, error) {
