@@ -186,11 +186,10 @@ func BenchmarkPlanLargeSnapshot(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		start := time.Now()
-		docs, err := ReadDir(dir)
+		c, err := ReadClusterDir(dir)
 		if err != nil {
 			b.Fatal(err)
 		}
-		c := ClusterOf(docs)
 		read := time.Since(start)
 		report, err := Plan(c, largePlanMigration())
 		if err != nil {

@@ -22,6 +22,63 @@ type Cluster struct {
 	StatefulSets []*appsv1.StatefulSet
 	ReplicaSets  []*appsv1.ReplicaSet
 	Migrations   []*pgv1.PlacementMigration
+
+	// snap is the engine's index of the objects, when it was built while
+	// they were read.
+	snap *placement.Snapshot
+}
+
+// ReadClusterDir reads a snapshot directory into a Cluster, indexing the
+// objects for the engine while the rest are still being decoded.
+func ReadClusterDir(dir string) (*Cluster, error) {
+	raws, err := readDirDocuments(dir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{}
+	if c.snap, err = placement.NewSnapshot(placement.Objects{}); err != nil {
+		return nil, err
+	}
+	err = decodeStream(raws, func(d Document) error {
+		c.add(d.Object)
+		return c.index(d.Object)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// index adds an object the engine reads to the snapshot.
+func (c *Cluster) index(o any) error {
+	switch o := o.(type) {
+	case *corev1.Node:
+		c.snap.UpsertNode(o)
+	case *corev1.Pod:
+		return c.snap.UpsertPod(o)
+	case *corev1.Namespace:
+		c.snap.UpsertNamespace(o)
+	case *corev1.PersistentVolumeClaim:
+		c.snap.UpsertClaim(o)
+	case *corev1.PersistentVolume:
+		c.snap.UpsertVolume(o)
+	case *storagev1.StorageClass:
+		c.snap.UpsertStorageClass(o)
+	}
+	return nil
+}
+
+// Snapshot is the engine's index of the cluster.
+func (c *Cluster) Snapshot() (*placement.Snapshot, error) {
+	if c.snap != nil {
+		return c.snap, nil
+	}
+	snap, err := placement.NewSnapshot(c.Objects)
+	if err != nil {
+		return nil, fmt.Errorf("index the cluster: %w", err)
+	}
+	c.snap = snap
+	return snap, nil
 }
 
 // ClusterOf sorts documents into a Cluster; other kinds are ignored.

@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -84,6 +83,16 @@ func ReadManifests(name string, r io.Reader) ([]Document, error) {
 
 // ReadDir reads every .yaml, .yml and .json file under dir.
 func ReadDir(dir string) ([]Document, error) {
+	raws, err := readDirDocuments(dir)
+	if err != nil {
+		return nil, err
+	}
+	return decodeAll(raws)
+}
+
+// readDirDocuments splits every .yaml, .yml and .json file under dir into
+// its documents, in the files' name order.
+func readDirDocuments(dir string) ([]rawDocument, error) {
 	var files []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -112,7 +121,7 @@ func ReadDir(dir string) ([]Document, error) {
 		}
 		raws = append(raws, split(f, data)...)
 	}
-	return decodeAll(raws)
+	return raws, nil
 }
 
 // splitDocuments cuts a stream at its "---" lines, remembering where each
@@ -157,31 +166,73 @@ func split(name string, data []byte) []rawDocument {
 // decodeAll decodes the documents on every core: reading a snapshot of a
 // large cluster is mostly decoding YAML.
 func decodeAll(raws []rawDocument) ([]Document, error) {
-	results := make([][]Document, len(raws))
-	errs := make([]error, len(raws))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range max(1, runtime.GOMAXPROCS(0)) {
-		wg.Go(func() {
-			var c converter
-			for i := range next {
-				results[i], errs[i] = decodeDocument(&c, raws[i])
-			}
-		})
-	}
-	for i := range raws {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 	var out []Document
-	for i := range raws {
-		if errs[i] != nil {
-			return nil, errs[i]
-		}
-		out = append(out, results[i]...)
+	err := decodeStream(raws, func(d Document) error {
+		out = append(out, d)
+		return nil
+	})
+	return out, err
+}
+
+// chunkSize is how many documents a decoding worker takes at a time.
+const chunkSize = 512
+
+type decodedChunk struct {
+	docs []Document
+	err  error
+}
+
+// decodeStream decodes the documents on every core and hands them to
+// consume in their order, as soon as each chunk is decoded: what consume
+// does (indexing a snapshot) runs while the rest is still being decoded.
+func decodeStream(raws []rawDocument, consume func(Document) error) error {
+	n := (len(raws) + chunkSize - 1) / chunkSize
+	results := make([]chan decodedChunk, n)
+	for k := range results {
+		results[k] = make(chan decodedChunk, 1)
 	}
-	return out, nil
+	next := make(chan int)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		defer close(next)
+		for k := range n {
+			select {
+			case next <- k:
+			case <-done:
+				return
+			}
+		}
+	}()
+	for range max(1, runtime.GOMAXPROCS(0)) {
+		go func() {
+			var c converter
+			for k := range next {
+				var chunk decodedChunk
+				for _, raw := range raws[k*chunkSize : min((k+1)*chunkSize, len(raws))] {
+					docs, err := decodeDocument(&c, raw)
+					if err != nil {
+						chunk.err = err
+						break
+					}
+					chunk.docs = append(chunk.docs, docs...)
+				}
+				results[k] <- chunk
+			}
+		}()
+	}
+	for k := range n {
+		chunk := <-results[k]
+		if chunk.err != nil {
+			return chunk.err
+		}
+		for _, d := range chunk.docs {
+			if err := consume(d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // toJSON converts a document to JSON: JSON as it is, kubectl's YAML on the

@@ -1,8 +1,6 @@
 package plugin
 
 import (
-	"fmt"
-
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
@@ -95,9 +93,9 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 	if len(found) == 0 {
 		return report, nil
 	}
-	snap, err := placement.NewSnapshot(c.Objects)
+	snap, err := c.Snapshot()
 	if err != nil {
-		return report, fmt.Errorf("index the cluster: %w", err)
+		return report, err
 	}
 	workloads := make([]*placement.Workload, len(found))
 	for i, t := range found {

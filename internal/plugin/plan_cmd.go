@@ -131,11 +131,11 @@ func namespacesOf(pms []*pgv1.PlacementMigration) []string {
 // readCluster reads the snapshot directory, or the live cluster.
 func readCluster(ctx context.Context, o *Options, snapshot string, namespaces []string) (*Cluster, error) {
 	if snapshot != "" {
-		docs, err := ReadDir(snapshot)
+		c, err := ReadClusterDir(snapshot)
 		if err != nil {
 			return nil, usageError{err}
 		}
-		return ClusterOf(docs), nil
+		return c, nil
 	}
 	c, err := o.client()
 	if err != nil {
