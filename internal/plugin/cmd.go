@@ -43,8 +43,6 @@ func usagef(format string, args ...any) error { return usageError{fmt.Errorf(for
 type Options struct {
 	Config *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
-	// NewClient builds the client from Config; tests replace it.
-	NewClient func() (client.Client, error)
 }
 
 // Namespace is the namespace of --namespace or of the kubeconfig context.
@@ -57,9 +55,6 @@ func (o *Options) Namespace() (string, error) {
 }
 
 func (o *Options) client() (client.Client, error) {
-	if o.NewClient != nil {
-		return o.NewClient()
-	}
 	cfg, err := o.Config.ToRESTConfig()
 	if err != nil {
 		return nil, usageError{fmt.Errorf("read the kubeconfig: %w", err)}

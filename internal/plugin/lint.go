@@ -7,9 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
@@ -159,99 +157,6 @@ func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv
 	return findingsAt(d, hs), nil
 }
 
-// placeWorkloads adds the pods of every workload of the manifests to the
-// snapshot. A workload the snapshot already runs keeps its live pods;
-// another gets its replicas placed as the scheduler would place them
-// without its hard constraints, or left unbound when there are no nodes.
-func placeWorkloads(snap *placement.Snapshot, docs []Document, defaultNS string, existing *Cluster) ([]manifestWorkload, error) {
-	var out []manifestWorkload
-	for _, d := range docs {
-		w := workloadOf(d.Object, defaultNS)
-		if w == nil {
-			continue
-		}
-		if existing != nil {
-			if live := liveWorkload(existing, w); live != nil {
-				w.Pods, w.Revision = live.Pods, live.Revision
-				out = append(out, manifestWorkload{doc: d, workload: w})
-				continue
-			}
-		}
-		pods, err := placePods(snap, w)
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", d.File, d.Line, err)
-		}
-		for _, p := range pods {
-			if err := snap.UpsertPod(p); err != nil {
-				return nil, fmt.Errorf("%s:%d: %w", d.File, d.Line, err)
-			}
-			w.Pods = append(w.Pods, p.UID)
-		}
-		w.Revision = lintRevision
-		out = append(out, manifestWorkload{doc: d, workload: w})
-	}
-	return out, nil
-}
-
-// liveWorkload is the snapshot's workload of the same kind and name.
-func liveWorkload(c *Cluster, w *placement.Workload) *placement.Workload {
-	ref := pgv1.TargetRef{Kind: pgv1.WorkloadKind(w.Kind), Name: w.Name}
-	found, _ := planning.Resolve([]pgv1.TargetRef{ref}, c.Inventory(w.Namespace), placement.Constraint{})
-	if len(found) == 0 {
-		return nil
-	}
-	return found[0].Workload
-}
-
-// placePods places the workload's replicas, without its hard constraints,
-// where the engine's simulated rollout puts them.
-func placePods(snap *placement.Snapshot, w *placement.Workload) ([]*corev1.Pod, error) {
-	spec := w.Template.Spec.DeepCopy()
-	for _, c := range hardConstraints(spec) {
-		s, err := c.Apply(spec, w.Selector, placement.StageNone)
-		if err != nil {
-			return nil, err
-		}
-		spec = s
-	}
-	nodes := map[int]string{}
-	if snap.NodeCount() > 0 {
-		initial := *w
-		initial.Template = *w.Template.DeepCopy()
-		initial.Template.Spec = *spec
-		r, err := snap.SimulateRollout(&initial)
-		if err != nil {
-			return nil, err
-		}
-		i := 0
-		for _, s := range r.Steps {
-			if s.Node != "" && i < int(w.Replicas) {
-				nodes[i] = s.Node
-				i++
-			}
-		}
-	}
-	pods := make([]*corev1.Pod, w.Replicas)
-	for i := range pods {
-		name := w.Name + "-" + strconv.Itoa(i)
-		labels := map[string]string{w.RevisionLabel: lintRevision}
-		for k, v := range w.Template.Labels {
-			labels[k] = v
-		}
-		if w.Kind == placement.StatefulSet {
-			labels[appsv1.StatefulSetPodNameLabel] = name
-		}
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: name, Labels: labels, UID: types.UID("lint/" + w.Namespace + "/" + name),
-				CreationTimestamp: metav1.NewTime(metav1.Now().Add(-24 * 3600e9))},
-			Spec: *spec.DeepCopy(),
-		}
-		p.Spec.NodeName = nodes[i]
-		pods[i] = p
-	}
-	return pods, nil
-}
-
 // hardConstraints are the spec's required anti-affinity terms and
 // DoNotSchedule spreads, each as a constraint judged as written: a
 // spread counts the revisions its matchLabelKeys say, no more.
@@ -281,57 +186,6 @@ func fieldOf(c placement.Constraint) string {
 		return "topologySpreadConstraints"
 	}
 	return "podAntiAffinity"
-}
-
-// workloadOf is the engine's view of a manifest's Deployment or
-// StatefulSet, with no pods yet.
-func workloadOf(o any, defaultNS string) *placement.Workload {
-	var w *placement.Workload
-	switch o := o.(type) {
-	case *appsv1.Deployment:
-		d := o.DeepCopy()
-		d.Namespace = namespaceOr(d.Namespace, defaultNS)
-		w = &placement.Workload{Kind: placement.Deployment, Namespace: d.Namespace, Name: d.Name, Replicas: replicasOf(d.Spec.Replicas),
-			Selector: d.Spec.Selector, Template: d.Spec.Template, Strategy: d.Spec.Strategy, RevisionLabel: appsv1.DefaultDeploymentUniqueLabelKey}
-	case *appsv1.StatefulSet:
-		s := o.DeepCopy()
-		s.Namespace = namespaceOr(s.Namespace, defaultNS)
-		w = &placement.Workload{Kind: placement.StatefulSet, Namespace: s.Namespace, Name: s.Name, Replicas: replicasOf(s.Spec.Replicas),
-			Selector: s.Spec.Selector, Template: s.Spec.Template, UpdateStrategy: s.Spec.UpdateStrategy,
-			VolumeClaimTemplates: s.Spec.VolumeClaimTemplates, RevisionLabel: appsv1.ControllerRevisionHashLabelKey}
-	}
-	return w
-}
-
-func replicasOf(r *int32) int32 {
-	if r == nil {
-		return 1
-	}
-	return *r
-}
-
-func namespaceOr(ns, def string) string {
-	if ns == "" {
-		return def
-	}
-	return ns
-}
-
-// syntheticNodes are n identical nodes, each its own hostname, with room
-// for any pod: lint with --nodes judges placement, not resources.
-func syntheticNodes(n int) []*corev1.Node {
-	nodes := make([]*corev1.Node, n)
-	for i := range nodes {
-		name := fmt.Sprintf("node-%d", i+1)
-		nodes[i] = &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}},
-			Status: corev1.NodeStatus{
-				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("1Ti"), corev1.ResourcePods: resource.MustParse("1000")},
-				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-			},
-		}
-	}
-	return nodes
 }
 
 func findingsAt(d Document, hs []placement.Hazard) []Finding {
