@@ -191,6 +191,13 @@ func TestLiveClusterUnderLeastPrivilege(t *testing.T) {
 	if code != ExitOK || !strings.Contains(out, "PlacementMigration shop/web-apart") || !strings.Contains(out, "(not reconciled yet)") {
 		t.Fatalf("status: exit %d %s %s", code, out, errOut)
 	}
+	out, errOut, code = plugin(t, kubeconfig, sa, "", "status", "-A")
+	if code != ExitOK || !strings.Contains(out, "NAMESPACE") || !hasRow(out, "shop", "web-apart") {
+		t.Fatalf("status -A: exit %d %s %s", code, out, errOut)
+	}
+	if out, _, _ = plugin(t, kubeconfig, sa, "", "status"); !strings.Contains(out, "No PlacementMigrations found.") {
+		t.Fatalf("status in the kubeconfig's namespace (default) lists %s", out)
+	}
 	if _, errOut, code = plugin(t, kubeconfig, sa, "", "pause", "-n", "shop", "web-apart"); code != ExitUsage || !strings.Contains(errOut, "forbidden") {
 		t.Fatalf("the reader role must not pause: exit %d, %s", code, errOut)
 	}
@@ -230,4 +237,15 @@ func hazardTypes(s StageReport) string {
 		out = append(out, h.Type+"/"+h.Target)
 	}
 	return strings.Join(out, ",")
+}
+
+// hasRow reports whether a table has a row starting with these cells.
+func hasRow(table string, cells ...string) bool {
+	for _, line := range strings.Split(table, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= len(cells) && strings.Join(f[:len(cells)], " ") == strings.Join(cells, " ") {
+			return true
+		}
+	}
+	return false
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,15 +18,31 @@ import (
 )
 
 func newStatusCommand(o *Options) *cobra.Command {
-	var output string
+	var (
+		output        string
+		allNamespaces bool
+	)
 	cmd := &cobra.Command{
-		Use:   "status NAME",
-		Short: "Show a PlacementMigration as a tree: phase, conditions, targets, hazards and plan",
+		Use:   "status [NAME]",
+		Short: "Show a PlacementMigration as a tree, or list them: phase, stage, why",
+		Long: `status NAME shows one migration as a tree: phase, conditions, the write in
+flight, each target's stages, hazards and plan. Without a name it lists the
+namespace's migrations, or every namespace's with -A.`,
 		Example: `  kubectl placement status -n db graphdb-apart
-  kubectl placement status web-apart -o yaml`,
-		Args:              cobra.ExactArgs(1),
+  kubectl placement status web-apart -o yaml
+  kubectl placement status -A`,
+		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeMigrations(o),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				if err := checkOutput(output, "tree", "table", "yaml", "json"); err != nil {
+					return err
+				}
+				return listMigrations(cmd.Context(), o, allNamespaces, output)
+			}
+			if allNamespaces {
+				return usagef("-A lists migrations; give no NAME with it")
+			}
 			if err := checkOutput(output, "tree", "yaml", "json"); err != nil {
 				return err
 			}
@@ -41,8 +58,63 @@ func newStatusCommand(o *Options) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "tree", "output format: tree, yaml or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "tree", "output format: tree (a table when listing), yaml or json")
+	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list the migrations of every namespace")
 	return cmd
+}
+
+// listMigrations prints the migrations of the namespace, or of all.
+func listMigrations(ctx context.Context, o *Options, all bool, output string) error {
+	c, err := o.client()
+	if err != nil {
+		return err
+	}
+	var opts []client.ListOption
+	if !all {
+		ns, err := o.Namespace()
+		if err != nil {
+			return err
+		}
+		opts = append(opts, client.InNamespace(ns))
+	}
+	var list pgv1.PlacementMigrationList
+	if err := c.List(ctx, &list, opts...); err != nil {
+		return usageError{fmt.Errorf("list PlacementMigrations: %w", err)}
+	}
+	if output == "yaml" || output == "json" {
+		for i := range list.Items {
+			list.Items[i].ManagedFields = nil
+		}
+		return encode(o.Out, output, list.Items)
+	}
+	printMigrationTable(o.Out, list.Items, all, time.Now())
+	return nil
+}
+
+// printMigrationTable writes a line per migration, as kubectl get would,
+// with the Ready condition's reason: why it is where it is.
+func printMigrationTable(w io.Writer, items []pgv1.PlacementMigration, withNamespace bool, now time.Time) {
+	if len(items) == 0 {
+		fmt.Fprintln(w, "No PlacementMigrations found.")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if withNamespace {
+		fmt.Fprint(tw, "NAMESPACE\t")
+	}
+	fmt.Fprintln(tw, "NAME\tPHASE\tSTAGE\tFINAL\tTARGETS\tREASON\tAGE")
+	for _, pm := range items {
+		if withNamespace {
+			fmt.Fprintf(tw, "%s\t", pm.Namespace)
+		}
+		reason := ""
+		if ready := meta.FindStatusCondition(pm.Status.Conditions, pgv1.ConditionReady); ready != nil {
+			reason = ready.Reason
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", pm.Name, orNone(string(pm.Status.Phase)), orNone(string(pm.Status.Stage)),
+			pm.Spec.Final(), len(pm.Status.Targets), reason, ago(pm.CreationTimestamp.Time, now))
+	}
+	tw.Flush()
 }
 
 // getMigration reads one migration of the namespace.

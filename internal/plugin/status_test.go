@@ -46,3 +46,21 @@ func TestStatusTree(t *testing.T) {
 		}
 	}
 }
+
+// The list says where each migration is and why, in kubectl's columns.
+func TestMigrationTable(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	items := []pgv1.PlacementMigration{
+		{ObjectMeta: metav1.ObjectMeta{Name: "web-apart", Namespace: "shop", CreationTimestamp: metav1.NewTime(now.Add(-2 * time.Hour))},
+			Status: pgv1.PlacementMigrationStatus{Phase: pgv1.PhaseBlocked, Targets: []pgv1.TargetStatus{{}},
+				Conditions: []metav1.Condition{{Type: pgv1.ConditionReady, Status: metav1.ConditionFalse, Reason: pgv1.HazardRolloutDeadlock}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "flux-spread", Namespace: "flux-system", CreationTimestamp: metav1.NewTime(now.Add(-30 * time.Second))},
+			Spec: pgv1.PlacementMigrationSpec{FinalStage: pgv1.StageSoft}},
+	}
+	var out bytes.Buffer
+	printMigrationTable(&out, items, true, now)
+	golden(t, "status-list.txt", out.String())
+	if !strings.Contains(out.String(), "shop         web-apart    Blocked  None   Hard   1        RolloutDeadlock  120m") {
+		t.Errorf("table:\n%s", out.String())
+	}
+}
