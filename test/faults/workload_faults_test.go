@@ -19,6 +19,7 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/test/faultproxy"
+	"github.com/placement-guard/placement-guard/test/utils"
 )
 
 // operator runs the operator for one spec, behind a fault proxy with rule.
@@ -141,6 +142,17 @@ var _ = Describe("F6: the target deleted mid-soak, then created again", Label("f
 		s.waitFor(ctx, pgv1.PhaseBlocked)
 		reason, _ := s.readyReason(ctx)
 		Expect(reason).To(Equal(pgv1.ReasonTargetNotFound))
+		// The garbage collector removes the ReplicaSets and pods after the
+		// Deployment, and the status records their going: only once they
+		// are gone can the writes settle for good.
+		Eventually(func(g Gomega) {
+			var rs appsv1.ReplicaSetList
+			g.Expect(k8sClient.List(ctx, &rs, client.InNamespace(env.Namespace), client.MatchingLabels{"app": "web"})).To(Succeed())
+			g.Expect(rs.Items).To(BeEmpty())
+			pods, err := utils.PodsOf(ctx, k8sClient, env.Namespace, map[string]string{"app": "web"})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(pods).To(BeEmpty())
+		}).Should(Succeed(), "the Deployment's ReplicaSets and pods are collected")
 		errors := strings.Count(mgr.log(1<<20), "Reconciler error")
 		// The writes settle (a last Event or status record may trail the
 		// phase), then stop: a loop never settles.
