@@ -23,6 +23,12 @@ type Cluster struct {
 	ReplicaSets  []*appsv1.ReplicaSet
 	Migrations   []*pgv1.PlacementMigration
 
+	// Skipped names the objects the engine could not index, with why: a
+	// pod whose anti-affinity selector does not parse (the API server
+	// refuses those, a hand-edited snapshot may not). The plan goes on
+	// without them, as the operator does, and says so.
+	Skipped []string
+
 	// snap is the engine's index of the objects, when it was built while
 	// they were read.
 	snap *placement.Snapshot
@@ -41,7 +47,8 @@ func ReadClusterDir(dir string) (*Cluster, error) {
 	}
 	err = decodeStream(raws, func(d Document) error {
 		c.add(d.Object)
-		return c.index(d.Object)
+		c.index(d.Object)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -49,13 +56,16 @@ func ReadClusterDir(dir string) (*Cluster, error) {
 	return c, nil
 }
 
-// index adds an object the engine reads to the snapshot.
-func (c *Cluster) index(o any) error {
+// index adds an object the engine reads to the snapshot; one it cannot
+// index is skipped and named in Skipped.
+func (c *Cluster) index(o any) {
 	switch o := o.(type) {
 	case *corev1.Node:
 		c.snap.UpsertNode(o)
 	case *corev1.Pod:
-		return c.snap.UpsertPod(o)
+		if err := c.snap.UpsertPod(o); err != nil {
+			c.Skipped = append(c.Skipped, err.Error())
+		}
 	case *corev1.Namespace:
 		c.snap.UpsertNamespace(o)
 	case *corev1.PersistentVolumeClaim:
@@ -65,7 +75,6 @@ func (c *Cluster) index(o any) error {
 	case *storagev1.StorageClass:
 		c.snap.UpsertStorageClass(o)
 	}
-	return nil
 }
 
 // Snapshot is the engine's index of the cluster.
@@ -73,11 +82,29 @@ func (c *Cluster) Snapshot() (*placement.Snapshot, error) {
 	if c.snap != nil {
 		return c.snap, nil
 	}
-	snap, err := placement.NewSnapshot(c.Objects)
+	snap, err := placement.NewSnapshot(placement.Objects{})
 	if err != nil {
 		return nil, fmt.Errorf("index the cluster: %w", err)
 	}
 	c.snap = snap
+	for _, n := range c.Nodes {
+		c.index(n)
+	}
+	for _, p := range c.Pods {
+		c.index(p)
+	}
+	for _, ns := range c.Namespaces {
+		c.index(ns)
+	}
+	for _, pvc := range c.Claims {
+		c.index(pvc)
+	}
+	for _, pv := range c.Volumes {
+		c.index(pv)
+	}
+	for _, sc := range c.StorageClasses {
+		c.index(sc)
+	}
 	return snap, nil
 }
 

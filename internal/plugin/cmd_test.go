@@ -153,3 +153,15 @@ func TestCompletion(t *testing.T) {
 		t.Fatalf("exit %d, bash completion script missing", code)
 	}
 }
+
+// A pod the engine cannot index (its selector does not parse) is skipped
+// with a warning; the plan is still given, as the operator would give it.
+func TestPlanSkipsWhatItCannotIndex(t *testing.T) {
+	out, errOut, code := run(t, "", "plan", "-f", "testdata/001/migration.yaml", "--snapshot", "testdata/hostile/cluster")
+	if code != ExitHazards || !strings.Contains(out, "RolloutDeadlock") {
+		t.Fatalf("exit %d, output:\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "warning: skipped") || !strings.Contains(errOut, "other/broken") || !strings.Contains(errOut, "Bogus") {
+		t.Fatalf("stderr %q does not name the skipped pod and why", errOut)
+	}
+}

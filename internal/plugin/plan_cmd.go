@@ -104,6 +104,9 @@ func runPlan(ctx context.Context, o *Options, f *planFlags) error {
 		blocked = blocked || r.Blocking()
 		reports = append(reports, r)
 	}
+	for _, skipped := range cluster.Skipped {
+		fmt.Fprintf(o.ErrOut, "warning: skipped, the engine cannot index it: %s\n", skipped)
+	}
 	if err := printReports(o.Out, f.output, reports); err != nil {
 		return err
 	}
