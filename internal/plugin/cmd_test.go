@@ -25,6 +25,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"unknown output", []string{"plan", "-f", "testdata/001/migration.yaml", "--snapshot", "testdata/001/cluster", "-o", "wide"}, `unknown output format "wide"`},
 		{"no migration", []string{"plan", "--snapshot", "testdata/001/cluster"}, "name the workloads with --target"},
 		{"file and flags", []string{"plan", "-f", "testdata/001/migration.yaml", "--spread-key", "zone"}, "either -f or the constraint flags"},
+		{"file and stage", []string{"plan", "-f", "testdata/001/migration.yaml", "--final-stage", "Soft"}, "(--final-stage)"},
 		{"missing file", []string{"plan", "-f", filepath.Join(dir, "nope.yaml"), "--snapshot", "testdata/001/cluster"}, "no such file"},
 		{"no constraint", []string{"plan", "--target", "deploy/web", "--snapshot", "testdata/001/cluster"}, "--anti-affinity-key KEY or --spread-key KEY"},
 		{"both constraints", []string{"plan", "--target", "deploy/web", "--anti-affinity-key", "a", "--spread-key", "b"}, "not both"},

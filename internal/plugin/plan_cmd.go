@@ -30,6 +30,11 @@ type planFlags struct {
 	minNodes       int32
 }
 
+// constraintFlags describe a migration on the command line; with -f they
+// would be ignored, so they are refused.
+var constraintFlags = []string{"target", "target-selector", "anti-affinity-key", "spread-key", "selector", "max-skew",
+	"min-domains", "match-label-keys", "final-stage", "node-selector", "min-nodes"}
+
 func newPlanCommand(o *Options) *cobra.Command {
 	f := &planFlags{}
 	cmd := &cobra.Command{
@@ -55,7 +60,16 @@ Exits 1 when a stage is blocked or a target is missing.`,
   kubectl get nodes,pods,deploy,sts,rs,pvc,pv,sc -A -o yaml > snap/cluster.yaml
   kubectl placement plan -f web-apart.yaml --snapshot snap/ -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runPlan(cmd.Context(), o, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.file != "" {
+				for _, name := range constraintFlags {
+					if cmd.Flags().Changed(name) {
+						return usagef("give either -f or the constraint flags, not both (--%s)", name)
+					}
+				}
+			}
+			return runPlan(cmd.Context(), o, f)
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.file, "filename", "f", "", "PlacementMigration manifest to plan (- for standard input)")
@@ -154,9 +168,6 @@ func readCluster(ctx context.Context, o *Options, snapshot string, namespaces []
 // migrations are those of the manifest, or the one the flags describe.
 func (f *planFlags) migrations(o *Options, namespace string) ([]*pgv1.PlacementMigration, error) {
 	if f.file != "" {
-		if f.antiKey != "" || f.spreadKey != "" || len(f.targets) > 0 || f.targetSelector != "" {
-			return nil, usagef("give either -f or the constraint flags, not both")
-		}
 		in, err := readInput(o, f.file)
 		if err != nil {
 			return nil, err
