@@ -6,11 +6,13 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
@@ -82,6 +84,24 @@ var _ = Describe("Installing with kubectl apply -k config/default", Label("insta
 		w.mu.Lock()
 		Expect(w.seen).To(BeEmpty(), "the API server warned while applying config/default")
 		w.mu.Unlock()
+
+		By("the editor and viewer roles are aggregated into the built-in admin, edit and view roles")
+		grants := func(g Gomega, role, verb string) bool {
+			cr := &rbacv1.ClusterRole{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Name: role}, cr)).To(Succeed())
+			for _, r := range cr.Rules {
+				if slices.Contains(r.APIGroups, "placementguard.io") && slices.Contains(r.Resources, "placementmigrations") && slices.Contains(r.Verbs, verb) {
+					return true
+				}
+			}
+			return false
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(grants(g, "admin", "create")).To(BeTrue(), "admin may create migrations")
+			g.Expect(grants(g, "edit", "create")).To(BeTrue(), "edit may create migrations")
+			g.Expect(grants(g, "view", "list")).To(BeTrue(), "view may list migrations")
+		}).Should(Succeed())
+		Expect(grants(Default, "view", "create")).To(BeFalse(), "view may not create migrations")
 
 		By("the manager's pod is admitted by PodSecurity enforce=restricted and runs")
 		Eventually(func(g Gomega) {
