@@ -144,6 +144,15 @@ run: manifests generate fmt vet ## Run the manager against the cluster in the cu
 bundle: manifests $(KUSTOMIZE) ## Generate the OLM bundle in bundle/ from config/ (CRD, CSV with the manager's install strategy, annotations, scorecard).
 	$(KUSTOMIZE) build config/default | $(GO) run ./hack/bundle bundle
 
+.PHONY: build-installer
+build-installer: manifests $(KUSTOMIZE) ## Write dist/install.yaml: the CRD, RBAC and manager in one file, with the manager's image set to IMG.
+	mkdir -p $(DIST)
+	rm -rf $(DIST)/.installer && cp -r config $(DIST)/.installer
+	cd $(DIST)/.installer/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(KUSTOMIZE) build $(DIST)/.installer/default > $(DIST)/install.yaml
+	rm -rf $(DIST)/.installer
+	@echo "wrote $(DIST)/install.yaml for $(IMG)"
+
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
 	docker build -t $(IMG) .
