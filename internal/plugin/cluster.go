@@ -7,6 +7,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -77,33 +79,21 @@ func (c *Cluster) index(o any) {
 	}
 }
 
-// Snapshot is the engine's index of the cluster.
+// Snapshot is the engine's index of the cluster. Pods are indexed one by
+// one so that one the engine cannot index is skipped, not fatal.
 func (c *Cluster) Snapshot() (*placement.Snapshot, error) {
 	if c.snap != nil {
 		return c.snap, nil
 	}
-	snap, err := placement.NewSnapshot(placement.Objects{})
+	objs := c.Objects
+	objs.Pods = nil
+	snap, err := placement.NewSnapshot(objs)
 	if err != nil {
 		return nil, fmt.Errorf("index the cluster: %w", err)
 	}
 	c.snap = snap
-	for _, n := range c.Nodes {
-		c.index(n)
-	}
 	for _, p := range c.Pods {
 		c.index(p)
-	}
-	for _, ns := range c.Namespaces {
-		c.index(ns)
-	}
-	for _, pvc := range c.Claims {
-		c.index(pvc)
-	}
-	for _, pv := range c.Volumes {
-		c.index(pv)
-	}
-	for _, sc := range c.StorageClasses {
-		c.index(sc)
 	}
 	return snap, nil
 }
@@ -192,42 +182,12 @@ func ReadCluster(ctx context.Context, c client.Reader, namespaces ...string) (*C
 		if err := c.List(ctx, l.list, l.opts...); err != nil {
 			return nil, fmt.Errorf("list %s: %w", l.what, err)
 		}
-		if err := forEachItem(l.list, cl.add); err != nil {
-			return nil, err
+		if err := meta.EachListItem(l.list, func(o apiruntime.Object) error {
+			cl.add(o)
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("list %s: %w", l.what, err)
 		}
 	}
 	return cl, nil
-}
-
-// forEachItem calls f with a pointer to each item of a typed list.
-func forEachItem(list client.ObjectList, f func(any)) error {
-	switch l := list.(type) {
-	case *corev1.NodeList:
-		each(l.Items, f)
-	case *corev1.PodList:
-		each(l.Items, f)
-	case *corev1.NamespaceList:
-		each(l.Items, f)
-	case *corev1.PersistentVolumeClaimList:
-		each(l.Items, f)
-	case *corev1.PersistentVolumeList:
-		each(l.Items, f)
-	case *storagev1.StorageClassList:
-		each(l.Items, f)
-	case *appsv1.DeploymentList:
-		each(l.Items, f)
-	case *appsv1.StatefulSetList:
-		each(l.Items, f)
-	case *appsv1.ReplicaSetList:
-		each(l.Items, f)
-	default:
-		return fmt.Errorf("unexpected list %T", list)
-	}
-	return nil
-}
-
-func each[T any](items []T, f func(any)) {
-	for i := range items {
-		f(&items[i])
-	}
 }
