@@ -17,6 +17,14 @@ RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
 
 # No shell, no package manager, not root.
 FROM gcr.io/distroless/static:nonroot
+ARG VERSION=unknown
+ARG REVISION=unknown
+# The labels `make image` sets too (the Makefile's IMAGE_LABELS).
+LABEL org.opencontainers.image.title=placement-guard \
+      org.opencontainers.image.source=https://github.com/placement-guard/placement-guard \
+      org.opencontainers.image.licenses=Apache-2.0 \
+      org.opencontainers.image.version=${VERSION} \
+      org.opencontainers.image.revision=${REVISION}
 WORKDIR /
 COPY --from=builder /workspace/manager .
 USER 65532:65532

@@ -27,48 +27,50 @@ const (
 
 // PlacementMigrationStatus is what the operator observed and did.
 type PlacementMigrationStatus struct {
-	// ObservedGeneration is the spec generation the status describes.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
-	// Phase summarises the migration for people; decisions use conditions
-	// and the operation journal.
-	// +optional
-	Phase Phase `json:"phase,omitempty"`
-
-	// Stage is the weakest stage verified on every target.
-	// +optional
-	// +kubebuilder:validation:Enum=None;Soft;Hard
-	Stage Stage `json:"stage,omitempty"`
-
-	// Conditions are Ready, Reconciling and Stalled (the kstatus convention)
+	// conditions are Ready, Reconciling and Stalled (the kstatus convention)
 	// and the milestones CapacityAvailable, Feasible, PodsStable, SoftApplied,
 	// HardApplied and ConstraintInSync.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
 	// +kubebuilder:validation:MaxItems=10
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 
-	// FieldManager is the server-side apply field manager this migration
+	// observedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// phase summarises the migration for people; decisions use conditions
+	// and the operation journal.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+
+	// stage is the weakest stage verified on every target.
+	// +optional
+	// +kubebuilder:validation:Enum=None;Soft;Hard
+	Stage Stage `json:"stage,omitempty"`
+
+	// fieldManager is the server-side apply field manager this migration
 	// writes the targets with; each migration has its own, so that two
 	// migrations of one workload never release each other's fields.
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	FieldManager string `json:"fieldManager,omitempty"`
 
-	// Operation is the journal of the write in flight: recorded before the
+	// operation is the journal of the write in flight: recorded before the
 	// operator writes any target, and cleared once the write has been
 	// verified (or rolled back). A reconcile that finds it finishes exactly
 	// that operation.
 	// +optional
 	Operation *Operation `json:"operation,omitempty"`
 
-	// Capacity is the qualifying capacity found against what is needed.
+	// capacity is the qualifying capacity found against what is needed.
 	// +optional
 	Capacity *CapacityStatus `json:"capacity,omitempty"`
 
-	// Targets records, per workload, the stage verified, what it carried
+	// targets records, per workload, the stage verified, what it carried
 	// before and what was written.
 	// +optional
 	// +listType=map
@@ -77,13 +79,13 @@ type PlacementMigrationStatus struct {
 	// +kubebuilder:validation:MaxItems=50
 	Targets []TargetStatus `json:"targets,omitempty"`
 
-	// Hazards are the findings of the last feasibility analysis.
+	// hazards are the findings of the last feasibility analysis.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	Hazards []Hazard `json:"hazards,omitempty"`
 
-	// Plan is, per target, the change the next stage makes and the pods it
+	// plan is, per target, the change the next stage makes and the pods it
 	// recreates.
 	// +optional
 	// +listType=map
@@ -92,18 +94,18 @@ type PlacementMigrationStatus struct {
 	// +kubebuilder:validation:MaxItems=50
 	Plan []TargetPlan `json:"plan,omitempty"`
 
-	// ProtectedPods are the pods guards.protectedPods selected when the
+	// protectedPods are the pods guards.protectedPods selected when the
 	// current operation started; each must keep its uid and restart count
 	// until the stage is verified.
 	// +optional
 	ProtectedPods *ProtectedPodsRecord `json:"protectedPods,omitempty"`
 
-	// DriftCorrections counts how often the constraint was re-applied after
+	// driftCorrections counts how often the constraint was re-applied after
 	// another writer removed or changed it; after three the migration stalls.
 	// +optional
 	DriftCorrections int32 `json:"driftCorrections,omitempty"`
 
-	// LastHandledRetry is the value of the placementguard.io/retry
+	// lastHandledRetry is the value of the placementguard.io/retry
 	// annotation last acted on, so that a value triggers one retry.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
@@ -135,39 +137,40 @@ const (
 // Operation is one write of the migration into its targets, recorded
 // before it is made.
 type Operation struct {
-	// Action is what the operation writes.
+	// action is what the operation writes.
 	// +required
 	Action OperationAction `json:"action"`
 
-	// Stage is the stage the operation leaves the targets at.
+	// stage is the stage the operation leaves the targets at.
 	// +required
 	// +kubebuilder:validation:Enum=None;Soft;Hard
 	Stage Stage `json:"stage"`
 
-	// From is the stage the targets carried when the operation started.
+	// from is the stage the targets carried when the operation started.
 	// +optional
 	// +kubebuilder:validation:Enum=None;Soft;Hard
 	From Stage `json:"from,omitempty"`
 
-	// Reason and Message say why a rollback was started.
+	// reason says why a rollback was started, in one word.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Reason string `json:"reason,omitempty"`
+	// message says why a rollback was started, for people.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
 
-	// StartedAt is when the operation was recorded; its stage timeout
+	// startedAt is when the operation was recorded; its stage timeout
 	// counts from here.
 	// +required
 	StartedAt metav1.Time `json:"startedAt"`
 
-	// Generation is the migration's generation the operation was decided
+	// generation is the migration's generation the operation was decided
 	// under; a spec edited since is acted on once it has finished.
 	// +optional
 	Generation int64 `json:"generation,omitempty"`
 
-	// Targets are the workloads the operation writes.
+	// targets are the workloads the operation writes.
 	// +optional
 	// +listType=map
 	// +listMapKey=kind
@@ -178,54 +181,60 @@ type Operation struct {
 
 // OperationTarget is one workload of an operation.
 type OperationTarget struct {
-	// Kind is Deployment or StatefulSet.
+	// kind is Deployment or StatefulSet.
+	// +required
 	Kind WorkloadKind `json:"kind"`
-	// Name is the workload's name.
+	// name is the workload's name.
 	// +kubebuilder:validation:MaxLength=253
+	// +required
 	Name string `json:"name"`
-	// UID is the workload's uid when the operation was recorded; a
+	// uid is the workload's uid when the operation was recorded; a
 	// workload re-created since is a different one.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	UID string `json:"uid,omitempty"`
-	// GenerationBefore is the workload's generation when the operation was
+	// generationBefore is the workload's generation when the operation was
 	// recorded.
 	// +optional
 	GenerationBefore int64 `json:"generationBefore,omitempty"`
-	// AppliedGeneration is the workload's generation once the operation's
+	// appliedGeneration is the workload's generation once the operation's
 	// write was made; 0 until then.
 	// +optional
 	AppliedGeneration int64 `json:"appliedGeneration,omitempty"`
-	// Entry is what the operation writes: the migration's entry as it is
+	// entry is what the operation writes: the migration's entry as it is
 	// written into the template, none for a revert.
 	// +optional
 	Entry *PlacementSnapshot `json:"entry,omitempty"`
-	// Previous is the migration's entry before the operation, which a
+	// previous is the migration's entry before the operation, which a
 	// rollback writes back.
 	// +optional
 	Previous *PlacementSnapshot `json:"previous,omitempty"`
-	// PodsBefore are the workload's pods when the operation was recorded.
+	// podsBefore are the workload's pods when the operation was recorded.
 	// +optional
 	PodsBefore *PodSetRecord `json:"podsBefore,omitempty"`
 }
 
 // CapacityStatus compares the qualifying capacity with what the constraint needs.
 type CapacityStatus struct {
-	// QualifyingNodes is how many nodes qualify.
+	// qualifyingNodes is how many nodes qualify.
+	// +required
 	QualifyingNodes int32 `json:"qualifyingNodes"`
-	// RequiredNodes is how many qualifying nodes the hard stage needs.
+	// requiredNodes is how many qualifying nodes the hard stage needs.
+	// +required
 	RequiredNodes int32 `json:"requiredNodes"`
-	// QualifyingDomains is how many topology domains the qualifying nodes span.
+	// qualifyingDomains is how many topology domains the qualifying nodes span.
+	// +required
 	QualifyingDomains int32 `json:"qualifyingDomains"`
-	// RequiredDomains is how many domains the hard stage needs.
+	// requiredDomains is how many domains the hard stage needs.
+	// +required
 	RequiredDomains int32 `json:"requiredDomains"`
-	// Nodes are the first qualifying nodes, by name.
+	// nodes are the first qualifying nodes, by name.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10
 	// +kubebuilder:validation:items:MaxLength=253
 	Nodes []string `json:"nodes,omitempty"`
-	// Summary is "found/needed" of the scarcer of nodes and domains, for
+	// summary is "found/needed" of the scarcer of nodes and domains, for
 	// kubectl's Capacity column.
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
@@ -234,39 +243,41 @@ type CapacityStatus struct {
 
 // TargetStatus is what the migration knows about one workload.
 type TargetStatus struct {
-	// Kind is Deployment or StatefulSet.
+	// kind is Deployment or StatefulSet.
+	// +required
 	Kind WorkloadKind `json:"kind"`
-	// Name is the workload's name.
+	// name is the workload's name.
 	// +kubebuilder:validation:MaxLength=253
+	// +required
 	Name string `json:"name"`
-	// UID is the workload's uid.
+	// uid is the workload's uid.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	UID string `json:"uid,omitempty"`
-	// Stage is the stage of the migration's entry the live template carries.
+	// stage is the stage of the migration's entry the live template carries.
 	// +optional
 	// +kubebuilder:validation:Enum=None;Soft;Hard
 	Stage Stage `json:"stage,omitempty"`
-	// Verified is the stage last verified on the workload and when: the
+	// verified is the stage last verified on the workload and when: the
 	// soft stage's soak counts from it.
 	// +optional
 	Verified *StageMilestone `json:"verified,omitempty"`
-	// Before is the workload's anti-affinity and spread constraints as found
+	// before is the workload's anti-affinity and spread constraints as found
 	// before the migration first changed it, kept for audit.
 	// +optional
 	Before *PlacementSnapshot `json:"before,omitempty"`
-	// Applied is the migration's entry in the workload's pod template at
+	// applied is the migration's entry in the workload's pod template at
 	// the verified stage, exactly as written: with the matchLabelKeys the
 	// operator adds by default (see
 	// spec.constraint.topologySpread.revisionScope). Drift is judged
 	// against it.
 	// +optional
 	Applied *PlacementSnapshot `json:"applied,omitempty"`
-	// Pods are the workload's pods when its last stage was verified: the
+	// pods are the workload's pods when its last stage was verified: the
 	// soak's guards compare with them.
 	// +optional
 	Pods *PodSetRecord `json:"pods,omitempty"`
-	// Stages records the last stages applied: when, how they ended, and
+	// stages records the last stages applied: when, how they ended, and
 	// the pods before and after.
 	// +optional
 	// +listType=atomic
@@ -276,10 +287,12 @@ type TargetStatus struct {
 
 // StageMilestone is a stage and when it was reached.
 type StageMilestone struct {
-	// Stage is Soft or Hard.
+	// stage is Soft or Hard.
 	// +kubebuilder:validation:Enum=None;Soft;Hard
+	// +required
 	Stage Stage `json:"stage"`
-	// At is when it was verified.
+	// at is when it was verified.
+	// +required
 	At metav1.Time `json:"at"`
 }
 
@@ -296,22 +309,23 @@ const (
 
 // StageRecord is the history of one stage on one workload.
 type StageRecord struct {
-	// Stage is Soft or Hard.
+	// stage is Soft or Hard.
 	// +kubebuilder:validation:Enum=None;Soft;Hard
+	// +required
 	Stage Stage `json:"stage"`
-	// StartedAt is when the stage was applied.
+	// startedAt is when the stage was applied.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
-	// CompletedAt is when the stage was verified or rolled back.
+	// completedAt is when the stage was verified or rolled back.
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
-	// Outcome is how the stage ended.
+	// outcome is how the stage ended.
 	// +optional
 	Outcome StageOutcome `json:"outcome,omitempty"`
-	// PodsBefore and PodsAfter summarise the pods before the stage and
-	// when it ended.
+	// podsBefore summarises the pods before the stage.
 	// +optional
 	PodsBefore *PodSetSummary `json:"podsBefore,omitempty"`
+	// podsAfter summarises the pods when the stage ended.
 	// +optional
 	PodsAfter *PodSetSummary `json:"podsAfter,omitempty"`
 }
@@ -319,12 +333,15 @@ type StageRecord struct {
 // PodSetSummary identifies a set of pod incarnations: the digest changes
 // when a pod is recreated, added, removed or restarted.
 type PodSetSummary struct {
-	// Count is how many pods the set holds.
+	// count is how many pods the set holds.
+	// +required
 	Count int32 `json:"count"`
-	// Restarts is the sum of their containers' restart counts.
+	// restarts is the sum of their containers' restart counts.
+	// +required
 	Restarts int32 `json:"restarts"`
-	// Digest hashes every pod's uid and restart count.
+	// digest hashes every pod's uid and restart count.
 	// +kubebuilder:validation:MaxLength=64
+	// +required
 	Digest string `json:"digest"`
 }
 
@@ -333,14 +350,15 @@ type PodSetSummary struct {
 // listed had none, unless the list is marked incomplete).
 type PodSetRecord struct {
 	PodSetSummary `json:",inline"`
-	// ObservedAt is when the pods were observed.
+	// observedAt is when the pods were observed.
+	// +required
 	ObservedAt metav1.Time `json:"observedAt"`
-	// Restarted are the pods that had restarted, with their counts.
+	// restarted are the pods that had restarted, with their counts.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	Restarted []PodRestarts `json:"restarted,omitempty"`
-	// RestartedIncomplete is true when more pods had restarted than
+	// restartedIncomplete is true when more pods had restarted than
 	// Restarted holds: the guards then detect later restarts of the others
 	// from their containers' start times, one restart each.
 	// +optional
@@ -351,7 +369,7 @@ type PodSetRecord struct {
 // of them by name, so that a message can say which one changed.
 type ProtectedPodsRecord struct {
 	PodSetRecord `json:",inline"`
-	// Pods are the first pods by name.
+	// pods are the first pods by name.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
@@ -360,27 +378,33 @@ type ProtectedPodsRecord struct {
 
 // PodRestarts is a pod's restart count at an observation.
 type PodRestarts struct {
-	// UID of the pod.
+	// uid of the pod.
 	// +kubebuilder:validation:MaxLength=64
+	// +required
 	UID string `json:"uid"`
-	// Restarts is the sum of the restart counts of the pod's containers.
+	// restarts is the sum of the restart counts of the pod's containers.
+	// +required
 	Restarts int32 `json:"restarts"`
 }
 
 // PodObservation identifies one incarnation of a pod: a recreated pod has a
 // new uid and creationTimestamp, a restarted one a higher restart count.
 type PodObservation struct {
-	// Name of the pod.
+	// name of the pod.
 	// +kubebuilder:validation:MaxLength=253
+	// +required
 	Name string `json:"name"`
-	// UID of the pod.
+	// uid of the pod.
 	// +kubebuilder:validation:MaxLength=64
+	// +required
 	UID string `json:"uid"`
-	// CreationTimestamp of the pod.
+	// creationTimestamp of the pod.
+	// +required
 	CreationTimestamp metav1.Time `json:"creationTimestamp"`
-	// Restarts is the sum of the restart counts of the pod's containers.
+	// restarts is the sum of the restart counts of the pod's containers.
+	// +required
 	Restarts int32 `json:"restarts"`
-	// NodeName is where the pod ran.
+	// nodeName is where the pod ran.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	NodeName string `json:"nodeName,omitempty"`
@@ -397,43 +421,50 @@ const (
 
 // Hazard is one finding of the feasibility analysis.
 type Hazard struct {
-	// Type is a stable name such as RolloutDeadlock or SelectorOverlap.
+	// type is a stable name such as RolloutDeadlock or SelectorOverlap.
 	// +kubebuilder:validation:MaxLength=64
+	// +required
 	Type string `json:"type"`
-	// Severity is Blocking or Info.
+	// severity is Blocking or Info.
+	// +required
 	Severity HazardSeverity `json:"severity"`
-	// Target is the workload the finding is about, as Kind/name.
+	// target is the workload the finding is about, as Kind/name.
 	// +optional
 	// +kubebuilder:validation:MaxLength=320
 	Target string `json:"target,omitempty"`
-	// Message says what was found and what change would fix it.
+	// message says what was found and what change would fix it.
 	// +kubebuilder:validation:MaxLength=2048
+	// +required
 	Message string `json:"message"`
 }
 
 // TargetPlan is the change the next stage makes to one workload.
 type TargetPlan struct {
-	// Kind is Deployment or StatefulSet.
+	// kind is Deployment or StatefulSet.
+	// +required
 	Kind WorkloadKind `json:"kind"`
-	// Name is the workload's name.
+	// name is the workload's name.
 	// +kubebuilder:validation:MaxLength=253
+	// +required
 	Name string `json:"name"`
-	// Stage is the stage the change applies.
+	// stage is the stage the change applies.
 	// +kubebuilder:validation:Enum=Soft;Hard
+	// +required
 	Stage Stage `json:"stage"`
-	// Change describes the fields added or replaced, in words.
+	// change describes the fields added or replaced, in words.
 	// +kubebuilder:validation:MaxLength=1024
+	// +required
 	Change string `json:"change"`
-	// Recreates are the first pods the change would recreate.
+	// recreates are the first pods the change would recreate.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=5
 	// +kubebuilder:validation:items:MaxLength=253
 	Recreates []string `json:"recreates,omitempty"`
-	// RecreatesCount is how many pods the change would recreate.
+	// recreatesCount is how many pods the change would recreate.
 	// +optional
 	RecreatesCount int32 `json:"recreatesCount,omitempty"`
-	// PredictedPlacement says, for a hard spread, where the rollout of the
+	// predictedPlacement says, for a hard spread, where the rollout of the
 	// hard stage can leave the workload's pods, per domain.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512

@@ -63,7 +63,7 @@ const RetryAnnotation = "placementguard.io/retry"
 // +kubebuilder:validation:XValidation:rule="has(self.targets) != has(self.targetSelector)",message="set exactly one of spec.targets (workloads by name) or spec.targetSelector (workloads by label)"
 // +kubebuilder:validation:XValidation:rule="!has(self.constraint.topologySpread) || !has(self.constraint.topologySpread.minDomains) || !has(self.finalStage) || self.finalStage == 'Hard'",message="constraint.topologySpread.minDomains needs finalStage Hard: the scheduler honours minDomains only for DoNotSchedule spreads"
 type PlacementMigrationSpec struct {
-	// Targets names the workloads, in the PlacementMigration's namespace, that
+	// targets names the workloads, in the PlacementMigration's namespace, that
 	// receive the constraint. Set either targets or targetSelector.
 	// +optional
 	// +listType=map
@@ -73,7 +73,7 @@ type PlacementMigrationSpec struct {
 	// +kubebuilder:validation:MaxItems=50
 	Targets []TargetRef `json:"targets,omitempty"`
 
-	// TargetSelector chooses the workloads in the PlacementMigration's
+	// targetSelector chooses the workloads in the PlacementMigration's
 	// namespace by label, for example every controller sharing an
 	// app.kubernetes.io/part-of label. Set either targets or targetSelector.
 	// A workload that starts to match goes through every stage from the
@@ -82,18 +82,18 @@ type PlacementMigrationSpec struct {
 	// +optional
 	TargetSelector *TargetSelector `json:"targetSelector,omitempty"`
 
-	// Constraint is the placement constraint to add to every target's pod
+	// constraint is the placement constraint to add to every target's pod
 	// template. Existing affinity and spread constraints are kept.
 	// +required
-	Constraint Constraint `json:"constraint"`
+	Constraint Constraint `json:"constraint,omitzero"`
 
-	// Capacity says which nodes qualify for the constraint and how many must
+	// capacity says which nodes qualify for the constraint and how many must
 	// exist before the hard stage is applied. Unset numbers are derived from
 	// the constraint and the targets' rollout strategy.
 	// +optional
 	Capacity *Capacity `json:"capacity,omitempty"`
 
-	// FinalStage is the stage the migration ends in. Soft applies only the
+	// finalStage is the stage the migration ends in. Soft applies only the
 	// preferred anti-affinity term or the ScheduleAnyway spread; Hard goes on
 	// to the required term or the DoNotSchedule spread after the soak.
 	// +optional
@@ -101,14 +101,14 @@ type PlacementMigrationSpec struct {
 	// +kubebuilder:validation:Enum=Soft;Hard
 	FinalStage Stage `json:"finalStage,omitempty"`
 
-	// SoakDuration is how long the soft stage must stay healthy and spread
+	// soakDuration is how long the soft stage must stay healthy and spread
 	// before the hard stage is applied. Between 0s and 24h; 5m when unset.
 	// +optional
 	// +kubebuilder:default="5m"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="soakDuration must be between 0s and 24h"
 	SoakDuration *metav1.Duration `json:"soakDuration,omitempty"`
 
-	// StageTimeout is how long a stage's rollout may take; a stage that has
+	// stageTimeout is how long a stage's rollout may take; a stage that has
 	// not completed by then is rolled back. Between 30s and 24h; 15m when
 	// unset.
 	// +optional
@@ -116,23 +116,23 @@ type PlacementMigrationSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s') && duration(self) <= duration('24h')",message="stageTimeout must be between 30s and 24h"
 	StageTimeout *metav1.Duration `json:"stageTimeout,omitempty"`
 
-	// Guards are the conditions the pods must meet before each stage and the
+	// guards are the conditions the pods must meet before each stage and the
 	// pods the migration must never cause to be recreated.
 	// +optional
 	// +kubebuilder:default={}
 	Guards *Guards `json:"guards,omitempty"`
 
-	// Paused holds the migration in its current phase; nothing is patched
+	// paused holds the migration in its current phase; nothing is patched
 	// while it is set.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 
-	// DryRun computes capacity, feasibility and the plan, records them in
+	// dryRun computes capacity, feasibility and the plan, records them in
 	// status and stops in phase Planned without patching any workload.
 	// +optional
 	DryRun bool `json:"dryRun,omitempty"`
 
-	// OnDelete says what happens to the applied constraint when this object
+	// onDelete says what happens to the applied constraint when this object
 	// is deleted, or a workload stops being a target: Retain keeps it,
 	// Revert restores what the workload had before.
 	// +optional
@@ -142,21 +142,22 @@ type PlacementMigrationSpec struct {
 
 // TargetRef names one workload in the PlacementMigration's namespace.
 type TargetRef struct {
-	// Kind is Deployment or StatefulSet.
+	// kind is Deployment or StatefulSet.
 	// +required
-	Kind WorkloadKind `json:"kind"`
+	Kind WorkloadKind `json:"kind,omitempty"`
 
-	// Name is the workload's name.
+	// name is the workload's name.
 	// +required
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self).hasValue()",message="name must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit"
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
 }
 
 // TargetSelector chooses workloads by label.
 // +kubebuilder:validation:XValidation:rule="(has(self.selector.matchLabels) && size(self.selector.matchLabels) > 0) || (has(self.selector.matchExpressions) && size(self.selector.matchExpressions) > 0)",message="targetSelector.selector needs at least one matchLabels or matchExpressions entry: an empty selector would select every workload in the namespace"
 type TargetSelector struct {
-	// Kinds are the workload kinds to select; both by default.
+	// kinds are the workload kinds to select; both by default.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
@@ -164,7 +165,7 @@ type TargetSelector struct {
 	// +kubebuilder:default={"Deployment","StatefulSet"}
 	Kinds []WorkloadKind `json:"kinds,omitempty"`
 
-	// Selector matches the labels of the workload objects (not of their pods).
+	// selector matches the labels of the workload objects (not of their pods).
 	// +required
 	Selector LabelSelector `json:"selector"`
 }
@@ -173,13 +174,13 @@ type TargetSelector struct {
 // bounds that let the API server check its syntax when it is created
 // rather than when it is used.
 type LabelSelector struct {
-	// MatchLabels are key=value pairs a label set must all carry.
+	// matchLabels are key=value pairs a label set must all carry.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="matchLabels keys must be valid label keys, such as app or app.kubernetes.io/part-of"
 	MatchLabels map[string]LabelValue `json:"matchLabels,omitempty"`
 
-	// MatchExpressions are requirements a label set must all meet.
+	// matchExpressions are requirements a label set must all meet.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
@@ -194,18 +195,19 @@ type LabelValue string
 // LabelSelectorRequirement is one requirement of a LabelSelector.
 // +kubebuilder:validation:XValidation:rule="(self.operator in ['In', 'NotIn']) == (has(self.values) && size(self.values) > 0)",message="operators In and NotIn need values; Exists and DoesNotExist take none"
 type LabelSelectorRequirement struct {
-	// Key is the label key the requirement applies to.
+	// key is the label key the requirement applies to.
 	// +required
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=317
 	// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self).hasValue()",message="key must be a valid label key, such as app or app.kubernetes.io/part-of"
-	Key string `json:"key"`
+	Key string `json:"key,omitempty"`
 
-	// Operator is In, NotIn, Exists or DoesNotExist.
+	// operator is In, NotIn, Exists or DoesNotExist.
 	// +required
 	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
-	Operator metav1.LabelSelectorOperator `json:"operator"`
+	Operator metav1.LabelSelectorOperator `json:"operator,omitempty"`
 
-	// Values are the label values In and NotIn compare with.
+	// values are the label values In and NotIn compare with.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
@@ -216,14 +218,15 @@ type LabelSelectorRequirement struct {
 
 // Constraint is exactly one placement constraint.
 // +kubebuilder:validation:XValidation:rule="has(self.podAntiAffinity) != has(self.topologySpread)",message="set exactly one of constraint.podAntiAffinity or constraint.topologySpread"
+// +kubebuilder:validation:MinProperties=1
 type Constraint struct {
-	// PodAntiAffinity keeps each target's pods apart from the pods its
+	// podAntiAffinity keeps each target's pods apart from the pods its
 	// labelSelector selects: from each other ("replicas apart") or from
 	// another workload's pods ("this workload apart from that one").
 	// +optional
 	PodAntiAffinity *PodAntiAffinityConstraint `json:"podAntiAffinity,omitempty"`
 
-	// TopologySpread spreads each target's pods evenly over the domains of
+	// topologySpread spreads each target's pods evenly over the domains of
 	// topologyKey.
 	// +optional
 	TopologySpread *TopologySpreadConstraint `json:"topologySpread,omitempty"`
@@ -231,20 +234,21 @@ type Constraint struct {
 
 // PodAntiAffinityConstraint becomes a podAntiAffinity term on each target.
 type PodAntiAffinityConstraint struct {
-	// TopologyKey is the node label whose values are the domains pods are kept
+	// topologyKey is the node label whose values are the domains pods are kept
 	// apart in, for example kubernetes.io/hostname.
 	// +required
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=317
 	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="topologyKey must not be empty: name a node label such as kubernetes.io/hostname or topology.kubernetes.io/zone"
 	// +kubebuilder:validation:XValidation:rule="self.size() == 0 || !format.qualifiedName().validate(self).hasValue()",message="topologyKey must be a valid label key, such as kubernetes.io/hostname"
-	TopologyKey string `json:"topologyKey"`
+	TopologyKey string `json:"topologyKey,omitempty"`
 
-	// LabelSelector selects the pods to keep away from. When unset, each
+	// labelSelector selects the pods to keep away from. When unset, each
 	// target is kept apart from its own pods (the pod template's labels).
 	// +optional
 	LabelSelector *LabelSelector `json:"labelSelector,omitempty"`
 
-	// MatchLabelKeys are pod label keys whose values, taken from the incoming
+	// matchLabelKeys are pod label keys whose values, taken from the incoming
 	// pod, are added to the selector; pod-template-hash scopes the term to one
 	// revision of a Deployment.
 	// +optional
@@ -253,7 +257,7 @@ type PodAntiAffinityConstraint struct {
 	// +kubebuilder:validation:items:MaxLength=317
 	MatchLabelKeys []string `json:"matchLabelKeys,omitempty"`
 
-	// Namespaces the selected pods may be in; the target's namespace when
+	// namespaces the selected pods may be in; the target's namespace when
 	// neither namespaces nor namespaceSelector is set.
 	// +optional
 	// +listType=set
@@ -261,7 +265,7 @@ type PodAntiAffinityConstraint struct {
 	// +kubebuilder:validation:items:MaxLength=63
 	Namespaces []string `json:"namespaces,omitempty"`
 
-	// NamespaceSelector selects further namespaces the selected pods may be in.
+	// namespaceSelector selects further namespaces the selected pods may be in.
 	// +optional
 	NamespaceSelector *LabelSelector `json:"namespaceSelector,omitempty"`
 }
@@ -269,33 +273,34 @@ type PodAntiAffinityConstraint struct {
 // TopologySpreadConstraint becomes a topologySpreadConstraints entry on each target.
 // +kubebuilder:validation:XValidation:rule="!has(self.matchLabelKeys) || !has(self.revisionScope)",message="set either matchLabelKeys or revisionScope: matchLabelKeys already says which pods the spread counts"
 type TopologySpreadConstraint struct {
-	// TopologyKey is the node label whose values are the domains to spread
+	// topologyKey is the node label whose values are the domains to spread
 	// over, for example topology.kubernetes.io/zone.
 	// +required
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=317
 	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="topologyKey must not be empty: name a node label such as kubernetes.io/hostname or topology.kubernetes.io/zone"
 	// +kubebuilder:validation:XValidation:rule="self.size() == 0 || !format.qualifiedName().validate(self).hasValue()",message="topologyKey must be a valid label key, such as topology.kubernetes.io/zone"
-	TopologyKey string `json:"topologyKey"`
+	TopologyKey string `json:"topologyKey,omitempty"`
 
-	// MaxSkew is the largest allowed difference between the number of
+	// maxSkew is the largest allowed difference between the number of
 	// selected pods in any domain and in the emptiest eligible domain.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:XValidation:rule="self >= 1",message="maxSkew must be at least 1"
 	MaxSkew int32 `json:"maxSkew,omitempty"`
 
-	// MinDomains is the number of eligible domains below which the global
+	// minDomains is the number of eligible domains below which the global
 	// minimum counts as zero. Only with finalStage Hard.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self >= 1",message="minDomains must be at least 1"
 	MinDomains *int32 `json:"minDomains,omitempty"`
 
-	// LabelSelector selects the pods that are counted. When unset, each
+	// labelSelector selects the pods that are counted. When unset, each
 	// target's own pods (the pod template's labels) are counted.
 	// +optional
 	LabelSelector *LabelSelector `json:"labelSelector,omitempty"`
 
-	// MatchLabelKeys are pod label keys whose values, taken from the incoming
+	// matchLabelKeys are pod label keys whose values, taken from the incoming
 	// pod, are added to the selector; pod-template-hash keeps blue and green
 	// revisions from being counted together. When unset on a Deployment
 	// target, the operator writes matchLabelKeys: [pod-template-hash] (see
@@ -306,7 +311,7 @@ type TopologySpreadConstraint struct {
 	// +kubebuilder:validation:items:MaxLength=317
 	MatchLabelKeys []string `json:"matchLabelKeys,omitempty"`
 
-	// RevisionScope says which pods of a Deployment target the spread counts
+	// revisionScope says which pods of a Deployment target the spread counts
 	// when matchLabelKeys is unset. NewRevision (the default) writes
 	// matchLabelKeys: [pod-template-hash], so that the scheduler counts only
 	// the pods of the revision being rolled out: counting the old revision's
@@ -321,13 +326,13 @@ type TopologySpreadConstraint struct {
 	// +optional
 	RevisionScope *RevisionScope `json:"revisionScope,omitempty"`
 
-	// NodeAffinityPolicy says whether the pod's node affinity and nodeSelector
+	// nodeAffinityPolicy says whether the pod's node affinity and nodeSelector
 	// limit the domains counted. Honor by default, as in the scheduler.
 	// +optional
 	// +kubebuilder:default=Honor
 	NodeAffinityPolicy InclusionPolicy `json:"nodeAffinityPolicy,omitempty"`
 
-	// NodeTaintsPolicy says whether node taints the pod does not tolerate
+	// nodeTaintsPolicy says whether node taints the pod does not tolerate
 	// exclude domains. Ignore by default, as in the scheduler.
 	// +optional
 	// +kubebuilder:default=Ignore
@@ -349,20 +354,20 @@ const (
 
 // Capacity says which nodes qualify for the constraint and how many are needed.
 type Capacity struct {
-	// NodeSelector selects the nodes that count as qualifying, for example
+	// nodeSelector selects the nodes that count as qualifying, for example
 	// role=data. Nodes must also admit the targets' pods (node affinity,
 	// taints, allocatable resources). All nodes when unset.
 	// +optional
 	NodeSelector *LabelSelector `json:"nodeSelector,omitempty"`
 
-	// MinNodes is how many qualifying nodes must exist before the hard stage.
+	// minNodes is how many qualifying nodes must exist before the hard stage.
 	// Derived from the replicas and the rollout strategy when unset.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100000
 	MinNodes *int32 `json:"minNodes,omitempty"`
 
-	// MinDomains is how many distinct values of the constraint's topologyKey
+	// minDomains is how many distinct values of the constraint's topologyKey
 	// the qualifying nodes must span before the hard stage. Derived from the
 	// constraint when unset.
 	// +optional
@@ -373,7 +378,7 @@ type Capacity struct {
 
 // Guards protect the running pods during the migration.
 type Guards struct {
-	// MinPodAge is how long every target pod must have been Ready with its
+	// minPodAge is how long every target pod must have been Ready with its
 	// containers running, without a restart, before a stage starts, so that
 	// a crash-looping or freshly moved pod is not disturbed. Between 0s and
 	// 24h; 2m when unset.
@@ -382,21 +387,21 @@ type Guards struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="guards.minPodAge must be between 0s and 24h"
 	MinPodAge *metav1.Duration `json:"minPodAge,omitempty"`
 
-	// MaxRestarts is how many container restarts a target pod may add during
+	// maxRestarts is how many container restarts a target pod may add during
 	// a stage or the soak before the stage counts as failed; 0 when unset.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
 	MaxRestarts *int32 `json:"maxRestarts,omitempty"`
 
-	// ProtectedPods selects pods in the namespace (for example a broker
+	// protectedPods selects pods in the namespace (for example a broker
 	// without a volume) that the migration must never cause to be recreated.
 	// A stage that would recreate one is refused; one recreated during a
 	// stage rolls the stage back.
 	// +optional
 	ProtectedPods *LabelSelector `json:"protectedPods,omitempty"`
 
-	// EvictStuckPods lets a rollback evict a StatefulSet pod that is stuck
+	// evictStuckPods lets a rollback evict a StatefulSet pod that is stuck
 	// Pending with the template being rolled back: an OrderedReady
 	// StatefulSet does not replace a pod that never became Ready
 	// (kubernetes#67250), so the reverted template would never roll out.
@@ -417,14 +422,17 @@ type Guards struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PlacementMigration struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the object's standard metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// Spec is the desired migration.
+	// spec is the desired migration.
 	// +required
 	Spec PlacementMigrationSpec `json:"spec"`
 
-	// Status is what the operator observed and did.
+	// status is what the operator observed and did.
 	// +optional
 	Status PlacementMigrationStatus `json:"status,omitempty"`
 }
@@ -434,6 +442,7 @@ type PlacementMigration struct {
 type PlacementMigrationList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
+	// +required
 	Items           []PlacementMigration `json:"items"`
 }
 
@@ -443,10 +452,10 @@ func init() {
 
 // PlacementSnapshot is the part of a pod template placement-guard changes.
 type PlacementSnapshot struct {
-	// PodAntiAffinity as found on the pod template.
+	// podAntiAffinity as found on the pod template.
 	// +optional
 	PodAntiAffinity *corev1.PodAntiAffinity `json:"podAntiAffinity,omitempty"`
-	// TopologySpreadConstraints as found on the pod template.
+	// topologySpreadConstraints as found on the pod template.
 	// +optional
 	// +listType=atomic
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
