@@ -18,6 +18,9 @@ SHELL = /usr/bin/env bash -o pipefail
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 BENCHSTAT ?= $(LOCALBIN)/benchstat
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
+HELM ?= $(LOCALBIN)/helm
+HELM_VERSION ?= v4.3.1
 KUBECTL ?= $(LOCALBIN)/kubectl
 CLUSTER_BINARIES = $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager \
 	$(LOCALBIN)/kube-scheduler $(LOCALBIN)/kubectl $(LOCALBIN)/etcd $(LOCALBIN)/kwok \
@@ -65,8 +68,12 @@ fmt: ## Run go fmt.
 vet: ## Run go vet.
 	$(GO) vet ./...
 
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint v2 with kube-api-linter on api/ (.golangci.yml says what runs and each exception's reason).
+	$(GOLANGCI_LINT) run ./...
+
 .PHONY: verify
-verify: manifests generate ## Regenerate code and manifests and fail if anything committed is stale.
+verify: manifests generate lint ## Lint, regenerate code and manifests, and fail if anything committed is stale.
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
 	@test -z "$$(gofmt -l api cmd internal test)" || { echo "not gofmt'ed:"; gofmt -l api cmd internal test; exit 1; }
 	@git diff --exit-code -- api config internal cmd || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
@@ -209,7 +216,7 @@ undeploy: $(KUSTOMIZE) $(KUBECTL) ## Remove the operator from the cluster in the
 ##@ Tools and cluster binaries (built from source into bin/)
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(BENCHSTAT) ## Build controller-gen, kustomize and benchstat.
+tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(BENCHSTAT) $(GOLANGCI_LINT) $(HELM) ## Build controller-gen, kustomize, benchstat, golangci-lint and helm.
 
 .PHONY: cluster-binaries
 cluster-binaries: $(CLUSTER_BINARIES) ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok.
@@ -225,6 +232,13 @@ $(KUSTOMIZE): hack/tools/dev/go.mod hack/tools/dev/go.sum | $(LOCALBIN)
 
 $(BENCHSTAT): hack/tools/dev/go.mod hack/tools/dev/go.sum | $(LOCALBIN)
 	cd hack/tools/dev && $(GO) build -o $@ golang.org/x/perf/cmd/benchstat
+
+# golangci-lint v2 with kube-api-linter compiled in as a module plugin.
+$(GOLANGCI_LINT): hack/tools/lint/go.mod hack/tools/lint/go.sum | $(LOCALBIN)
+	cd hack/tools/lint && $(GO) build -trimpath -ldflags "-s -w" -o $@ sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter
+
+$(HELM): hack/tools/helm/go.mod hack/tools/helm/go.sum | $(LOCALBIN)
+	cd hack/tools/helm && $(GO) build -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" -o $@ helm.sh/helm/v4/cmd/helm
 
 $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kube-scheduler $(LOCALBIN)/kubectl &: hack/tools/kubernetes/go.mod hack/tools/kubernetes/go.sum | $(LOCALBIN)
 	cd hack/tools/kubernetes && $(GO) build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(LOCALBIN)/ \

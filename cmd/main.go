@@ -22,6 +22,7 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/controller"
 	"github.com/placement-guard/placement-guard/internal/leadership"
+
 	// Registers placement-guard's metrics with the manager's registry.
 	_ "github.com/placement-guard/placement-guard/internal/metrics"
 )

@@ -443,7 +443,7 @@ type PlacementMigrationList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	// +required
-	Items           []PlacementMigration `json:"items"`
+	Items []PlacementMigration `json:"items"`
 }
 
 func init() {

@@ -368,7 +368,7 @@ func (fc *fakeCluster) managersOf(name string) map[string]string {
 	out := map[string]string{}
 	for _, mf := range fc.get(name).ManagedFields {
 		if mf.Subresource == "" && mf.FieldsV1 != nil {
-			out[mf.Manager] = string(mf.FieldsV1.Raw)
+			out[mf.Manager] = mf.FieldsV1.GetRawString()
 		}
 	}
 	return out

@@ -151,7 +151,7 @@ func (r *PlacementMigrationReconciler) lastWriter(ctx context.Context, obj clien
 			continue
 		}
 		owns := ownsPlacementFields(mf)
-		if mf.Time.Time.After(newest) || (mf.Time.Time.Equal(newest) && owns && !placementOwner) {
+		if mf.Time.After(newest) || (mf.Time.Time.Equal(newest) && owns && !placementOwner) {
 			writer, newest, placementOwner = mf.Manager, mf.Time.Time, owns
 		}
 	}
@@ -164,6 +164,6 @@ func ownsPlacementFields(mf metav1.ManagedFieldsEntry) bool {
 	if mf.FieldsV1 == nil {
 		return false
 	}
-	raw := string(mf.FieldsV1.Raw)
+	raw := mf.FieldsV1.GetRawString()
 	return strings.Contains(raw, `"f:podAntiAffinity"`) || strings.Contains(raw, `"f:topologySpreadConstraints"`)
 }

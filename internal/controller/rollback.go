@@ -73,7 +73,7 @@ func (s *scope) verifyRollback(ctx context.Context, op *pgv1.Operation) (outcome
 			continue
 		}
 		if progress.StuckPod != "" {
-			return s.unstick(ctx, op, t, progress.StuckPod)
+			return s.unstick(ctx, t, progress.StuckPod)
 		}
 		waiting = append(waiting, progress.Message)
 	}
@@ -110,7 +110,7 @@ func (s *scope) rolledBack(op *pgv1.Operation) outcome {
 
 // unstick names the pod an OrderedReady StatefulSet waits for, or evicts
 // it when guards.evictStuckPods allows.
-func (s *scope) unstick(ctx context.Context, op *pgv1.Operation, t *target, pod string) (outcome, error) {
+func (s *scope) unstick(ctx context.Context, t *target, pod string) (outcome, error) {
 	if !s.pm.Spec.EvictStuck() {
 		return outcome{phase: pgv1.PhaseRollingBack, reason: pgv1.ReasonStuckPod, message: fmt.Sprintf(
 			"%s: pod %s is not Ready and the StatefulSet controller does not replace it (kubernetes#67250), so the restored template cannot roll out: delete pod %s, or set spec.guards.evictStuckPods",

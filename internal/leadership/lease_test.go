@@ -134,7 +134,7 @@ func TestFenceRefusesEveryWriteWithoutTheLease(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0"}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "seen"}}
 	inner := fake.NewClientBuilder().WithObjects(pod.DeepCopy(), cm.DeepCopy()).WithStatusSubresource(&corev1.Pod{}).Build()
-	var held error = ErrNotHeld
+	var held = ErrNotHeld
 	c := Fence(inner, func() error { return held })
 
 	writes := map[string]func() error{

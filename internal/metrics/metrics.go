@@ -12,23 +12,29 @@ import (
 
 const namespace = "placementguard"
 
+// The labels that name a migration.
+const (
+	labelNamespace = "namespace"
+	labelName      = "name"
+)
+
 var (
 	// migrationPhase is 1 for each migration's current phase; summed by
 	// phase it is the number of migrations in each phase.
 	migrationPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "migration_phase",
 		Help: "1 for the current phase of each PlacementMigration.",
-	}, []string{"namespace", "name", "phase"})
+	}, []string{labelNamespace, labelName, "phase"})
 
 	qualifyingNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "capacity_qualifying_nodes",
 		Help: "Nodes that qualify for a PlacementMigration's constraint.",
-	}, []string{"namespace", "name"})
+	}, []string{labelNamespace, labelName})
 
 	requiredNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "capacity_required_nodes",
 		Help: "Qualifying nodes a PlacementMigration's hard stage needs.",
-	}, []string{"namespace", "name"})
+	}, []string{labelNamespace, labelName})
 
 	stageDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: namespace, Name: "stage_duration_seconds",
@@ -65,7 +71,7 @@ var Names = []string{
 
 // RecordPhase sets the migration's phase, removing its previous one.
 func RecordPhase(ns, name, phase string) {
-	migrationPhase.DeletePartialMatch(prometheus.Labels{"namespace": ns, "name": name})
+	migrationPhase.DeletePartialMatch(prometheus.Labels{labelNamespace: ns, labelName: name})
 	migrationPhase.WithLabelValues(ns, name, phase).Set(1)
 }
 
@@ -77,7 +83,7 @@ func RecordCapacity(ns, name string, qualifying, required int) {
 
 // Forget drops every series of a deleted migration.
 func Forget(ns, name string) {
-	labels := prometheus.Labels{"namespace": ns, "name": name}
+	labels := prometheus.Labels{labelNamespace: ns, labelName: name}
 	migrationPhase.DeletePartialMatch(labels)
 	qualifyingNodes.DeletePartialMatch(labels)
 	requiredNodes.DeletePartialMatch(labels)

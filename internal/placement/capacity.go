@@ -140,7 +140,7 @@ func (s *Snapshot) requiredDomains(workloads []*Workload, c Constraint) int {
 			if term.matches(own, namespaceLabels(s, own.Namespace)) {
 				n = int(w.Replicas)
 			} else {
-				n = s.occupiedDomains(own, &term, w) + 1
+				n = s.occupiedDomains(&term, w) + 1
 			}
 		case c.Spread != nil:
 			n = 2
@@ -157,7 +157,7 @@ func (s *Snapshot) requiredDomains(workloads []*Workload, c Constraint) int {
 
 // occupiedDomains counts the domains holding pods the term selects, other
 // than the workload's own.
-func (s *Snapshot) occupiedDomains(own *corev1.Pod, t *affinityTerm, w *Workload) int {
+func (s *Snapshot) occupiedDomains(t *affinityTerm, w *Workload) int {
 	mine := map[string]bool{}
 	for _, uid := range w.Pods {
 		mine[string(uid)] = true

@@ -218,7 +218,7 @@ func (s *Snapshot) endStateOf(w *Workload, c Constraint, r Rollout) (EndStates, 
 		}
 	}
 	for _, step := range r.Steps {
-		if step.Node == "" || step.Action == "delete" {
+		if step.Node == "" || step.Action == StepDelete {
 			continue
 		}
 		if id, ok := s.nodeByName[step.Node]; ok {

@@ -18,10 +18,19 @@ import (
 // existing revision's, which is all that matchLabelKeys needs.
 const newRevisionHash = "placement-guard-next"
 
+// The actions of a rollout's steps.
+const (
+	// StepCreate is a new pod, placed at once or left Pending.
+	StepCreate = "create"
+	// StepSchedule is a Pending pod placed later.
+	StepSchedule = "schedule"
+	// StepDelete is an old pod removed.
+	StepDelete = "delete"
+)
+
 // Step is one action of a simulated rollout.
 type Step struct {
-	// Action is "create" (a new pod, placed at once or left Pending),
-	// "schedule" (a Pending pod placed later) or "delete".
+	// Action is StepCreate, StepSchedule or StepDelete.
 	Action string
 	Pod    string
 	// Node is where a created pod was placed; empty when it stays Pending.
@@ -239,7 +248,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old []podID) (Rollout, error)
 		// whenever something in the cluster changes.
 		for len(pending) > 0 {
 			if i := pl.place(pending[0]); i >= 0 {
-				r.Steps = append(r.Steps, Step{Action: "schedule", Pod: pending[0].Name, Node: pl.nodeName(i)})
+				r.Steps = append(r.Steps, Step{Action: StepSchedule, Pod: pending[0].Name, Node: pl.nodeName(i)})
 				pending = pending[1:]
 				placed++
 				progress = true
@@ -254,12 +263,12 @@ func (s *Snapshot) simulateDeployment(w *Workload, old []podID) (Rollout, error)
 			progress = true
 			if len(pending) == 0 {
 				if i := pl.place(pod); i >= 0 {
-					r.Steps = append(r.Steps, Step{Action: "create", Pod: pod.Name, Node: pl.nodeName(i)})
+					r.Steps = append(r.Steps, Step{Action: StepCreate, Pod: pod.Name, Node: pl.nodeName(i)})
 					placed++
 					continue
 				}
 			}
-			r.Steps = append(r.Steps, Step{Action: "create", Pod: pod.Name})
+			r.Steps = append(r.Steps, Step{Action: StepCreate, Pod: pod.Name})
 			pending = append(pending, pod)
 		}
 		// Scale down the old revision as far as availability allows.
@@ -275,7 +284,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old []podID) (Rollout, error)
 				oldAvailable--
 			}
 			pl.remove(id)
-			r.Steps = append(r.Steps, Step{Action: "delete", Pod: s.pods[id].pod.Name})
+			r.Steps = append(r.Steps, Step{Action: StepDelete, Pod: s.pods[id].pod.Name})
 			progress = true
 		}
 		if created == replicas && len(pending) == 0 && len(remainingOld) == 0 {
@@ -325,17 +334,17 @@ func (s *Snapshot) simulateStatefulSet(w *Workload, old []podID) (Rollout, error
 		if id, ok := byName[name]; ok {
 			pl.remove(id)
 			r.Recreates = append(r.Recreates, name)
-			r.Steps = append(r.Steps, Step{Action: "delete", Pod: name})
+			r.Steps = append(r.Steps, Step{Action: StepDelete, Pod: name})
 		}
 		i := pl.place(pod)
 		if i < 0 {
-			r.Steps = append(r.Steps, Step{Action: "create", Pod: name})
+			r.Steps = append(r.Steps, Step{Action: StepCreate, Pod: name})
 			v := pl.e.verdict()
 			r.Blocked, r.BlockedPod = &v, name
 			sort.Strings(r.Recreates)
 			return r, nil
 		}
-		r.Steps = append(r.Steps, Step{Action: "create", Pod: name, Node: pl.nodeName(i)})
+		r.Steps = append(r.Steps, Step{Action: StepCreate, Pod: name, Node: pl.nodeName(i)})
 	}
 	sort.Strings(r.Recreates)
 	r.Completes = true

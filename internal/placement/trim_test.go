@@ -20,7 +20,7 @@ func realistic(p *corev1.Pod) *corev1.Pod {
 	p = p.DeepCopy()
 	p.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 1500), "prometheus.io/scrape": "true"}
 	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate,
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(strings.Repeat(`{"f:metadata":{}}`, 60))}}}
+		FieldsV1: metav1.NewFieldsV1(strings.Repeat(`{"f:metadata":{}}`, 60))}}
 	for i := range p.Spec.Containers {
 		c := &p.Spec.Containers[i]
 		c.Image = "registry.example.com/team/service:v1.2.3"

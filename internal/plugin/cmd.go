@@ -26,8 +26,17 @@ const (
 // Version is the plugin's release, set when it is built for one.
 var Version = "v0.0.0-dev"
 
-// hazardsFound makes a command exit 1 after printing its report.
-var hazardsFound = errors.New("hazards found")
+// errHazardsFound makes a command exit 1 after printing its report.
+// The output formats the commands take with -o.
+const (
+	outputTable  = "table"
+	outputTree   = "tree"
+	outputJSON   = "json"
+	outputYAML   = "yaml"
+	outputGitHub = "github"
+)
+
+var errHazardsFound = errors.New("hazards found")
 
 // usageError is a mistake in the command line or an input the plugin
 // cannot read: exit 2.
@@ -102,7 +111,7 @@ func Main(args []string, streams genericiooptions.IOStreams) int {
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.Is(err, hazardsFound):
+	case errors.Is(err, errHazardsFound):
 		return ExitHazards
 	}
 	fmt.Fprintln(streams.ErrOut, "error:", err)

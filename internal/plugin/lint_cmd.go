@@ -38,7 +38,7 @@ reported. Exits 1 when a blocking hazard is found.`,
   # Against a saved snapshot of the cluster the manifests go to
   kubectl placement lint --snapshot snap/ deploy/*.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "table", "json", "yaml", "github"); err != nil {
+			if err := checkOutput(output, outputTable, outputJSON, outputYAML, outputGitHub); err != nil {
 				return err
 			}
 			if len(args) == 0 {
@@ -87,28 +87,28 @@ reported. Exits 1 when a blocking hazard is found.`,
 			}
 			for _, f := range findings {
 				if f.Blocking {
-					return hazardsFound
+					return errHazardsFound
 				}
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json, yaml or github (workflow annotations)")
+	cmd.Flags().StringVarP(&output, "output", "o", outputTable, "output format: table, json, yaml or github (workflow annotations)")
 	cmd.Flags().IntVar(&nodes, "nodes", 0, "assume this many identical nodes, one hostname each")
 	cmd.Flags().StringVar(&snapshot, "snapshot", "", "judge against this directory of cluster YAML")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml", "github"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputTable, outputJSON, outputYAML, outputGitHub}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagDirname("snapshot")
 	return cmd
 }
 
 func printFindings(w io.Writer, format string, fs []Finding) error {
 	switch format {
-	case "json", "yaml":
+	case outputJSON, outputYAML:
 		if fs == nil {
 			fs = []Finding{}
 		}
 		return encode(w, format, fs)
-	case "github":
+	case outputGitHub:
 		for _, f := range fs {
 			level := "warning"
 			if f.Blocking {

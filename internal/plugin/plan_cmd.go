@@ -72,7 +72,7 @@ Exits 1 when a stage is blocked or a target is missing.`,
 	fl := cmd.Flags()
 	fl.StringVarP(&f.file, "filename", "f", "", "PlacementMigration manifest to plan (- for standard input)")
 	fl.StringVar(&f.snapshot, "snapshot", "", "read the cluster from this directory of YAML or JSON instead of the API")
-	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, yaml or json")
+	fl.StringVarP(&f.output, "output", "o", outputTable, "output format: table, yaml or json")
 	fl.StringSliceVar(&f.targets, "target", nil, "workload to migrate, deploy/NAME or sts/NAME (repeatable)")
 	fl.StringVar(&f.targetSelector, "target-selector", "", "label selector of the workloads to migrate, instead of --target")
 	fl.StringVar(&f.antiKey, "anti-affinity-key", "", "add a pod anti-affinity term with this topology key")
@@ -84,14 +84,14 @@ Exits 1 when a stage is blocked or a target is missing.`,
 	fl.StringVar(&f.finalStage, "final-stage", "Hard", "Soft or Hard")
 	fl.StringVar(&f.nodeSelector, "node-selector", "", "label selector of the nodes that qualify")
 	fl.Int32Var(&f.minNodes, "min-nodes", 0, "qualifying nodes the hard stage needs (default: derived)")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "yaml", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputTable, outputYAML, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("final-stage", cobra.FixedCompletions([]string{"Soft", "Hard"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagDirname("snapshot")
 	return cmd
 }
 
 func runPlan(ctx context.Context, o *Options, f *planFlags) error {
-	if err := checkOutput(f.output, "table", "yaml", "json"); err != nil {
+	if err := checkOutput(f.output, outputTable, outputYAML, outputJSON); err != nil {
 		return err
 	}
 	ns, err := o.Namespace()
@@ -123,7 +123,7 @@ func runPlan(ctx context.Context, o *Options, f *planFlags) error {
 		return err
 	}
 	if blocked {
-		return hazardsFound
+		return errHazardsFound
 	}
 	return nil
 }
@@ -199,7 +199,7 @@ func (f *planFlags) migrations(o *Options, namespace string) ([]*pgv1.PlacementM
 // printReports writes the plans in the chosen format.
 func printReports(w interface{ Write([]byte) (int, error) }, format string, reports []Report) error {
 	switch format {
-	case "json", "yaml":
+	case outputJSON, outputYAML:
 		var v any = reports
 		if len(reports) == 1 {
 			v = reports[0]

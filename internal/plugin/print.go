@@ -8,6 +8,8 @@ import (
 	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
 // encode writes v as indented JSON or as YAML.
@@ -16,7 +18,7 @@ func encode(w io.Writer, format string, v any) error {
 	if err != nil {
 		return err
 	}
-	if format == "yaml" {
+	if format == outputYAML {
 		if data, err = yaml.JSONToYAML(data); err != nil {
 			return err
 		}
@@ -84,7 +86,7 @@ func printTargetPlan(w io.Writer, t TargetReport) {
 	}
 	for i, s := range t.Steps {
 		switch {
-		case s.Action == "delete":
+		case s.Action == placement.StepDelete:
 			fmt.Fprintf(w, "    %3d. delete   %s\n", i+1, s.Pod)
 		case s.Node == "":
 			fmt.Fprintf(w, "    %3d. %-8s %s (stays Pending)\n", i+1, s.Action, s.Pod)

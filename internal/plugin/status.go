@@ -35,7 +35,7 @@ namespace's migrations, or every namespace's with -A.`,
 		ValidArgsFunction: completeMigrations(o),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				if err := checkOutput(output, "tree", "table", "yaml", "json"); err != nil {
+				if err := checkOutput(output, outputTree, outputTable, outputYAML, outputJSON); err != nil {
 					return err
 				}
 				return listMigrations(cmd.Context(), o, allNamespaces, output)
@@ -43,14 +43,14 @@ namespace's migrations, or every namespace's with -A.`,
 			if allNamespaces {
 				return usagef("-A lists migrations; give no NAME with it")
 			}
-			if err := checkOutput(output, "tree", "yaml", "json"); err != nil {
+			if err := checkOutput(output, outputTree, outputYAML, outputJSON); err != nil {
 				return err
 			}
 			pm, err := getMigration(cmd.Context(), o, args[0])
 			if err != nil {
 				return err
 			}
-			if output != "tree" {
+			if output != outputTree {
 				pm.ManagedFields = nil
 				return encode(o.Out, output, pm)
 			}
@@ -58,7 +58,7 @@ namespace's migrations, or every namespace's with -A.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "tree", "output format: tree (a table when listing), yaml or json")
+	cmd.Flags().StringVarP(&output, "output", "o", outputTree, "output format: tree (a table when listing), yaml or json")
 	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list the migrations of every namespace")
 	return cmd
 }
@@ -81,7 +81,7 @@ func listMigrations(ctx context.Context, o *Options, all bool, output string) er
 	if err := c.List(ctx, &list, opts...); err != nil {
 		return usageError{fmt.Errorf("list PlacementMigrations: %w", err)}
 	}
-	if output == "yaml" || output == "json" {
+	if output == outputYAML || output == outputJSON {
 		for i := range list.Items {
 			list.Items[i].ManagedFields = nil
 		}

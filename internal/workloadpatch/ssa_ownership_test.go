@@ -83,7 +83,7 @@ func get(d *appsv1.Deployment) *appsv1.Deployment {
 func ownedBy(d *appsv1.Deployment, manager string) string {
 	for _, mf := range d.ManagedFields {
 		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply {
-			return string(mf.FieldsV1.Raw)
+			return mf.FieldsV1.GetRawString()
 		}
 	}
 	return ""

@@ -67,7 +67,7 @@ var _ = Describe("Installing with kubectl apply -k config/default", Label("insta
 		kinds := map[string]int{}
 		for _, obj := range objs {
 			kinds[obj.GetKind()]++
-			Expect(c.Patch(ctx, obj, client.Apply, client.FieldOwner("kubectl"), client.ForceOwnership)).To(Succeed(), obj.GetKind()+"/"+obj.GetName())
+			Expect(c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("kubectl"), client.ForceOwnership)).To(Succeed(), obj.GetKind()+"/"+obj.GetName())
 		}
 		DeferCleanup(func(ctx SpecContext) {
 			for _, obj := range objs {
