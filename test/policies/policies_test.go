@@ -28,26 +28,12 @@ import (
 const ns = "shop"
 
 func TestMigrationRequiresPatchOnTargets(t *testing.T) {
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start envtest (KUBEBUILDER_ASSETS=%q): %v", os.Getenv("KUBEBUILDER_ASSETS"), err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := pgv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	cfg, scheme, stop := startAPIServer(t)
+	defer stop()
 	ctx := context.Background()
 	admin := mustClient(t, cfg, scheme, "")
 	must(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	policy, binding := readPolicy(t)
+	policy, binding := readPolicy(t, "migration-requires-patch.yaml")
 	must(t, admin.Create(ctx, policy))
 	must(t, admin.Create(ctx, binding))
 
@@ -90,7 +76,7 @@ func TestMigrationRequiresPatchOnTargets(t *testing.T) {
 	selector := named("selected-by-alice")
 	selector.Spec.Targets = nil
 	selector.Spec.TargetSelector = &pgv1.TargetSelector{Kinds: []pgv1.WorkloadKind{pgv1.KindDeployment}, Selector: *pgv1.Labels(map[string]string{"team": "shop"})}
-	err = alice.Create(ctx, selector)
+	err := alice.Create(ctx, selector)
 	if err == nil || !strings.Contains(err.Error(), "user alice may not patch every Deployment in namespace shop") {
 		t.Fatalf("a targetSelector needs patch on the kind in the namespace: %v", err)
 	}
@@ -132,9 +118,33 @@ func TestMigrationRequiresPatchOnTargets(t *testing.T) {
 	}
 }
 
-func readPolicy(t *testing.T) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
+// startAPIServer starts a real kube-apiserver and etcd with the CRD.
+func startAPIServer(t *testing.T) (*rest.Config, *runtime.Scheme, func()) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "config", "policies", "migration-requires-patch.yaml"))
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("start envtest (KUBEBUILDER_ASSETS=%q): %v", os.Getenv("KUBEBUILDER_ASSETS"), err)
+	}
+	stop := func() { _ = env.Stop() }
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	if err := pgv1.AddToScheme(scheme); err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	return cfg, scheme, stop
+}
+
+func readPolicy(t *testing.T, file string) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "policies", file))
 	if err != nil {
 		t.Fatal(err)
 	}
