@@ -73,14 +73,14 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint v2 with kube-api-linter on api/ (.go
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: manifests generate lint ## Lint, regenerate code and manifests, and fail if anything committed is stale.
+verify: manifests generate chart lint ## Lint, regenerate code, manifests and the chart, and fail if anything committed is stale.
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
 	@test -z "$$(gofmt -l api cmd internal test)" || { echo "not gofmt'ed:"; gofmt -l api cmd internal test; exit 1; }
-	@git diff --exit-code -- api config internal cmd || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- api config)" || { echo "untracked generated files:"; git status --porcelain -- api config; exit 1; }
+	@git diff --exit-code -- api config internal cmd dist/chart || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api config dist/chart)" || { echo "untracked generated files:"; git status --porcelain -- api config dist/chart; exit 1; }
 
 .PHONY: test
-test: manifests generate fmt vet cluster-binaries $(KUSTOMIZE) ## Run every test: unit, envtest integration and e2e on a local cluster.
+test: manifests generate fmt vet cluster-binaries $(KUSTOMIZE) $(HELM) ## Run every test: unit, envtest integration and e2e on a local cluster.
 	$(GO) test ./... -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
 
 .PHONY: demo
@@ -125,7 +125,7 @@ DIST ?= $(CURDIR)/dist
 
 .PHONY: plugin-dist
 plugin-dist: ## Build the plugin's archives for linux and darwin, amd64 and arm64, and the krew manifest, into dist/.
-	rm -rf $(DIST) && mkdir -p $(DIST)
+	mkdir -p $(DIST) && rm -f $(DIST)/kubectl-placement_*.tar.gz $(DIST)/SHA256SUMS $(DIST)/placement.yaml
 	set -e; manifest=$$(cat config/krew/placement.yaml); \
 	for p in $(PLUGIN_PLATFORMS); do \
 		os=$${p%_*}; arch=$${p#*_}; dir=$(DIST)/$$p; mkdir -p $$dir; \
@@ -140,7 +140,7 @@ plugin-dist: ## Build the plugin's archives for linux and darwin, amd64 and arm6
 	manifest=$${manifest//'$${VERSION}'/$(PLUGIN_VERSION)}; \
 	manifest=$${manifest//'$${BASE_URL}'/$(PLUGIN_BASE_URL)}; \
 	printf '%s\n' "$$manifest" > $(DIST)/placement.yaml
-	cd $(DIST) && sha256sum *.tar.gz > SHA256SUMS
+	cd $(DIST) && sha256sum kubectl-placement_*.tar.gz > SHA256SUMS
 	@echo "dist/: $$(ls $(DIST) | tr '\n' ' ')"
 
 .PHONY: run
@@ -189,6 +189,12 @@ image: image-binaries ## Build the manager's multi-arch image without Docker: di
 image-push: image-binaries ## Build the image and push it to IMG (a registry you can write to; credentials from ~/.docker/config.json).
 	cd hack/tools/image && $(GO) run . $(IMAGE_ARGS) -push $(IMG)
 	rm -rf $(DIST)/image-build
+
+.PHONY: chart
+chart: manifests $(KUSTOMIZE) ## Regenerate the Helm chart's CRD, RBAC and policy templates (dist/chart/templates) from config/.
+	rm -rf dist/chart/templates/crd dist/chart/templates/rbac dist/chart/templates/policies
+	$(KUSTOMIZE) build config/default | $(GO) run ./hack/chart default dist/chart/templates
+	$(KUSTOMIZE) build config/policies | $(GO) run ./hack/chart policies dist/chart/templates
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).

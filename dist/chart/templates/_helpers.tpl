@@ -1,0 +1,32 @@
+{{/* The prefix of every object's name: placement-guard unless overridden. */}}
+{{- define "placement-guard.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The manager's ServiceAccount. */}}
+{{- define "placement-guard.serviceAccount" -}}
+{{- include "placement-guard.name" . }}-controller-manager
+{{- end -}}
+
+{{/* Labels of every object. */}}
+{{- define "placement-guard.labels" -}}
+app.kubernetes.io/name: {{ include "placement-guard.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* The manager's pods, as config/default selects them. */}}
+{{- define "placement-guard.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "placement-guard.name" . }}
+control-plane: controller-manager
+{{- end -}}
+
+{{- define "placement-guard.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
+{{- end -}}
+{{- end -}}

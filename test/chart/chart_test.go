@@ -1,0 +1,244 @@
+// Package chart tests the Helm chart in dist/chart with the helm built into
+// bin/: its defaults install what config/default installs, its policies are
+// config/policies', its values are checked by values.schema.json, and each
+// value reaches the object it is for.
+package chart
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+const namespace = "placement-guard-system"
+
+var root = filepath.Join("..", "..")
+
+func bin(t *testing.T, name string) string {
+	t.Helper()
+	dir := os.Getenv("PLACEMENT_GUARD_BIN")
+	if dir == "" {
+		dir = filepath.Join(root, "bin")
+	}
+	path, err := filepath.Abs(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s is not built (make %s): %v", name, filepath.Join("bin", name), err)
+	}
+	return path
+}
+
+func run(t *testing.T, name string, args ...string) ([]byte, error) {
+	t.Helper()
+	var out, stderr bytes.Buffer
+	cmd := exec.Command(bin(t, name), args...)
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, errors.New(strings.TrimSpace(stderr.String()))
+	}
+	return out.Bytes(), nil
+}
+
+func helmTemplate(t *testing.T, set ...string) []*unstructured.Unstructured {
+	t.Helper()
+	args := []string{"template", "placement-guard", filepath.Join(root, "dist", "chart"), "--namespace", namespace}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	out, err := run(t, "helm", args...)
+	if err != nil {
+		t.Fatalf("helm template %v: %v", set, err)
+	}
+	return decode(t, out)
+}
+
+func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := run(t, "kustomize", "build", filepath.Join(root, "config", dir))
+	if err != nil {
+		t.Fatalf("kustomize build config/%s: %v", dir, err)
+	}
+	return decode(t, out)
+}
+
+func decode(t *testing.T, data []byte) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			return objs
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if len(obj.Object) > 0 {
+			objs = append(objs, obj)
+		}
+	}
+}
+
+// comparable drops what may differ between the two ways to install: the
+// objects' own labels (Helm's and kustomize's), and the CRD's keep
+// annotation, which only Helm reads.
+func comparable(objs []*unstructured.Unstructured, skipKinds ...string) map[string]*unstructured.Unstructured {
+	out := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		if contains(skipKinds, o.GetKind()) {
+			continue
+		}
+		o = o.DeepCopy()
+		o.SetLabels(nil)
+		ann := o.GetAnnotations()
+		delete(ann, "helm.sh/resource-policy")
+		o.SetAnnotations(ann)
+		if len(ann) == 0 {
+			o.SetAnnotations(nil)
+		}
+		out[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, l := range list {
+		if l == s {
+			return true
+		}
+	}
+	return false
+}
+
+func keys(m map[string]*unstructured.Unstructured) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func sameObjects(t *testing.T, what string, got, want map[string]*unstructured.Unstructured) {
+	t.Helper()
+	if !reflect.DeepEqual(keys(got), keys(want)) {
+		t.Fatalf("%s: the chart renders %v, config/ has %v", what, keys(got), keys(want))
+	}
+	for k, w := range want {
+		if !reflect.DeepEqual(got[k].Object, w.Object) {
+			g, _ := sigsyaml.Marshal(got[k].Object)
+			wy, _ := sigsyaml.Marshal(w.Object)
+			t.Errorf("%s: %s differs\nchart:\n%s\nconfig:\n%s", what, k, g, wy)
+		}
+	}
+}
+
+func TestChartDefaultsInstallWhatConfigDefaultInstalls(t *testing.T) {
+	// The release's namespace is created by `helm install --create-namespace`
+	// or beforehand (with its Pod Security labels), not by the chart.
+	sameObjects(t, "defaults",
+		comparable(helmTemplate(t, "image.tag=latest")),
+		comparable(kustomize(t, "default"), "Namespace"))
+}
+
+func TestChartPoliciesAreConfigPolicies(t *testing.T) {
+	all := helmTemplate(t, "policies.enable=true")
+	var policies []*unstructured.Unstructured
+	for _, o := range all {
+		if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
+			policies = append(policies, o)
+		}
+	}
+	sameObjects(t, "policies", comparable(policies), comparable(kustomize(t, "policies")))
+	for _, o := range helmTemplate(t) {
+		if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
+			t.Errorf("policies are opt-in, but the defaults render %s %s", o.GetKind(), o.GetName())
+		}
+	}
+}
+
+func TestChartValuesReachTheirObjects(t *testing.T) {
+	objs := helmTemplate(t,
+		"image.repository=registry.example.com/placement-guard",
+		"image.digest=sha256:"+strings.Repeat("ab", 32),
+		"replicas=2", "leaderElection.enabled=false",
+		"manager.unschedulableGrace=3m", "manager.writeBudget=20", "manager.writeBudgetWindow=30m", "manager.logLevel=debug",
+		"priorityClassName=system-cluster-critical", "nodeSelector.pool=system",
+		"tolerations[0].key=dedicated", "tolerations[0].operator=Exists",
+		"metrics.serviceMonitor.enabled=true", "crd.keep=false", "rbac.userRoles=false")
+	byKind := map[string][]*unstructured.Unstructured{}
+	for _, o := range objs {
+		byKind[o.GetKind()] = append(byKind[o.GetKind()], o)
+	}
+	manager := byKind["Deployment"][0]
+	str := func(fields ...string) string {
+		v, _, _ := unstructured.NestedFieldNoCopy(manager.Object, fields...)
+		s, _ := sigsyaml.Marshal(v)
+		return strings.TrimSpace(string(s))
+	}
+	container := manager.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+	if img := container["image"]; img != "registry.example.com/placement-guard@sha256:"+strings.Repeat("ab", 32) {
+		t.Errorf("a digest pins the image: %v", img)
+	}
+	args, _ := sigsyaml.Marshal(container["args"])
+	for _, want := range []string{"--leader-elect=false", "--unschedulable-grace=3m", "--write-budget=20", "--write-budget-window=30m", "--zap-log-level=debug"} {
+		if !strings.Contains(string(args), want) {
+			t.Errorf("args lack %s:\n%s", want, args)
+		}
+	}
+	if got := str("spec", "replicas"); got != "2" {
+		t.Errorf("replicas %s", got)
+	}
+	if got := str("spec", "template", "spec", "priorityClassName"); got != "system-cluster-critical" {
+		t.Errorf("priorityClassName %q", got)
+	}
+	if got := str("spec", "template", "spec", "nodeSelector"); got != "pool: system" {
+		t.Errorf("nodeSelector %q", got)
+	}
+	if got := str("spec", "template", "spec", "tolerations"); !strings.Contains(got, "key: dedicated") {
+		t.Errorf("tolerations %q", got)
+	}
+	if len(byKind["ServiceMonitor"]) != 1 {
+		t.Fatalf("serviceMonitor.enabled renders one ServiceMonitor, got %d", len(byKind["ServiceMonitor"]))
+	}
+	endpoint, _ := sigsyaml.Marshal(byKind["ServiceMonitor"][0].Object["spec"])
+	if !strings.Contains(string(endpoint), "honorLabels: true") {
+		t.Errorf("the ServiceMonitor must honour the metrics' namespace label:\n%s", endpoint)
+	}
+	if ann := byKind["CustomResourceDefinition"][0].GetAnnotations(); ann["helm.sh/resource-policy"] != "" {
+		t.Errorf("crd.keep=false must drop the keep annotation: %v", ann)
+	}
+	for _, role := range byKind["ClusterRole"] {
+		if strings.Contains(role.GetName(), "placementmigration-") {
+			t.Errorf("rbac.userRoles=false still renders %s", role.GetName())
+		}
+	}
+}
+
+func TestChartSchemaRefusesBadValues(t *testing.T) {
+	for _, set := range []string{"replicas=-1", "image.digest=latest", "manager.logLevel=loud", "manager.unschedulableGrace=soon", "typo=1", "manager.extraArgs[0]=leader-elect"} {
+		args := []string{"template", "x", filepath.Join(root, "dist", "chart"), "--set", set}
+		if _, err := run(t, "helm", args...); err == nil || !strings.Contains(err.Error(), "schema") {
+			t.Errorf("--set %s must be refused by values.schema.json, got %v", set, err)
+		}
+	}
+}
+
+func TestChartLints(t *testing.T) {
+	out, err := run(t, "helm", "lint", "--strict", filepath.Join(root, "dist", "chart"))
+	if err != nil {
+		t.Fatalf("helm lint --strict: %v\n%s", err, out)
+	}
+}
