@@ -20,6 +20,7 @@ KUSTOMIZE ?= $(LOCALBIN)/kustomize
 BENCHSTAT ?= $(LOCALBIN)/benchstat
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
 HELM ?= $(LOCALBIN)/helm
+CRD_REF_DOCS ?= $(LOCALBIN)/crd-ref-docs
 HELM_VERSION ?= v4.3.1
 KUBECTL ?= $(LOCALBIN)/kubectl
 CLUSTER_BINARIES = $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager \
@@ -68,16 +69,21 @@ fmt: ## Run go fmt.
 vet: ## Run go vet.
 	$(GO) vet ./...
 
+.PHONY: api-docs
+api-docs: $(CRD_REF_DOCS) ## Generate docs/reference/api.md from the API types in api/.
+	$(CRD_REF_DOCS) --config hack/api-docs/config.yaml --source-path api --renderer markdown \
+		--output-mode single --output-path docs/reference/api.md --log-level ERROR
+
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint v2 with kube-api-linter on api/ (.golangci.yml says what runs and each exception's reason).
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: manifests generate chart lint ## Lint, regenerate code, manifests and the chart, and fail if anything committed is stale.
+verify: manifests generate chart api-docs lint ## Lint, regenerate code, manifests, the chart and the API reference, and fail if anything committed is stale.
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
 	@test -z "$$(gofmt -l api cmd internal test)" || { echo "not gofmt'ed:"; gofmt -l api cmd internal test; exit 1; }
-	@git diff --exit-code -- api config internal cmd dist/chart || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- api config dist/chart)" || { echo "untracked generated files:"; git status --porcelain -- api config dist/chart; exit 1; }
+	@git diff --exit-code -- api config internal cmd dist/chart docs/reference || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api config dist/chart docs/reference)" || { echo "untracked generated files:"; git status --porcelain -- api config dist/chart docs/reference; exit 1; }
 
 .PHONY: test
 test: manifests generate fmt vet cluster-binaries $(KUSTOMIZE) $(HELM) ## Run every test: unit, envtest integration and e2e on a local cluster.
@@ -222,7 +228,7 @@ undeploy: $(KUSTOMIZE) $(KUBECTL) ## Remove the operator from the cluster in the
 ##@ Tools and cluster binaries (built from source into bin/)
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(BENCHSTAT) $(GOLANGCI_LINT) $(HELM) ## Build controller-gen, kustomize, benchstat, golangci-lint and helm.
+tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(BENCHSTAT) $(GOLANGCI_LINT) $(HELM) $(CRD_REF_DOCS) ## Build controller-gen, kustomize, benchstat, golangci-lint, helm and crd-ref-docs.
 
 .PHONY: cluster-binaries
 cluster-binaries: $(CLUSTER_BINARIES) ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok.
@@ -242,6 +248,9 @@ $(BENCHSTAT): hack/tools/dev/go.mod hack/tools/dev/go.sum | $(LOCALBIN)
 # golangci-lint v2 with kube-api-linter compiled in as a module plugin.
 $(GOLANGCI_LINT): hack/tools/lint/go.mod hack/tools/lint/go.sum | $(LOCALBIN)
 	cd hack/tools/lint && $(GO) build -trimpath -ldflags "-s -w" -o $@ sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter
+
+$(CRD_REF_DOCS): hack/tools/docs/go.mod hack/tools/docs/go.sum | $(LOCALBIN)
+	cd hack/tools/docs && $(GO) build -trimpath -ldflags "-s -w" -o $@ github.com/elastic/crd-ref-docs
 
 $(HELM): hack/tools/helm/go.mod hack/tools/helm/go.sum | $(LOCALBIN)
 	cd hack/tools/helm && $(GO) build -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" -o $@ helm.sh/helm/v4/cmd/helm

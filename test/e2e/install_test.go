@@ -15,7 +15,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placement-guard/placement-guard/test/localcluster"
@@ -40,6 +39,7 @@ var _ = Describe("Installing with kubectl apply -k config/default", Label("insta
 		env := newEnv(ctx, "install")
 		_, err := env.AddNode(ctx, "node-0", nil)
 		Expect(err).NotTo(HaveOccurred())
+		waitNamespaceGone(ctx, "placement-guard-system")
 		bin, err := localcluster.FindBinaries()
 		Expect(err).NotTo(HaveOccurred())
 		var rendered, stderr bytes.Buffer
@@ -47,27 +47,10 @@ var _ = Describe("Installing with kubectl apply -k config/default", Label("insta
 		build.Stdout, build.Stderr = &rendered, &stderr
 		Expect(build.Run()).To(Succeed(), stderr.String())
 
-		cfg := rest.CopyConfig(cluster.Config)
-		w := &warnings{}
-		cfg.WarningHandler = w
-		c, err := client.New(cfg, client.Options{})
-		Expect(err).NotTo(HaveOccurred())
-		var objs []*unstructured.Unstructured
-		dec := yaml.NewYAMLOrJSONDecoder(&rendered, 4096)
-		for {
-			obj := &unstructured.Unstructured{}
-			if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-				break
-			}
-			Expect(err).NotTo(HaveOccurred())
-			if len(obj.Object) > 0 {
-				objs = append(objs, obj)
-			}
-		}
+		objs, warned := serverSideApply(ctx, rendered.Bytes())
 		kinds := map[string]int{}
 		for _, obj := range objs {
 			kinds[obj.GetKind()]++
-			Expect(c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("kubectl"), client.ForceOwnership)).To(Succeed(), obj.GetKind()+"/"+obj.GetName())
 		}
 		DeferCleanup(func(ctx SpecContext) {
 			for _, obj := range objs {
@@ -76,14 +59,13 @@ var _ = Describe("Installing with kubectl apply -k config/default", Label("insta
 				}
 				Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, obj))).To(Succeed())
 			}
+			waitNamespaceGone(ctx, "placement-guard-system")
 		})
 		Expect(kinds).To(HaveKeyWithValue("Deployment", 1))
 		Expect(kinds).To(HaveKeyWithValue("CustomResourceDefinition", 1))
 		Expect(kinds).To(HaveKey("ClusterRole"))
 		Expect(kinds).NotTo(HaveKey("Secret"))
-		w.mu.Lock()
-		Expect(w.seen).To(BeEmpty(), "the API server warned while applying config/default")
-		w.mu.Unlock()
+		Expect(warned).To(BeEmpty(), "the API server warned while applying config/default")
 
 		By("the editor and viewer roles are aggregated into the built-in admin, edit and view roles")
 		grants := func(g Gomega, role, verb string) bool {
@@ -127,3 +109,20 @@ var _ = Describe("Installing with kubectl apply -k config/default", Label("insta
 		Expect(ns.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"))
 	})
 })
+
+// decodeManifests splits a multi-document YAML into objects.
+func decodeManifests(data []byte) []*unstructured.Unstructured {
+	var objs []*unstructured.Unstructured
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		err := dec.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		Expect(err).NotTo(HaveOccurred())
+		if len(obj.Object) > 0 {
+			objs = append(objs, obj)
+		}
+	}
+}
