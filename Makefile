@@ -7,6 +7,12 @@
 IMG ?= placement-guard:latest
 LOCALBIN ?= $(CURDIR)/bin
 KUBE_VERSION ?= v1.37.1
+# The oldest Kubernetes the CRD installs on (the bundle's minKubeVersion): the
+# CEL format library its rules use reaches new expressions in 1.32. The API
+# suite runs on it as well as on KUBE_VERSION (make test-oldest-kube).
+OLDEST_KUBE_VERSION ?= v1.32.5
+OLDEST_KUBE_MINOR = 1.32
+OLDEST_KUBE = $(LOCALBIN)/k8s-oldest
 GO ?= go
 GOTEST_FLAGS ?=
 # The e2e suites start a cluster each; allow them time on a 2-core machine.
@@ -86,8 +92,13 @@ verify: manifests generate chart api-docs lint ## Lint, regenerate code, manifes
 	@test -z "$$(git status --porcelain -- api config dist/chart docs/reference)" || { echo "untracked generated files:"; git status --porcelain -- api config dist/chart docs/reference; exit 1; }
 
 .PHONY: test
-test: manifests generate fmt vet cluster-binaries $(KUSTOMIZE) $(HELM) ## Run every test: unit, envtest integration and e2e on a local cluster.
+test: manifests generate fmt vet cluster-binaries $(KUSTOMIZE) $(HELM) $(OLDEST_KUBE)/kube-apiserver $(OLDEST_KUBE)/etcd ## Run every test: unit, envtest integration and e2e on a local cluster, and the API suite on the oldest Kubernetes.
 	$(GO) test ./... -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
+	KUBEBUILDER_ASSETS=$(OLDEST_KUBE) PLACEMENT_GUARD_EXPECT_KUBE_MINOR=$(OLDEST_KUBE_MINOR) $(GO) test ./api/... $(GOTEST_FLAGS)
+
+.PHONY: test-oldest-kube
+test-oldest-kube: $(OLDEST_KUBE)/kube-apiserver $(OLDEST_KUBE)/etcd ## Run the API suite (CRD schema, defaults, CEL rules) on the oldest Kubernetes the bundle claims.
+	KUBEBUILDER_ASSETS=$(OLDEST_KUBE) PLACEMENT_GUARD_EXPECT_KUBE_MINOR=$(OLDEST_KUBE_MINOR) $(GO) test ./api/... -count=1 -v $(GOTEST_FLAGS)
 
 .PHONY: demo
 demo: cluster-binaries ## Start a local cluster, run the operator and play incident 000 (the graph DB waits for its second data node).
@@ -158,13 +169,17 @@ bundle: manifests $(KUSTOMIZE) ## Generate the OLM bundle in bundle/ from config
 	$(KUSTOMIZE) build config/default | $(GO) run ./hack/bundle bundle
 
 .PHONY: build-installer
-build-installer: manifests $(KUSTOMIZE) ## Write dist/install.yaml: the CRD, RBAC and manager in one file, with the manager's image set to IMG.
+# The digest `make image` gave the image, when it has run: install.yaml then
+# pins the manager's image by digest (the same one `make image-push` pushes).
+IMAGE_DIGEST ?= $(shell sed -n 's/.*"digest": *"\(sha256:[a-f0-9]*\)".*/\1/p' $(DIST)/image/index.json 2>/dev/null | head -1)
+
+build-installer: manifests $(KUSTOMIZE) ## Write dist/install.yaml: the CRD, RBAC and manager in one file, the image IMG (pinned by digest after make image).
 	mkdir -p $(DIST)
 	rm -rf $(DIST)/.installer && cp -r config $(DIST)/.installer
-	cd $(DIST)/.installer/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	cd $(DIST)/.installer/manager && $(KUSTOMIZE) edit set image controller=$(IMG)$(if $(IMAGE_DIGEST),@$(IMAGE_DIGEST))
 	$(KUSTOMIZE) build $(DIST)/.installer/default > $(DIST)/install.yaml
 	rm -rf $(DIST)/.installer
-	@echo "wrote $(DIST)/install.yaml for $(IMG)"
+	@echo "wrote $(DIST)/install.yaml for $(IMG)$(if $(IMAGE_DIGEST),@$(IMAGE_DIGEST))"
 
 # The manager's image, built without a Docker engine by hack/tools/image
 # (go-containerregistry): static binaries, one layer, user 65532, no shell,
@@ -260,6 +275,17 @@ $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kube-
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
 		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
 	touch $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kube-scheduler $(LOCALBIN)/kubectl
+
+$(OLDEST_KUBE)/kube-apiserver: hack/tools/kubernetes-oldest/go.mod hack/tools/kubernetes-oldest/go.sum | $(LOCALBIN)
+	mkdir -p $(OLDEST_KUBE)
+	cd hack/tools/kubernetes-oldest && $(GO) build -trimpath -o $@ -ldflags "-s -w \
+		-X k8s.io/component-base/version.gitVersion=$(OLDEST_KUBE_VERSION) -X k8s.io/component-base/version.gitMajor=1 \
+		-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(OLDEST_KUBE_MINOR))) -X k8s.io/component-base/version.gitTreeState=clean" \
+		k8s.io/kubernetes/cmd/kube-apiserver
+
+# envtest looks for etcd beside kube-apiserver; the current one serves both.
+$(OLDEST_KUBE)/etcd: $(LOCALBIN)/etcd
+	mkdir -p $(OLDEST_KUBE) && ln -sf ../etcd $@
 
 $(LOCALBIN)/etcd: hack/tools/etcd/go.mod hack/tools/etcd/go.sum | $(LOCALBIN)
 	cd hack/tools/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $@ go.etcd.io/etcd/server/v3

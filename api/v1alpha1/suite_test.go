@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -52,4 +53,15 @@ var _ = BeforeSuite(func() {
 	Expect(pgv1.AddToScheme(scheme)).To(Succeed())
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
+
+	// The version matrix (make test) runs this suite on the oldest
+	// Kubernetes the bundle claims as well: make sure it ran there.
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	v, err := dc.ServerVersion()
+	Expect(err).NotTo(HaveOccurred())
+	GinkgoWriter.Printf("kube-apiserver %s\n", v.GitVersion)
+	if want := os.Getenv("PLACEMENT_GUARD_EXPECT_KUBE_MINOR"); want != "" {
+		Expect(v.Major+"."+v.Minor).To(Equal(want), "the suite ran on kube-apiserver %s", v.GitVersion)
+	}
 })

@@ -100,6 +100,21 @@ func TestImage(t *testing.T) {
 			t.Errorf("no docker-loadable tarball for linux/%s: %v", arch, err)
 		}
 	}
+
+	// Once the image is built, the one-file install pins it by digest.
+	out, err := exec.Command("make", "-C", root, "--no-print-directory", "build-installer", "DIST="+first,
+		"IMG=registry.example.com/placement-guard:v0.1.0").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make build-installer: %v\n%s", err, out)
+	}
+	install, err := os.ReadFile(filepath.Join(first, "install.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "image: registry.example.com/placement-guard:v0.1.0@" + outer.Manifests[0].Digest
+	if !strings.Contains(string(install), want) {
+		t.Errorf("install.yaml does not pin the built image by digest: want %q", want)
+	}
 }
 
 func makeImage(t *testing.T, root, dist string) {
