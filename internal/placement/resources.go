@@ -77,9 +77,15 @@ func (r *resources) sub(o resources) {
 
 // podRequests is what the scheduler charges a node for a pod: the larger of
 // the init containers' and the sum of the regular and sidecar containers'
-// requests, plus overhead, as k8s.io/component-helpers computes it.
+// requests, plus overhead, as k8s.io/component-helpers computes it. For a
+// pod whose in-place resize is in flight, each container counts the largest
+// of its spec, allocated and actuated requests (the spec not at all when the
+// resize is Infeasible), as the scheduler counts the pods on a node.
 func podRequests(pod *corev1.Pod) resources {
 	spec := &pod.Spec
+	if resizing(pod) {
+		return resourcesFrom(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{UseStatusResources: true}))
+	}
 	if len(spec.InitContainers) == 0 && spec.Overhead == nil && spec.Resources == nil {
 		// Most pods: the requests are the sum of the containers', and adding
 		// them up here spares the helper's intermediate lists, which were
@@ -91,6 +97,24 @@ func podRequests(pod *corev1.Pod) resources {
 		return r
 	}
 	return resourcesFrom(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+}
+
+// resizing reports whether a pod's status carries resources of its own: an
+// in-place resize in progress, pending or infeasible.
+func resizing(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress {
+			return true
+		}
+	}
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for i := range statuses {
+			if statuses[i].AllocatedResources != nil || (statuses[i].Resources != nil && statuses[i].Resources.Requests != nil) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // insufficient lists the scheduler's reasons why req does not fit in the

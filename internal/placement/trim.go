@@ -42,8 +42,8 @@ func TrimPod(p *corev1.Pod) *corev1.Pod {
 		Status: corev1.PodStatus{
 			Phase:                 p.Status.Phase,
 			Conditions:            trimConditions(p.Status.Conditions),
-			ContainerStatuses:     trimStatuses(p.Status.ContainerStatuses),
-			InitContainerStatuses: trimStatuses(p.Status.InitContainerStatuses),
+			ContainerStatuses:     trimStatuses(p.Status.ContainerStatuses, p.Spec.Containers),
+			InitContainerStatuses: trimStatuses(p.Status.InitContainerStatuses, p.Spec.InitContainers),
 		},
 	}
 	return out
@@ -103,18 +103,54 @@ func trimConditions(cs []corev1.PodCondition) []corev1.PodCondition {
 			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
 		case c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue:
 			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime})
+		case c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress:
+			// A resize in flight changes what the scheduler counts (resources.go).
+			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason})
 		}
 	}
 	return out
 }
 
-func trimStatuses(ss []corev1.ContainerStatus) []corev1.ContainerStatus {
+// trimStatuses keeps readiness and restarts (the guards), and a container's
+// allocated and actuated requests where they differ from its spec: an
+// in-place resize in flight, which the scheduler counts (resources.go).
+// Where they equal the spec they change nothing and are dropped.
+func trimStatuses(ss []corev1.ContainerStatus, containers []corev1.Container) []corev1.ContainerStatus {
 	if len(ss) == 0 {
 		return nil
 	}
 	out := make([]corev1.ContainerStatus, len(ss))
 	for i, s := range ss {
 		out[i] = corev1.ContainerStatus{Name: s.Name, Ready: s.Ready, RestartCount: s.RestartCount}
+		spec := specRequests(containers, s.Name)
+		if s.AllocatedResources != nil && !equalResources(s.AllocatedResources, spec) {
+			out[i].AllocatedResources = s.AllocatedResources
+		}
+		if s.Resources != nil && s.Resources.Requests != nil && !equalResources(s.Resources.Requests, spec) {
+			out[i].Resources = &corev1.ResourceRequirements{Requests: s.Resources.Requests}
+		}
 	}
 	return out
+}
+
+func specRequests(containers []corev1.Container, name string) corev1.ResourceList {
+	for i := range containers {
+		if containers[i].Name == name {
+			return containers[i].Resources.Requests
+		}
+	}
+	return nil
+}
+
+func equalResources(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, qa := range a {
+		qb, ok := b[name]
+		if !ok || qa.Cmp(qb) != 0 {
+			return false
+		}
+	}
+	return true
 }
