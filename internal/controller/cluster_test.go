@@ -164,7 +164,8 @@ func (fc *fakeCluster) pinnedStatefulSet(name string, replicas int32, zone, node
 		Expect(k8sClient.Create(ctx, pv)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, pv))).To(Succeed()) })
 		pvc := &corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: fc.ns, Name: claim},
+			// Bound as the PV controller leaves a claim (envtest runs none).
+			ObjectMeta: metav1.ObjectMeta{Namespace: fc.ns, Name: claim, Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes"}},
 			Spec: corev1.PersistentVolumeClaimSpec{
 				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: pv.Name, StorageClassName: ptr.To(""),
 				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},

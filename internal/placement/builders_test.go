@@ -192,11 +192,17 @@ func claim(name string) podOpt {
 	}
 }
 
+// mkClaim makes a claim of the class, bound to volume as the PV controller
+// leaves it (bind-completed) when volume is set.
 func mkClaim(ns, name, class, volume string) *corev1.PersistentVolumeClaim {
-	return &corev1.PersistentVolumeClaim{
+	c := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec:       corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(class), VolumeName: volume},
 	}
+	if volume != "" {
+		c.Annotations = map[string]string{annBindCompleted: "yes"}
+	}
+	return c
 }
 
 func mkZonalVolume(name, zoneName string) *corev1.PersistentVolume {

@@ -87,7 +87,7 @@ func (s *Snapshot) newEvaluator(pod *corev1.Pod) (*evaluator, error) {
 	e.extraPods = make([]int32, n)
 
 	aff := nodeaffinity.GetRequiredNodeAffinity(pod)
-	bound, missing, pre := s.volumePreFilter(pod)
+	vols, pre := s.volumePreFilter(pod)
 	e.preFilterMsg = pre
 	e.nodeReason = make([]string, n)
 	e.volumeReason = make([]string, n)
@@ -97,7 +97,7 @@ func (s *Snapshot) newEvaluator(pod *corev1.Pod) (*evaluator, error) {
 		e.nodeReason[i] = nodeFilter(pod, aff, node)
 		e.affinityOK[i], _ = aff.Match(node)
 		if pre == "" {
-			e.volumeReason[i] = volumeFilter(bound, missing, node)
+			e.volumeReason[i] = volumeFilter(vols, node)
 		}
 	}
 	e.resetCandidates()

@@ -354,12 +354,12 @@ func (s *Snapshot) simulateStatefulSet(w *Workload, old []podID) (Rollout, error
 // useVolumesOf recomputes the volume filters for a pod that differs from the
 // evaluated one only in its claims, as the pods of a StatefulSet do.
 func (e *evaluator) useVolumesOf(pod *corev1.Pod) {
-	bound, missing, pre := e.s.volumePreFilter(pod)
+	vols, pre := e.s.volumePreFilter(pod)
 	e.preFilterMsg = pre
 	for i, id := range e.order {
 		e.volumeReason[i] = ""
 		if pre == "" {
-			e.volumeReason[i] = volumeFilter(bound, missing, e.s.nodes[id].node)
+			e.volumeReason[i] = volumeFilter(vols, e.s.nodes[id].node)
 		}
 	}
 	e.resetCandidates()

@@ -1,0 +1,289 @@
+package placement
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
+)
+
+// The annotations VolumeBinding reads on a claim.
+const (
+	// annBindCompleted marks a claim whose binding the PV controller
+	// finished; a claim that names a volume without it is "pre-bound".
+	annBindCompleted = "pv.kubernetes.io/bind-completed"
+	// annSelectedNode names the node a WaitForFirstConsumer claim is being
+	// provisioned for.
+	annSelectedNode = "volume.kubernetes.io/selected-node"
+	// noProvisioner is the provisioner of static (local) volumes: such a
+	// class provisions nothing, so a claim binds to an existing PV or not at all.
+	noProvisioner = "kubernetes.io/no-provisioner"
+)
+
+// claimRef is one PersistentVolumeClaim a pod mounts.
+type claimRef struct{ namespace, name string }
+
+func podClaims(pod *corev1.Pod) []claimRef {
+	var refs []claimRef
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			refs = append(refs, claimRef{pod.Namespace, v.PersistentVolumeClaim.ClaimName})
+		case v.Ephemeral != nil:
+			// A generic ephemeral volume's claim is named after the pod.
+			refs = append(refs, claimRef{pod.Namespace, pod.Name + "-" + v.Name})
+		}
+	}
+	return refs
+}
+
+// podVolumes is what VolumeBinding's PreFilter finds for a pod: the volumes
+// its bound claims name, the names of those that do not exist, and the
+// WaitForFirstConsumer claims still to be bound, which each node must be
+// able to satisfy.
+type podVolumes struct {
+	bound   []*corev1.PersistentVolume
+	missing []string
+	delayed []delayedClaim
+}
+
+// delayedClaim is an unbound WaitForFirstConsumer claim, with its class and
+// the volumes of that class it might bind to.
+type delayedClaim struct {
+	claim      *corev1.PersistentVolumeClaim
+	class      *storagev1.StorageClass
+	candidates []*corev1.PersistentVolume
+}
+
+// volumePreFilter is VolumeBinding's PreFilter: a claim that does not exist
+// or is being deleted, or an Immediate claim not yet fully bound (a claim
+// that names a volume without the bind-completed annotation counts as
+// one), makes the pod unschedulable everywhere. It returns the pod's
+// volumes for the per-node checks.
+func (s *Snapshot) volumePreFilter(pod *corev1.Pod) (podVolumes, string) {
+	var pv podVolumes
+	unboundImmediate := false
+	for _, ref := range podClaims(pod) {
+		claim, ok := s.claims[ref.namespace+"/"+ref.name]
+		if !ok {
+			return pv, fmt.Sprintf("persistentvolumeclaim %q not found", ref.name)
+		}
+		if claim.DeletionTimestamp != nil {
+			return pv, fmt.Sprintf("persistentvolumeclaim %q is being deleted", ref.name)
+		}
+		switch {
+		case claim.Spec.VolumeName != "" && metav1.HasAnnotation(claim.ObjectMeta, annBindCompleted):
+			volume, ok := s.volumes[claim.Spec.VolumeName]
+			if !ok {
+				pv.missing = append(pv.missing, claim.Spec.VolumeName)
+				continue
+			}
+			pv.bound = append(pv.bound, volume)
+		case claim.Spec.VolumeName == "" && s.delayedBinding(claim):
+			// WaitForFirstConsumer: the volume follows the pod, as far as
+			// some node can bind or provision it.
+			class := s.storageClasses[storagehelpers.GetPersistentVolumeClaimClass(claim)]
+			pv.delayed = append(pv.delayed, delayedClaim{claim: claim, class: class, candidates: s.volumesOfClass(class.Name)})
+		default:
+			unboundImmediate = true
+		}
+	}
+	if unboundImmediate {
+		return pv, "pod has unbound immediate PersistentVolumeClaims"
+	}
+	return pv, ""
+}
+
+func (s *Snapshot) delayedBinding(claim *corev1.PersistentVolumeClaim) bool {
+	sc, ok := s.storageClasses[storagehelpers.GetPersistentVolumeClaimClass(claim)]
+	if !ok || sc.VolumeBindingMode == nil {
+		return false
+	}
+	return *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
+}
+
+func (s *Snapshot) volumesOfClass(class string) []*corev1.PersistentVolume {
+	var out []*corev1.PersistentVolume
+	for _, v := range s.volumes {
+		if storagehelpers.GetPersistentVolumeClass(v) == class {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// volumeZoneLabels are the PV labels VolumeZone compares with the node's.
+var volumeZoneLabels = []string{
+	corev1.LabelTopologyZone, corev1.LabelTopologyRegion,
+	corev1.LabelFailureDomainBetaZone, corev1.LabelFailureDomainBetaRegion,
+}
+
+// volumeFilter is VolumeBinding's and VolumeZone's per-node check of the
+// pod's volumes: bound volumes' node affinity must admit the node, each
+// WaitForFirstConsumer claim must find a volume there or be provisionable
+// there, and the bound volumes' zone labels must match the node's.
+func volumeFilter(pv podVolumes, node *corev1.Node) string {
+	if len(pv.missing) > 0 {
+		return ReasonVolumeMissing
+	}
+	for _, v := range pv.bound {
+		if v.Spec.NodeAffinity != nil && v.Spec.NodeAffinity.Required != nil {
+			if ok, _ := nodeaffinity.NewLazyErrorNodeSelector(v.Spec.NodeAffinity.Required).Match(node); !ok {
+				return ReasonVolumeNodeAffinity
+			}
+		}
+	}
+	if !delayedClaimsSatisfied(pv.delayed, node) {
+		return ReasonVolumeBindConflict
+	}
+	if !volumeZonesMatch(pv.bound, node) {
+		return ReasonVolumeZone
+	}
+	return ""
+}
+
+// delayedClaimsSatisfied is VolumeBinding's check of the claims it would
+// bind on this node: a claim already being provisioned for another node
+// cannot come here; otherwise it takes the smallest matching available
+// volume (each volume once), or is provisioned, which a class of static
+// volumes cannot do and a class whose allowedTopologies exclude the node
+// may not. Storage capacity (CSIStorageCapacity) is not modelled.
+func delayedClaimsSatisfied(claims []delayedClaim, node *corev1.Node) bool {
+	chosen := map[string]*corev1.PersistentVolume{}
+	for _, dc := range claims {
+		if selected, ok := dc.claim.Annotations[annSelectedNode]; ok {
+			if selected != node.Name {
+				return false
+			}
+			if !provisionable(dc.class, node) {
+				return false
+			}
+			continue
+		}
+		match, err := storagehelpers.FindMatchingVolume(dc.claim, dc.candidates, node, chosen, true, true)
+		if err != nil {
+			return false
+		}
+		if match != nil {
+			chosen[match.Name] = match
+			continue
+		}
+		if !provisionable(dc.class, node) {
+			return false
+		}
+	}
+	return true
+}
+
+// provisionable reports whether a class can provision a volume for a pod on
+// the node: it has a provisioner, and its allowedTopologies admit the node.
+func provisionable(class *storagev1.StorageClass, node *corev1.Node) bool {
+	if class.Provisioner == "" || class.Provisioner == noProvisioner {
+		return false
+	}
+	return topologyAllows(class.AllowedTopologies, node.Labels)
+}
+
+// topologyAllows is the scheduler's matching of a class's allowedTopologies:
+// any term matches when all its expressions do; no terms allow every node.
+func topologyAllows(terms []corev1.TopologySelectorTerm, nodeLabels map[string]string) bool {
+	if len(terms) == 0 {
+		return true
+	}
+	for _, term := range terms {
+		if termMatches(term, nodeLabels) {
+			return true
+		}
+	}
+	return false
+}
+
+func termMatches(term corev1.TopologySelectorTerm, nodeLabels map[string]string) bool {
+	for _, req := range term.MatchLabelExpressions {
+		value, ok := nodeLabels[req.Key]
+		if !ok || !contains(req.Values, value) {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(values []string, v string) bool {
+	for _, x := range values {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// volumeZonesMatch is VolumeZone's check: a node with no zone or region
+// label at all admits any volume (a single-zone cluster); otherwise each
+// zone and region label of a bound volume must hold the node's value, the
+// beta labels compared with the node's GA ones when the node lacks them.
+func volumeZonesMatch(bound []*corev1.PersistentVolume, node *corev1.Node) bool {
+	labelled := false
+	for _, key := range volumeZoneLabels {
+		if _, ok := node.Labels[key]; ok {
+			labelled = true
+			break
+		}
+	}
+	if !labelled {
+		return true
+	}
+	for _, v := range bound {
+		for _, key := range volumeZoneLabels {
+			want, ok := v.Labels[key]
+			if !ok {
+				continue
+			}
+			have, ok := node.Labels[key]
+			if !ok {
+				have, ok = node.Labels[gaTopologyLabel(key)]
+			}
+			if !ok || !zoneValueMatches(want, have) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// gaTopologyLabel is the GA label a beta zone or region label became.
+func gaTopologyLabel(key string) string {
+	switch key {
+	case corev1.LabelFailureDomainBetaZone:
+		return corev1.LabelTopologyZone
+	case corev1.LabelFailureDomainBetaRegion:
+		return corev1.LabelTopologyRegion
+	}
+	return key
+}
+
+// zoneValueMatches compares a PV zone label, which may list several zones
+// separated by "__", with the node's zone.
+func zoneValueMatches(pvValue, nodeValue string) bool {
+	for _, z := range splitZones(pvValue) {
+		if z == nodeValue {
+			return true
+		}
+	}
+	return false
+}
+
+func splitZones(v string) []string {
+	var out []string
+	start := 0
+	for i := 0; i+1 < len(v); i++ {
+		if v[i] == '_' && v[i+1] == '_' {
+			out = append(out, v[start:i])
+			start = i + 2
+			i++
+		}
+	}
+	return append(out, v[start:])
+}
