@@ -26,6 +26,13 @@ type evaluator struct {
 
 	req          resources
 	preFilterMsg string
+	// gated is a pod with scheduling gates, which the scheduler does not
+	// try to place at all.
+	gated bool
+	// hostPorts are the ports the pod binds on its node; usedPorts counts,
+	// per position, those held there (nil when the pod binds none).
+	hostPorts []hostPort
+	usedPorts []map[hostPort]int32
 	// nodeReason and volumeReason are the reasons of the filters that do
 	// not depend on other pods, per position; "" passes.
 	nodeReason   []string
@@ -100,6 +107,8 @@ func (s *Snapshot) newEvaluator(pod *corev1.Pod) (*evaluator, error) {
 			e.volumeReason[i] = volumeFilter(vols, node)
 		}
 	}
+	e.gated = len(pod.Spec.SchedulingGates) > 0
+	e.initPorts()
 	e.resetCandidates()
 	if err := e.initInterPod(); err != nil {
 		return nil, err
@@ -112,7 +121,7 @@ func (s *Snapshot) newEvaluator(pod *corev1.Pod) (*evaluator, error) {
 
 func (e *evaluator) resetCandidates() {
 	e.candidates = e.candidates[:0]
-	if e.preFilterMsg != "" {
+	if e.preFilterMsg != "" || e.gated {
 		return
 	}
 	for i := range e.order {
@@ -138,6 +147,9 @@ func (e *evaluator) reasons(i int) []string {
 	if r := e.nodeReason[i]; r != "" {
 		return []string{r}
 	}
+	if !e.portsFree(i) {
+		return []string{ReasonNodePorts}
+	}
 	ni := e.s.nodes[e.order[i]]
 	requested := ni.requested
 	requested.add(e.extraReq[i])
@@ -158,7 +170,7 @@ func (e *evaluator) reasons(i int) []string {
 
 // fits is reasons(i) == nil without allocating.
 func (e *evaluator) fits(i int) bool {
-	if e.preFilterMsg != "" || e.nodeReason[i] != "" || e.volumeReason[i] != "" {
+	if e.preFilterMsg != "" || e.gated || e.nodeReason[i] != "" || e.volumeReason[i] != "" || !e.portsFree(i) {
 		return false
 	}
 	ni := e.s.nodes[e.order[i]]
@@ -171,6 +183,10 @@ func (e *evaluator) fits(i int) bool {
 	}
 	return e.spreadReason(i) == "" && e.interPodReason(i) == ""
 }
+
+// GatedMessage is the PodScheduled condition's message of a pod with
+// scheduling gates, word for word.
+const GatedMessage = "Scheduling is blocked due to non-empty scheduling gates"
 
 // Verdict is the engine's answer for one pod.
 type Verdict struct {
@@ -190,6 +206,12 @@ type Verdict struct {
 func (e *evaluator) verdict() Verdict {
 	v := Verdict{Reasons: map[string]int{}}
 	total := e.s.NodeCount()
+	if e.gated {
+		// The scheduler leaves a gated pod in its queue: no FailedScheduling
+		// event, only the pod's PodScheduled condition says why.
+		v.Message = GatedMessage
+		return v
+	}
 	if e.preFilterMsg != "" {
 		v.Message = fmt.Sprintf("0/%d nodes are available: %s.", total, e.preFilterMsg)
 		return v
@@ -258,6 +280,7 @@ func (e *evaluator) account(p *corev1.Pod, antiTerms []affinityTerm, req resourc
 		e.extraReq[i].sub(req)
 	}
 	e.extraPods[i] += delta
+	e.accountPorts(p, i, delta)
 	e.accountInterPod(p, antiTerms, i, delta)
 	e.accountSpread(p, i, delta)
 }

@@ -11,6 +11,7 @@ import (
 // The scheduler's reasons, word for word, so that an answer reads like the
 // FailedScheduling event a person already knows.
 const (
+	ReasonNodeName             = "node(s) didn't match the requested node name"
 	ReasonUnschedulable        = "node(s) were unschedulable"
 	ReasonUntoleratedTaint     = "node(s) had untolerated taint(s)"
 	ReasonNodeAffinity         = "node(s) didn't match Pod's node affinity/selector"
@@ -30,11 +31,15 @@ func doNotSchedule(t *corev1.Taint) bool {
 	return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 }
 
-// nodeFilter returns the reason the first of NodeUnschedulable,
+// nodeFilter returns the reason the first of NodeName, NodeUnschedulable,
 // TaintToleration and NodeAffinity rejects the node for, "" if none does.
 // None of them depends on other pods, so an evaluation computes it once.
 func nodeFilter(pod *corev1.Pod, aff nodeaffinity.RequiredNodeAffinity, node *corev1.Node) string {
 	logger := klog.Background()
+	// A template that names a node pins every pod to it.
+	if pod.Spec.NodeName != "" && pod.Spec.NodeName != node.Name {
+		return ReasonNodeName
+	}
 	if node.Spec.Unschedulable && !corev1helpers.TolerationsTolerateTaint(logger, pod.Spec.Tolerations,
 		&corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}, false) {
 		return ReasonUnschedulable

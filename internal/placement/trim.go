@@ -59,8 +59,9 @@ func deletionCost(annotations map[string]string) map[string]string {
 	return map[string]string{corev1.PodDeletionCost: v}
 }
 
-// trimContainers keeps what pod requests are computed from: the requests
-// and whether an init container is a sidecar.
+// trimContainers keeps what pod requests are computed from (the requests
+// and whether an init container is a sidecar) and the host ports, which
+// NodePorts reads.
 func trimContainers(cs []corev1.Container) []corev1.Container {
 	if len(cs) == 0 {
 		return nil
@@ -71,6 +72,19 @@ func trimContainers(cs []corev1.Container) []corev1.Container {
 			Name:          cs[i].Name,
 			RestartPolicy: cs[i].RestartPolicy,
 			Resources:     corev1.ResourceRequirements{Requests: cs[i].Resources.Requests},
+			Ports:         hostPortsOf(cs[i].Ports),
+		}
+	}
+	return out
+}
+
+// hostPortsOf keeps the ports bound on the node, nil when there are none
+// (most pods).
+func hostPortsOf(ports []corev1.ContainerPort) []corev1.ContainerPort {
+	var out []corev1.ContainerPort
+	for _, p := range ports {
+		if p.HostPort > 0 {
+			out = append(out, corev1.ContainerPort{HostIP: p.HostIP, HostPort: p.HostPort, Protocol: p.Protocol})
 		}
 	}
 	return out
