@@ -77,6 +77,9 @@ func (s *Snapshot) Analyze(q Question) (Answer, error) {
 	targets := podsOf(q.Workloads)
 	for _, w := range q.Workloads {
 		c := q.Constraint.RenderFor(w, q.Workloads)
+		if h := unpredicted(w); h != nil {
+			a.Hazards = append(a.Hazards, *h)
+		}
 		if h := s.staticHazard(w, q, targets); h != nil {
 			a.Hazards = append(a.Hazards, *h)
 			continue
@@ -125,11 +128,26 @@ func (s *Snapshot) Findings(q Question) []Hazard {
 	targets := podsOf(q.Workloads)
 	var out []Hazard
 	for _, w := range q.Workloads {
+		if h := unpredicted(w); h != nil {
+			out = append(out, *h)
+		}
 		if h := s.staticHazard(w, q, targets); h != nil {
 			out = append(out, *h)
 		}
 	}
 	return out
+}
+
+// unpredicted says, for information, when a workload's pods depend on a
+// scheduler filter the engine does not model: its answers for them are
+// then a guess, and a person should know which part.
+func unpredicted(w *Workload) *Hazard {
+	if len(w.Template.Spec.ResourceClaims) == 0 {
+		return nil
+	}
+	return &Hazard{Type: HazardNotPredicted, Workload: w.ref(), Message: fmt.Sprintf(
+		"%s: its pods claim devices (resourceClaims), which kube-scheduler's DynamicResources plugin allocates and placement-guard does not model: where they fit is not predicted, only the other filters are",
+		w.ref())}
 }
 
 // staticHazard is the first of a workload's findings that need no

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -391,4 +392,69 @@ func TestHostPortRolloutDeadlock(t *testing.T) {
 func surgeOnly() appsv1.DeploymentStrategy {
 	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
 	return appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &one, MaxUnavailable: &zero}}
+}
+
+// The deadlock a host port causes is named for what causes it, with the fix.
+func TestHostPortDeadlockHazard(t *testing.T) {
+	objs := Objects{
+		Nodes: []*corev1.Node{mkNode("node0"), mkNode("node1")},
+		Pods: []*corev1.Pod{
+			mkPod("ns", "web-a", on("node0"), withLabels("app", "web"), hostPortOn(80, "", "")),
+			mkPod("ns", "web-b", on("node1"), withLabels("app", "web"), hostPortOn(80, "", "")),
+		},
+	}
+	s, err := NewSnapshot(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := deployment(objs, "web", 2, surgeOnly(), hostPortOn(80, "", ""))
+	r, err := s.SimulateRollout(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname}}
+	h := s.rolloutHazard(w, c, r)
+	if h == nil || h.Type != HazardRolloutDeadlock || !h.Blocking {
+		t.Fatalf("want a blocking RolloutDeadlock, got %+v", h)
+	}
+	for _, want := range []string{"host port 80/TCP", "maxUnavailable to at least 1, or maxSurge to 0"} {
+		if !strings.Contains(h.Message, want) {
+			t.Errorf("message lacks %q: %s", want, h.Message)
+		}
+	}
+}
+
+// Pods that claim devices through DynamicResources are outside what the
+// engine predicts: it says so, for information, and judges the rest.
+func TestDynamicResourcesReportedAsNotPredicted(t *testing.T) {
+	objs := Objects{Nodes: []*corev1.Node{mkNode("node0"), mkNode("node1"), mkNode("node2")},
+		Pods: []*corev1.Pod{mkPod("ns", "gpu-a", on("node0"), withLabels("app", "gpu")), mkPod("ns", "gpu-b", on("node1"), withLabels("app", "gpu"))}}
+	s, err := NewSnapshot(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := deployment(objs, "gpu", 2, unavailable(1), func(p *corev1.Pod) {
+		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptrTo("one-gpu")}}
+	})
+	q := Question{Workloads: []*Workload{w}, Constraint: Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname}}, Stage: StageHard}
+	for name, hazards := range map[string][]Hazard{"Findings": s.Findings(q), "Analyze": mustAnalyze(t, s, q).Hazards} {
+		var found *Hazard
+		for i := range hazards {
+			if hazards[i].Type == HazardNotPredicted {
+				found = &hazards[i]
+			}
+		}
+		if found == nil || found.Blocking || !strings.Contains(found.Message, "DynamicResources") {
+			t.Errorf("%s: want an Info NotPredicted hazard naming DynamicResources, got %+v", name, hazards)
+		}
+	}
+}
+
+func mustAnalyze(t *testing.T, s *Snapshot, q Question) Answer {
+	t.Helper()
+	a, err := s.Analyze(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

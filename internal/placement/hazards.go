@@ -21,6 +21,9 @@ const (
 	HazardUnschedulable        = "Unschedulable"
 	HazardOnDeleteStrategy     = "OnDeleteStrategy"
 	HazardSpreadEndsSkewed     = "SpreadEndsSkewed"
+	// HazardNotPredicted is for information: a filter the engine does not
+	// model decides where the workload's pods go.
+	HazardNotPredicted = "NotPredicted"
 )
 
 // Hazard is one finding. Blocking findings stop a migration; the others are
@@ -168,6 +171,13 @@ func (s *Snapshot) rolloutHazard(w *Workload, c Constraint, r Rollout) *Hazard {
 	}
 	if w.Kind == Deployment && w.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		surge, unavailable, err := SurgeAndUnavailable(w.Strategy, w.Replicas)
+		if err == nil && unavailable == 0 && r.Blocked.Reasons[ReasonNodePorts] > 0 && s.completesWithOneUnavailable(w) {
+			return &Hazard{
+				Type: HazardRolloutDeadlock, Blocking: true, Workload: w.ref(),
+				Message: fmt.Sprintf("%s: the rollout would deadlock: its pods bind host port %s, which the old pods hold on every node a new pod may use, and maxUnavailable 0 keeps every old pod, so surge pod %s stays Pending (%s). Fix: set spec.strategy.rollingUpdate.maxUnavailable to at least 1, or maxSurge to 0, or add a node",
+					w.ref(), describeHostPorts(podHostPorts(&corev1.Pod{Spec: w.Template.Spec})), r.BlockedPod, verdict),
+			}
+		}
 		if err == nil && unavailable == 0 && s.completesWithOneUnavailable(w) {
 			return &Hazard{
 				Type: HazardRolloutDeadlock, Blocking: true, Workload: w.ref(),
@@ -223,6 +233,14 @@ func (s *Snapshot) completesWithOneUnavailable(w *Workload) bool {
 	}
 	r, err := s.SimulateRollout(&alt)
 	return err == nil && r.Completes
+}
+
+func describeHostPorts(ports []hostPort) string {
+	out := make([]string, len(ports))
+	for i, p := range ports {
+		out[i] = fmt.Sprintf("%d/%s", p.port, p.protocol)
+	}
+	return strings.Join(out, ", ")
 }
 
 func describeSelector(t affinityTerm) string {
