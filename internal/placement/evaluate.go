@@ -33,6 +33,9 @@ type evaluator struct {
 	// per position, those held there (nil when the pod binds none).
 	hostPorts []hostPort
 	usedPorts []map[hostPort]int32
+	// rwopUsers counts the pods on nodes using each of the pod's
+	// ReadWriteOncePod claims (nil when it has none).
+	rwopUsers map[string]int32
 	// nodeReason and volumeReason are the reasons of the filters that do
 	// not depend on other pods, per position; "" passes.
 	nodeReason   []string
@@ -109,6 +112,7 @@ func (s *Snapshot) newEvaluator(pod *corev1.Pod) (*evaluator, error) {
 	}
 	e.gated = len(pod.Spec.SchedulingGates) > 0
 	e.initPorts()
+	e.initReadWriteOncePod()
 	e.resetCandidates()
 	if err := e.initInterPod(); err != nil {
 		return nil, err
@@ -170,7 +174,7 @@ func (e *evaluator) reasons(i int) []string {
 
 // fits is reasons(i) == nil without allocating.
 func (e *evaluator) fits(i int) bool {
-	if e.preFilterMsg != "" || e.gated || e.nodeReason[i] != "" || e.volumeReason[i] != "" || !e.portsFree(i) {
+	if e.preFilterMsg != "" || e.gated || e.nodeReason[i] != "" || e.volumeReason[i] != "" || !e.portsFree(i) || e.readWriteOncePodInUse() {
 		return false
 	}
 	ni := e.s.nodes[e.order[i]]
@@ -214,6 +218,10 @@ func (e *evaluator) verdict() Verdict {
 	}
 	if e.preFilterMsg != "" {
 		v.Message = fmt.Sprintf("0/%d nodes are available: %s.", total, e.preFilterMsg)
+		return v
+	}
+	if e.readWriteOncePodInUse() {
+		v.Message = fmt.Sprintf("0/%d nodes are available: %s.", total, ReasonReadWriteOncePod)
 		return v
 	}
 	for i, id := range e.order {
@@ -281,6 +289,7 @@ func (e *evaluator) account(p *corev1.Pod, antiTerms []affinityTerm, req resourc
 	}
 	e.extraPods[i] += delta
 	e.accountPorts(p, i, delta)
+	e.accountClaims(p, delta)
 	e.accountInterPod(p, antiTerms, i, delta)
 	e.accountSpread(p, i, delta)
 }

@@ -458,3 +458,52 @@ func mustAnalyze(t *testing.T, s *Snapshot, q Question) Answer {
 	}
 	return a
 }
+
+func rwopClaim(name string) *corev1.PersistentVolumeClaim {
+	c := mkClaim("ns", name, "fast", "pv-"+name)
+	c.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}
+	return c
+}
+
+// VolumeRestrictions: a ReadWriteOncePod claim in use by a pod on any node
+// keeps every other pod mounting it from being scheduled.
+func TestFidelityReadWriteOncePod(t *testing.T) {
+	storage := func(pods ...*corev1.Pod) Objects {
+		return Objects{Nodes: []*corev1.Node{mkNode("a"), mkNode("b")}, Pods: pods,
+			Claims:         []*corev1.PersistentVolumeClaim{rwopClaim("data")},
+			Volumes:        []*corev1.PersistentVolume{{ObjectMeta: metav1.ObjectMeta{Name: "pv-data"}}},
+			StorageClasses: []*storagev1.StorageClass{mkClass("fast", storagev1.VolumeBindingImmediate)}}
+	}
+	runFidelity(t, []fidelityCase{
+		{name: "a claim in use elsewhere holds the pod back", objs: storage(mkPod("ns", "writer", on("a"), claim("data"))),
+			pod:     mkPod("ns", "p", claim("data")),
+			wantMsg: "0/2 nodes are available: node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode."},
+		{name: "a claim used by a pod not yet on a node is free", objs: storage(mkPod("ns", "pending", claim("data"))),
+			pod: mkPod("ns", "p", claim("data")), wantNodes: []string{"a", "b"}},
+		{name: "an unused claim is free", objs: storage(),
+			pod: mkPod("ns", "p", claim("data")), wantNodes: []string{"a", "b"}},
+	})
+
+	// A Deployment sharing one ReadWriteOncePod claim cannot surge: the new
+	// pod waits for the old one, which maxUnavailable 0 keeps.
+	objs := storage(mkPod("ns", "app-a", on("a"), withLabels("app", "app"), claim("data")))
+	for _, tc := range []struct {
+		name     string
+		strategy appsv1.DeploymentStrategy
+		done     bool
+	}{{"surge deadlocks", surgeOnly(), false}, {"maxUnavailable 1 completes", unavailable(1), true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := NewSnapshot(objs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := s.SimulateRollout(deployment(objs, "app", 1, tc.strategy, claim("data")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Completes != tc.done {
+				t.Fatalf("completes = %t, want %t (blocked %+v)", r.Completes, tc.done, r.Blocked)
+			}
+		})
+	}
+}

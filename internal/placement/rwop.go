@@ -1,0 +1,66 @@
+package placement
+
+import corev1 "k8s.io/api/core/v1"
+
+// ReasonReadWriteOncePod is VolumeRestrictions' PreFilter message, word for
+// word: a ReadWriteOncePod claim already used by a pod on any node keeps
+// every other pod that mounts it from being scheduled.
+const ReasonReadWriteOncePod = "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+
+// initReadWriteOncePod finds the pod's ReadWriteOncePod claims and counts the
+// pods on nodes that use them; only for a pod that has such a claim, so that
+// the common pod pays nothing.
+func (e *evaluator) initReadWriteOncePod() {
+	for _, ref := range podClaims(e.pod) {
+		key := ref.namespace + "/" + ref.name
+		claim, ok := e.s.claims[key]
+		if !ok || !contains(accessModes(claim), string(corev1.ReadWriteOncePod)) {
+			continue
+		}
+		if e.rwopUsers == nil {
+			e.rwopUsers = map[string]int32{}
+		}
+		e.rwopUsers[key] = 0
+	}
+	if e.rwopUsers == nil {
+		return
+	}
+	for _, pi := range e.s.pods {
+		if pi != nil && pi.node != noNode {
+			e.accountClaims(pi.pod, 1)
+		}
+	}
+}
+
+func accessModes(claim *corev1.PersistentVolumeClaim) []string {
+	out := make([]string, len(claim.Spec.AccessModes))
+	for i, m := range claim.Spec.AccessModes {
+		out[i] = string(m)
+	}
+	return out
+}
+
+// accountClaims counts p's use of the watched claims as it lands on (delta
+// 1) or leaves (-1) a node.
+func (e *evaluator) accountClaims(p *corev1.Pod, delta int32) {
+	if e.rwopUsers == nil {
+		return
+	}
+	for _, ref := range podClaims(p) {
+		key := ref.namespace + "/" + ref.name
+		if _, watched := e.rwopUsers[key]; watched {
+			e.rwopUsers[key] += delta
+		}
+	}
+}
+
+// readWriteOncePodInUse is VolumeRestrictions' PreFilter: true when another
+// pod on a node uses one of the pod's ReadWriteOncePod claims.
+func (e *evaluator) readWriteOncePodInUse() bool {
+	for _, n := range e.rwopUsers {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
