@@ -507,3 +507,41 @@ func TestFidelityReadWriteOncePod(t *testing.T) {
 		})
 	}
 }
+
+func ephemeralVolume(name string) podOpt {
+	return func(p *corev1.Pod) {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}})
+	}
+}
+
+// VolumeBinding's PreFilter messages, word for word.
+func TestFidelityClaimMessages(t *testing.T) {
+	lost := mkClaim("ns", "data", "fast", "pv-gone")
+	lost.Status.Phase = corev1.ClaimLost
+	runFidelity(t, []fidelityCase{
+		{name: "an ephemeral claim not yet created", objs: Objects{Nodes: []*corev1.Node{mkNode("a")}},
+			pod:     mkPod("ns", "p", ephemeralVolume("scratch")),
+			wantMsg: `0/1 nodes are available: waiting for ephemeral volume controller to create the persistentvolumeclaim "p-scratch".`},
+		{name: "a claim whose volume is lost", objs: Objects{Nodes: []*corev1.Node{mkNode("a")}, Claims: []*corev1.PersistentVolumeClaim{lost}},
+			pod:     mkPod("ns", "p", claim("data")),
+			wantMsg: `0/1 nodes are available: persistentvolumeclaim "data" bound to non-existent persistentvolume "pv-gone".`},
+	})
+}
+
+// The pods a rollout creates get their ephemeral claims after they exist:
+// a Deployment with an ephemeral volume rolls out.
+func TestEphemeralVolumeRollout(t *testing.T) {
+	objs := Objects{Nodes: []*corev1.Node{mkNode("node0"), mkNode("node1")},
+		Pods: []*corev1.Pod{mkPod("ns", "web-a", on("node0"), withLabels("app", "web"))}}
+	s, err := NewSnapshot(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.SimulateRollout(deployment(objs, "web", 1, appsv1.DeploymentStrategy{}, ephemeralVolume("scratch")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Completes {
+		t.Fatalf("a rollout of pods with ephemeral volumes must complete: blocked %+v", r.Blocked)
+	}
+}

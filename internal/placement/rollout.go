@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -95,6 +96,15 @@ func (s *Snapshot) workloadPods(uids []types.UID) []podID {
 }
 
 // newPod materialises a pod of the new revision.
+// simulatedUIDPrefix starts the UID of every pod a simulation makes up.
+const simulatedUIDPrefix = "simulated/"
+
+// isSimulated reports whether a pod is one a simulation made up, not one
+// of the cluster's.
+func isSimulated(pod *corev1.Pod) bool {
+	return strings.HasPrefix(string(pod.UID), simulatedUIDPrefix)
+}
+
 func newPod(w *Workload, name string, extraLabels map[string]string) *corev1.Pod {
 	lbls := make(map[string]string, len(w.Template.Labels)+len(extraLabels))
 	for k, v := range w.Template.Labels {
@@ -107,7 +117,7 @@ func newPod(w *Workload, name string, extraLabels map[string]string) *corev1.Pod
 	spec := w.Template.Spec
 	spec.NodeName = ""
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: name, Labels: lbls, UID: types.UID("simulated/" + w.Namespace + "/" + name)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: name, Labels: lbls, UID: types.UID(simulatedUIDPrefix + w.Namespace + "/" + name)},
 		Spec:       spec,
 	}
 }

@@ -23,18 +23,22 @@ const (
 	noProvisioner = "kubernetes.io/no-provisioner"
 )
 
-// claimRef is one PersistentVolumeClaim a pod mounts.
-type claimRef struct{ namespace, name string }
+// claimRef is one PersistentVolumeClaim a pod mounts; an ephemeral one is
+// created for the pod by the ephemeral volume controller.
+type claimRef struct {
+	namespace, name string
+	ephemeral       bool
+}
 
 func podClaims(pod *corev1.Pod) []claimRef {
 	var refs []claimRef
 	for _, v := range pod.Spec.Volumes {
 		switch {
 		case v.PersistentVolumeClaim != nil:
-			refs = append(refs, claimRef{pod.Namespace, v.PersistentVolumeClaim.ClaimName})
+			refs = append(refs, claimRef{namespace: pod.Namespace, name: v.PersistentVolumeClaim.ClaimName})
 		case v.Ephemeral != nil:
 			// A generic ephemeral volume's claim is named after the pod.
-			refs = append(refs, claimRef{pod.Namespace, pod.Name + "-" + v.Name})
+			refs = append(refs, claimRef{namespace: pod.Namespace, name: pod.Name + "-" + v.Name, ephemeral: true})
 		}
 	}
 	return refs
@@ -68,8 +72,18 @@ func (s *Snapshot) volumePreFilter(pod *corev1.Pod) (podVolumes, string) {
 	unboundImmediate := false
 	for _, ref := range podClaims(pod) {
 		claim, ok := s.claims[ref.namespace+"/"+ref.name]
-		if !ok {
+		switch {
+		case !ok && ref.ephemeral && isSimulated(pod):
+			// A pod the rollout would create gets its ephemeral claim from
+			// the ephemeral volume controller once it exists; until then
+			// the scheduler waits, so the claim does not decide where it goes.
+			continue
+		case !ok && ref.ephemeral:
+			return pv, fmt.Sprintf("waiting for ephemeral volume controller to create the persistentvolumeclaim %q", ref.name)
+		case !ok:
 			return pv, fmt.Sprintf("persistentvolumeclaim %q not found", ref.name)
+		case claim.Status.Phase == corev1.ClaimLost:
+			return pv, fmt.Sprintf("persistentvolumeclaim %q bound to non-existent persistentvolume %q", claim.Name, claim.Spec.VolumeName)
 		}
 		if claim.DeletionTimestamp != nil {
 			return pv, fmt.Sprintf("persistentvolumeclaim %q is being deleted", ref.name)
