@@ -97,7 +97,12 @@ func (s *Snapshot) newEvaluator(pod *corev1.Pod) (*evaluator, error) {
 	e.extraPods = make([]int32, n)
 
 	aff := nodeaffinity.GetRequiredNodeAffinity(pod)
+	// PreFilters in the scheduler's order: NodeAffinity, then VolumeBinding.
+	names, conflict := affinityNodeNames(pod)
 	vols, pre := s.volumePreFilter(pod)
+	if conflict {
+		pre = reasonNodeAffinityConflict
+	}
 	e.preFilterMsg = pre
 	e.nodeReason = make([]string, n)
 	e.volumeReason = make([]string, n)
@@ -105,6 +110,9 @@ func (s *Snapshot) newEvaluator(pod *corev1.Pod) (*evaluator, error) {
 	for i, id := range e.order {
 		node := s.nodes[id].node
 		e.nodeReason[i] = nodeFilter(pod, aff, node)
+		if names != nil && !names[node.Name] {
+			e.nodeReason[i] = ReasonNodeAffinityPreFilter
+		}
 		e.affinityOK[i], _ = aff.Match(node)
 		if pre == "" {
 			e.volumeReason[i] = volumeFilter(vols, node)

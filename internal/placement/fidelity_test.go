@@ -545,3 +545,34 @@ func TestEphemeralVolumeRollout(t *testing.T) {
 		t.Fatalf("a rollout of pods with ephemeral volumes must complete: blocked %+v", r.Blocked)
 	}
 }
+
+func affinityToNodes(terms ...[]string) podOpt {
+	return func(p *corev1.Pod) {
+		var sel corev1.NodeSelector
+		for _, names := range terms {
+			sel.NodeSelectorTerms = append(sel.NodeSelectorTerms, corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{
+				{Key: metav1.ObjectNameField, Operator: corev1.NodeSelectorOpIn, Values: names}}})
+		}
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &sel}}
+	}
+}
+
+// NodeAffinity's PreFilter: a required affinity to node names leaves the
+// other nodes out before any filter, in the scheduler's words.
+func TestFidelityNodeAffinityToNames(t *testing.T) {
+	nodes := func() []*corev1.Node { return []*corev1.Node{mkNode("a"), mkNode("b", cordoned()), mkNode("c")} }
+	runFidelity(t, []fidelityCase{
+		{name: "named nodes only", objs: Objects{Nodes: nodes()},
+			pod: mkPod("ns", "p", affinityToNodes([]string{"a"}, []string{"b"})), wantNodes: []string{"a"}},
+		{name: "the nodes left out are reported as such, whatever else they fail", objs: Objects{Nodes: nodes()},
+			pod:     mkPod("ns", "p", affinityToNodes([]string{"b"})),
+			wantMsg: "0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) didn't satisfy plugin(s) [NodeAffinity]."},
+		{name: "terms naming no node at all conflict", objs: Objects{Nodes: nodes()},
+			pod: mkPod("ns", "p", func(p *corev1.Pod) {
+				affinityToNodes([]string{"a"})(p)
+				t := &p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0]
+				t.MatchFields = append(t.MatchFields, corev1.NodeSelectorRequirement{Key: metav1.ObjectNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{"c"}})
+			}),
+			wantMsg: "0/3 nodes are available: pod affinity terms conflict."},
+	})
+}
