@@ -1,6 +1,10 @@
 package placement
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // ReasonReadWriteOncePod is VolumeRestrictions' PreFilter message, word for
 // word: a ReadWriteOncePod claim already used by a pod on any node keeps
@@ -14,7 +18,7 @@ func (e *evaluator) initReadWriteOncePod() {
 	for _, ref := range podClaims(e.pod) {
 		key := ref.namespace + "/" + ref.name
 		claim, ok := e.s.claims[key]
-		if !ok || !contains(accessModes(claim), string(corev1.ReadWriteOncePod)) {
+		if !ok || !slices.Contains(claim.Spec.AccessModes, corev1.ReadWriteOncePod) {
 			continue
 		}
 		if e.rwopUsers == nil {
@@ -30,14 +34,6 @@ func (e *evaluator) initReadWriteOncePod() {
 			e.accountClaims(pi.pod, 1)
 		}
 	}
-}
-
-func accessModes(claim *corev1.PersistentVolumeClaim) []string {
-	out := make([]string, len(claim.Spec.AccessModes))
-	for i, m := range claim.Spec.AccessModes {
-		out[i] = string(m)
-	}
-	return out
 }
 
 // accountClaims counts p's use of the watched claims as it lands on (delta

@@ -1,7 +1,6 @@
 package placement
 
 import (
-	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,13 +12,7 @@ import (
 // of its FailedScheduling event (without the preemption suffix).
 func TestSchedule(t *testing.T) {
 	web := map[string]string{"app": "web"}
-	cases := []struct {
-		name      string
-		objs      Objects
-		pod       *corev1.Pod
-		wantNodes []string
-		wantMsg   string
-	}{
+	cases := []fidelityCase{
 		{
 			name: "a cordoned node is unschedulable",
 			objs: Objects{Nodes: []*corev1.Node{mkNode("a", cordoned()), mkNode("b")}},
@@ -332,28 +325,5 @@ func TestSchedule(t *testing.T) {
 			wantMsg: `0/1 nodes are available: persistentvolumeclaim "data" not found.`,
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			s, err := NewSnapshot(tc.objs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := s.Schedule(tc.pod)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.wantMsg != "" {
-				if v.Schedulable {
-					t.Fatalf("want unschedulable (%s), got nodes %v", tc.wantMsg, v.Nodes)
-				}
-				if v.Message != tc.wantMsg {
-					t.Fatalf("message\n got: %s\nwant: %s", v.Message, tc.wantMsg)
-				}
-				return
-			}
-			if !slices.Equal(v.Nodes, tc.wantNodes) {
-				t.Fatalf("nodes: got %v, want %v (%s)", v.Nodes, tc.wantNodes, v.Message)
-			}
-		})
-	}
+	runFidelity(t, cases)
 }

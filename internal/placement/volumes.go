@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -212,18 +213,9 @@ func topologyAllows(terms []corev1.TopologySelectorTerm, nodeLabels map[string]s
 func termMatches(term corev1.TopologySelectorTerm, nodeLabels map[string]string) bool {
 	for _, req := range term.MatchLabelExpressions {
 		value, ok := nodeLabels[req.Key]
-		if !ok || !contains(req.Values, value) {
+		if !ok || !slices.Contains(req.Values, value) {
 			return false
 		}
 	}
 	return true
-}
-
-func contains(values []string, v string) bool {
-	for _, x := range values {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

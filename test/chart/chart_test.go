@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -97,7 +98,7 @@ func decode(t *testing.T, data []byte) []*unstructured.Unstructured {
 func comparable(objs []*unstructured.Unstructured, skipKinds ...string) map[string]*unstructured.Unstructured {
 	out := map[string]*unstructured.Unstructured{}
 	for _, o := range objs {
-		if contains(skipKinds, o.GetKind()) {
+		if slices.Contains(skipKinds, o.GetKind()) {
 			continue
 		}
 		o = o.DeepCopy()
@@ -111,15 +112,6 @@ func comparable(objs []*unstructured.Unstructured, skipKinds ...string) map[stri
 		out[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, l := range list {
-		if l == s {
-			return true
-		}
-	}
-	return false
 }
 
 func keys(m map[string]*unstructured.Unstructured) []string {
