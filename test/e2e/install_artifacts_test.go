@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,9 +73,18 @@ var _ = Describe("Installing from the release artifacts", Label("install"), Orde
 		})
 		helm := helmIn(GinkgoT().TempDir())
 		release := "pg"
-		// The suite's operator already serves the CRD, which Helm may not
-		// adopt; the chart's own names are kept apart by nameOverride.
-		common := []string{"--namespace", ns, "--set", "crd.enable=false", "--set", "nameOverride=" + ns, "--set", "image.tag=latest", "--wait", "--timeout", "2m"}
+		// The suite's operator already serves the CRD: mark it as the
+		// release's, as Helm requires before it adopts an object, so that the
+		// chart installs and upgrades it as it would on a new cluster. The
+		// chart's other names are kept apart from config/default's by
+		// nameOverride.
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "placementmigrations.placementguard.io"}, crd)).To(Succeed())
+		adopt := client.MergeFrom(crd.DeepCopy())
+		crd.Labels = map[string]string{"app.kubernetes.io/managed-by": "Helm"}
+		crd.Annotations = map[string]string{"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": ns}
+		Expect(k8sClient.Patch(ctx, crd, adopt)).To(Succeed())
+		common := []string{"--namespace", ns, "--set", "nameOverride=" + ns, "--set", "image.tag=latest", "--wait", "--timeout", "2m"}
 
 		managerPods := func(g Gomega) []corev1.Pod {
 			pods, err := utils.PodsOf(ctx, k8sClient, ns, map[string]string{"control-plane": "controller-manager"})
@@ -102,6 +112,9 @@ var _ = Describe("Installing from the release artifacts", Label("install"), Orde
 
 		By("helm uninstall")
 		helm.run(ctx, "uninstall", release, "--namespace", ns, "--wait", "--timeout", "2m")
+		By("the CRD, and with it every migration, outlives the release (crd.keep)")
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "placementmigrations.placementguard.io"}, crd)).To(Succeed())
+		Expect(crd.DeletionTimestamp).To(BeNil())
 		Eventually(func(g Gomega) {
 			g.Expect(managerPods(g)).To(BeEmpty())
 			g.Expect(clusterObjectsOf(ctx, release)).To(BeEmpty(), "cluster-scoped objects stranded by the uninstall")
