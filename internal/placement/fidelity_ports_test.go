@@ -60,13 +60,7 @@ func TestFidelityNodePorts(t *testing.T) {
 // A Deployment holding a host port on every node deadlocks a surge rollout
 // as hard anti-affinity does (incident 001), with no anti-affinity at all.
 func TestHostPortRolloutDeadlock(t *testing.T) {
-	objs := Objects{
-		Nodes: []*corev1.Node{mkNode("node0"), mkNode("node1")},
-		Pods: []*corev1.Pod{
-			mkPod("ns", "web-a", on("node0"), withLabels("app", "web"), hostPortOn(80, "", "")),
-			mkPod("ns", "web-b", on("node1"), withLabels("app", "web"), hostPortOn(80, "", "")),
-		},
-	}
+	objs := webHoldingPort80()
 	for _, tc := range []struct {
 		name     string
 		strategy appsv1.DeploymentStrategy
@@ -101,13 +95,7 @@ func surgeOnly() appsv1.DeploymentStrategy {
 
 // The deadlock a host port causes is named for what causes it, with the fix.
 func TestHostPortDeadlockHazard(t *testing.T) {
-	objs := Objects{
-		Nodes: []*corev1.Node{mkNode("node0"), mkNode("node1")},
-		Pods: []*corev1.Pod{
-			mkPod("ns", "web-a", on("node0"), withLabels("app", "web"), hostPortOn(80, "", "")),
-			mkPod("ns", "web-b", on("node1"), withLabels("app", "web"), hostPortOn(80, "", "")),
-		},
-	}
+	objs := webHoldingPort80()
 	s, err := NewSnapshot(objs)
 	if err != nil {
 		t.Fatal(err)
@@ -126,5 +114,16 @@ func TestHostPortDeadlockHazard(t *testing.T) {
 		if !strings.Contains(h.Message, want) {
 			t.Errorf("message lacks %q: %s", want, h.Message)
 		}
+	}
+}
+
+// webHoldingPort80 is two web pods holding host port 80 on the only two nodes.
+func webHoldingPort80() Objects {
+	return Objects{
+		Nodes: []*corev1.Node{mkNode("node0"), mkNode("node1")},
+		Pods: []*corev1.Pod{
+			mkPod("ns", "web-a", on("node0"), withLabels("app", "web"), hostPortOn(80, "", "")),
+			mkPod("ns", "web-b", on("node1"), withLabels("app", "web"), hostPortOn(80, "", "")),
+		},
 	}
 }

@@ -27,14 +27,10 @@ const refusedPrefix = "placement-guard may not"
 // and sends what the operator sends (its own server-side apply of a
 // migration's entry), then what it must never send.
 func TestOperatorWritesPlacementOnly(t *testing.T) {
-	cfg, scheme, stop := startAPIServer(t)
+	cfg, scheme, stop := startWithPolicy(t, "operator-writes-placement-only.yaml")
 	defer stop()
 	ctx := context.Background()
 	admin := mustClient(t, cfg, scheme, "")
-	must(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	policy, binding := readPolicy(t, "operator-writes-placement-only.yaml")
-	must(t, admin.Create(ctx, policy))
-	must(t, admin.Create(ctx, binding))
 
 	// RBAC lets the operator patch any field of a workload, as the
 	// manager's ClusterRole does.

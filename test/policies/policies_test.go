@@ -28,14 +28,10 @@ import (
 const ns = "shop"
 
 func TestMigrationRequiresPatchOnTargets(t *testing.T) {
-	cfg, scheme, stop := startAPIServer(t)
+	cfg, scheme, stop := startWithPolicy(t, "migration-requires-patch.yaml")
 	defer stop()
 	ctx := context.Background()
 	admin := mustClient(t, cfg, scheme, "")
-	must(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	policy, binding := readPolicy(t, "migration-requires-patch.yaml")
-	must(t, admin.Create(ctx, policy))
-	must(t, admin.Create(ctx, binding))
 
 	// alice may manage migrations but not patch workloads; bob may do both.
 	must(t, admin.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "migrations"}, Rules: []rbacv1.PolicyRule{
@@ -116,6 +112,23 @@ func TestMigrationRequiresPatchOnTargets(t *testing.T) {
 	if err := alice.Update(ctx, reconstrained); err == nil {
 		t.Fatal("alice may not change what bob's migration writes into workloads she may not patch")
 	}
+}
+
+// startWithPolicy starts the API server with the namespace the tests use
+// and the policy (and its binding) of config/policies/file.
+func startWithPolicy(t *testing.T, file string) (*rest.Config, *runtime.Scheme, func()) {
+	t.Helper()
+	cfg, scheme, stop := startAPIServer(t)
+	admin := mustClient(t, cfg, scheme, "")
+	ctx := context.Background()
+	policy, binding := readPolicy(t, file)
+	for _, obj := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, policy, binding} {
+		if err := admin.Create(ctx, obj); err != nil {
+			stop()
+			t.Fatal(err)
+		}
+	}
+	return cfg, scheme, stop
 }
 
 // startAPIServer starts a real kube-apiserver and etcd with the CRD.
