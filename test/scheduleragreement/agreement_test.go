@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -109,6 +110,11 @@ func runScenario(ctx context.Context, t *testing.T, c *localcluster.Cluster, rec
 	if err != nil {
 		t.Fatalf("seed %d: create pending pod: %v", seed, err)
 	}
+	// An unschedulable pod stays in the scheduler's queue until it is gone,
+	// and the next scenario's nodes would wake it: the scheduler could then
+	// assume it onto one of them while deciding that scenario's pod. Delete
+	// it and wait until it is gone before the next scenario starts.
+	defer deletePodAndWait(t, c, pending)
 	var decided *corev1.Pod
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		p, err := cs.CoreV1().Pods(pending.Namespace).Get(ctx, pending.Name, metav1.GetOptions{})
@@ -146,6 +152,22 @@ func runScenario(ctx context.Context, t *testing.T, c *localcluster.Cluster, rec
 		return false, false
 	}
 	return true, false
+}
+
+func deletePodAndWait(t *testing.T, c *localcluster.Cluster, p *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	pods := c.Clientset.CoreV1().Pods(p.Namespace)
+	if err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptrTo[int64](0)}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("delete pod %s/%s: %v", p.Namespace, p.Name, err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := pods.Get(ctx, p.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s/%s was not deleted: %v", p.Namespace, p.Name, err)
+	}
 }
 
 // schedulerMessage is the FailedScheduling message without the preemption
