@@ -2,14 +2,11 @@ package placement
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -95,33 +92,6 @@ func (s *Snapshot) workloadPods(uids []types.UID) []podID {
 	return ids
 }
 
-// newPod materialises a pod of the new revision.
-// simulatedUIDPrefix starts the UID of every pod a simulation makes up.
-const simulatedUIDPrefix = "simulated/"
-
-// isSimulated reports whether a pod is one a simulation made up, not one
-// of the cluster's.
-func isSimulated(pod *corev1.Pod) bool {
-	return strings.HasPrefix(string(pod.UID), simulatedUIDPrefix)
-}
-
-func newPod(w *Workload, name string, extraLabels map[string]string) *corev1.Pod {
-	lbls := make(map[string]string, len(w.Template.Labels)+len(extraLabels))
-	for k, v := range w.Template.Labels {
-		lbls[k] = v
-	}
-	for k, v := range extraLabels {
-		lbls[k] = v
-	}
-	// Simulated pods are only read, so they share the template's spec.
-	spec := w.Template.Spec
-	spec.NodeName = ""
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: name, Labels: lbls, UID: types.UID(simulatedUIDPrefix + w.Namespace + "/" + name)},
-		Spec:       spec,
-	}
-}
-
 // SurgeAndUnavailable resolves the rolling update's maxSurge (rounded up)
 // and maxUnavailable (rounded down) against the replicas, as the Deployment
 // controller does, including its rule that both cannot be 0.
@@ -149,79 +119,6 @@ func SurgeAndUnavailable(strategy appsv1.DeploymentStrategy, replicas int32) (in
 	}
 	return ms, mu, nil
 }
-
-// placer places the pods of one template, remembering where it put them.
-type placer struct {
-	e         *evaluator
-	antiTerms []affinityTerm
-	req       resources
-	// own counts the workload's pods per evaluated node, to prefer spreading
-	// them as the scheduler's scoring would.
-	own []int32
-}
-
-func (s *Snapshot) newPlacer(pod *corev1.Pod, old []podID) (*placer, error) {
-	e, err := s.newEvaluator(pod)
-	if err != nil {
-		return nil, err
-	}
-	anti, err := requiredAntiAffinityTerms(pod)
-	if err != nil {
-		return nil, err
-	}
-	p := &placer{e: e, antiTerms: anti, req: podRequests(pod), own: make([]int32, len(e.order))}
-	for _, id := range old {
-		if i := e.boundPos(s.pods[id]); i >= 0 {
-			p.own[i]++
-		}
-	}
-	return p, nil
-}
-
-// place finds a node for pod, binds it there in the simulation and returns
-// the node's position, or -1 when no node passes the filters.
-func (p *placer) place(pod *corev1.Pod) int {
-	best := -1
-	for _, i := range p.e.candidates {
-		if !p.e.fits(i) {
-			continue
-		}
-		if best < 0 || p.better(i, best) {
-			best = i
-		}
-	}
-	if best >= 0 {
-		p.e.simulateBind(pod, p.antiTerms, p.req, best)
-		p.own[best]++
-	}
-	return best
-}
-
-// better approximates the scheduler's scoring: fewer of the workload's own
-// pods first, then the less requested node.
-func (p *placer) better(i, j int) bool {
-	if p.own[i] != p.own[j] {
-		return p.own[i] < p.own[j]
-	}
-	return p.load(i) < p.load(j)
-}
-
-func (p *placer) load(i int) float64 {
-	ni := p.e.s.nodes[p.e.order[i]]
-	if ni.allocatable.milliCPU == 0 {
-		return math.Inf(1)
-	}
-	return float64(ni.requested.milliCPU+p.e.extraReq[i].milliCPU) / float64(ni.allocatable.milliCPU)
-}
-
-func (p *placer) remove(id podID) {
-	if i := p.e.boundPos(p.e.s.pods[id]); i >= 0 {
-		p.own[i]--
-	}
-	p.e.simulateRemove(id)
-}
-
-func (p *placer) nodeName(i int) string { return p.e.s.nodes[p.e.order[i]].node.Name }
 
 func (s *Snapshot) simulateDeployment(w *Workload, old []podID) (Rollout, error) {
 	var r Rollout
