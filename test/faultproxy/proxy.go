@@ -93,8 +93,6 @@ type Stats struct {
 	// Writes are the writes forwarded; Faults the requests a rule failed,
 	// delayed, dropped or hooked.
 	Writes, Faults int
-	// WritesByResource counts forwarded writes per group/resource.
-	WritesByResource map[string]int
 }
 
 // Committed counts the writes the API server accepted that match.
@@ -125,7 +123,7 @@ func Start(cfg *rest.Config, user, dir string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on loopback: %w", err)
 	}
-	p := &Proxy{URL: "http://" + l.Addr().String(), stats: Stats{WritesByResource: map[string]int{}}}
+	p := &Proxy{URL: "http://" + l.Addr().String()}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(upstream)
@@ -165,10 +163,25 @@ func (p *Proxy) SetRule(r Rule) {
 func (p *Proxy) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := p.stats
-	out.WritesByResource = map[string]int{}
-	for k, v := range p.stats.WritesByResource {
-		out.WritesByResource[k] = v
+	return p.stats
+}
+
+// CommittedList lists the writes the API server accepted that match, in
+// order, as "METHOD group/resource[/subresource] namespace/name": what a
+// spec names when writes it did not expect were made.
+func (p *Proxy) CommittedList(match func(Request) bool) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, r := range p.committed {
+		if !match(r) {
+			continue
+		}
+		res := r.Group + "/" + r.Resource
+		if r.Subresource != "" {
+			res += "/" + r.Subresource
+		}
+		out = append(out, fmt.Sprintf("%s %s %s/%s", r.Method, res, r.Namespace, r.Name))
 	}
 	return out
 }
@@ -242,7 +255,6 @@ func (p *Proxy) recordWrite(req Request, code int) {
 	}
 	p.count(func(s *Stats) {
 		s.Writes++
-		s.WritesByResource[req.Group+"/"+req.Resource]++
 	})
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -227,8 +227,15 @@ var _ = Describe("F1: the operator killed right after the API server commits any
 		Expect(differ).To(BeEmpty())
 
 		By("writing nothing for a minute once settled")
-		writes := proxy.Stats().Writes
-		Consistently(func() int { return proxy.Stats().Writes }, quiet, time.Second).Should(Equal(writes))
+		var namespaces []string
+		for _, c := range copies {
+			namespaces = append(namespaces, c.s.env.Namespace)
+		}
+		writesNow := writesIn(proxy, namespaces...)
+		writes := len(writesNow())
+		Consistently(func() int { return len(writesNow()) }, quiet, time.Second).Should(Equal(writes), func() string {
+			return fmt.Sprintf("written since: %v", writesNow()[writes:])
+		})
 	}, NodeTimeout(12*time.Minute))
 })
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -115,4 +116,17 @@ func (m *manager) log(n int) string {
 		b = b[len(b)-n:]
 	}
 	return string(b)
+}
+
+// errorsIn counts the reconcile errors a manager's log reports for the
+// migrations of one namespace: a spec's manager may also meet the
+// migrations of specs run before it, in namespaces being deleted.
+func errorsIn(log, namespace string) int {
+	n := 0
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, "Reconciler error") && strings.Contains(line, `"`+namespace+`"`) {
+			n++
+		}
+	}
+	return n
 }

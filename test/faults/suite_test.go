@@ -9,6 +9,7 @@ package faults
 import (
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/test/faultproxy"
 	"github.com/placement-guard/placement-guard/test/localcluster"
 	"github.com/placement-guard/placement-guard/test/utils"
 )
@@ -72,6 +74,16 @@ var _ = ReportAfterEach(func(report SpecReport) {
 })
 
 // newEnv gives a spec its namespace and node pool and removes both after it.
+// writesIn lists the writes the API server accepted in the namespaces:
+// those of a spec's own migrations. A spec's manager watches every
+// namespace, and may finalize the migrations of a spec run before it whose
+// namespace is still being deleted; those writes are not the spec's.
+func writesIn(p *faultproxy.Proxy, namespaces ...string) func() []string {
+	return func() []string {
+		return p.CommittedList(func(r faultproxy.Request) bool { return slices.Contains(namespaces, r.Namespace) })
+	}
+}
+
 func newEnv(ctx SpecContext, prefix string) *utils.Env {
 	env, err := utils.NewEnv(ctx, cluster, k8sClient, prefix)
 	Expect(err).NotTo(HaveOccurred())
