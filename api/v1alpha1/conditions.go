@@ -78,6 +78,15 @@ const (
 	// ReasonTooManyTargets: the targetSelector selects more workloads than
 	// the status can record.
 	ReasonTooManyTargets = "TooManyTargets"
+	// ReasonConstraintUnsatisfied: after success, target pods stay Pending
+	// because the constraint keeps them off every node (a scale-up beyond
+	// the qualifying nodes, a node lost), as both the scheduler and the
+	// engine say.
+	ReasonConstraintUnsatisfied = "ConstraintUnsatisfied"
+	// ReasonTargetPodsPending: after success, target pods stay Pending for
+	// a reason the constraint does not cause (resources, taints, volumes),
+	// so that nobody is told to remove a constraint that is not the problem.
+	ReasonTargetPodsPending = "TargetPodsPending"
 	// ReasonRollingBack: a rollback was written and waits for its rollout.
 	ReasonRollingBack = "RollingBack"
 	// ReasonStuckPod: a rollback cannot roll out until a pod is deleted.

@@ -6,7 +6,7 @@ import (
 
 // Phase is a one-word summary of the migration for people and dashboards;
 // the conditions carry the details, and the operator never decides from it.
-// +kubebuilder:validation:Enum=Pending;WaitingForCapacity;Blocked;Planned;ApplyingSoft;Soaking;ApplyingHard;Verifying;Succeeded;RollingBack;RolledBack;Failed;Paused
+// +kubebuilder:validation:Enum=Pending;WaitingForCapacity;Blocked;Planned;ApplyingSoft;Soaking;ApplyingHard;Verifying;Succeeded;Degraded;RollingBack;RolledBack;Failed;Paused
 type Phase string
 
 const (
@@ -19,10 +19,14 @@ const (
 	PhaseApplyingHard       Phase = "ApplyingHard"
 	PhaseVerifying          Phase = "Verifying"
 	PhaseSucceeded          Phase = "Succeeded"
-	PhaseRollingBack        Phase = "RollingBack"
-	PhaseRolledBack         Phase = "RolledBack"
-	PhaseFailed             Phase = "Failed"
-	PhasePaused             Phase = "Paused"
+	// PhaseDegraded is a migration that succeeded whose target pods have
+	// since stayed Pending: the conditions say whether its constraint is
+	// the cause. It returns to Succeeded once they are placed.
+	PhaseDegraded    Phase = "Degraded"
+	PhaseRollingBack Phase = "RollingBack"
+	PhaseRolledBack  Phase = "RolledBack"
+	PhaseFailed      Phase = "Failed"
+	PhasePaused      Phase = "Paused"
 )
 
 // PlacementMigrationStatus is what the operator observed and did.

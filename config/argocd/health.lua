@@ -3,7 +3,8 @@
 -- in argocd-cm (see docs/gitops.md). It maps the migration's phase and its
 -- kstatus conditions (Ready, Reconciling, Stalled) to Argo CD's health:
 --   Succeeded, Planned                   -> Healthy
---   Blocked, RolledBack, Failed (Stalled) -> Degraded
+--   Blocked, RolledBack, Failed, and Degraded (target pods Pending after
+--   success; Stalled)                    -> Degraded
 --   Paused                               -> Suspended
 --   everything else (RollingBack included: a rollback is still at work),
 --   or a status that does not yet describe the current

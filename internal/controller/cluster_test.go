@@ -190,11 +190,16 @@ func (fc *fakeCluster) pinnedStatefulSet(name string, replicas int32, zone, node
 // pendingPod adds a pod of the Deployment's current template that the
 // scheduler could not place, with the scheduler's message.
 func (fc *fakeCluster) pendingPod(name, message string) *corev1.Pod {
-	return fc.pod(fc.replicaSet(fc.get(name)), "", func(p *corev1.Pod) {
+	return fc.pod(fc.replicaSet(fc.get(name)), "", unschedulableWith(message))
+}
+
+// unschedulableWith leaves a pod as the scheduler does when no node fits.
+func unschedulableWith(message string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
 		p.Status.Phase = corev1.PodPending
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 			Reason: corev1.PodReasonUnschedulable, Message: message, LastTransitionTime: metav1.Now()}}
-	})
+	}
 }
 
 func readyPod(p *corev1.Pod) {
@@ -232,13 +237,18 @@ func (fc *fakeCluster) replicaSet(d *appsv1.Deployment) *appsv1.ReplicaSet {
 	return rs
 }
 
-func (fc *fakeCluster) pod(rs *appsv1.ReplicaSet, node string, state func(*corev1.Pod)) *corev1.Pod {
+// pod creates a pod of the ReplicaSet on node ("" for unbound), its spec
+// changed by mutate first, then its status set by state.
+func (fc *fakeCluster) pod(rs *appsv1.ReplicaSet, node string, state func(*corev1.Pod), mutate ...func(*corev1.PodSpec)) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: fc.ns, Name: rs.Name + "-" + rand.String(5), Labels: rs.Spec.Template.Labels,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}},
 		Spec: *rs.Spec.Template.Spec.DeepCopy(),
 	}
 	p.Spec.NodeName = node
+	for _, m := range mutate {
+		m(&p.Spec)
+	}
 	Expect(k8sClient.Create(ctx, p)).To(Succeed())
 	state(p)
 	Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())

@@ -113,6 +113,7 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	}
 	r.announce(before, pm, o)
 	metrics.RecordPhase(pm.Namespace, pm.Name, string(pm.Status.Phase))
+	metrics.RecordPendingPods(pm.Namespace, pm.Name, o.pendingByConstraint, o.pendingOther)
 	if c := pm.Status.Capacity; c != nil {
 		metrics.RecordCapacity(pm.Namespace, pm.Name, int(c.QualifyingNodes), int(c.RequiredNodes))
 	}

@@ -63,7 +63,13 @@ func (s *scope) soakOrSucceed(ctx context.Context) (outcome, error) {
 				after:   until.Sub(s.now)}, nil
 		}
 	}
-	return s.succeed(final), nil
+	o := s.succeed(final)
+	d, degraded, err := s.pendingAfterSuccess(final)
+	if err != nil || degraded {
+		return d, err
+	}
+	o.after = d.after
+	return o, nil
 }
 
 // succeed records the end of the migration.

@@ -20,6 +20,9 @@ type outcome struct {
 	after time.Duration
 	// events are told besides the phase change, such as a drift corrected.
 	events []note
+	// pendingByConstraint and pendingOther count the target pods Pending
+	// after success, by cause, for the metric.
+	pendingByConstraint, pendingOther int
 }
 
 // note is one Event beyond the phase change.
@@ -31,6 +34,7 @@ type note struct {
 // a rollback it performed, or a failure it cannot retry.
 var stalledPhases = map[pgv1.Phase]bool{
 	pgv1.PhaseBlocked:    true,
+	pgv1.PhaseDegraded:   true,
 	pgv1.PhaseRolledBack: true,
 	pgv1.PhaseFailed:     true,
 }

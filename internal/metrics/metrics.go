@@ -47,6 +47,11 @@ var (
 		Help: "Stages rolled back, by reason.",
 	}, []string{"reason"})
 
+	pendingPods = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "pending_target_pods",
+		Help: "Target pods of a succeeded PlacementMigration Pending past the unschedulable grace, by cause: constraint (the migration's constraint keeps them out) or other.",
+	}, []string{labelNamespace, labelName, "cause"})
+
 	evaluationDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: namespace, Name: "engine_evaluation_duration_seconds",
 		Help:    "Time the placement engine took to answer one question.",
@@ -55,7 +60,7 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(migrationPhase, qualifyingNodes, requiredNodes, stageDuration, rollbacks, evaluationDuration)
+	ctrlmetrics.Registry.MustRegister(migrationPhase, qualifyingNodes, requiredNodes, stageDuration, rollbacks, evaluationDuration, pendingPods)
 }
 
 // Names are the metric names the operator exports, for dashboards and
@@ -67,6 +72,7 @@ var Names = []string{
 	namespace + "_stage_duration_seconds",
 	namespace + "_rollbacks_total",
 	namespace + "_engine_evaluation_duration_seconds",
+	namespace + "_pending_target_pods",
 }
 
 // RecordPhase sets the migration's phase, removing its previous one.
@@ -81,12 +87,19 @@ func RecordCapacity(ns, name string, qualifying, required int) {
 	requiredNodes.WithLabelValues(ns, name).Set(float64(required))
 }
 
+// RecordPendingPods records the target pods Pending after success, by cause.
+func RecordPendingPods(ns, name string, byConstraint, other int) {
+	pendingPods.WithLabelValues(ns, name, "constraint").Set(float64(byConstraint))
+	pendingPods.WithLabelValues(ns, name, "other").Set(float64(other))
+}
+
 // Forget drops every series of a deleted migration.
 func Forget(ns, name string) {
 	labels := prometheus.Labels{labelNamespace: ns, labelName: name}
 	migrationPhase.DeletePartialMatch(labels)
 	qualifyingNodes.DeletePartialMatch(labels)
 	requiredNodes.DeletePartialMatch(labels)
+	pendingPods.DeletePartialMatch(labels)
 }
 
 // ObserveStage records how long a stage took and how it ended ("verified"

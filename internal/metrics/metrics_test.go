@@ -34,6 +34,7 @@ func TestEveryMetricIsServedFromTheManagerRegistry(t *testing.T) {
 	ObserveStage("Soft", "verified", 42*time.Second)
 	CountRollback("StageTimedOut")
 	ObserveEvaluation(12 * time.Millisecond)
+	RecordPendingPods("ns", "m", 0, 0)
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -49,5 +50,24 @@ func TestEveryMetricIsServedFromTheManagerRegistry(t *testing.T) {
 	}
 	if v := testutil.ToFloat64(requiredNodes.WithLabelValues("ns", "m")); v != 2 {
 		t.Fatalf("required nodes = %v", v)
+	}
+}
+
+func TestPendingPodsAreCountedByCauseAndForgotten(t *testing.T) {
+	pendingPods.Reset()
+	RecordPendingPods("ns", "degraded", 2, 1)
+	RecordPendingPods("ns", "degraded", 0, 1)
+	want := `
+# HELP placementguard_pending_target_pods Target pods of a succeeded PlacementMigration Pending past the unschedulable grace, by cause: constraint (the migration's constraint keeps them out) or other.
+# TYPE placementguard_pending_target_pods gauge
+placementguard_pending_target_pods{cause="constraint",name="degraded",namespace="ns"} 0
+placementguard_pending_target_pods{cause="other",name="degraded",namespace="ns"} 1
+`
+	if err := testutil.CollectAndCompare(pendingPods, strings.NewReader(want), "placementguard_pending_target_pods"); err != nil {
+		t.Fatal(err)
+	}
+	Forget("ns", "degraded")
+	if n := testutil.CollectAndCount(pendingPods); n != 0 {
+		t.Fatalf("after Forget, %d series remain, want 0", n)
 	}
 }

@@ -55,6 +55,10 @@ type evaluator struct {
 	// candidates are the positions that pass the filters no simulation can
 	// change (node, taints, affinity, volumes).
 	candidates []int
+	// disregarded is an entry whose required anti-affinity terms existing
+	// pods' are evaluated without: the cluster as it would be had no pod
+	// carried it (nil for the cluster as it is).
+	disregarded *corev1.PodSpec
 }
 
 // domainCounts counts pods per domain of one topology.
@@ -74,13 +78,20 @@ type termCounts struct {
 }
 
 func (s *Snapshot) newEvaluator(pod *corev1.Pod) (*evaluator, error) {
+	return s.newEvaluatorDisregarding(pod, nil)
+}
+
+// newEvaluatorDisregarding evaluates pod as if no existing pod carried the
+// required anti-affinity terms of entry.
+func (s *Snapshot) newEvaluatorDisregarding(pod *corev1.Pod, entry *corev1.PodSpec) (*evaluator, error) {
 	e := &evaluator{
-		s:        s,
-		pod:      pod,
-		nsLabels: namespaceLabels(s, pod.Namespace),
-		order:    s.liveNodes(),
-		posOf:    make([]int32, len(s.nodes)),
-		req:      podRequests(pod),
+		s:           s,
+		pod:         pod,
+		nsLabels:    namespaceLabels(s, pod.Namespace),
+		order:       s.liveNodes(),
+		posOf:       make([]int32, len(s.nodes)),
+		req:         podRequests(pod),
+		disregarded: entry,
 	}
 	for i := range e.posOf {
 		e.posOf[i] = -1

@@ -31,11 +31,41 @@ func (e *evaluator) initInterPod() error {
 	e.existingAnti = map[string]*domainCounts{}
 	for id := range e.s.withAntiAffinity {
 		pi := e.s.pods[id]
-		if i := e.boundPos(pi); i >= 0 {
-			e.forbidFor(pi.antiTerms, i, 1)
+		i := e.boundPos(pi)
+		if i < 0 {
+			continue
 		}
+		terms := pi.antiTerms
+		if e.disregards(pi.pod) {
+			bare := &corev1.Pod{ObjectMeta: pi.pod.ObjectMeta, Spec: *WithoutEntry(&pi.pod.Spec, e.disregarded)}
+			if terms, err = requiredAntiAffinityTerms(bare); err != nil {
+				return err
+			}
+		}
+		e.forbidFor(terms, i, 1)
 	}
 	return nil
+}
+
+// disregards reports whether p's copy of the disregarded entry is set
+// aside: p carries it and is among the pods its terms keep apart (a pod of
+// the constrained group). Another workload's identical term is its own
+// rule and stays.
+func (e *evaluator) disregards(p *corev1.Pod) bool {
+	if e.disregarded == nil || e.disregarded.Affinity == nil || e.disregarded.Affinity.PodAntiAffinity == nil || !Carries(&p.Spec, e.disregarded) {
+		return false
+	}
+	terms, err := buildTerms(p, e.disregarded.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
+	if err != nil {
+		return false
+	}
+	nsLabels := namespaceLabels(e.s, p.Namespace)
+	for k := range terms {
+		if !terms[k].matches(p, nsLabels) {
+			return false
+		}
+	}
+	return len(terms) > 0
 }
 
 func (e *evaluator) countTerms(terms []affinityTerm) []termCounts {

@@ -32,6 +32,9 @@ func migrationIn(phase pgv1.Phase, observed int64) *pgv1.PlacementMigration {
 		pm.Status.Conditions = []metav1.Condition{cond(pgv1.ConditionReady, metav1.ConditionTrue, string(phase))}
 	case pgv1.PhaseBlocked, pgv1.PhaseRolledBack, pgv1.PhaseFailed:
 		pm.Status.Conditions = []metav1.Condition{cond(pgv1.ConditionReady, metav1.ConditionFalse, "RolloutDeadlock"), cond(pgv1.ConditionStalled, metav1.ConditionTrue, "RolloutDeadlock")}
+	case pgv1.PhaseDegraded:
+		pm.Status.Conditions = []metav1.Condition{cond(pgv1.ConditionReady, metav1.ConditionFalse, pgv1.ReasonConstraintUnsatisfied),
+			cond(pgv1.ConditionStalled, metav1.ConditionTrue, pgv1.ReasonConstraintUnsatisfied)}
 	default:
 		pm.Status.Conditions = []metav1.Condition{cond(pgv1.ConditionReady, metav1.ConditionFalse, string(phase)), cond(pgv1.ConditionReconciling, metav1.ConditionTrue, string(phase))}
 	}
@@ -60,6 +63,7 @@ func TestArgoCDHealthOfEveryPhase(t *testing.T) {
 		{pgv1.PhaseBlocked, 2, "Degraded"},
 		{pgv1.PhaseRolledBack, 2, "Degraded"},
 		{pgv1.PhaseFailed, 2, "Degraded"},
+		{pgv1.PhaseDegraded, 2, "Degraded"},
 		{pgv1.PhasePaused, 2, "Suspended"},
 		// A status written for the previous spec says nothing about this one.
 		{pgv1.PhaseSucceeded, 1, "Progressing"},

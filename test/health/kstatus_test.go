@@ -32,6 +32,8 @@ func TestKstatusVerdictOfEveryPhase(t *testing.T) {
 		{pgv1.PhaseBlocked, 2, status.FailedStatus},
 		{pgv1.PhaseRolledBack, 2, status.FailedStatus},
 		{pgv1.PhaseFailed, 2, status.FailedStatus},
+		// Target pods Pending after success: a person must act.
+		{pgv1.PhaseDegraded, 2, status.FailedStatus},
 		{pgv1.PhaseSucceeded, 1, status.InProgressStatus},
 	} {
 		t.Run(string(tc.phase), func(t *testing.T) {

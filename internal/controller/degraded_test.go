@@ -1,0 +1,105 @@
+package controller
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
+)
+
+var _ = Describe("A succeeded migration", func() {
+	var fc *fakeCluster
+	BeforeEach(func() { fc = newFakeCluster() })
+
+	// succeeded takes web (2 replicas on n1, n2, replaced one at a time)
+	// through a hard hostname anti-affinity migration.
+	succeeded := func() {
+		fc.node("n1", nil)
+		fc.node("n2", nil)
+		fc.deployment("web", 2, func(d *appsv1.Deployment) {
+			d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+				MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromInt32(1))}}
+		})
+		fc.rollOut("web", "n1", "n2")
+		fc.migration("web-apart", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil)})
+		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-apart"))
+		fc.rollOut("web", "n1", "n2")
+		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseApplyingHard), fc.explain("web-apart"))
+		fc.rollOut("web", "n1", "n2")
+		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("web-apart"))
+	}
+
+	// scaleTo scales web as kubectl scale does, and reports it as the
+	// Deployment controller would with only the first two pods placed.
+	scaleTo := func(replicas int32) {
+		d := fc.get("web")
+		d.Spec.Replicas = ptr.To(replicas)
+		Expect(k8sClient.Update(ctx, d)).To(Succeed())
+		d = fc.get("web")
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: replicas, UpdatedReplicas: replicas, ReadyReplicas: 2, AvailableReplicas: 2}
+		Expect(k8sClient.Status().Update(ctx, d)).To(Succeed())
+	}
+
+	It("turns Degraded, naming the pods its constraint keeps Pending and the capacity it needs, and Succeeded again once they fit", func() {
+		succeeded()
+		rs := fc.replicaSet(fc.get("web"))
+
+		By("a scale-up beyond the qualifying nodes")
+		scaleTo(3)
+		pending := fc.pod(rs, "", unschedulableWith("0/2 nodes are available: 2 "+placement.ReasonAntiAffinity+". preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."))
+		Consistently(fc.phase("web-apart"), testGrace/2).Should(Equal(pgv1.PhaseSucceeded), "not before the grace")
+		Eventually(fc.phase("web-apart"), testGrace+10*time.Second).Should(Equal(pgv1.PhaseDegraded), fc.explain("web-apart"))
+		ready := fc.condition("web-apart", pgv1.ConditionReady)
+		Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+		Expect(ready.Reason).To(Equal(pgv1.ReasonConstraintUnsatisfied), ready.Message)
+		Expect(ready.Message).To(And(ContainSubstring("1 of 3 pods of Deployment/web Pending because of the Hard constraint ("+pending.Name+")"),
+			ContainSubstring("2 of 3 qualifying nodes")))
+		Expect(fc.condition("web-apart", pgv1.ConditionStalled).Status).To(Equal(metav1.ConditionTrue))
+		Expect(fc.kstatus("web-apart")).To(Equal(status.FailedStatus))
+		Eventually(fc.eventReasons("web-apart")).Should(ContainElement(pgv1.ReasonConstraintUnsatisfied))
+
+		By("writing no status while it stays so")
+		rv := fc.pm("web-apart").ResourceVersion
+		poke(fc, "web-apart")
+		poked := fc.pm("web-apart").ResourceVersion
+		Consistently(func() string { return fc.pm("web-apart").ResourceVersion }, "1s").Should(Equal(poked))
+		Expect(poked).NotTo(Equal(rv))
+
+		By("a third node: the pod fits, the migration is Succeeded again")
+		fc.node("n3", nil)
+		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("web-apart"))
+		Expect(fc.condition("web-apart", pgv1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+		Expect(fc.kstatus("web-apart")).To(Equal(status.CurrentStatus))
+		Expect(fc.get("web").Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution).To(HaveLen(1), "the constraint stays")
+	})
+
+	It("names pods Pending for a reason its constraint does not cause with a reason of their own", func() {
+		succeeded()
+		rs := fc.replicaSet(fc.get("web"))
+		scaleTo(3)
+		fc.node("n3", nil)
+		fc.pod(rs, "", unschedulableWith("0/3 nodes are available: 1 Insufficient cpu, 2 "+placement.ReasonAntiAffinity+"."), func(spec *corev1.PodSpec) {
+			spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("8")
+		})
+		Eventually(fc.phase("web-apart"), testGrace+10*time.Second).Should(Equal(pgv1.PhaseDegraded), fc.explain("web-apart"))
+		ready := fc.condition("web-apart", pgv1.ConditionReady)
+		Expect(ready.Reason).To(Equal(pgv1.ReasonTargetPodsPending))
+		Expect(ready.Message).To(And(ContainSubstring("Pending for a reason the constraint does not cause"), ContainSubstring("Insufficient cpu")))
+		Expect(ready.Message).NotTo(ContainSubstring("because of the Hard constraint"))
+
+		By("the pod gone, Succeeded again")
+		Expect(k8sClient.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(fc.ns), client.MatchingFields{"spec.nodeName": ""}, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("web-apart"))
+	})
+})
