@@ -32,6 +32,12 @@ const (
 	// ConditionConstraintInSync is True while every target still carries the
 	// constraint we applied.
 	ConditionConstraintInSync = "ConstraintInSync"
+	// ConditionDisruptionReady is True, once the migration has succeeded,
+	// while the targets survive the disruptions the cluster will bring
+	// under the constraint: a drain of any node they run on, and their
+	// HorizontalPodAutoscaler at its maximum. False names the first that
+	// fails and its fix. It informs; Ready does not depend on it.
+	ConditionDisruptionReady = "DisruptionReady"
 )
 
 // Condition reasons, CamelCase as the API conventions ask.
@@ -87,6 +93,19 @@ const (
 	// a reason the constraint does not cause (resources, taints, volumes),
 	// so that nobody is told to remove a constraint that is not the problem.
 	ReasonTargetPodsPending = "TargetPodsPending"
+	// ReasonDisruptionsTolerated: every simulated disruption keeps the
+	// targets placed.
+	ReasonDisruptionsTolerated = "DisruptionsTolerated"
+	// ReasonScaleOutUnsatisfiable: a HorizontalPodAutoscaler may scale a
+	// target beyond what the constraint places on today's nodes.
+	ReasonScaleOutUnsatisfiable = "ScaleOutUnsatisfiable"
+	// ReasonDrainBlockedByBudget: a PodDisruptionBudget of the targets
+	// allows no eviction even with every pod healthy, so a drain of any node
+	// they run on never completes.
+	ReasonDrainBlockedByBudget = "DrainBlockedByBudget"
+	// ReasonEvictedPodUnplaceable: a drain of a node evicts a target pod
+	// that no other node admits under the constraint.
+	ReasonEvictedPodUnplaceable = "EvictedPodUnplaceable"
 	// ReasonRollingBack: a rollback was written and waits for its rollout.
 	ReasonRollingBack = "RollingBack"
 	// ReasonStuckPod: a rollback cannot roll out until a pod is deleted.

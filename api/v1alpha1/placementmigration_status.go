@@ -31,9 +31,9 @@ const (
 
 // PlacementMigrationStatus is what the operator observed and did.
 type PlacementMigrationStatus struct {
-	// conditions are Ready, Reconciling and Stalled (the kstatus convention)
-	// and the milestones CapacityAvailable, Feasible, PodsStable, SoftApplied,
-	// HardApplied and ConstraintInSync.
+	// conditions are Ready, Reconciling and Stalled (the kstatus convention),
+	// the milestones CapacityAvailable, Feasible, PodsStable, SoftApplied,
+	// HardApplied and ConstraintInSync, and DisruptionReady after success.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

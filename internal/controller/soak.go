@@ -64,6 +64,9 @@ func (s *scope) soakOrSucceed(ctx context.Context) (outcome, error) {
 		}
 	}
 	o := s.succeed(final)
+	if err := s.checkDisruptions(ctx); err != nil {
+		return outcome{}, err
+	}
 	d, degraded, err := s.pendingAfterSuccess(final)
 	if err != nil || degraded {
 		return d, err

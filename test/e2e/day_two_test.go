@@ -2,18 +2,25 @@ package e2e
 
 import (
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/test/localcluster"
 	"github.com/placement-guard/placement-guard/test/utils"
 )
 
@@ -98,5 +105,76 @@ var _ = Describe("Day two: a scale-up beyond what the constraint allows", Label(
 		Eventually(phaseOf(ctx, env.Namespace, "web-apart"), 30*time.Second).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "web-apart"))
 		Expect(conditionOf(ctx, env.Namespace, "web-apart", pgv1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
 		Expect(pendingMetric(env.Namespace, "web-apart", "constraint")).To(Equal(0.0))
+
+		By("an autoscaler with maxReplicas 6 on the 4 nodes")
+		hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "web"}, Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, MinReplicas: ptr.To(int32(3)), MaxReplicas: 6}}
+		Expect(k8sClient.Create(ctx, hpa)).To(Succeed())
+		Eventually(func() metav1.Condition {
+			return conditionOf(ctx, env.Namespace, "web-apart", pgv1.ConditionDisruptionReady)
+		}).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", pgv1.ReasonScaleOutUnsatisfiable),
+			HaveField("Message", ContainSubstring("may scale Deployment/web to 6 replicas, but under the Hard constraint only 4 fit"))))
+	})
+})
+
+// kubectl runs bin/kubectl against the local cluster and returns its
+// output and error.
+func kubectl(ctx SpecContext, args ...string) (string, error) {
+	bin, err := localcluster.FindBinaries()
+	Expect(err).NotTo(HaveOccurred())
+	out, err := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", cluster.Kubeconfig}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+var _ = Describe("Day two: drains under a hard anti-affinity", Label("operator", "day-two"), func() {
+	It("predicts in DisruptionReady the drains that cannot complete or strand a pod, as a real kubectl drain then shows", func(ctx SpecContext) {
+		env := newEnv(ctx, "d2-drain")
+		var nodes []string
+		for i := range 3 {
+			n, err := env.AddNode(ctx, fmt.Sprintf("node-%d", i), nil)
+			Expect(err).NotTo(HaveOccurred())
+			nodes = append(nodes, n)
+		}
+		web := utils.Deployment(env.Namespace, "web", env.Pool(), 3, nil)
+		web.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromInt32(1))}
+		Expect(k8sClient.Create(ctx, web)).To(Succeed())
+		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "web"}, Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(3)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+		Expect(k8sClient.Create(ctx, pdb)).To(Succeed())
+		allRunning(ctx, env.Namespace, map[string]string{"app": "web"}, 3)
+		migration(ctx, env.Namespace, "web-apart", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameApart(nil)})
+		Eventually(phaseOf(ctx, env.Namespace, "web-apart")).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "web-apart"))
+		disruption := func() metav1.Condition {
+			return conditionOf(ctx, env.Namespace, "web-apart", pgv1.ConditionDisruptionReady)
+		}
+
+		By("a PodDisruptionBudget with minAvailable 3 of 3: no drain completes")
+		Eventually(disruption).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", pgv1.ReasonDrainBlockedByBudget)))
+		Expect(disruption().Message).To(And(ContainSubstring("PodDisruptionBudget web"), ContainSubstring(nodes[0])))
+		out, err := kubectl(ctx, "drain", nodes[0], "--ignore-daemonsets", "--timeout=15s")
+		Expect(err).To(HaveOccurred(), "the drain fails as predicted: %s", out)
+		Expect(out).To(ContainSubstring("disruption budget"))
+		_, err = kubectl(ctx, "uncordon", nodes[0])
+		Expect(err).NotTo(HaveOccurred())
+
+		By("a budget that allows one eviction: the evicted pod would have nowhere to go")
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pdb), pdb)).To(Succeed())
+		pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(2))
+		Expect(k8sClient.Update(ctx, pdb)).To(Succeed())
+		Eventually(disruption).Should(HaveField("Reason", pgv1.ReasonEvictedPodUnplaceable))
+		Expect(disruption().Message).To(ContainSubstring("add a qualifying node (N+1)"))
+
+		By("a fourth node: every drain places the evicted pod, and a real drain does")
+		_, err = env.AddNode(ctx, "node-3", nil)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(disruption).Should(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", pgv1.ReasonDisruptionsTolerated)))
+		out, err = kubectl(ctx, "drain", nodes[0], "--ignore-daemonsets", "--timeout=60s")
+		Expect(err).NotTo(HaveOccurred(), out)
+		pods := allRunning(ctx, env.Namespace, map[string]string{"app": "web"}, 3)
+		Expect(distinctNodes(pods)).To(Equal(3))
+		for _, p := range pods {
+			Expect(p.Spec.NodeName).NotTo(Equal(nodes[0]))
+		}
 	})
 })

@@ -6,7 +6,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -101,5 +103,40 @@ var _ = Describe("A succeeded migration", func() {
 		By("the pod gone, Succeeded again")
 		Expect(k8sClient.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(fc.ns), client.MatchingFields{"spec.nodeName": ""}, client.GracePeriodSeconds(0))).To(Succeed())
 		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("web-apart"))
+	})
+
+	It("records in DisruptionReady the first disruption its targets would not survive, and its fix", func() {
+		succeeded()
+		disruption := func() metav1.Condition { return fc.condition("web-apart", pgv1.ConditionDisruptionReady) }
+
+		By("2 replicas on 2 nodes: a drain strands the evicted pod")
+		Eventually(disruption).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", pgv1.ReasonEvictedPodUnplaceable)))
+		Expect(disruption().Message).To(And(ContainSubstring("a drain of node "+fc.ns+"-n1"), ContainSubstring("add a qualifying node (N+1)")))
+		Expect(fc.condition("web-apart", pgv1.ConditionReady).Status).To(Equal(metav1.ConditionTrue), "it informs, Ready does not depend on it")
+
+		By("a spare node: every drain places the evicted pod")
+		fc.node("n3", nil)
+		Eventually(disruption).Should(HaveField("Status", metav1.ConditionTrue))
+		Expect(disruption().Reason).To(Equal(pgv1.ReasonDisruptionsTolerated))
+
+		By("a PodDisruptionBudget that allows no eviction")
+		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: fc.ns, Name: "web"}, Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(2)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+		Expect(k8sClient.Create(ctx, pdb)).To(Succeed())
+		Eventually(disruption).Should(HaveField("Reason", pgv1.ReasonDrainBlockedByBudget))
+		Expect(disruption().Message).To(ContainSubstring("PodDisruptionBudget web requires minAvailable 2 of 2 replicas"))
+		Expect(k8sClient.Delete(ctx, pdb)).To(Succeed())
+		Eventually(disruption).Should(HaveField("Status", metav1.ConditionTrue))
+
+		By("an autoscaler that may scale beyond the nodes")
+		hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: fc.ns, Name: "web"}, Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, MinReplicas: ptr.To(int32(2)), MaxReplicas: 4}}
+		Expect(k8sClient.Create(ctx, hpa)).To(Succeed())
+		Eventually(disruption).Should(HaveField("Reason", pgv1.ReasonScaleOutUnsatisfiable))
+		Expect(disruption().Message).To(ContainSubstring("HorizontalPodAutoscaler web may scale Deployment/web to 4 replicas, but under the Hard constraint only 3 fit"))
+		hpa.Spec.MaxReplicas = 3
+		Expect(k8sClient.Update(ctx, hpa)).To(Succeed())
+		Eventually(disruption).Should(HaveField("Status", metav1.ConditionTrue))
+		Expect(disruption().Message).To(ContainSubstring("3 replicas fit"))
 	})
 })

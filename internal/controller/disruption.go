@@ -1,0 +1,151 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
+)
+
+// maxDrainsSimulated bounds the nodes whose drain is simulated per target:
+// past it the verdict speaks of the first nodes, by name.
+const maxDrainsSimulated = 50
+
+// disruptionVerdict is the first disruption a target does not survive, or
+// the all-clear.
+type disruptionVerdict struct {
+	ok              bool
+	reason, message string
+}
+
+// checkDisruptions records in DisruptionReady whether the targets of a
+// succeeded migration survive what the cluster will bring under the
+// constraint: their autoscaler at its maximum, a PodDisruptionBudget that
+// forbids every eviction, a drain of each node they run on.
+func (s *scope) checkDisruptions(ctx context.Context) error {
+	var budgets policyv1.PodDisruptionBudgetList
+	if err := s.r.List(ctx, &budgets, client.InNamespace(s.pm.Namespace)); err != nil {
+		return fmt.Errorf("list PodDisruptionBudgets in %s: %w", s.pm.Namespace, err)
+	}
+	var autoscalers autoscalingv2.HorizontalPodAutoscalerList
+	if err := s.r.List(ctx, &autoscalers, client.InNamespace(s.pm.Namespace)); err != nil {
+		return fmt.Errorf("list HorizontalPodAutoscalers in %s: %w", s.pm.Namespace, err)
+	}
+	final := placement.Stage(s.pm.Spec.Final())
+	v := disruptionVerdict{ok: true, reason: pgv1.ReasonDisruptionsTolerated}
+	err := s.r.State.With(func(snap *placement.Snapshot) error {
+		var cleared []string
+		for _, t := range s.targets {
+			got, err := s.disruptionsOf(snap, t, final, budgets.Items, autoscalers.Items)
+			if err != nil || !got.ok {
+				v = got
+				return err
+			}
+			cleared = append(cleared, got.message)
+		}
+		v.message = firstFew(cleared, 3)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	status := metav1.ConditionTrue
+	if !v.ok {
+		status = metav1.ConditionFalse
+	}
+	setCondition(s.pm, s.now, pgv1.ConditionDisruptionReady, status, v.reason, v.message)
+	return nil
+}
+
+// disruptionsOf simulates the disruptions of one target, the cheapest
+// first.
+func (s *scope) disruptionsOf(snap *placement.Snapshot, t *target, final placement.Stage, budgets []policyv1.PodDisruptionBudget, autoscalers []autoscalingv2.HorizontalPodAutoscaler) (disruptionVerdict, error) {
+	maxReplicas := t.Workload.Replicas
+	for _, h := range autoscalers {
+		ref := h.Spec.ScaleTargetRef
+		if ref.Kind != string(t.Kind()) || ref.Name != t.Name() || h.Spec.MaxReplicas <= t.Workload.Replicas {
+			continue
+		}
+		maxReplicas = max(maxReplicas, h.Spec.MaxReplicas)
+		out, err := snap.SimulateScaleTo(t.Workload, h.Spec.MaxReplicas)
+		if err != nil {
+			return disruptionVerdict{}, err
+		}
+		if out.Placed < out.Replicas {
+			return disruptionVerdict{reason: pgv1.ReasonScaleOutUnsatisfiable, message: fmt.Sprintf(
+				"HorizontalPodAutoscaler %s may scale %s to %d replicas, but under the %s constraint only %d fit on today's nodes (%s); add qualifying nodes, lower maxReplicas, or keep the Soft stage",
+				h.Name, t, h.Spec.MaxReplicas, final, out.Placed, out.Message)}, nil
+		}
+	}
+	nodes := nodesOf(t)
+	for _, b := range budgets {
+		if blocks, why := budgetBlocksEveryEviction(&b, t); blocks && len(nodes) > 0 {
+			return disruptionVerdict{reason: pgv1.ReasonDrainBlockedByBudget, message: fmt.Sprintf(
+				"PodDisruptionBudget %s %s, so a drain of a node %s runs on (%s) never completes; allow at least one disruption (lower minAvailable, raise maxUnavailable), with a qualifying node for the evicted pod",
+				b.Name, why, t, firstFew(nodes, 3))}, nil
+		}
+	}
+	for _, node := range nodes[:min(len(nodes), maxDrainsSimulated)] {
+		d, err := snap.SimulateDrain(t.Workload, node)
+		if err != nil {
+			return disruptionVerdict{}, err
+		}
+		if len(d.Unplaced) > 0 {
+			return disruptionVerdict{reason: pgv1.ReasonEvictedPodUnplaceable, message: fmt.Sprintf(
+				"a drain of node %s evicts %s of %s, which no other node admits under the %s constraint (%s); add a qualifying node (N+1) or keep the Soft stage",
+				node, firstFew(d.Unplaced, 3), t, final, d.Message)}, nil
+		}
+	}
+	msg := fmt.Sprintf("%s: a drain of any of its %d nodes places the evicted pods elsewhere", t, len(nodes))
+	if maxReplicas > t.Workload.Replicas {
+		msg += fmt.Sprintf(", and %d replicas fit", maxReplicas)
+	}
+	return disruptionVerdict{ok: true, reason: pgv1.ReasonDisruptionsTolerated, message: msg}, nil
+}
+
+// nodesOf lists the nodes the target's pods run on, sorted.
+func nodesOf(t *target) []string {
+	var nodes []string
+	for _, p := range t.Pods {
+		if p.Spec.NodeName != "" && !slices.Contains(nodes, p.Spec.NodeName) {
+			nodes = append(nodes, p.Spec.NodeName)
+		}
+	}
+	slices.Sort(nodes)
+	return nodes
+}
+
+// budgetBlocksEveryEviction reports a PodDisruptionBudget that selects the
+// target's pods and allows no eviction even when every one of them is
+// healthy: minAvailable at least the replicas, or maxUnavailable 0. Its
+// state of the moment (a pod not ready during a rollout) is not judged.
+func budgetBlocksEveryEviction(b *policyv1.PodDisruptionBudget, t *target) (bool, string) {
+	sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+	if err != nil || sel.Empty() || !sel.Matches(labels.Set(t.Template().Labels)) {
+		return false, ""
+	}
+	replicas := int(t.Workload.Replicas)
+	if b.Spec.MaxUnavailable != nil {
+		n, err := intstr.GetScaledValueFromIntOrPercent(b.Spec.MaxUnavailable, replicas, true)
+		if err == nil && n == 0 {
+			return true, fmt.Sprintf("has maxUnavailable %s", b.Spec.MaxUnavailable.String())
+		}
+		return false, ""
+	}
+	if b.Spec.MinAvailable != nil {
+		n, err := intstr.GetScaledValueFromIntOrPercent(b.Spec.MinAvailable, replicas, true)
+		if err == nil && n >= replicas {
+			return true, fmt.Sprintf("requires minAvailable %s of %d replicas", b.Spec.MinAvailable.String(), replicas)
+		}
+	}
+	return false, ""
+}
