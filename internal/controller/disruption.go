@@ -82,8 +82,8 @@ func (s *scope) disruptionsOf(snap *placement.Snapshot, t *target, final placeme
 		}
 		if out.Placed < out.Replicas {
 			return disruptionVerdict{reason: pgv1.ReasonScaleOutUnsatisfiable, message: fmt.Sprintf(
-				"HorizontalPodAutoscaler %s may scale %s to %d replicas, but under the %s constraint only %d fit on today's nodes (%s); add qualifying nodes, lower maxReplicas, or keep the Soft stage",
-				h.Name, t, h.Spec.MaxReplicas, final, out.Placed, out.Message)}, nil
+				"HorizontalPodAutoscaler %s may scale %s to %d replicas, but under the %s constraint only %d fit on today's nodes (%s); add qualifying nodes or lower maxReplicas%s",
+				h.Name, t, h.Spec.MaxReplicas, final, out.Placed, out.Message, softerFix(final))}, nil
 		}
 	}
 	nodes := nodesOf(t)
@@ -101,8 +101,8 @@ func (s *scope) disruptionsOf(snap *placement.Snapshot, t *target, final placeme
 		}
 		if len(d.Unplaced) > 0 {
 			return disruptionVerdict{reason: pgv1.ReasonEvictedPodUnplaceable, message: fmt.Sprintf(
-				"a drain of node %s evicts %s of %s, which no other node admits under the %s constraint (%s); add a qualifying node (N+1) or keep the Soft stage",
-				node, firstFew(d.Unplaced, 3), t, final, d.Message)}, nil
+				"a drain of node %s evicts %s of %s, which no other node admits under the %s constraint (%s); add a qualifying node (N+1)%s",
+				node, firstFew(d.Unplaced, 3), t, final, d.Message, softerFix(final))}, nil
 		}
 	}
 	msg := fmt.Sprintf("%s: a drain of any of its %d nodes places the evicted pods elsewhere", t, len(nodes))
@@ -110,6 +110,15 @@ func (s *scope) disruptionsOf(snap *placement.Snapshot, t *target, final placeme
 		msg += fmt.Sprintf(", and %d replicas fit", maxReplicas)
 	}
 	return disruptionVerdict{ok: true, reason: pgv1.ReasonDisruptionsTolerated, message: msg}, nil
+}
+
+// softerFix offers the Soft stage where the constraint is hard: a soft one
+// never keeps a pod out.
+func softerFix(final placement.Stage) string {
+	if final == placement.StageHard {
+		return ", or keep the Soft stage"
+	}
+	return ""
 }
 
 // nodesOf lists the nodes the target's pods run on, sorted.

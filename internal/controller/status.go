@@ -62,6 +62,10 @@ func summarize(pm *pgv1.PlacementMigration, o outcome, now time.Time) {
 	set := func(t string, s metav1.ConditionStatus) {
 		setCondition(pm, now, t, s, o.reason, o.message)
 	}
+	if o.phase != pgv1.PhaseSucceeded && o.phase != pgv1.PhaseDegraded {
+		// The verdict on disruptions is about the constraint in place.
+		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionDisruptionReady)
+	}
 	switch {
 	case readyPhases[o.phase]:
 		set(pgv1.ConditionReady, metav1.ConditionTrue)

@@ -46,6 +46,7 @@ func TestSummaryIsReadByKstatus(t *testing.T) {
 		{pgv1.PhaseBlocked, status.FailedStatus, metav1.ConditionFalse},
 		{pgv1.PhaseRolledBack, status.FailedStatus, metav1.ConditionFalse},
 		{pgv1.PhaseFailed, status.FailedStatus, metav1.ConditionFalse},
+		{pgv1.PhaseDegraded, status.FailedStatus, metav1.ConditionFalse},
 		{pgv1.PhaseSucceeded, status.CurrentStatus, metav1.ConditionTrue},
 		{pgv1.PhasePlanned, status.CurrentStatus, metav1.ConditionTrue},
 	}
@@ -79,6 +80,24 @@ func TestSummaryIsReadByKstatus(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// DisruptionReady speaks of a migration that has succeeded; a migration
+// that starts over (a spec change, a retry, a pause) drops it until it
+// succeeds again.
+func TestDisruptionReadyOnlyAfterSuccess(t *testing.T) {
+	pm := &pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", Generation: 1}}
+	setCondition(pm, time.Now(), pgv1.ConditionDisruptionReady, metav1.ConditionFalse, pgv1.ReasonEvictedPodUnplaceable, "a drain strands a pod")
+	for _, phase := range []pgv1.Phase{pgv1.PhaseSucceeded, pgv1.PhaseDegraded} {
+		summarize(pm, outcome{phase: phase, reason: "Because"}, time.Now())
+		if meta.FindStatusCondition(pm.Status.Conditions, pgv1.ConditionDisruptionReady) == nil {
+			t.Fatalf("%s dropped DisruptionReady", phase)
+		}
+	}
+	summarize(pm, outcome{phase: pgv1.PhaseApplyingSoft, reason: pgv1.ReasonStageApplied}, time.Now())
+	if c := meta.FindStatusCondition(pm.Status.Conditions, pgv1.ConditionDisruptionReady); c != nil {
+		t.Fatalf("ApplyingSoft kept %+v", c)
 	}
 }
 
