@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -23,6 +24,9 @@ import (
 type ClusterState struct {
 	mu   sync.Mutex
 	snap *placement.Snapshot
+	// nodeChanges counts the node events that can change an answer: what
+	// a verdict that depends on every node keys on.
+	nodeChanges atomic.Uint64
 
 	// changed is told, after the snapshot has taken in an event, the
 	// namespace of the object ("" for a cluster-scoped one), so that the
@@ -101,11 +105,13 @@ func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
 		if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc: func(o any) {
 				upsert(o)
+				c.countNode(o)
 				c.tell(o)
 			},
 			UpdateFunc: func(old, o any) {
 				upsert(o)
 				if relevantChange(old, o) {
+					c.countNode(o)
 					c.tell(o)
 				}
 			},
@@ -119,6 +125,7 @@ func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
 				c.mu.Lock()
 				h.remove(o)
 				c.mu.Unlock()
+				c.countNode(o)
 				c.tell(o)
 			},
 		}); err != nil {
@@ -127,6 +134,15 @@ func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
 	}
 	return nil
 }
+
+func (c *ClusterState) countNode(o any) {
+	if _, ok := o.(*corev1.Node); ok {
+		c.nodeChanges.Add(1)
+	}
+}
+
+// NodeChanges counts the node events taken in that can change an answer.
+func (c *ClusterState) NodeChanges() uint64 { return c.nodeChanges.Load() }
 
 // relevantChange filters the updates worth a reconcile. Nodes send a status
 // heartbeat every few seconds; only a change of what the engine reads

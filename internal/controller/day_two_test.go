@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
@@ -118,6 +119,11 @@ var _ = Describe("A succeeded migration", func() {
 		fc.node("n3", nil)
 		Eventually(disruption).Should(HaveField("Status", metav1.ConditionTrue))
 		Expect(disruption().Reason).To(Equal(pgv1.ReasonDisruptionsTolerated))
+
+		By("not simulating again while nothing it depends on changes")
+		simulations := metrics.DisruptionSimulations()
+		poke(fc, "web-apart")
+		Consistently(metrics.DisruptionSimulations, "1s").Should(Equal(simulations))
 
 		By("a PodDisruptionBudget that allows no eviction")
 		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: fc.ns, Name: "web"}, Spec: policyv1.PodDisruptionBudgetSpec{

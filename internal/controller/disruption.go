@@ -3,16 +3,21 @@ package controller
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"slices"
+	"strconv"
+	"sync"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
@@ -40,12 +45,34 @@ func (s *scope) checkDisruptions(ctx context.Context) error {
 	if err := s.r.List(ctx, &autoscalers, client.InNamespace(s.pm.Namespace)); err != nil {
 		return fmt.Errorf("list HorizontalPodAutoscalers in %s: %w", s.pm.Namespace, err)
 	}
+	key := s.disruptionInputs(budgets.Items, autoscalers.Items)
+	name := client.ObjectKeyFromObject(s.pm)
+	v, known := s.r.disruptions.get(name, key)
+	if !known {
+		var err error
+		if v, err = s.simulateDisruptions(budgets.Items, autoscalers.Items); err != nil {
+			return err
+		}
+		s.r.disruptions.put(name, key, v)
+	}
+	status := metav1.ConditionTrue
+	if !v.ok {
+		status = metav1.ConditionFalse
+	}
+	setCondition(s.pm, s.now, pgv1.ConditionDisruptionReady, status, v.reason, v.message)
+	return nil
+}
+
+// simulateDisruptions runs the simulations of every target; the first
+// failure is the verdict.
+func (s *scope) simulateDisruptions(budgets []policyv1.PodDisruptionBudget, autoscalers []autoscalingv2.HorizontalPodAutoscaler) (disruptionVerdict, error) {
+	metrics.CountDisruptionSimulation()
 	final := placement.Stage(s.pm.Spec.Final())
 	v := disruptionVerdict{ok: true, reason: pgv1.ReasonDisruptionsTolerated}
 	err := s.r.State.With(func(snap *placement.Snapshot) error {
 		var cleared []string
 		for _, t := range s.targets {
-			got, err := s.disruptionsOf(snap, t, final, budgets.Items, autoscalers.Items)
+			got, err := s.disruptionsOf(snap, t, final, budgets, autoscalers)
 			if err != nil || !got.ok {
 				v = got
 				return err
@@ -55,15 +82,65 @@ func (s *scope) checkDisruptions(ctx context.Context) error {
 		v.message = firstFew(cleared, 3)
 		return nil
 	})
-	if err != nil {
-		return err
+	return v, err
+}
+
+// disruptionInputs fingerprints what the verdict is computed from: the
+// spec, the nodes, the targets (generation, replicas, and each pod's
+// resourceVersion) and the namespace's budgets and autoscalers. Pods of
+// other workloads are left out on purpose: they would make pod churn
+// anywhere re-run the simulation, and a drain's answer rarely turns on them.
+func (s *scope) disruptionInputs(budgets []policyv1.PodDisruptionBudget, autoscalers []autoscalingv2.HorizontalPodAutoscaler) string {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s/%d/%d", s.pm.UID, s.pm.Generation, s.r.State.NodeChanges())
+	for _, t := range s.targets {
+		fmt.Fprintf(h, "|%s/%d/%d", t, t.Generation(), t.Workload.Replicas)
+		for _, p := range t.Pods {
+			fmt.Fprintf(h, ",%s@%s", p.UID, p.ResourceVersion)
+		}
 	}
-	status := metav1.ConditionTrue
-	if !v.ok {
-		status = metav1.ConditionFalse
+	for _, b := range budgets {
+		fmt.Fprintf(h, "|pdb/%s@%s", b.Name, b.ResourceVersion)
 	}
-	setCondition(s.pm, s.now, pgv1.ConditionDisruptionReady, status, v.reason, v.message)
-	return nil
+	for _, a := range autoscalers {
+		fmt.Fprintf(h, "|hpa/%s@%s", a.Name, a.ResourceVersion)
+	}
+	return strconv.FormatUint(h.Sum64(), 16)
+}
+
+// verdictMemo keeps, per migration, the last disruption verdict and the
+// fingerprint of its inputs.
+type verdictMemo struct {
+	mu   sync.Mutex
+	last map[types.NamespacedName]memoized
+}
+
+type memoized struct {
+	key     string
+	verdict disruptionVerdict
+}
+
+func (m *verdictMemo) get(name types.NamespacedName, key string) (disruptionVerdict, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	got, ok := m.last[name]
+	return got.verdict, ok && got.key == key
+}
+
+func (m *verdictMemo) put(name types.NamespacedName, key string, v disruptionVerdict) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.last == nil {
+		m.last = map[types.NamespacedName]memoized{}
+	}
+	m.last[name] = memoized{key: key, verdict: v}
+}
+
+// forget drops a deleted migration's verdict.
+func (m *verdictMemo) forget(name types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.last, name)
 }
 
 // disruptionsOf simulates the disruptions of one target, the cheapest

@@ -57,6 +57,9 @@ type PlacementMigrationReconciler struct {
 	Budget *WriteBudget
 
 	inflight registry
+	// disruptions remembers each migration's last disruption verdict and
+	// what it was computed from.
+	disruptions verdictMemo
 }
 
 // +kubebuilder:rbac:groups=placementguard.io,resources=placementmigrations,verbs=get;list;watch;patch
@@ -79,6 +82,7 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if err := r.Get(ctx, req.NamespacedName, pm); err != nil {
 		if apierrors.IsNotFound(err) {
 			metrics.Forget(req.Namespace, req.Name)
+			r.disruptions.forget(req.NamespacedName)
 			r.inflight.track(req.Namespace, req.Name, nil)
 			return ctrl.Result{}, nil
 		}

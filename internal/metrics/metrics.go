@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -52,6 +53,11 @@ var (
 		Help: "Target pods of a succeeded PlacementMigration Pending past the unschedulable grace, by cause: constraint (the migration's constraint keeps them out) or other.",
 	}, []string{labelNamespace, labelName, "cause"})
 
+	disruptionSimulations = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "disruption_simulations_total",
+		Help: "Disruption verdicts computed for succeeded PlacementMigrations; a verdict whose inputs did not change is reused, not counted.",
+	})
+
 	evaluationDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: namespace, Name: "engine_evaluation_duration_seconds",
 		Help:    "Time the placement engine took to answer one question.",
@@ -60,7 +66,7 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(migrationPhase, qualifyingNodes, requiredNodes, stageDuration, rollbacks, evaluationDuration, pendingPods)
+	ctrlmetrics.Registry.MustRegister(migrationPhase, qualifyingNodes, requiredNodes, stageDuration, rollbacks, evaluationDuration, pendingPods, disruptionSimulations)
 }
 
 // Names are the metric names the operator exports, for dashboards and
@@ -73,6 +79,7 @@ var Names = []string{
 	namespace + "_rollbacks_total",
 	namespace + "_engine_evaluation_duration_seconds",
 	namespace + "_pending_target_pods",
+	namespace + "_disruption_simulations_total",
 }
 
 // RecordPhase sets the migration's phase, removing its previous one.
@@ -110,6 +117,18 @@ func ObserveStage(stage, result string, d time.Duration) {
 
 // CountRollback counts a rollback by its reason.
 func CountRollback(reason string) { rollbacks.WithLabelValues(reason).Inc() }
+
+// CountDisruptionSimulation counts one disruption verdict computed.
+func CountDisruptionSimulation() { disruptionSimulations.Inc() }
+
+// DisruptionSimulations is how many disruption verdicts were computed.
+func DisruptionSimulations() float64 {
+	var m dto.Metric
+	if err := disruptionSimulations.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
+}
 
 // ObserveEvaluation records one answer of the placement engine.
 func ObserveEvaluation(d time.Duration) { evaluationDuration.Observe(d.Seconds()) }
