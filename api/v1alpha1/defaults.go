@@ -49,6 +49,14 @@ func (s *PlacementMigrationSpec) MaxRestarts() int32 {
 	return *s.Guards.MaxRestarts
 }
 
+// DisruptionCheck is what the pre-flight check of disruptions does.
+func (s *PlacementMigrationSpec) DisruptionCheck() DisruptionPolicy {
+	if s.Guards == nil || s.Guards.Disruptions == "" {
+		return DisruptionWarn
+	}
+	return s.Guards.Disruptions
+}
+
 // Protected is the selector of the pods the migration must not recreate.
 func (s *PlacementMigrationSpec) Protected() *LabelSelector {
 	if s.Guards == nil {

@@ -44,6 +44,22 @@ const (
 	DeletionRevert DeletionPolicy = "Revert"
 )
 
+// DisruptionPolicy says what the pre-flight check of disruptions does
+// before the hard stage.
+// +kubebuilder:validation:Enum=Ignore;Warn;Block
+type DisruptionPolicy string
+
+const (
+	// DisruptionIgnore skips the check.
+	DisruptionIgnore DisruptionPolicy = "Ignore"
+	// DisruptionWarn applies the hard stage and tells, in a Warning Event,
+	// the disruption it would not survive.
+	DisruptionWarn DisruptionPolicy = "Warn"
+	// DisruptionBlock keeps the soft stage and blocks the migration until
+	// the disruption is survivable or the policy changes.
+	DisruptionBlock DisruptionPolicy = "Block"
+)
+
 // InclusionPolicy mirrors the scheduler's nodeAffinityPolicy and nodeTaintsPolicy.
 // +kubebuilder:validation:Enum=Honor;Ignore
 type InclusionPolicy string
@@ -408,6 +424,16 @@ type Guards struct {
 	// When false, the migration names the pod to delete.
 	// +optional
 	EvictStuckPods bool `json:"evictStuckPods,omitempty"`
+
+	// disruptions is what the pre-flight check before the hard stage does
+	// when the hard constraint would not survive a disruption the cluster
+	// will bring: a drain of a node the targets run on that leaves an
+	// evicted pod nowhere to go (replicas == qualifying nodes), a
+	// PodDisruptionBudget that allows no eviction, a HorizontalPodAutoscaler
+	// whose maxReplicas the qualifying nodes cannot hold. Warn when unset.
+	// +optional
+	// +kubebuilder:default=Warn
+	Disruptions DisruptionPolicy `json:"disruptions,omitempty"`
 }
 
 // PlacementMigration turns a change of a workload's placement constraint into

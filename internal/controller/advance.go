@@ -51,6 +51,18 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 			return o, nil
 		}
 	}
+	var warnings []note
+	if stage == placement.StageHard && !lowering {
+		v, err := s.preflightDisruptions(ctx, group, answers[0].Capacity)
+		if err != nil {
+			return outcome{}, err
+		}
+		o, blocked := s.applyPreflight(v)
+		if blocked {
+			return o, nil
+		}
+		warnings = o.events
+	}
 	plan, recreated, o, blocked, err := s.plan(ctx, group, stage, answers)
 	if err != nil || blocked {
 		return o, err
@@ -79,7 +91,7 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 	pm.Status.ProtectedPods = protectedRecordOf(protected, s.now)
 	setCondition(pm, s.now, stageCondition(stage), metav1.ConditionFalse, pgv1.ReasonIntentRecorded, fmt.Sprintf("The %s stage is recorded and about to be written", stage))
 	return s.recordIntent(op, outcome{phase: applyingPhase(stage), reason: pgv1.ReasonIntentRecorded,
-		message: fmt.Sprintf("Recorded the %s stage for %s; writing it next", stage, targetNames(group))}), nil
+		message: fmt.Sprintf("Recorded the %s stage for %s; writing it next", stage, targetNames(group)), events: warnings}), nil
 }
 
 // currentEntry is the migration's entry the target carries now, which a

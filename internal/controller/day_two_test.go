@@ -110,6 +110,9 @@ var _ = Describe("A succeeded migration", func() {
 		succeeded()
 		disruption := func() metav1.Condition { return fc.condition("web-apart", pgv1.ConditionDisruptionReady) }
 
+		By("the pre-flight check warned before the hard stage (guards.disruptions defaults to Warn)")
+		Eventually(fc.eventReasons("web-apart")).Should(ContainElement(pgv1.ReasonEvictedPodUnplaceable))
+
 		By("2 replicas on 2 nodes: a drain strands the evicted pod")
 		Eventually(disruption).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", pgv1.ReasonEvictedPodUnplaceable)))
 		Expect(disruption().Message).To(And(ContainSubstring("a drain of node "+fc.ns+"-n1"), ContainSubstring("add a qualifying node (N+1)")))
@@ -144,5 +147,32 @@ var _ = Describe("A succeeded migration", func() {
 		Expect(k8sClient.Update(ctx, hpa)).To(Succeed())
 		Eventually(disruption).Should(HaveField("Status", metav1.ConditionTrue))
 		Expect(disruption().Message).To(ContainSubstring("3 replicas fit"))
+	})
+
+	It("keeps the soft stage when guards.disruptions is Block and a drain would strand a pod, and applies the hard one once a spare node exists", func() {
+		fc.node("n1", nil)
+		fc.node("n2", nil)
+		fc.deployment("web", 2, func(d *appsv1.Deployment) {
+			d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+				MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromInt32(1))}}
+		})
+		fc.rollOut("web", "n1", "n2")
+		fc.migration("web-apart", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil),
+			Guards: &pgv1.Guards{Disruptions: pgv1.DisruptionBlock}})
+		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-apart"))
+		fc.rollOut("web", "n1", "n2")
+
+		By("blocked before the hard stage, naming the drain and its fix")
+		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseBlocked), fc.explain("web-apart"))
+		ready := fc.condition("web-apart", pgv1.ConditionReady)
+		Expect(ready.Reason).To(Equal(pgv1.ReasonEvictedPodUnplaceable))
+		Expect(ready.Message).To(And(ContainSubstring("2 replicas on 2 qualifying nodes"), ContainSubstring("add a qualifying node (N+1)"), ContainSubstring("guards.disruptions: Block")))
+		Expect(fc.antiAffinityOf("web").RequiredDuringSchedulingIgnoredDuringExecution).To(BeEmpty(), "the soft stage stays")
+
+		By("a spare node: the hard stage goes ahead")
+		fc.node("n3", nil)
+		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseApplyingHard), fc.explain("web-apart"))
+		fc.rollOut("web", "n1", "n2")
+		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("web-apart"))
 	})
 })
