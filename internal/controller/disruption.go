@@ -10,6 +10,7 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -58,6 +59,12 @@ func (s *scope) checkDisruptions(ctx context.Context) error {
 	status := metav1.ConditionTrue
 	if !v.ok {
 		status = metav1.ConditionFalse
+	}
+	if c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionDisruptionReady); c != nil &&
+		c.Status == status && c.Reason == v.reason && c.ObservedGeneration == s.pm.Generation {
+		// The same verdict: its words (the nodes and pods it names, which
+		// pod churn renames) are kept, so that churn writes no status.
+		return nil
 	}
 	setCondition(s.pm, s.now, pgv1.ConditionDisruptionReady, status, v.reason, v.message)
 	return nil
@@ -182,7 +189,7 @@ func (s *scope) disruptionsOf(snap *placement.Snapshot, t *target, final placeme
 				node, firstFew(d.Unplaced, 3), t, final, d.Message, softerFix(final))}, nil
 		}
 	}
-	msg := fmt.Sprintf("%s: a drain of any of its %d nodes places the evicted pods elsewhere", t, len(nodes))
+	msg := fmt.Sprintf("%s: a drain of any node it runs on places the evicted pods elsewhere", t)
 	if maxReplicas > t.Workload.Replicas {
 		msg += fmt.Sprintf(", and %d replicas fit", maxReplicas)
 	}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -176,5 +177,42 @@ var _ = Describe("Day two: drains under a hard anti-affinity", Label("operator",
 		for _, p := range pods {
 			Expect(p.Spec.NodeName).NotTo(Equal(nodes[0]))
 		}
+	})
+})
+
+var _ = Describe("Day two: a settled migration under pod churn", Label("operator", "day-two"), func() {
+	It("writes nothing for a minute while another workload's pods come and go around its targets", func(ctx SpecContext) {
+		env := newEnv(ctx, "d2-quiet")
+		for i := range 4 {
+			_, err := env.AddNode(ctx, fmt.Sprintf("node-%d", i), nil)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(k8sClient.Create(ctx, utils.Deployment(env.Namespace, "web", env.Pool(), 3, nil))).To(Succeed())
+		Expect(k8sClient.Create(ctx, utils.Deployment(env.Namespace, "churn", env.Pool(), 1, nil))).To(Succeed())
+		allRunning(ctx, env.Namespace, map[string]string{"app": "web"}, 3)
+		migration(ctx, env.Namespace, "web-apart", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameApart(nil)})
+		Eventually(phaseOf(ctx, env.Namespace, "web-apart")).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "web-apart"))
+		Eventually(func() metav1.ConditionStatus {
+			return conditionOf(ctx, env.Namespace, "web-apart", pgv1.ConditionDisruptionReady).Status
+		}).Should(Equal(metav1.ConditionTrue))
+		settled := getMigration(ctx, env.Namespace, "web-apart").ResourceVersion
+
+		By("scaling another Deployment of the namespace up and down for a minute")
+		churn, stop := context.WithTimeout(ctx, time.Minute)
+		defer stop()
+		replicas := int32(1)
+		for churn.Err() == nil {
+			replicas = 4 - replicas // 1, 3, 1, 3, ...
+			d := getDeployment(ctx, env.Namespace, "churn")
+			patch := client.MergeFrom(d.DeepCopy())
+			d.Spec.Replicas = ptr.To(replicas)
+			Expect(k8sClient.Patch(ctx, d, patch)).To(Succeed())
+			select {
+			case <-churn.Done():
+			case <-time.After(2 * time.Second):
+			}
+			Expect(getMigration(ctx, env.Namespace, "web-apart").ResourceVersion).To(Equal(settled), "a status write under churn")
+		}
+		Expect(getMigration(ctx, env.Namespace, "web-apart").Status.Phase).To(Equal(pgv1.PhaseSucceeded))
 	})
 })
