@@ -25,9 +25,10 @@ var _ = Describe("A succeeded migration", func() {
 	var fc *fakeCluster
 	BeforeEach(func() { fc = newFakeCluster() })
 
-	// succeeded takes web (2 replicas on n1, n2, replaced one at a time)
-	// through a hard hostname anti-affinity migration.
-	succeeded := func() {
+	// softApplied starts a hard hostname anti-affinity migration of web (2
+	// replicas on n1, n2, replaced one at a time) and rolls its soft stage
+	// out.
+	softApplied := func(guards *pgv1.Guards) {
 		fc.node("n1", nil)
 		fc.node("n2", nil)
 		fc.deployment("web", 2, func(d *appsv1.Deployment) {
@@ -35,9 +36,14 @@ var _ = Describe("A succeeded migration", func() {
 				MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromInt32(1))}}
 		})
 		fc.rollOut("web", "n1", "n2")
-		fc.migration("web-apart", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil)})
+		fc.migration("web-apart", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil), Guards: guards})
 		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-apart"))
 		fc.rollOut("web", "n1", "n2")
+	}
+
+	// succeeded takes the migration of softApplied to its end.
+	succeeded := func() {
+		softApplied(nil)
 		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseApplyingHard), fc.explain("web-apart"))
 		fc.rollOut("web", "n1", "n2")
 		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("web-apart"))
@@ -150,17 +156,7 @@ var _ = Describe("A succeeded migration", func() {
 	})
 
 	It("keeps the soft stage when guards.disruptions is Block and a drain would strand a pod, and applies the hard one once a spare node exists", func() {
-		fc.node("n1", nil)
-		fc.node("n2", nil)
-		fc.deployment("web", 2, func(d *appsv1.Deployment) {
-			d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
-				MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromInt32(1))}}
-		})
-		fc.rollOut("web", "n1", "n2")
-		fc.migration("web-apart", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil),
-			Guards: &pgv1.Guards{Disruptions: pgv1.DisruptionBlock}})
-		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-apart"))
-		fc.rollOut("web", "n1", "n2")
+		softApplied(&pgv1.Guards{Disruptions: pgv1.DisruptionBlock})
 
 		By("blocked before the hard stage, naming the drain and its fix")
 		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseBlocked), fc.explain("web-apart"))
