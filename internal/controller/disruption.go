@@ -38,20 +38,15 @@ type disruptionVerdict struct {
 // constraint: their autoscaler at its maximum, a PodDisruptionBudget that
 // forbids every eviction, a drain of each node they run on.
 func (s *scope) checkDisruptions(ctx context.Context) error {
-	var budgets policyv1.PodDisruptionBudgetList
-	if err := s.r.List(ctx, &budgets, client.InNamespace(s.pm.Namespace)); err != nil {
-		return fmt.Errorf("list PodDisruptionBudgets in %s: %w", s.pm.Namespace, err)
+	budgets, autoscalers, err := s.disruptionPolicies(ctx)
+	if err != nil {
+		return err
 	}
-	var autoscalers autoscalingv2.HorizontalPodAutoscalerList
-	if err := s.r.List(ctx, &autoscalers, client.InNamespace(s.pm.Namespace)); err != nil {
-		return fmt.Errorf("list HorizontalPodAutoscalers in %s: %w", s.pm.Namespace, err)
-	}
-	key := s.disruptionInputs(budgets.Items, autoscalers.Items)
+	key := s.disruptionInputs(budgets, autoscalers)
 	name := client.ObjectKeyFromObject(s.pm)
 	v, known := s.r.disruptions.get(name, key)
 	if !known {
-		var err error
-		if v, err = s.simulateDisruptions(budgets.Items, autoscalers.Items); err != nil {
+		if v, err = s.simulateDisruptions(budgets, autoscalers); err != nil {
 			return err
 		}
 		s.r.disruptions.put(name, key, v)
@@ -68,6 +63,20 @@ func (s *scope) checkDisruptions(ctx context.Context) error {
 	}
 	setCondition(s.pm, s.now, pgv1.ConditionDisruptionReady, status, v.reason, v.message)
 	return nil
+}
+
+// disruptionPolicies reads the namespace's PodDisruptionBudgets and
+// HorizontalPodAutoscalers from the cache.
+func (s *scope) disruptionPolicies(ctx context.Context) ([]policyv1.PodDisruptionBudget, []autoscalingv2.HorizontalPodAutoscaler, error) {
+	var budgets policyv1.PodDisruptionBudgetList
+	if err := s.r.List(ctx, &budgets, client.InNamespace(s.pm.Namespace)); err != nil {
+		return nil, nil, fmt.Errorf("list PodDisruptionBudgets in %s: %w", s.pm.Namespace, err)
+	}
+	var autoscalers autoscalingv2.HorizontalPodAutoscalerList
+	if err := s.r.List(ctx, &autoscalers, client.InNamespace(s.pm.Namespace)); err != nil {
+		return nil, nil, fmt.Errorf("list HorizontalPodAutoscalers in %s: %w", s.pm.Namespace, err)
+	}
+	return budgets.Items, autoscalers.Items, nil
 }
 
 // simulateDisruptions runs the simulations of every target; the first

@@ -133,6 +133,12 @@ func unschedulable(p *corev1.Pod) (time.Time, string, bool) {
 	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
 		return time.Time{}, "", false
 	}
+	return unschedulableCondition(p)
+}
+
+// unschedulableCondition reads the scheduler's Unschedulable verdict on a
+// pod: since when and its message.
+func unschedulableCondition(p *corev1.Pod) (time.Time, string, bool) {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 			return c.LastTransitionTime.Time, c.Message, true

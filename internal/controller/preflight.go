@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
@@ -27,16 +24,12 @@ func (s *scope) preflightDisruptions(ctx context.Context, group []*target, capac
 	if s.pm.Spec.DisruptionCheck() == pgv1.DisruptionIgnore {
 		return ok, nil
 	}
-	var budgets policyv1.PodDisruptionBudgetList
-	if err := s.r.List(ctx, &budgets, client.InNamespace(s.pm.Namespace)); err != nil {
-		return ok, fmt.Errorf("list PodDisruptionBudgets in %s: %w", s.pm.Namespace, err)
-	}
-	var autoscalers autoscalingv2.HorizontalPodAutoscalerList
-	if err := s.r.List(ctx, &autoscalers, client.InNamespace(s.pm.Namespace)); err != nil {
-		return ok, fmt.Errorf("list HorizontalPodAutoscalers in %s: %w", s.pm.Namespace, err)
+	budgets, autoscalers, err := s.disruptionPolicies(ctx)
+	if err != nil {
+		return ok, err
 	}
 	for _, t := range group {
-		for _, b := range budgets.Items {
+		for _, b := range budgets {
 			if blocks, why := budgetBlocksEveryEviction(&b, t); blocks {
 				return disruptionVerdict{reason: pgv1.ReasonDrainBlockedByBudget, message: fmt.Sprintf(
 					"PodDisruptionBudget %s %s, so a drain of a node %s runs on would never complete under the Hard stage; allow at least one disruption",
@@ -46,7 +39,7 @@ func (s *scope) preflightDisruptions(ctx context.Context, group []*target, capac
 		if !apartPerNode(t) {
 			continue
 		}
-		for _, h := range autoscalers.Items {
+		for _, h := range autoscalers {
 			ref := h.Spec.ScaleTargetRef
 			if ref.Kind == string(t.Kind()) && ref.Name == t.Name() && int(h.Spec.MaxReplicas) > capacity.QualifyingNodes {
 				return disruptionVerdict{reason: pgv1.ReasonScaleOutUnsatisfiable, message: fmt.Sprintf(

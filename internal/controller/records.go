@@ -211,17 +211,12 @@ func unschedulableByConstraint(pods []*corev1.Pod, phrases []string, now time.Ti
 	var longest time.Duration
 	var worst string
 	for _, p := range pods {
-		for _, cond := range p.Status.Conditions {
-			if cond.Type != corev1.PodScheduled || cond.Status != corev1.ConditionFalse || cond.Reason != corev1.PodReasonUnschedulable {
-				continue
-			}
-			for _, phrase := range phrases {
-				if strings.Contains(cond.Message, phrase) {
-					if waited := now.Sub(cond.LastTransitionTime.Time); worst == "" || waited > longest {
-						longest, worst = waited, fmt.Sprintf("pod %s is Pending: %s", p.Name, cond.Message)
-					}
-				}
-			}
+		since, msg, ok := unschedulableCondition(p)
+		if !ok || !mentionsAny(msg, phrases) {
+			continue
+		}
+		if waited := now.Sub(since); worst == "" || waited > longest {
+			longest, worst = waited, fmt.Sprintf("pod %s is Pending: %s", p.Name, msg)
 		}
 	}
 	return worst, longest
