@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -57,14 +58,17 @@ type imageConfig struct {
 // wantMachine is the ELF machine each platform's binary must be built for.
 var wantMachine = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 
+// TestImage builds the manager's image twice with `make image` for the
+// platform the tests run on, and checks what a runtime reads from it and that
+// one commit gives one digest. Cross-compiling the manager for a second
+// architecture takes minutes on a cold build cache; how the tool assembles
+// several platforms into one index is checked by TestMultiPlatformImage with a
+// tiny program, and that `make image` asks for both by TestImagePlatforms.
 func TestImage(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the manager for two platforms")
+		t.Skip("builds the manager")
 	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repoRoot(t)
 	first, second := t.TempDir(), t.TempDir()
 	makeImage(t, root, first)
 	makeImage(t, root, second)
@@ -79,26 +83,12 @@ func TestImage(t *testing.T) {
 	}
 
 	layoutDir := filepath.Join(first, "image")
-	var multi index
-	readBlobJSON(t, layoutDir, outer.Manifests[0], &multi)
-	seen := map[string]bool{}
-	for _, m := range multi.Manifests {
-		if m.Platform == nil {
-			t.Fatalf("manifest %s has no platform", m.Digest)
-		}
-		platform := m.Platform.OS + "/" + m.Platform.Architecture
-		seen[platform] = true
-		t.Run(platform, func(t *testing.T) { checkPlatformImage(t, layoutDir, m, root) })
+	seen := checkIndex(t, layoutDir, outer.Manifests[0], root)
+	if !seen[hostPlatform] {
+		t.Errorf("the image index lacks %s (has %v)", hostPlatform, seen)
 	}
-	for _, p := range []string{"linux/amd64", "linux/arm64"} {
-		if !seen[p] {
-			t.Errorf("the image index lacks %s (has %v)", p, seen)
-		}
-	}
-	for _, arch := range []string{"amd64", "arm64"} {
-		if _, err := os.Stat(filepath.Join(first, "image_linux_"+arch+".tar")); err != nil {
-			t.Errorf("no docker-loadable tarball for linux/%s: %v", arch, err)
-		}
+	if _, err := os.Stat(filepath.Join(first, "image_"+strings.ReplaceAll(hostPlatform, "/", "_")+".tar")); err != nil {
+		t.Errorf("no docker-loadable tarball for %s: %v", hostPlatform, err)
 	}
 
 	// Once the image is built, the one-file install pins it by digest.
@@ -117,13 +107,102 @@ func TestImage(t *testing.T) {
 	}
 }
 
+// TestMultiPlatformImage runs the image tool as `make image` does, with a
+// binary per architecture, and checks that the index names each platform with
+// its own binary and that each has a tarball.
+func TestMultiPlatformImage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cross-compiles a program for two architectures")
+	}
+	root := repoRoot(t)
+	dist := t.TempDir()
+	args := []string{"run", ".", "-layout", filepath.Join(dist, "image"), "-tarball-dir", dist, "-tag", "placement-guard:test"}
+	for _, key := range dockerfileLabels(t, root) {
+		args = append(args, "-label", key+"=test")
+	}
+	for arch := range wantMachine {
+		bin := filepath.Join(dist, "build", arch, "manager")
+		build := exec.Command("go", "build", "-trimpath", "-o", bin, "./testdata/tiny")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go build for linux/%s: %v\n%s", arch, err, out)
+		}
+		args = append(args, "-binary", "linux/"+arch+"="+bin)
+	}
+	tool := exec.Command("go", args...)
+	tool.Dir = filepath.Join(root, "hack", "tools", "image")
+	if out, err := tool.CombinedOutput(); err != nil {
+		t.Fatalf("the image tool: %v\n%s", err, out)
+	}
+
+	layoutDir := filepath.Join(dist, "image")
+	outer := readIndex(t, layoutDir)
+	if len(outer.Manifests) != 1 {
+		t.Fatalf("index.json should name one image index, got %d", len(outer.Manifests))
+	}
+	seen := checkIndex(t, layoutDir, outer.Manifests[0], root)
+	for arch := range wantMachine {
+		if !seen["linux/"+arch] {
+			t.Errorf("the image index lacks linux/%s (has %v)", arch, seen)
+		}
+		if _, err := os.Stat(filepath.Join(dist, "image_linux_"+arch+".tar")); err != nil {
+			t.Errorf("no docker-loadable tarball for linux/%s: %v", arch, err)
+		}
+	}
+}
+
+// TestImagePlatforms keeps `make image` building for both architectures:
+// TestImage builds one, to spare the tests a cross-compiled manager.
+func TestImagePlatforms(t *testing.T) {
+	out, err := exec.Command("make", "-C", repoRoot(t), "--no-print-directory", "-n", "image-binaries").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n image-binaries: %v\n%s", err, out)
+	}
+	for arch := range wantMachine {
+		if !strings.Contains(string(out), "linux/"+arch) {
+			t.Errorf("make image does not build linux/%s:\n%s", arch, out)
+		}
+	}
+}
+
+// hostPlatform is the one platform TestImage builds the manager for.
+var hostPlatform = "linux/" + runtime.GOARCH
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
 func makeImage(t *testing.T, root, dist string) {
 	t.Helper()
-	cmd := exec.Command("make", "-C", root, "--no-print-directory", "image", "DIST="+dist, "IMG=placement-guard:test")
+	cmd := exec.Command("make", "-C", root, "--no-print-directory", "image", "DIST="+dist,
+		"IMG=placement-guard:test", "IMAGE_PLATFORMS="+hostPlatform)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("make image: %v\n%s", err, out)
 	}
+}
+
+// checkIndex checks every platform's image of an image index and returns the
+// platforms it names.
+func checkIndex(t *testing.T, layoutDir string, d descriptor, root string) map[string]bool {
+	t.Helper()
+	var multi index
+	readBlobJSON(t, layoutDir, d, &multi)
+	seen := map[string]bool{}
+	for _, m := range multi.Manifests {
+		if m.Platform == nil {
+			t.Fatalf("manifest %s has no platform", m.Digest)
+		}
+		platform := m.Platform.OS + "/" + m.Platform.Architecture
+		seen[platform] = true
+		t.Run(platform, func(t *testing.T) { checkPlatformImage(t, layoutDir, m, root) })
+	}
+	return seen
 }
 
 func checkPlatformImage(t *testing.T, layoutDir string, d descriptor, root string) {
