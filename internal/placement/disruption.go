@@ -2,12 +2,16 @@ package placement
 
 import (
 	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // The disruptions a placed workload meets after its migration: a node
-// drained (an upgrade, a consolidation) and a scale-out (an autoscaler at
-// its maximum). Each is simulated on the snapshot as it is, which is not
-// changed.
+// drained (a consolidation, an upgrade in place), a node replaced by a surge
+// upgrade, a zone lost, and a scale-out (an autoscaler at its maximum). Each
+// is simulated on the snapshot as it is, which the simulation leaves as it
+// found it.
 
 // Drain is the engine's answer to a drain of one node.
 type Drain struct {
@@ -30,29 +34,197 @@ func (s *Snapshot) SimulateDrain(w *Workload, node string) (Drain, error) {
 	if !ok {
 		return d, nil
 	}
-	own := s.workloadPods(w.Pods)
-	p, err := s.newPlacer(newPod(w, w.Name+"-evicted", nil), own)
+	lost := map[nodeID]*corev1.Node{nid: asCordoned(s.nodes[nid].node)}
+	ev, err := s.evictAndReplace(w, lost, false)
 	if err != nil {
 		return d, fmt.Errorf("simulate a drain of %s for %s: %w", node, w.ref(), err)
 	}
-	if i := p.e.posOf[nid]; i >= 0 {
-		p.e.nodeReason[i] = ReasonUnschedulable
-		p.e.resetCandidates()
+	d.Evicted, d.Unplaced, d.Message = ev.evicted, ev.unplaced, ev.message
+	return d, nil
+}
+
+// SimulateSurgeReplacement is a drain of node during a surge upgrade: a new
+// node like it (its labels, capacity and taints, no pods) joins first, then
+// the node is cordoned and the workload's pods evicted from it.
+func (s *Snapshot) SimulateSurgeReplacement(w *Workload, node string) (Drain, error) {
+	d := Drain{Node: node}
+	nid, ok := s.nodeByName[node]
+	if !ok {
+		return d, nil
 	}
-	for k, id := range own {
-		if s.pods[id].node != nid {
+	old := s.nodes[nid].node
+	surge := surgeNode(old)
+	// The node joins the snapshot for the simulation's time only: the
+	// evaluator reads nodes, their domains and their order from it. A name
+	// with a slash is no node's, so it collides with none.
+	s.UpsertNode(surge)
+	defer s.DeleteNode(surge.Name)
+	ev, err := s.evictAndReplace(w, map[nodeID]*corev1.Node{nid: asCordoned(old)}, false)
+	if err != nil {
+		return d, fmt.Errorf("simulate a surge replacement of %s for %s: %w", node, w.ref(), err)
+	}
+	d.Evicted, d.Unplaced, d.Message = ev.evicted, ev.unplaced, ev.message
+	return d, nil
+}
+
+// DomainLoss is the engine's answer to the loss of one topology domain
+// (a zone): its nodes stop answering and their pods are gone.
+type DomainLoss struct {
+	Key, Domain string
+	// Nodes counts the domain's nodes.
+	Nodes int
+	// Evicted are the workload's pods that ran there.
+	Evicted int
+	// Unplaced names those whose replacements no other node admits.
+	Unplaced []string
+	// Message is the scheduler's message for the first unplaced pod.
+	Message string
+}
+
+// SimulateDomainLoss takes every node whose label key is domain out as an
+// outage does: the nodes stay in the cluster, tainted unreachable by the
+// node lifecycle controller, and every pod on them is gone (terminating
+// pods count for no spread). A pod of the workload's template is then
+// placed for each of the workload's pods that ran there. That the nodes
+// stay matters: under nodeTaintsPolicy Ignore, the default, the lost domain
+// still counts for a spread constraint, with none of the pods.
+func (s *Snapshot) SimulateDomainLoss(w *Workload, key, domain string) (DomainLoss, error) {
+	dl := DomainLoss{Key: key, Domain: domain}
+	lost := map[nodeID]*corev1.Node{}
+	for _, id := range s.liveNodes() {
+		n := s.nodes[id].node
+		if v, ok := n.Labels[key]; ok && v == domain {
+			lost[id] = asUnreachable(n)
+		}
+	}
+	dl.Nodes = len(lost)
+	if len(lost) == 0 {
+		return dl, nil
+	}
+	ev, err := s.evictAndReplace(w, lost, true)
+	if err != nil {
+		return dl, fmt.Errorf("simulate the loss of %s=%s for %s: %w", key, domain, w.ref(), err)
+	}
+	dl.Evicted, dl.Unplaced, dl.Message = ev.evicted, ev.unplaced, ev.message
+	return dl, nil
+}
+
+// DomainsOf lists, sorted, the values of the label key on the nodes the
+// workload's pods run on.
+func (s *Snapshot) DomainsOf(w *Workload, key string) []string {
+	var domains []string
+	for _, id := range s.workloadPods(w.Pods) {
+		nid := s.pods[id].node
+		if nid == noNode {
 			continue
 		}
-		d.Evicted++
-		p.remove(id)
-		if p.place(newPod(w, fmt.Sprintf("%s-evicted-%d", w.Name, k), nil)) < 0 {
-			d.Unplaced = append(d.Unplaced, s.pods[id].pod.Name)
-			if d.Message == "" {
-				d.Message = p.e.verdict().Message
+		if v, ok := s.nodes[nid].node.Labels[key]; ok && !slices.Contains(domains, v) {
+			domains = append(domains, v)
+		}
+	}
+	slices.Sort(domains)
+	return domains
+}
+
+// eviction is what evictAndReplace found.
+type eviction struct {
+	evicted  int
+	unplaced []string
+	message  string
+}
+
+// evictAndReplace evaluates the cluster with the lost nodes as given and
+// takes the workload's pods off them. A drain (all false) evicts them one
+// by one, placing a pod of the workload's template after each; an outage
+// (all true) takes every pod on the nodes at once, then places the
+// workload's replacements.
+func (s *Snapshot) evictAndReplace(w *Workload, lost map[nodeID]*corev1.Node, all bool) (eviction, error) {
+	var ev eviction
+	own := s.workloadPods(w.Pods)
+	p, err := s.newPlacerWith(newPod(w, w.Name+"-evicted", nil), own, evalOptions{altered: lost})
+	if err != nil {
+		return ev, err
+	}
+	var evicted []podID
+	for _, id := range own {
+		if _, ok := lost[s.pods[id].node]; ok {
+			evicted = append(evicted, id)
+		}
+	}
+	if all {
+		for nid := range lost {
+			for id := range s.nodes[nid].pods {
+				if !slices.Contains(evicted, id) {
+					p.remove(id)
+				}
 			}
 		}
 	}
-	return d, nil
+	for k, id := range evicted {
+		ev.evicted++
+		p.remove(id)
+		if !all {
+			ev.replace(p, w, k, s.pods[id].pod.Name)
+		}
+	}
+	if all {
+		for k, id := range evicted {
+			ev.replace(p, w, k, s.pods[id].pod.Name)
+		}
+	}
+	return ev, nil
+}
+
+// replace places the replacement of the evicted pod named name, or records
+// it unplaced.
+func (ev *eviction) replace(p *placer, w *Workload, k int, name string) {
+	if p.place(newPod(w, fmt.Sprintf("%s-evicted-%d", w.Name, k), nil)) >= 0 {
+		return
+	}
+	ev.unplaced = append(ev.unplaced, name)
+	if ev.message == "" {
+		ev.message = p.e.verdict().Message
+	}
+}
+
+// asCordoned is node as kubectl drain leaves it: unschedulable, and tainted
+// so by the node lifecycle controller.
+func asCordoned(node *corev1.Node) *corev1.Node {
+	n := withTaints(node, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
+	n.Spec.Unschedulable = true
+	return n
+}
+
+// asUnreachable is node as the node lifecycle controller leaves one whose
+// kubelet stopped answering.
+func asUnreachable(node *corev1.Node) *corev1.Node {
+	return withTaints(node,
+		corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule},
+		corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute})
+}
+
+// withTaints is a copy of node with taints added; what it shares with node
+// is only read.
+func withTaints(node *corev1.Node, taints ...corev1.Taint) *corev1.Node {
+	n := *node
+	n.Spec.Taints = append(slices.Clip(node.Spec.Taints), taints...)
+	return &n
+}
+
+// surgeNode is the node a surge upgrade adds before it drains node: the
+// same labels (its own hostname), capacity and taints, schedulable.
+func surgeNode(node *corev1.Node) *corev1.Node {
+	n := *node
+	n.Name = node.Name + "/surge"
+	n.Labels = make(map[string]string, len(node.Labels))
+	for k, v := range node.Labels {
+		n.Labels[k] = v
+	}
+	if _, ok := n.Labels[corev1.LabelHostname]; ok {
+		n.Labels[corev1.LabelHostname] = n.Name
+	}
+	n.Spec.Unschedulable = false
+	return &n
 }
 
 // ScaleOut is the engine's answer to a scale-out of the workload.

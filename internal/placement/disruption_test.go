@@ -95,3 +95,154 @@ func TestSimulateScaleTo(t *testing.T) {
 		}
 	}
 }
+
+func TestSimulateDrainHonorsTaintsPolicy(t *testing.T) {
+	// One node per zone: a drain takes a whole zone out. The cordoned node
+	// keeps its zone in the count under nodeTaintsPolicy Ignore, so the
+	// evicted pod cannot go to a zone that has one already; under Honor the
+	// cordoned node's taint takes the zone out of the count.
+	web := map[string]string{"app": "web"}
+	for _, tc := range []struct {
+		policy   corev1.NodeInclusionPolicy
+		unplaced int
+	}{{corev1.NodeInclusionPolicyIgnore, 1}, {corev1.NodeInclusionPolicyHonor, 0}} {
+		t.Run(string(tc.policy), func(t *testing.T) {
+			tmpl := spread(corev1.LabelTopologyZone, 1, web, taintsPolicy(tc.policy))
+			objs := zonedCluster(1, []string{"a-0", "b-0", "c-0"}, tmpl)
+			s, err := NewSnapshot(objs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := s.SimulateDrain(deployment(objs, "web", 3, appsv1.DeploymentStrategy{}, tmpl), "a-0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(d.Unplaced) != tc.unplaced {
+				t.Errorf("unplaced %v (%s), want %d", d.Unplaced, d.Message, tc.unplaced)
+			}
+		})
+	}
+}
+
+func TestSimulateSurgeReplacement(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	hard := antiAffinity(term(corev1.LabelHostname, web))
+	objs := Objects{}
+	for i := range 3 {
+		objs.Nodes = append(objs.Nodes, mkNode(fmt.Sprintf("n%d", i)))
+		objs.Pods = append(objs.Pods, mkPod("ns", fmt.Sprintf("web-%d", i), on(fmt.Sprintf("n%d", i)), withLabels("app", "web"), hard))
+	}
+	// The third pod is pinned to its node by name, as a local volume pins it:
+	// a new node is no home for it.
+	pinned := nodeSelector(corev1.LabelHostname, "n2")
+	objs.Pods[2] = mkPod("ns", "web-2", on("n2"), withLabels("app", "web"), hard, pinned)
+	s, err := NewSnapshot(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := deployment(objs, "web", 3, appsv1.DeploymentStrategy{}, hard)
+	nodes := s.NodeCount()
+
+	drain, err := s.SimulateDrain(w, "n0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	surge, err := s.SimulateSurgeReplacement(w, "n0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(drain.Unplaced) != 1 || len(surge.Unplaced) != 0 || surge.Evicted != 1 {
+		t.Errorf("replicas == nodes under hard anti-affinity: a drain should strand the pod (%v) and a surge node take it (%v)", drain.Unplaced, surge.Unplaced)
+	}
+	if s.NodeCount() != nodes {
+		t.Errorf("the surge node stayed in the snapshot: %d nodes, want %d", s.NodeCount(), nodes)
+	}
+
+	wPinned := deployment(objs, "web", 3, appsv1.DeploymentStrategy{}, hard, pinned)
+	surge, err = s.SimulateSurgeReplacement(wPinned, "n2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(surge.Unplaced) != 1 || !strings.Contains(surge.Message, ReasonNodeAffinity) {
+		t.Errorf("a pod pinned to the replaced node's name has no home on a new node: unplaced %v (%s)", surge.Unplaced, surge.Message)
+	}
+}
+
+func TestSimulateDomainLoss(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	zoneSpread := func(opts ...spreadOpt) podOpt { return spread(corev1.LabelTopologyZone, 1, web, opts...) }
+	apart := antiAffinity(term(corev1.LabelHostname, web))
+	oneEach := []string{"a-0", "b-0", "c-0"}
+	cases := []struct {
+		name     string
+		perZone  int
+		placed   []string
+		tmpl     podOpt
+		zone     string
+		evicted  int
+		unplaced int
+		msg      string
+	}{
+		{name: "DoNotSchedule maxSkew 1 (nodeTaintsPolicy Ignore): the lost zone still counts, with none of the pods",
+			perZone: 2, placed: oneEach, tmpl: zoneSpread(), zone: "zone-a", evicted: 1, unplaced: 1,
+			msg: "2 node(s) had untolerated taint(s), 4 " + ReasonSpread},
+		{name: "maxSkew 2 tolerates the lost zone",
+			perZone: 2, placed: oneEach, tmpl: spread(corev1.LabelTopologyZone, 2, web), zone: "zone-a", evicted: 1},
+		{name: "nodeTaintsPolicy Honor: the unreachable nodes count for no domain",
+			perZone: 2, placed: oneEach, tmpl: zoneSpread(taintsPolicy(corev1.NodeInclusionPolicyHonor)), zone: "zone-a", evicted: 1},
+		{name: "Honor with minDomains 3: two domains left, the minimum counts as 0",
+			perZone: 2, placed: oneEach, tmpl: zoneSpread(taintsPolicy(corev1.NodeInclusionPolicyHonor), minDomains(3)), zone: "zone-a", evicted: 1, unplaced: 1,
+			msg: ReasonSpread},
+		{name: "ScheduleAnyway never keeps a pod out",
+			perZone: 2, placed: oneEach, tmpl: zoneSpread(scheduleAnyway()), zone: "zone-a", evicted: 1},
+		{name: "hostname anti-affinity on every node: the other zones have no free node",
+			perZone: 2, placed: []string{"a-0", "a-1", "b-0", "b-1", "c-0", "c-1"}, tmpl: apart, zone: "zone-b", evicted: 2, unplaced: 2,
+			msg: ReasonAntiAffinity},
+		{name: "a zone the workload does not run in evicts nothing",
+			perZone: 2, placed: []string{"a-0", "b-0"}, tmpl: zoneSpread(), zone: "zone-c"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := zonedCluster(tc.perZone, tc.placed, tc.tmpl)
+			s, err := NewSnapshot(objs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := deployment(objs, "web", int32(len(tc.placed)), appsv1.DeploymentStrategy{}, tc.tmpl)
+			got, err := s.SimulateDomainLoss(w, corev1.LabelTopologyZone, tc.zone)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Nodes != tc.perZone || got.Evicted != tc.evicted || len(got.Unplaced) != tc.unplaced || !strings.Contains(got.Message, tc.msg) {
+				t.Errorf("nodes %d, evicted %d, unplaced %v (%s); want %d, %d, %d (%s)",
+					got.Nodes, got.Evicted, got.Unplaced, got.Message, tc.perZone, tc.evicted, tc.unplaced, tc.msg)
+			}
+			if again, _ := s.SimulateDomainLoss(w, corev1.LabelTopologyZone, tc.zone); len(again.Unplaced) != len(got.Unplaced) {
+				t.Error("the simulation changed the snapshot")
+			}
+		})
+	}
+	objs := zonedCluster(1, oneEach, zoneSpread())
+	s, err := NewSnapshot(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.DomainsOf(deployment(objs, "web", 3, appsv1.DeploymentStrategy{}), corev1.LabelTopologyZone); strings.Join(got, ",") != "zone-a,zone-b,zone-c" {
+		t.Errorf("DomainsOf = %v", got)
+	}
+}
+
+// zonedCluster has perZone nodes in each of zones a, b and c, named
+// "a-0", "a-1", …, and a pod of web on each node of placed.
+func zonedCluster(perZone int, placed []string, tmpl podOpt) Objects {
+	var objs Objects
+	for _, z := range []string{"a", "b", "c"} {
+		for i := range perZone {
+			objs.Nodes = append(objs.Nodes, mkNode(fmt.Sprintf("%s-%d", z, i), zone("zone-"+z)))
+		}
+	}
+	for i, n := range placed {
+		objs.Pods = append(objs.Pods, mkPod("ns", fmt.Sprintf("web-%d", i), on(n), withLabels("app", "web"), tmpl))
+	}
+	return objs
+}

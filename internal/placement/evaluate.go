@@ -59,6 +59,23 @@ type evaluator struct {
 	// pods' are evaluated without: the cluster as it would be had no pod
 	// carried it (nil for the cluster as it is).
 	disregarded *corev1.PodSpec
+	// altered are nodes as a simulated disruption leaves them (cordoned,
+	// unreachable), in place of the snapshot's.
+	altered map[nodeID]*corev1.Node
+}
+
+// evalOptions are the hypotheses an evaluator works under.
+type evalOptions struct {
+	disregard *corev1.PodSpec
+	altered   map[nodeID]*corev1.Node
+}
+
+// node is the node with ID id as the evaluation sees it.
+func (e *evaluator) node(id nodeID) *corev1.Node {
+	if n, ok := e.altered[id]; ok {
+		return n
+	}
+	return e.s.nodes[id].node
 }
 
 // domainCounts counts pods per domain of one topology.
@@ -78,12 +95,16 @@ type termCounts struct {
 }
 
 func (s *Snapshot) newEvaluator(pod *corev1.Pod) (*evaluator, error) {
-	return s.newEvaluatorDisregarding(pod, nil)
+	return s.newEvaluatorWith(pod, evalOptions{})
 }
 
 // newEvaluatorDisregarding evaluates pod as if no existing pod carried the
 // required anti-affinity terms of entry.
 func (s *Snapshot) newEvaluatorDisregarding(pod *corev1.Pod, entry *corev1.PodSpec) (*evaluator, error) {
+	return s.newEvaluatorWith(pod, evalOptions{disregard: entry})
+}
+
+func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluator, error) {
 	e := &evaluator{
 		s:           s,
 		pod:         pod,
@@ -91,7 +112,8 @@ func (s *Snapshot) newEvaluatorDisregarding(pod *corev1.Pod, entry *corev1.PodSp
 		order:       s.liveNodes(),
 		posOf:       make([]int32, len(s.nodes)),
 		req:         podRequests(pod),
-		disregarded: entry,
+		disregarded: opts.disregard,
+		altered:     opts.altered,
 	}
 	for i := range e.posOf {
 		e.posOf[i] = -1
@@ -115,7 +137,7 @@ func (s *Snapshot) newEvaluatorDisregarding(pod *corev1.Pod, entry *corev1.PodSp
 	e.volumeReason = make([]string, n)
 	e.affinityOK = make([]bool, n)
 	for i, id := range e.order {
-		node := s.nodes[id].node
+		node := e.node(id)
 		e.nodeReason[i] = nodeFilter(pod, aff, node)
 		if names != nil && !names[node.Name] {
 			e.nodeReason[i] = ReasonNodeAffinityPreFilter

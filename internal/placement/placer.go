@@ -20,7 +20,11 @@ type placer struct {
 }
 
 func (s *Snapshot) newPlacer(pod *corev1.Pod, old []podID) (*placer, error) {
-	e, err := s.newEvaluator(pod)
+	return s.newPlacerWith(pod, old, evalOptions{})
+}
+
+func (s *Snapshot) newPlacerWith(pod *corev1.Pod, old []podID, opts evalOptions) (*placer, error) {
+	e, err := s.newEvaluatorWith(pod, opts)
 	if err != nil {
 		return nil, err
 	}

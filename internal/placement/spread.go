@@ -59,7 +59,7 @@ func (e *evaluator) initSpreads() error {
 			if c.nodeAffinityPolicy == corev1.NodeInclusionPolicyHonor && !e.affinityOK[i] {
 				continue
 			}
-			if c.nodeTaintsPolicy == corev1.NodeInclusionPolicyHonor && !toleratesAll(e.pod, e.s.nodes[id].node) {
+			if c.nodeTaintsPolicy == corev1.NodeInclusionPolicyHonor && !toleratesAll(e.pod, e.node(id)) {
 				continue
 			}
 			st.eligible[i] = true
