@@ -106,6 +106,11 @@ const (
 	// ReasonEvictedPodUnplaceable: a drain of a node evicts a target pod
 	// that no other node admits under the constraint.
 	ReasonEvictedPodUnplaceable = "EvictedPodUnplaceable"
+	// ReasonZoneLossUnplaceable: for a constraint over zones (any topology
+	// key but the hostname), the loss of one zone (its nodes unreachable,
+	// its pods gone) leaves target pods that no node left admits until the
+	// zone returns.
+	ReasonZoneLossUnplaceable = "ZoneLossUnplaceable"
 	// ReasonRollingBack: a rollback was written and waits for its rollout.
 	ReasonRollingBack = "RollingBack"
 	// ReasonStuckPod: a rollback cannot roll out until a pod is deleted.

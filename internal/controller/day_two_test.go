@@ -121,7 +121,8 @@ var _ = Describe("A succeeded migration", func() {
 
 		By("2 replicas on 2 nodes: a drain strands the evicted pod")
 		Eventually(disruption).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", pgv1.ReasonEvictedPodUnplaceable)))
-		Expect(disruption().Message).To(And(ContainSubstring("a drain of node "+fc.ns+"-n1"), ContainSubstring("add a qualifying node (N+1)")))
+		Expect(disruption().Message).To(And(ContainSubstring("a drain of node "+fc.ns+"-n1"), ContainSubstring("add a qualifying node (N+1)"),
+			ContainSubstring("a surge upgrade (a new node joins before each old one is drained) would place it")))
 		Expect(fc.condition("web-apart", pgv1.ConditionReady).Status).To(Equal(metav1.ConditionTrue), "it informs, Ready does not depend on it")
 
 		By("a spare node: every drain places the evicted pod")
@@ -153,6 +154,31 @@ var _ = Describe("A succeeded migration", func() {
 		Expect(k8sClient.Update(ctx, hpa)).To(Succeed())
 		Eventually(disruption).Should(HaveField("Status", metav1.ConditionTrue))
 		Expect(disruption().Message).To(ContainSubstring("3 replicas fit"))
+	})
+
+	It("records the loss of a zone that a zone spread's pods cannot survive, and its end once a third zone has room", func() {
+		fc.zonalNodes()
+		fc.deployment("web", 2)
+		fc.rollOut("web", "a1", "b1")
+		fc.migration("web-zones", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: zoneSpreadOf(map[string]string{"app": "web"})})
+		Eventually(fc.phase("web-zones")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-zones"))
+		fc.rollOut("web", "a1", "b1")
+		Eventually(fc.phase("web-zones")).Should(Equal(pgv1.PhaseApplyingHard), fc.explain("web-zones"))
+		fc.rollOut("web", "a1", "b1")
+		Eventually(fc.phase("web-zones")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("web-zones"))
+		disruption := func() metav1.Condition { return fc.condition("web-zones", pgv1.ConditionDisruptionReady) }
+
+		By("two zones, one pod each: a drain moves a pod within its zone, the loss of a zone strands it")
+		Eventually(disruption).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", pgv1.ReasonZoneLossUnplaceable)))
+		Expect(disruption().Message).To(And(
+			ContainSubstring("the loss of "+corev1.LabelTopologyZone+"=a (2 nodes unreachable, their pods gone) leaves"),
+			ContainSubstring(placement.ReasonSpread),
+			ContainSubstring("set nodeTaintsPolicy Honor")))
+
+		By("a third zone: the lost zone's pod goes there")
+		fc.node("c1", map[string]string{corev1.LabelTopologyZone: "c"})
+		Eventually(disruption).Should(HaveField("Status", metav1.ConditionTrue))
+		Expect(disruption().Message).To(ContainSubstring("and the loss of any one " + corev1.LabelTopologyZone))
 	})
 
 	It("keeps the soft stage when guards.disruptions is Block and a drain would strand a pod, and applies the hard one once a spare node exists", func() {

@@ -6,9 +6,11 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -193,16 +195,89 @@ func (s *scope) disruptionsOf(snap *placement.Snapshot, t *target, final placeme
 			return disruptionVerdict{}, err
 		}
 		if len(d.Unplaced) > 0 {
+			surge, err := snap.SimulateSurgeReplacement(t.Workload, node)
+			if err != nil {
+				return disruptionVerdict{}, err
+			}
 			return disruptionVerdict{reason: pgv1.ReasonEvictedPodUnplaceable, message: fmt.Sprintf(
-				"a drain of node %s evicts %s of %s, which no other node admits under the %s constraint (%s); add a qualifying node (N+1)%s",
-				node, firstFew(d.Unplaced, 3), t, final, d.Message, softerFix(final))}, nil
+				"a drain of node %s evicts %s of %s, which no other node admits under the %s constraint (%s); %s; add a qualifying node (N+1)%s",
+				node, firstFew(d.Unplaced, 3), t, final, d.Message, surgeVerdict(surge), softerFix(final))}, nil
 		}
+	}
+	lost, err := s.zoneLoss(snap, t, final)
+	if err != nil || !lost.ok {
+		return lost, err
 	}
 	msg := fmt.Sprintf("%s: a drain of any node it runs on places the evicted pods elsewhere", t)
 	if maxReplicas > t.Workload.Replicas {
 		msg += fmt.Sprintf(", and %d replicas fit", maxReplicas)
 	}
+	if lost.message != "" {
+		msg += ", " + lost.message
+	}
 	return disruptionVerdict{ok: true, reason: pgv1.ReasonDisruptionsTolerated, message: msg}, nil
+}
+
+// surgeVerdict says whether a surge upgrade, which adds a node like the
+// drained one first, places what a drain in place strands.
+func surgeVerdict(surge placement.Drain) string {
+	if len(surge.Unplaced) == 0 {
+		return "a surge upgrade (a new node joins before each old one is drained) would place it, a drain or consolidation in place would not"
+	}
+	return fmt.Sprintf("nor would a surge upgrade's new node (%s)", surge.Message)
+}
+
+// maxZonesSimulated bounds the zones whose loss is simulated per target.
+const maxZonesSimulated = 10
+
+// zoneLoss simulates, for a constraint over zones, the loss of each zone
+// the target runs in. A zone's nodes stay in the cluster when it is lost,
+// unreachable, so a spread under nodeTaintsPolicy Ignore still counts it.
+func (s *scope) zoneLoss(snap *placement.Snapshot, t *target, final placement.Stage) (disruptionVerdict, error) {
+	c := s.pm.Spec.Constraint
+	var keys []string
+	if c.TopologySpread != nil {
+		keys = append(keys, c.TopologySpread.TopologyKey)
+	}
+	if c.PodAntiAffinity != nil && !slices.Contains(keys, c.PodAntiAffinity.TopologyKey) {
+		keys = append(keys, c.PodAntiAffinity.TopologyKey)
+	}
+	var survived []string
+	for _, key := range keys {
+		if key == corev1.LabelHostname {
+			continue
+		}
+		domains := snap.DomainsOf(t.Workload, key)
+		for _, domain := range domains[:min(len(domains), maxZonesSimulated)] {
+			l, err := snap.SimulateDomainLoss(t.Workload, key, domain)
+			if err != nil {
+				return disruptionVerdict{}, err
+			}
+			if len(l.Unplaced) > 0 {
+				return disruptionVerdict{reason: pgv1.ReasonZoneLossUnplaceable, message: fmt.Sprintf(
+					"the loss of %s=%s (%d nodes unreachable, their pods gone) leaves %s of %s Pending until it returns, under the %s constraint (%s); %s",
+					key, domain, l.Nodes, firstFew(l.Unplaced, 3), t, final, l.Message, s.zoneLossFix(l, final))}, nil
+			}
+		}
+		if len(domains) > 0 {
+			survived = append(survived, "and the loss of any one "+key)
+		}
+	}
+	return disruptionVerdict{ok: true, message: strings.Join(survived, ", ")}, nil
+}
+
+// zoneLossFix offers what would let the lost zone's pods go elsewhere: for
+// a spread, not counting the lost zone or allowing more skew; otherwise
+// room in the zones left.
+func (s *scope) zoneLossFix(l placement.DomainLoss, final placement.Stage) string {
+	ts := s.pm.Spec.Constraint.TopologySpread
+	if ts == nil || ts.TopologyKey != l.Key || !strings.Contains(l.Message, placement.ReasonSpread) {
+		return "add qualifying capacity in the other zones (N+1 per zone)" + softerFix(final)
+	}
+	if ts.NodeTaintsPolicy == pgv1.PolicyHonor && ts.MinDomains != nil {
+		return "the zones left are fewer than minDomains: lower minDomains, or raise maxSkew" + softerFix(final)
+	}
+	return "the spread still counts the lost zone, with none of the pods, while its nodes exist: set nodeTaintsPolicy Honor (unreachable nodes then count for no zone), or raise maxSkew" + softerFix(final)
 }
 
 // softerFix offers the Soft stage where the constraint is hard: a soft one
