@@ -216,3 +216,73 @@ var _ = Describe("Day two: a settled migration under pod churn", Label("operator
 		Expect(getMigration(ctx, env.Namespace, "web-apart").Status.Phase).To(Equal(pgv1.PhaseSucceeded))
 	})
 })
+
+var _ = Describe("Day two: the loss of a zone under a zone spread", Label("operator", "day-two"), func() {
+	It("predicts that a DoNotSchedule spread with one pod per zone strands the lost zone's pod, as the real scheduler then does", func(ctx SpecContext) {
+		env := newEnv(ctx, "d2-zone")
+		zoneOf := map[string]string{}
+		for _, z := range []string{"a", "b", "c"} {
+			for i := range 2 {
+				n, err := env.AddNode(ctx, fmt.Sprintf("zone-%s-%d", z, i), map[string]string{utils.ZoneLabel: "zone-" + z})
+				Expect(err).NotTo(HaveOccurred())
+				zoneOf[n] = "zone-" + z
+			}
+		}
+		Expect(k8sClient.Create(ctx, utils.Deployment(env.Namespace, "web", env.Pool(), 3, nil))).To(Succeed())
+		allRunning(ctx, env.Namespace, map[string]string{"app": "web"}, 3)
+		migration(ctx, env.Namespace, "web-zones", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"),
+			Constraint: pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{TopologyKey: utils.ZoneLabel, MaxSkew: 1}}})
+		Eventually(phaseOf(ctx, env.Namespace, "web-zones")).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "web-zones"))
+		pods := allRunning(ctx, env.Namespace, map[string]string{"app": "web"}, 3)
+		zones := map[string]int{}
+		for _, p := range pods {
+			zones[zoneOf[p.Spec.NodeName]]++
+		}
+		Expect(zones).To(Equal(map[string]int{"zone-a": 1, "zone-b": 1, "zone-c": 1}), utils.Placement(pods))
+
+		By("the verdict: a drain moves a pod within its zone, the loss of zone-a leaves its pod nowhere to go")
+		var verdict metav1.Condition
+		Eventually(func() metav1.Condition {
+			verdict = conditionOf(ctx, env.Namespace, "web-zones", pgv1.ConditionDisruptionReady)
+			return verdict
+		}).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", pgv1.ReasonZoneLossUnplaceable)))
+		Expect(verdict.Message).To(And(ContainSubstring("the loss of "+utils.ZoneLabel+"=zone-a (2 nodes unreachable"),
+			ContainSubstring("set nodeTaintsPolicy Honor")))
+
+		By("zone-a lost for real: its nodes cordoned and its pod gone, the replacement stays Pending on the spread")
+		for n, z := range zoneOf {
+			if z == "zone-a" {
+				_, err := kubectl(ctx, "cordon", n)
+				Expect(err).NotTo(HaveOccurred())
+			}
+		}
+		for _, p := range pods {
+			if zoneOf[p.Spec.NodeName] == "zone-a" {
+				Expect(k8sClient.Delete(ctx, &p, client.GracePeriodSeconds(0))).To(Succeed())
+			}
+		}
+		Eventually(func(g Gomega) {
+			now, err := utils.PodsOf(ctx, k8sClient, env.Namespace, map[string]string{"app": "web"})
+			g.Expect(err).NotTo(HaveOccurred())
+			var why []string
+			for _, p := range now {
+				if ok, msg := utils.Unschedulable(p); ok {
+					why = append(why, msg)
+				}
+			}
+			g.Expect(why).To(ConsistOf(ContainSubstring("didn't match pod topology spread constraints")), utils.Placement(now))
+		}).Should(Succeed())
+		Eventually(phaseOf(ctx, env.Namespace, "web-zones"), 30*time.Second).Should(Equal(pgv1.PhaseDegraded), explain(ctx, env.Namespace, "web-zones"))
+		Expect(conditionOf(ctx, env.Namespace, "web-zones", pgv1.ConditionReady).Reason).To(Equal(pgv1.ReasonConstraintUnsatisfied))
+
+		By("zone-a back: the pod runs there again, and the migration is Succeeded")
+		for n, z := range zoneOf {
+			if z == "zone-a" {
+				_, err := kubectl(ctx, "uncordon", n)
+				Expect(err).NotTo(HaveOccurred())
+			}
+		}
+		allRunning(ctx, env.Namespace, map[string]string{"app": "web"}, 3)
+		Eventually(phaseOf(ctx, env.Namespace, "web-zones"), 30*time.Second).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "web-zones"))
+	})
+})

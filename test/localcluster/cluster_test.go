@@ -2,6 +2,7 @@ package localcluster_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -62,6 +63,9 @@ func TestClusterSchedulesAndStops(t *testing.T) {
 	n, err := c.Clientset.CoreV1().Nodes().Get(ctx, "worker-1", metav1.GetOptions{})
 	if err != nil || !n.Spec.Unschedulable {
 		t.Fatalf("node not cordoned: %v", err)
+	}
+	if !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeUnschedulable }) {
+		t.Fatalf("CordonNode returned before the node lifecycle controller tainted the node: %v", n.Spec.Taints)
 	}
 
 	c.Stop()

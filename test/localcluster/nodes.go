@@ -124,9 +124,25 @@ func (c *Cluster) RemoveNode(ctx context.Context, name string) error {
 	return nil
 }
 
-// CordonNode marks a node unschedulable, as `kubectl cordon` does.
+// CordonNode marks a node unschedulable, as `kubectl cordon` does, and
+// waits until the node lifecycle controller has tainted it so. Returning
+// before the taint would let it land after a later UncordonNode has
+// returned: the controller acts on what its cache held, and the scheduler
+// would then skip a node the caller believes schedulable.
 func (c *Cluster) CordonNode(ctx context.Context, name string) error {
-	return c.setUnschedulable(ctx, name, true)
+	if err := c.setUnschedulable(ctx, name, true); err != nil {
+		return err
+	}
+	return waitFor(ctx, "node "+name+" to be tainted unschedulable", c.procs, func(ctx context.Context) error {
+		node, err := c.Clientset.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeUnschedulable }) {
+			return fmt.Errorf("node %s has no %s taint yet", name, corev1.TaintNodeUnschedulable)
+		}
+		return nil
+	})
 }
 
 // UncordonNode marks a node schedulable again and waits until the
