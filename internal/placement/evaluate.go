@@ -197,6 +197,9 @@ func (e *evaluator) reasons(i int) []string {
 	if r := insufficient(e.req, requested, ni.allocatable, ni.allowedPods, int64(len(ni.pods))+int64(e.extraPods[i])); len(r) > 0 {
 		return r
 	}
+	if e.readWriteOncePodInUse() {
+		return []string{ReasonReadWriteOncePod}
+	}
 	if r := e.volumeReason[i]; r != "" {
 		return []string{r}
 	}

@@ -181,7 +181,7 @@ func TestFidelityReadWriteOncePod(t *testing.T) {
 	runFidelity(t, []fidelityCase{
 		{name: "a claim in use elsewhere holds the pod back", objs: storage(mkPod("ns", "writer", on("a"), claim("data"))),
 			pod:     mkPod("ns", "p", claim("data")),
-			wantMsg: "0/2 nodes are available: node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode."},
+			wantMsg: "0/2 nodes are available: 2 " + ReasonReadWriteOncePod + "."},
 		{name: "a claim used by a pod not yet on a node is free", objs: storage(mkPod("ns", "pending", claim("data"))),
 			pod: mkPod("ns", "p", claim("data")), wantNodes: []string{"a", "b"}},
 		{name: "an unused claim is free", objs: storage(),

@@ -6,10 +6,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// ReasonReadWriteOncePod is VolumeRestrictions' PreFilter message, word for
+// ReasonReadWriteOncePod is VolumeRestrictions' Filter reason, word for
 // word: a ReadWriteOncePod claim already used by a pod on any node keeps
-// every other pod that mounts it from being scheduled.
-const ReasonReadWriteOncePod = "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+// every other pod that mounts it off every node. kube-scheduler 1.37
+// reports it per node, after NodeResourcesFit, rather than from PreFilter.
+const ReasonReadWriteOncePod = "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod"
 
 // initReadWriteOncePod finds the pod's ReadWriteOncePod claims and counts the
 // pods on nodes that use them; only for a pod that has such a claim, so that
@@ -50,8 +51,9 @@ func (e *evaluator) accountClaims(p *corev1.Pod, delta int32) {
 	}
 }
 
-// readWriteOncePodInUse is VolumeRestrictions' PreFilter: true when another
-// pod on a node uses one of the pod's ReadWriteOncePod claims.
+// readWriteOncePodInUse is VolumeRestrictions' ReadWriteOncePod check,
+// the same on every node: true when another pod on a node uses one of the
+// pod's ReadWriteOncePod claims.
 func (e *evaluator) readWriteOncePodInUse() bool {
 	for _, n := range e.rwopUsers {
 		if n > 0 {

@@ -40,10 +40,6 @@ func (e *evaluator) verdict() Verdict {
 		v.Message = fmt.Sprintf("0/%d nodes are available: %s.", total, e.preFilterMsg)
 		return v
 	}
-	if e.readWriteOncePodInUse() {
-		v.Message = fmt.Sprintf("0/%d nodes are available: %s.", total, ReasonReadWriteOncePod)
-		return v
-	}
 	for i, id := range e.order {
 		rs := e.reasons(i)
 		if rs == nil {

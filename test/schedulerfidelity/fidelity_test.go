@@ -1,0 +1,122 @@
+// Package schedulerfidelity compares the placement engine with
+// kube-scheduler's own PreFilter and Filter plugins, run in this process
+// with the default profile, on generated scenarios: the nodes a pending pod
+// may go to, and the scheduler's message when it may go nowhere.
+package schedulerfidelity
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/placement-guard/placement-guard/internal/placement"
+)
+
+// engineVerdict asks the placement engine about the scenario's pending pod.
+func engineVerdict(sc *scenario) (verdict, error) {
+	s, err := placement.NewSnapshot(placement.Objects{
+		Nodes: sc.nodes, Pods: sc.existing, Namespaces: sc.namespaces,
+		Claims: sc.claims, Volumes: sc.volumes, StorageClasses: sc.storageClasses,
+	})
+	if err != nil {
+		return verdict{}, err
+	}
+	v, err := s.Schedule(sc.pending)
+	if err != nil {
+		return verdict{}, err
+	}
+	out := verdict{nodes: slices.Clone(v.Nodes)}
+	slices.Sort(out.nodes)
+	if !v.Schedulable {
+		out.message = v.Message
+	}
+	return out, nil
+}
+
+// comparison is one scenario's two verdicts.
+type comparison struct {
+	scheduler, engine verdict
+}
+
+func (c comparison) sameNodes() bool   { return slices.Equal(c.scheduler.nodes, c.engine.nodes) }
+func (c comparison) sameMessage() bool { return c.scheduler.message == c.engine.message }
+
+func (c comparison) String() string {
+	return fmt.Sprintf("kube-scheduler allows %v (%q); the engine allows %v (%q)",
+		c.scheduler.nodes, c.scheduler.message, c.engine.nodes, c.engine.message)
+}
+
+func compare(s *scheduler, sc *scenario) (comparison, error) {
+	want, err := s.decide(sc)
+	if err != nil {
+		return comparison{}, fmt.Errorf("seed %d: kube-scheduler: %w", sc.seed, err)
+	}
+	got, err := engineVerdict(sc)
+	if err != nil {
+		return comparison{}, fmt.Errorf("seed %d: the engine: %w", sc.seed, err)
+	}
+	return comparison{scheduler: want, engine: got}, nil
+}
+
+// TestEngineAgreesWithSchedulerPlugins runs PLACEMENT_GUARD_FIDELITY_CASES
+// scenarios (20,000 by default) from PLACEMENT_GUARD_FIDELITY_SEED (1 by
+// default). Every node-set disagreement fails, shrunk to a minimal
+// scenario; messages must agree on at least 99 % of the scenarios.
+func TestEngineAgreesWithSchedulerPlugins(t *testing.T) {
+	cases := envInt(t, "PLACEMENT_GUARD_FIDELITY_CASES", 20000)
+	if testing.Short() {
+		cases = min(cases, 500)
+	}
+	first := envInt(t, "PLACEMENT_GUARD_FIDELITY_SEED", 1)
+	s, err := newScheduler(t.Context().Done())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeAgreed, msgAgreed, schedulable, failed := 0, 0, 0, 0
+	var firstMessages []string
+	for k := range cases {
+		sc := generate(uint64(first + k))
+		c, err := compare(s, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.scheduler.nodes) > 0 {
+			schedulable++
+		}
+		if c.sameNodes() {
+			nodeAgreed++
+		} else if failed++; failed <= 5 {
+			t.Errorf("seed %d: %s\nshrunk: %s", sc.seed, c, shrink(s, sc))
+		}
+		if c.sameMessage() {
+			msgAgreed++
+		} else if len(firstMessages) < 5 {
+			firstMessages = append(firstMessages, fmt.Sprintf("seed %d: %s", sc.seed, c))
+		}
+	}
+	t.Logf("%d scenarios: node sets agreed on %d, messages on %d (%.2f %%); %d schedulable",
+		cases, nodeAgreed, msgAgreed, 100*float64(msgAgreed)/float64(cases), schedulable)
+	for _, m := range firstMessages {
+		t.Logf("message disagreement: %s", m)
+	}
+	if float64(msgAgreed) < 0.99*float64(cases) {
+		t.Errorf("messages agreed on %d of %d scenarios, under 99 %%", msgAgreed, cases)
+	}
+	if cases >= 100 && (schedulable == 0 || schedulable == cases) {
+		t.Errorf("the generator must produce both schedulable and unschedulable pods (%d of %d schedulable)", schedulable, cases)
+	}
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, v, err)
+	}
+	return n
+}
