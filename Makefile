@@ -99,6 +99,7 @@ verify-tools:
 .PHONY: verify
 verify: verify-tools manifests generate chart api-docs lint ## Lint, regenerate code, manifests, the chart and the API reference, and fail if anything committed is stale.
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
+	@cd test/schedulerfidelity && $(GO) mod tidy -diff || { echo "test/schedulerfidelity's go.mod/go.sum are not tidy: run 'go mod tidy' there"; exit 1; }
 	@test -z "$$(gofmt -l api cmd internal test)" || { echo "not gofmt'ed:"; gofmt -l api cmd internal test; exit 1; }
 	@git diff --exit-code -- api config internal cmd dist/chart docs/reference || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api config dist/chart docs/reference)" || { echo "untracked generated files:"; git status --porcelain -- api config dist/chart docs/reference; exit 1; }
@@ -115,6 +116,7 @@ test-binaries: $(TEST_BINARIES) ## Build the cluster binaries and tools the test
 test: manifests generate fmt vet ## Run every test: unit, envtest integration and e2e on a local cluster, and the API suite on the oldest Kubernetes.
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-binaries
 	$(GO) test ./... -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
+	cd test/schedulerfidelity && $(GO) test ./... -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
 	KUBEBUILDER_ASSETS=$(OLDEST_KUBE) PLACEMENT_GUARD_EXPECT_KUBE_MINOR=$(OLDEST_KUBE_MINOR) $(GO) test ./api/... $(GOTEST_FLAGS)
 
 .PHONY: test-oldest-kube
@@ -136,6 +138,15 @@ test-e2e: cluster-binaries $(KUSTOMIZE) ## Run the e2e tests on a local cluster 
 .PHONY: test-faults
 test-faults: cluster-binaries ## Run the fault matrix: the operator's binary behind a fault proxy on a local cluster, killed, hung, refused, raced (docs/reliability.md).
 	$(GO) test ./test/faults/... -timeout $(GOTEST_TIMEOUT) -v $(GOTEST_FLAGS)
+
+.PHONY: test-fidelity
+test-fidelity: ## Compare the placement engine in-process with kube-scheduler's own plugins on 20,000 seeded scenarios (PLACEMENT_GUARD_FIDELITY_CASES, _SEED).
+	cd test/schedulerfidelity && $(GO) test ./... -count=1 -v $(GOTEST_FLAGS)
+
+FUZZTIME ?= 10m
+.PHONY: fuzz-fidelity
+fuzz-fidelity: ## Fuzz the in-process comparison with kube-scheduler's plugins for FUZZTIME (10m); a failure prints the shrunk scenario.
+	cd test/schedulerfidelity && $(GO) test -run '^$$' -fuzz '^FuzzFidelity$$' -fuzztime $(FUZZTIME) .
 
 .PHONY: bench
 bench: $(BENCHSTAT) ## Run the placement engine's benchmarks on one core, 6 samples, and summarise them with benchstat.

@@ -5,10 +5,13 @@
 package schedulerfidelity
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/placement-guard/placement-guard/internal/placement"
@@ -70,34 +73,34 @@ func TestEngineAgreesWithSchedulerPlugins(t *testing.T) {
 		cases = min(cases, 500)
 	}
 	first := envInt(t, "PLACEMENT_GUARD_FIDELITY_SEED", 1)
-	s, err := newScheduler(t.Context().Done())
+	results, err := compareAll(t.Context().Done(), uint64(first), cases)
 	if err != nil {
 		t.Fatal(err)
 	}
 	nodeAgreed, msgAgreed, schedulable, failed := 0, 0, 0, 0
 	var firstMessages []string
-	for k := range cases {
-		sc := generate(uint64(first + k))
-		c, err := compare(s, sc)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for k, c := range results {
+		seed := uint64(first + k)
 		if len(c.scheduler.nodes) > 0 {
 			schedulable++
 		}
 		if c.sameNodes() {
 			nodeAgreed++
 		} else if failed++; failed <= 5 {
-			t.Errorf("seed %d: %s\nshrunk: %s", sc.seed, c, shrink(s, sc))
+			s, err := newScheduler(t.Context().Done())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Errorf("seed %d: %s\nshrunk: %s", seed, c, shrink(s, generate(seed)))
 		}
 		if c.sameMessage() {
 			msgAgreed++
 		} else if len(firstMessages) < 5 {
-			firstMessages = append(firstMessages, fmt.Sprintf("seed %d: %s", sc.seed, c))
+			firstMessages = append(firstMessages, fmt.Sprintf("seed %d: %s", seed, c))
 		}
 	}
-	t.Logf("%d scenarios: node sets agreed on %d, messages on %d (%.2f %%); %d schedulable",
-		cases, nodeAgreed, msgAgreed, 100*float64(msgAgreed)/float64(cases), schedulable)
+	t.Logf("%d scenarios from seed %d: node sets agreed on %d, messages on %d (%.2f %%); %d schedulable",
+		cases, first, nodeAgreed, msgAgreed, 100*float64(msgAgreed)/float64(cases), schedulable)
 	for _, m := range firstMessages {
 		t.Logf("message disagreement: %s", m)
 	}
@@ -107,6 +110,33 @@ func TestEngineAgreesWithSchedulerPlugins(t *testing.T) {
 	if cases >= 100 && (schedulable == 0 || schedulable == cases) {
 		t.Errorf("the generator must produce both schedulable and unschedulable pods (%d of %d schedulable)", schedulable, cases)
 	}
+}
+
+// compareAll compares the scenarios of seeds first to first+cases-1, on
+// as many workers as there are CPUs, each with its own scheduler, and
+// returns the comparisons in seed order.
+func compareAll(stop <-chan struct{}, first uint64, cases int) ([]comparison, error) {
+	results := make([]comparison, cases)
+	workers := runtime.GOMAXPROCS(0)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			s, err := newScheduler(stop)
+			if err != nil {
+				errs[w] = err
+				return
+			}
+			for k := w; k < cases; k += workers {
+				if results[k], err = compare(s, generate(first+uint64(k))); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return results, errors.Join(errs...)
 }
 
 func envInt(t *testing.T, name string, def int) int {
