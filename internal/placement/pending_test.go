@@ -33,6 +33,7 @@ func TestWhyPending(t *testing.T) {
 		p.Spec = *applied
 		return p
 	}
+	revisionSpread := entry(Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1}}.ForWorkload(Deployment), StageHard)
 	twoNodesFull := Objects{
 		Nodes: []*corev1.Node{mkNode("a"), mkNode("b")},
 		Pods:  []*corev1.Pod{mkPod("ns", "web-1", on("a"), withLabels("app", "web")), mkPod("ns", "web-2", on("b"), withLabels("app", "web"))},
@@ -125,6 +126,21 @@ func TestWhyPending(t *testing.T) {
 			byConstraint: true,
 		},
 		{
+			name: "a zone lost under a spread scoped to the new revision, the pod's selector merged by the API server",
+			objs: Objects{
+				Nodes: []*corev1.Node{mkNode("a", zone("z1"), cordoned()), mkNode("b", zone("z2")), mkNode("c", zone("z3"))},
+				Pods: []*corev1.Pod{
+					mkPod("ns", "web-2", on("b"), withLabels("app", "web", "pod-template-hash", "h1")),
+					mkPod("ns", "web-3", on("c"), withLabels("app", "web", "pod-template-hash", "h1")),
+				},
+			},
+			pod:   admitted(withEntry(revisionSpread, withLabels("pod-template-hash", "h1"))),
+			entry: revisionSpread,
+			// z1's node is cordoned but still counts, with none of the
+			// pods: 0, 1, 1, and the pod fits neither z2 nor z3.
+			byConstraint: true,
+		},
+		{
 			name: "a spread that still fits somewhere",
 			objs: Objects{
 				Nodes: []*corev1.Node{mkNode("a", zone("z1")), mkNode("b", zone("z2"))},
@@ -176,4 +192,19 @@ func TestWithoutEntryKeepsOtherTerms(t *testing.T) {
 	if len(spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 2 {
 		t.Error("WithoutEntry changed its input")
 	}
+}
+
+// admitted is pod as the API server stores it: the values of its
+// matchLabelKeys merged into each spread's and term's label selector.
+func admitted(p *corev1.Pod) *corev1.Pod {
+	for i := range p.Spec.TopologySpreadConstraints {
+		c := &p.Spec.TopologySpreadConstraints[i]
+		for _, k := range c.MatchLabelKeys {
+			if v, ok := p.Labels[k]; ok {
+				c.LabelSelector.MatchExpressions = append(c.LabelSelector.MatchExpressions,
+					metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{v}})
+			}
+		}
+	}
+	return p
 }
