@@ -161,11 +161,7 @@ var _ = Describe("A succeeded migration", func() {
 		fc.deployment("web", 2)
 		fc.rollOut("web", "a1", "b1")
 		fc.migration("web-zones", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: zoneSpreadOf(map[string]string{"app": "web"})})
-		Eventually(fc.phase("web-zones")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-zones"))
-		fc.rollOut("web", "a1", "b1")
-		Eventually(fc.phase("web-zones")).Should(Equal(pgv1.PhaseApplyingHard), fc.explain("web-zones"))
-		fc.rollOut("web", "a1", "b1")
-		Eventually(fc.phase("web-zones")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("web-zones"))
+		fc.succeed("web-zones", "web", "a1", "b1")
 		disruption := func() metav1.Condition { return fc.condition("web-zones", pgv1.ConditionDisruptionReady) }
 
 		By("two zones, one pod each: a drain moves a pod within its zone, the loss of a zone strands it")

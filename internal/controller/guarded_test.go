@@ -35,13 +35,13 @@ func (fc *fakeCluster) zonalNodes() {
 	}
 }
 
-// succeed plays the rollouts of a migration of one target on one node
-// until it succeeds.
-func (fc *fakeCluster) succeed(migration, target, node string) {
+// succeed plays the rollouts of a migration of one target, its pods on
+// nodes, until it succeeds.
+func (fc *fakeCluster) succeed(migration, target string, nodes ...string) {
 	Eventually(fc.phase(migration)).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain(migration))
-	fc.rollOut(target, node)
+	fc.rollOut(target, nodes...)
 	Eventually(fc.phase(migration)).Should(Equal(pgv1.PhaseApplyingHard), fc.explain(migration))
-	fc.rollOut(target, node)
+	fc.rollOut(target, nodes...)
 	Eventually(fc.phase(migration)).Should(Equal(pgv1.PhaseSucceeded), fc.explain(migration))
 }
 

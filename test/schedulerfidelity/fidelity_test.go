@@ -68,11 +68,7 @@ func compare(s *scheduler, sc *scenario) (comparison, error) {
 // default). Every node-set disagreement fails, shrunk to a minimal
 // scenario; messages must agree on at least 99 % of the scenarios.
 func TestEngineAgreesWithSchedulerPlugins(t *testing.T) {
-	cases := envInt(t, "PLACEMENT_GUARD_FIDELITY_CASES", 20000)
-	if testing.Short() {
-		cases = min(cases, 500)
-	}
-	first := envInt(t, "PLACEMENT_GUARD_FIDELITY_SEED", 1)
+	cases, first := settings(t)
 	results, err := compareAll(t.Context().Done(), uint64(first), cases)
 	if err != nil {
 		t.Fatal(err)
@@ -139,14 +135,22 @@ func compareAll(stop <-chan struct{}, first uint64, cases int) ([]comparison, er
 	return results, errors.Join(errs...)
 }
 
-func envInt(t *testing.T, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
+// settings are the number of scenarios (PLACEMENT_GUARD_FIDELITY_CASES,
+// 20,000 by default, at most 500 with -short) and the first seed
+// (PLACEMENT_GUARD_FIDELITY_SEED, 1 by default).
+func settings(t *testing.T) (cases, first int) {
+	cases, first = 20000, 1
+	for name, into := range map[string]*int{"PLACEMENT_GUARD_FIDELITY_CASES": &cases, "PLACEMENT_GUARD_FIDELITY_SEED": &first} {
+		if v, ok := os.LookupEnv(name); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("%s=%q: %v", name, v, err)
+			}
+			*into = n
+		}
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		t.Fatalf("%s=%q: %v", name, v, err)
+	if testing.Short() {
+		cases = min(cases, 500)
 	}
-	return n
+	return cases, first
 }

@@ -422,6 +422,23 @@ func (g *gen) affinity(p *corev1.Pod) {
 	}
 }
 
+// spreadOptions are the fields of a DoNotSchedule spread the generator
+// sets, each on about one constraint in three or four: minDomains above the
+// number of domains is where the global minimum becomes 0.
+var spreadOptions = []struct {
+	oneIn int
+	set   func(r *rand.Rand, c *corev1.TopologySpreadConstraint)
+}{
+	{3, func(r *rand.Rand, c *corev1.TopologySpreadConstraint) { c.MinDomains = ptr.To(int32(2 + r.IntN(4))) }},
+	{4, func(_ *rand.Rand, c *corev1.TopologySpreadConstraint) {
+		c.NodeAffinityPolicy = ptr.To(corev1.NodeInclusionPolicyIgnore)
+	}},
+	{4, func(_ *rand.Rand, c *corev1.TopologySpreadConstraint) {
+		c.NodeTaintsPolicy = ptr.To(corev1.NodeInclusionPolicyHonor)
+	}},
+	{4, func(_ *rand.Rand, c *corev1.TopologySpreadConstraint) { c.MatchLabelKeys = []string{"rel"} }},
+}
+
 func (g *gen) spread(p *corev1.Pod, app string) {
 	r := g.r
 	if r.IntN(2) != 0 {
@@ -431,19 +448,10 @@ func (g *gen) spread(p *corev1.Pod, app string) {
 		MaxSkew: int32(1 + r.IntN(2)), TopologyKey: keys[r.IntN(len(keys))], WhenUnsatisfiable: corev1.DoNotSchedule,
 		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
 	}
-	// minDomains above the number of domains is where the global minimum
-	// becomes 0: make it common.
-	if r.IntN(3) == 0 {
-		c.MinDomains = ptr.To(int32(2 + r.IntN(4)))
-	}
-	if r.IntN(4) == 0 {
-		c.NodeAffinityPolicy = ptr.To(corev1.NodeInclusionPolicyIgnore)
-	}
-	if r.IntN(4) == 0 {
-		c.NodeTaintsPolicy = ptr.To(corev1.NodeInclusionPolicyHonor)
-	}
-	if r.IntN(4) == 0 {
-		c.MatchLabelKeys = []string{"rel"}
+	for _, o := range spreadOptions {
+		if r.IntN(o.oneIn) == 0 {
+			o.set(r, &c)
+		}
 	}
 	p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{c}
 }
