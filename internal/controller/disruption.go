@@ -44,6 +44,14 @@ func (s *scope) checkDisruptions(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionDisruptionReady); c != nil &&
+		c.ObservedGeneration == s.pm.Generation && !s.targetsSettled() {
+		// A pod deleted and not yet replaced makes every verdict about the
+		// workload one pod short: judged then, a zone loss that strands a
+		// pod looks survivable, and pod churn would flip the condition.
+		// The last verdict on the settled workload stands.
+		return nil
+	}
 	key := s.disruptionInputs(budgets, autoscalers)
 	name := client.ObjectKeyFromObject(s.pm)
 	v, known := s.r.disruptions.get(name, key)
@@ -65,6 +73,23 @@ func (s *scope) checkDisruptions(ctx context.Context) error {
 	}
 	setCondition(s.pm, s.now, pgv1.ConditionDisruptionReady, status, v.reason, v.message)
 	return nil
+}
+
+// targetsSettled reports whether every target runs as many pods, bound
+// and not being deleted, as it has replicas.
+func (s *scope) targetsSettled() bool {
+	for _, t := range s.targets {
+		running := int32(0)
+		for _, p := range t.Pods {
+			if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+				running++
+			}
+		}
+		if running != t.Workload.Replicas {
+			return false
+		}
+	}
+	return true
 }
 
 // disruptionPolicies reads the namespace's PodDisruptionBudgets and
