@@ -88,6 +88,10 @@ func generate(seed uint64) *scenario {
 		p := g.pod(fmt.Sprintf("existing-%d", i), true)
 		p.Spec.NodeName = g.sc.nodes[r.IntN(len(g.sc.nodes))].Name
 		p.Status.Phase = corev1.PodRunning
+		if r.IntN(10) == 0 {
+			// Bound but not started yet: it holds its node's room all the same.
+			p.Status.Phase = corev1.PodPending
+		}
 		if r.IntN(12) == 0 {
 			p.DeletionTimestamp = ptr.To(metav1.Now())
 		}
@@ -222,6 +226,11 @@ func (g *gen) pod(name string, bound bool) *corev1.Pod {
 	}
 	if r.IntN(10) == 0 {
 		p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}
+	}
+	if r.IntN(12) == 0 {
+		// Pod-level resources: the pod's requests, whatever its containers'.
+		p.Spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(fmt.Sprintf("%dm", 1000*(1+r.IntN(3))))}}
 	}
 	if r.IntN(5) == 0 {
 		p.Spec.NodeSelector = map[string]string{"role": "data"}
