@@ -6,11 +6,9 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
-	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -250,59 +248,6 @@ func surgeVerdict(surge placement.Drain) string {
 		return "a surge upgrade (a new node joins before each old one is drained) would place it, a drain or consolidation in place would not"
 	}
 	return fmt.Sprintf("nor would a surge upgrade's new node (%s)", surge.Message)
-}
-
-// maxZonesSimulated bounds the zones whose loss is simulated per target.
-const maxZonesSimulated = 10
-
-// zoneLoss simulates, for a constraint over zones, the loss of each zone
-// the target runs in. A zone's nodes stay in the cluster when it is lost,
-// unreachable, so a spread under nodeTaintsPolicy Ignore still counts it.
-func (s *scope) zoneLoss(snap *placement.Snapshot, t *target, final placement.Stage) (disruptionVerdict, error) {
-	c := s.pm.Spec.Constraint
-	var keys []string
-	if c.TopologySpread != nil {
-		keys = append(keys, c.TopologySpread.TopologyKey)
-	}
-	if c.PodAntiAffinity != nil && !slices.Contains(keys, c.PodAntiAffinity.TopologyKey) {
-		keys = append(keys, c.PodAntiAffinity.TopologyKey)
-	}
-	var survived []string
-	for _, key := range keys {
-		if key == corev1.LabelHostname {
-			continue
-		}
-		domains := snap.DomainsOf(t.Workload, key)
-		for _, domain := range domains[:min(len(domains), maxZonesSimulated)] {
-			l, err := snap.SimulateDomainLoss(t.Workload, key, domain)
-			if err != nil {
-				return disruptionVerdict{}, err
-			}
-			if len(l.Unplaced) > 0 {
-				return disruptionVerdict{reason: pgv1.ReasonZoneLossUnplaceable, message: fmt.Sprintf(
-					"the loss of %s=%s (%d nodes unreachable, their pods gone) leaves %s of %s Pending until it returns, under the %s constraint (%s); %s",
-					key, domain, l.Nodes, firstFew(l.Unplaced, 3), t, final, l.Message, s.zoneLossFix(l, final))}, nil
-			}
-		}
-		if len(domains) > 0 {
-			survived = append(survived, "and the loss of any one "+key)
-		}
-	}
-	return disruptionVerdict{ok: true, message: strings.Join(survived, ", ")}, nil
-}
-
-// zoneLossFix offers what would let the lost zone's pods go elsewhere: for
-// a spread, not counting the lost zone or allowing more skew; otherwise
-// room in the zones left.
-func (s *scope) zoneLossFix(l placement.DomainLoss, final placement.Stage) string {
-	ts := s.pm.Spec.Constraint.TopologySpread
-	if ts == nil || ts.TopologyKey != l.Key || !strings.Contains(l.Message, placement.ReasonSpread) {
-		return "add qualifying capacity in the other zones (N+1 per zone)" + softerFix(final)
-	}
-	if ts.NodeTaintsPolicy == pgv1.PolicyHonor && ts.MinDomains != nil {
-		return "the zones left are fewer than minDomains: lower minDomains, or raise maxSkew" + softerFix(final)
-	}
-	return "the spread still counts the lost zone, with none of the pods, while its nodes exist: set nodeTaintsPolicy Honor (unreachable nodes then count for no zone), or raise maxSkew" + softerFix(final)
 }
 
 // softerFix offers the Soft stage where the constraint is hard: a soft one
