@@ -6,7 +6,7 @@
 
 IMG ?= placement-guard:latest
 LOCALBIN ?= $(CURDIR)/bin
-KUBE_VERSION ?= v1.37.1
+KUBE_VERSION ?= v1.37.2
 # The oldest Kubernetes the CRD installs on (the bundle's minKubeVersion): the
 # CEL format library its rules use reaches new expressions in 1.32. The API
 # suite runs on it as well as on KUBE_VERSION (make test-oldest-kube).
@@ -80,6 +80,10 @@ fmt: ## Run go fmt.
 vet: ## Run go vet.
 	$(GO) vet ./...
 
+.PHONY: modsync
+modsync: ## Raise the modules the tests compile (operator, fidelity, kubernetes, etcd, kwok, helm, dev tools) to one version each, so each is compiled once.
+	$(GO) run ./hack/modsync -fix
+
 .PHONY: api-docs
 api-docs: $(CRD_REF_DOCS) ## Generate docs/reference/api.md from the API types in api/.
 	$(CRD_REF_DOCS) --config hack/api-docs/config.yaml --source-path api --renderer markdown \
@@ -100,6 +104,7 @@ verify-tools:
 verify: verify-tools manifests generate chart api-docs lint ## Lint, regenerate code, manifests, the chart and the API reference, and fail if anything committed is stale.
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
 	@cd test/schedulerfidelity && $(GO) mod tidy -diff || { echo "test/schedulerfidelity's go.mod/go.sum are not tidy: run 'go mod tidy' there"; exit 1; }
+	$(GO) run ./hack/modsync
 	@test -z "$$(gofmt -l api cmd internal test)" || { echo "not gofmt'ed:"; gofmt -l api cmd internal test; exit 1; }
 	@git diff --exit-code -- api config internal cmd dist/chart docs/reference || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api config dist/chart docs/reference)" || { echo "untracked generated files:"; git status --porcelain -- api config dist/chart docs/reference; exit 1; }
