@@ -86,6 +86,10 @@ func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
 		}},
 		{&corev1.PersistentVolume{}, func(o any) error { c.snap.UpsertVolume(o.(*corev1.PersistentVolume)); return nil }, func(o any) { c.snap.DeleteVolume(o.(*corev1.PersistentVolume).Name) }},
 		{&storagev1.StorageClass{}, func(o any) error { c.snap.UpsertStorageClass(o.(*storagev1.StorageClass)); return nil }, func(o any) { c.snap.DeleteStorageClass(o.(*storagev1.StorageClass).Name) }},
+		{&storagev1.CSINode{}, func(o any) error { c.snap.UpsertCSINode(o.(*storagev1.CSINode)); return nil }, func(o any) { c.snap.DeleteCSINode(o.(*storagev1.CSINode).Name) }},
+		{&storagev1.VolumeAttachment{}, func(o any) error { c.snap.UpsertVolumeAttachment(o.(*storagev1.VolumeAttachment)); return nil }, func(o any) {
+			c.snap.DeleteVolumeAttachment(o.(*storagev1.VolumeAttachment).Name)
+		}},
 	}
 	log := logf.FromContext(ctx).WithName("cluster-state")
 	for _, h := range handlers {

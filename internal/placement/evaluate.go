@@ -32,6 +32,13 @@ type evaluator struct {
 	// rwopUsers counts the pods on nodes using each of the pod's
 	// ReadWriteOncePod claims (nil when it has none).
 	rwopUsers map[string]int32
+	// volumeLimits is NodeVolumeLimits' state (nil when the pod attaches no
+	// CSI volume).
+	volumeLimits *volumeLimits
+	// disks are the pod's inline in-tree disks and diskHolders counts, per
+	// position, the pods there that hold one of them (nil without disks).
+	disks       []*corev1.Volume
+	diskHolders []int32
 	// nodeReason and volumeReason are the reasons of the filters that do
 	// not depend on other pods, per position; "" passes.
 	nodeReason   []string
@@ -149,7 +156,9 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 	}
 	e.gated = len(pod.Spec.SchedulingGates) > 0
 	e.initPorts()
+	e.initDiskConflicts()
 	e.initReadWriteOncePod()
+	e.initVolumeLimits()
 	e.resetCandidates()
 	if err := e.initInterPod(); err != nil {
 		return nil, err
@@ -197,8 +206,14 @@ func (e *evaluator) reasons(i int) []string {
 	if r := insufficient(e.req, requested, ni.allocatable, ni.allowedPods, int64(len(ni.pods))+int64(e.extraPods[i])); len(r) > 0 {
 		return r
 	}
+	if e.diskConflict(i) {
+		return []string{ReasonDiskConflict}
+	}
 	if e.readWriteOncePodInUse() {
 		return []string{ReasonReadWriteOncePod}
+	}
+	if e.volumeLimitExceeded(i) {
+		return []string{ReasonMaxVolumeCount}
 	}
 	if r := e.volumeReason[i]; r != "" {
 		return []string{r}
@@ -214,7 +229,7 @@ func (e *evaluator) reasons(i int) []string {
 
 // fits is reasons(i) == nil without allocating.
 func (e *evaluator) fits(i int) bool {
-	if e.preFilterMsg != "" || e.gated || e.nodeReason[i] != "" || e.volumeReason[i] != "" || !e.portsFree(i) || e.readWriteOncePodInUse() {
+	if e.preFilterMsg != "" || e.gated || e.nodeReason[i] != "" || e.volumeReason[i] != "" || !e.portsFree(i) || e.diskConflict(i) || e.readWriteOncePodInUse() || e.volumeLimitExceeded(i) {
 		return false
 	}
 	ni := e.s.nodes[e.order[i]]
@@ -253,6 +268,8 @@ func (e *evaluator) account(p *corev1.Pod, antiTerms []affinityTerm, req resourc
 	e.extraPods[i] += delta
 	e.accountPorts(p, i, delta)
 	e.accountClaims(p, delta)
+	e.accountDisks(p, i, delta)
+	e.accountVolumeLimits(p, i, delta)
 	e.accountInterPod(p, antiTerms, i, delta)
 	e.accountSpread(p, i, delta)
 }

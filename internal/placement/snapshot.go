@@ -51,6 +51,10 @@ type Snapshot struct {
 	claims         map[string]*corev1.PersistentVolumeClaim // by namespace/name
 	volumes        map[string]*corev1.PersistentVolume
 	storageClasses map[string]*storagev1.StorageClass
+	// csiNodes and attachments are what NodeVolumeLimits reads: each node's
+	// per-driver volume limits and the volumes attached to it.
+	csiNodes    map[string]*storagev1.CSINode
+	attachments attachmentIndex
 }
 
 // nodeInfo is one node and what its pods request.
@@ -78,6 +82,8 @@ type Objects struct {
 	Claims         []*corev1.PersistentVolumeClaim
 	Volumes        []*corev1.PersistentVolume
 	StorageClasses []*storagev1.StorageClass
+	CSINodes       []*storagev1.CSINode
+	Attachments    []*storagev1.VolumeAttachment
 }
 
 // NewSnapshot indexes the objects. The objects are referenced, not copied:
@@ -96,6 +102,8 @@ func NewSnapshot(objs Objects) (*Snapshot, error) {
 		claims:           make(map[string]*corev1.PersistentVolumeClaim, len(objs.Claims)),
 		volumes:          make(map[string]*corev1.PersistentVolume, len(objs.Volumes)),
 		storageClasses:   make(map[string]*storagev1.StorageClass, len(objs.StorageClasses)),
+		csiNodes:         make(map[string]*storagev1.CSINode, len(objs.CSINodes)),
+		attachments:      attachmentIndex{},
 	}
 	for _, n := range objs.Nodes {
 		s.UpsertNode(n)
@@ -116,6 +124,12 @@ func NewSnapshot(objs Objects) (*Snapshot, error) {
 	}
 	for _, sc := range objs.StorageClasses {
 		s.UpsertStorageClass(sc)
+	}
+	for _, cn := range objs.CSINodes {
+		s.UpsertCSINode(cn)
+	}
+	for _, va := range objs.Attachments {
+		s.UpsertVolumeAttachment(va)
 	}
 	return s, nil
 }

@@ -91,7 +91,9 @@ func hostPortsOf(ports []corev1.ContainerPort) []corev1.ContainerPort {
 }
 
 // claimVolumes keeps the volumes that can pin a pod: claims and generic
-// ephemeral volumes, by name.
+// ephemeral volumes, by name, and the in-tree disks written inline that
+// VolumeRestrictions keeps to one writer per node or that count against a
+// node's CSI volume limits.
 func claimVolumes(vs []corev1.Volume) []corev1.Volume {
 	var out []corev1.Volume
 	for _, v := range vs {
@@ -100,6 +102,8 @@ func claimVolumes(vs []corev1.Volume) []corev1.Volume {
 			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: v.PersistentVolumeClaim}})
 		case v.Ephemeral != nil:
 			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}})
+		case restrictedDisk(&v) || countsAgainstVolumeLimits(&v):
+			out = append(out, v)
 		}
 	}
 	return out

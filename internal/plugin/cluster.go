@@ -76,6 +76,10 @@ func (c *Cluster) index(o any) {
 		c.snap.UpsertVolume(o)
 	case *storagev1.StorageClass:
 		c.snap.UpsertStorageClass(o)
+	case *storagev1.CSINode:
+		c.snap.UpsertCSINode(o)
+	case *storagev1.VolumeAttachment:
+		c.snap.UpsertVolumeAttachment(o)
 	}
 }
 
@@ -121,6 +125,10 @@ func (c *Cluster) add(o any) {
 		c.Volumes = append(c.Volumes, o)
 	case *storagev1.StorageClass:
 		c.StorageClasses = append(c.StorageClasses, o)
+	case *storagev1.CSINode:
+		c.CSINodes = append(c.CSINodes, o)
+	case *storagev1.VolumeAttachment:
+		c.Attachments = append(c.Attachments, o)
 	case *appsv1.Deployment:
 		c.Deployments = append(c.Deployments, o)
 	case *appsv1.StatefulSet:
@@ -170,6 +178,8 @@ func ReadCluster(ctx context.Context, c client.Reader, namespaces ...string) (*C
 		{"persistentvolumeclaims", &corev1.PersistentVolumeClaimList{}, nil},
 		{"persistentvolumes", &corev1.PersistentVolumeList{}, nil},
 		{"storageclasses", &storagev1.StorageClassList{}, nil},
+		{"csinodes", &storagev1.CSINodeList{}, nil},
+		{"volumeattachments", &storagev1.VolumeAttachmentList{}, nil},
 	}
 	for _, ns := range namespaces {
 		in := []client.ListOption{client.InNamespace(ns)}

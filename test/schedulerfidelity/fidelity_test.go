@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -22,6 +23,7 @@ func engineVerdict(sc *scenario) (verdict, error) {
 	s, err := placement.NewSnapshot(placement.Objects{
 		Nodes: sc.nodes, Pods: sc.existing, Namespaces: sc.namespaces,
 		Claims: sc.claims, Volumes: sc.volumes, StorageClasses: sc.storageClasses,
+		CSINodes: sc.csiNodes, Attachments: sc.attachments,
 	})
 	if err != nil {
 		return verdict{}, err
@@ -36,6 +38,29 @@ func engineVerdict(sc *scenario) (verdict, error) {
 		out.message = v.Message
 	}
 	return out, nil
+}
+
+// filterReasons are the reasons of the default profile's filters (one per
+// way a filter refuses a node) that the generator must keep reaching: a
+// change to it that stops producing one would leave that filter unchecked.
+var filterReasons = []string{
+	"node(s) were unschedulable",
+	"untolerated taint",
+	"didn't match Pod's node affinity/selector",
+	"didn't have free ports",
+	"Insufficient cpu",
+	"Too many pods",
+	placement.ReasonDiskConflict,
+	placement.ReasonReadWriteOncePod,
+	placement.ReasonMaxVolumeCount,
+	"didn't find available persistent volumes to bind",
+	placement.ReasonVolumeNodeAffinity,
+	"had no available volume zone",
+	"pod has unbound immediate PersistentVolumeClaims",
+	"didn't match pod topology spread constraints",
+	"didn't match pod anti-affinity rules",
+	"didn't satisfy existing pods anti-affinity rules",
+	"didn't match pod affinity rules",
 }
 
 // comparison is one scenario's two verdicts.
@@ -75,8 +100,14 @@ func TestEngineAgreesWithSchedulerPlugins(t *testing.T) {
 	}
 	nodeAgreed, msgAgreed, schedulable, failed := 0, 0, 0, 0
 	var firstMessages []string
+	seen := map[string]int{}
 	for k, c := range results {
 		seed := uint64(first + k)
+		for _, r := range filterReasons {
+			if strings.Contains(c.scheduler.message, r) {
+				seen[r]++
+			}
+		}
 		if len(c.scheduler.nodes) > 0 {
 			schedulable++
 		}
@@ -102,6 +133,12 @@ func TestEngineAgreesWithSchedulerPlugins(t *testing.T) {
 	}
 	if float64(msgAgreed) < 0.99*float64(cases) {
 		t.Errorf("messages agreed on %d of %d scenarios, under 99 %%", msgAgreed, cases)
+	}
+	for _, r := range filterReasons {
+		t.Logf("%6d scenarios where kube-scheduler refused nodes with %q", seen[r], r)
+		if cases >= 2000 && seen[r] == 0 {
+			t.Errorf("no scenario exercised %q: the generator no longer covers that filter", r)
+		}
 	}
 	if cases >= 100 && (schedulable == 0 || schedulable == cases) {
 		t.Errorf("the generator must produce both schedulable and unschedulable pods (%d of %d schedulable)", schedulable, cases)

@@ -23,6 +23,8 @@ type scenario struct {
 	claims         []*corev1.PersistentVolumeClaim
 	volumes        []*corev1.PersistentVolume
 	storageClasses []*storagev1.StorageClass
+	csiNodes       []*storagev1.CSINode
+	attachments    []*storagev1.VolumeAttachment
 }
 
 // apiObjects are what the scheduler's plugins read through informers.
@@ -40,6 +42,12 @@ func (sc *scenario) apiObjects() []runtime.Object {
 	for _, o := range sc.storageClasses {
 		out = append(out, o)
 	}
+	for _, o := range sc.csiNodes {
+		out = append(out, o)
+	}
+	for _, o := range sc.attachments {
+		out = append(out, o)
+	}
 	return out
 }
 
@@ -53,6 +61,9 @@ const (
 	classLocal     = "local"    // kubernetes.io/no-provisioner, WaitForFirstConsumer
 	classZonal     = "zonal"    // a provisioner limited to zones a and b, WaitForFirstConsumer
 	classImmediate = "standard" // a provisioner, Immediate
+	// The CSI drivers whose volumes nodes limit.
+	csiDriver = "csi.example.com"
+	ebsDriver = "ebs.csi.aws.com"
 )
 
 var (
@@ -98,6 +109,7 @@ func generate(seed uint64) *scenario {
 		g.sc.existing = append(g.sc.existing, p)
 	}
 	g.sc.pending = g.pod("pending", false)
+	g.volumeAttachments()
 	for _, p := range append(g.sc.existing, g.sc.pending) {
 		admit(p)
 	}
@@ -138,10 +150,10 @@ func (g *gen) storage() {
 	wffc, immediate := storagev1.VolumeBindingWaitForFirstConsumer, storagev1.VolumeBindingImmediate
 	g.sc.storageClasses = []*storagev1.StorageClass{
 		{ObjectMeta: metav1.ObjectMeta{Name: classLocal}, Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: &wffc},
-		{ObjectMeta: metav1.ObjectMeta{Name: classZonal}, Provisioner: "csi.example.com", VolumeBindingMode: &wffc,
+		{ObjectMeta: metav1.ObjectMeta{Name: classZonal}, Provisioner: csiDriver, VolumeBindingMode: &wffc,
 			AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{
 				{Key: corev1.LabelTopologyZone, Values: []string{"zone-a", "zone-b"}}}}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: classImmediate}, Provisioner: "csi.example.com", VolumeBindingMode: &immediate},
+		{ObjectMeta: metav1.ObjectMeta{Name: classImmediate}, Provisioner: csiDriver, VolumeBindingMode: &immediate},
 	}
 }
 
@@ -184,7 +196,50 @@ func (g *gen) node(i int) *corev1.Node {
 	if r.IntN(3) == 0 {
 		g.sc.volumes = append(g.sc.volumes, g.localVolume(n))
 	}
+	if r.IntN(3) == 0 {
+		g.sc.csiNodes = append(g.sc.csiNodes, g.csiNode(n))
+	}
 	return n
+}
+
+// csiNode limits the volumes a node attaches: of the example driver (as few
+// as none), sometimes of the AWS EBS driver that in-tree disks migrate to,
+// sometimes a driver that reports no limit.
+func (g *gen) csiNode(n *corev1.Node) *storagev1.CSINode {
+	r := g.r
+	cn := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}
+	driver := func(name string, limit *int32) {
+		d := storagev1.CSINodeDriver{Name: name, NodeID: n.Name}
+		if limit != nil {
+			d.Allocatable = &storagev1.VolumeNodeResources{Count: limit}
+		}
+		cn.Spec.Drivers = append(cn.Spec.Drivers, d)
+	}
+	if r.IntN(4) > 0 {
+		driver(csiDriver, ptr.To(int32(r.IntN(4))))
+	}
+	if r.IntN(2) == 0 {
+		driver(ebsDriver, ptr.To(int32(r.IntN(3))))
+	}
+	if r.IntN(4) == 0 {
+		driver("no-limit.example.com", nil)
+	}
+	return cn
+}
+
+// volumeAttachments attaches some bound CSI volumes to a node, as the
+// attach-detach controller records it, whether or not a pod there uses them.
+func (g *gen) volumeAttachments() {
+	for _, pv := range g.sc.volumes {
+		if pv.Spec.CSI == nil || g.r.IntN(5) > 0 {
+			continue
+		}
+		g.sc.attachments = append(g.sc.attachments, &storagev1.VolumeAttachment{
+			ObjectMeta: metav1.ObjectMeta{Name: "va-" + pv.Name},
+			Spec: storagev1.VolumeAttachmentSpec{Attacher: pv.Spec.CSI.Driver, NodeName: g.sc.nodes[g.r.IntN(len(g.sc.nodes))].Name,
+				Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To(pv.Name)}},
+		})
+	}
 }
 
 // localVolume is an Available static volume of the local class, pinned
@@ -248,6 +303,11 @@ func (g *gen) pod(name string, bound bool) *corev1.Pod {
 	}
 	if r.IntN(4) == 0 {
 		g.claim(p, bound)
+	}
+	if r.IntN(8) == 0 {
+		// An in-tree disk written inline, which counts as the EBS driver's.
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "disk", VolumeSource: corev1.VolumeSource{
+			AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: fmt.Sprintf("vol-%d", r.IntN(3))}}})
 	}
 	g.affinity(p)
 	g.spread(p, app)
@@ -379,7 +439,7 @@ func (g *gen) zonalVolume(name string, legacy bool) *corev1.PersistentVolume {
 			StorageClassName:       classImmediate,
 			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("5Gi")},
 			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "csi.example.com", VolumeHandle: "h-" + name}},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: csiDriver, VolumeHandle: "h-" + name}},
 		},
 	}
 	switch {
