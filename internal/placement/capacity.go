@@ -62,7 +62,8 @@ func (c Capacity) Shortfall(topologyKey string) string {
 
 // CapacityFor finds the nodes that qualify for the constraint: they match
 // the capacity's node selector, carry the topology key, and admit a pod of
-// every workload (node affinity, taints, cordon, room for one more pod).
+// every workload (node affinity, taints, cordon, room for one more pod and,
+// under the node's CSI attach limits, for its volumes).
 func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec CapacitySpec) (Capacity, error) {
 	sel := labels.Everything()
 	var capacity Capacity
@@ -77,10 +78,13 @@ func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec Capacit
 	pods := make([]*corev1.Pod, len(workloads))
 	affs := make([]nodeaffinity.RequiredNodeAffinity, len(workloads))
 	reqs := make([]resources, len(workloads))
+	vols := make([]map[string]string, len(workloads))
 	for i, w := range workloads {
 		pods[i] = newPod(w, w.Name+"-capacity", nil)
 		affs[i] = nodeaffinity.GetRequiredNodeAffinity(pods[i])
 		reqs[i] = podRequests(pods[i])
+		vols[i] = map[string]string{}
+		s.attachableVolumes(pods[i], vols[i])
 	}
 	domains := map[string]struct{}{}
 	for _, id := range s.liveNodes() {
@@ -94,7 +98,8 @@ func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec Capacit
 		for i := range pods {
 			if nodeFilter(pods[i], affs[i], node) != "" ||
 				int64(len(ni.pods))+1 > ni.allowedPods ||
-				!reqs[i].fitsIn(ni.allocatable, ni.requested, resources{}) {
+				!reqs[i].fitsIn(ni.allocatable, ni.requested, resources{}) ||
+				s.attachLimitReached(ni, vols[i]) {
 				admits = false
 				break
 			}

@@ -279,6 +279,16 @@ func (vl *volumeLimits) exceeded(i int) bool {
 	return false
 }
 
+// attachLimitReached is NodeVolumeLimits refusing a pod with newVolumes on
+// the node as it is.
+func (s *Snapshot) attachLimitReached(ni *nodeInfo, newVolumes map[string]string) bool {
+	if len(newVolumes) == 0 {
+		return false
+	}
+	vl := volumeLimits{newVolumes: newVolumes, nodes: []*nodeVolumes{s.nodeVolumes(ni, newVolumes)}}
+	return vl.exceeded(0)
+}
+
 func (e *evaluator) volumeLimitExceeded(i int) bool {
 	return e.volumeLimits != nil && e.volumeLimits.exceeded(i)
 }

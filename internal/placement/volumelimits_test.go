@@ -198,3 +198,29 @@ func TestFidelityDiskConflicts(t *testing.T) {
 		pod:     mkPod("ns", "p", mount(aws("v", false))),
 		wantMsg: "0/1 nodes are available: 1 " + ReasonDiskConflict + "."}})
 }
+
+// A node at its CSI attach limit cannot take a pod with a volume to attach:
+// it does not qualify as capacity, and the migration waits for another.
+func TestAttachLimitsKeepNodesFromQualifying(t *testing.T) {
+	objs := Objects{
+		Nodes: []*corev1.Node{mkNode("data-1", label("role", "data")), mkNode("data-2", label("role", "data"))},
+		Pods: []*corev1.Pod{
+			mkPod("ns", "search-0", on("data-1"), withLabels("app", "search")),
+			mkPod("ns", "graphdb-0", on("data-1"), withLabels("app", "graphdb"), claim("a")),
+			mkPod("ns", "other", on("data-2"), withLabels("app", "other"), claim("b")),
+		},
+		CSINodes: []*storagev1.CSINode{csiNode("data-2", map[string]int32{ebs: 1})},
+		Claims:   []*corev1.PersistentVolumeClaim{boundClaim("a"), boundClaim("b")},
+		Volumes:  []*corev1.PersistentVolume{csiVolume("pv-a", ebs), csiVolume("pv-b", ebs)},
+	}
+	graph := withSelector(deployment(objs, "graphdb", 1, surgeOnly(), nodeSelector("role", "data"), claim("a")))
+	apart := Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname, Selector: selector("app", "search")}}
+	q := Question{Workloads: []*Workload{graph}, Constraint: apart, Stage: StageHard, Capacity: CapacitySpec{NodeSelector: selector("role", "data")}}
+	a := analyze(t, objs, q)
+	onlyHazard(t, a, HazardInsufficientCapacity, "1 of 2 qualifying nodes (role=data)")
+
+	objs.CSINodes = []*storagev1.CSINode{csiNode("data-2", map[string]int32{ebs: 2})}
+	if a := analyze(t, objs, q); len(a.Hazards) != 0 || a.Capacity.Summary() != "2/2" {
+		t.Fatalf("with room for the volume on data-2 the migration may proceed: %s %+v", a.Capacity.Summary(), a.Hazards)
+	}
+}
