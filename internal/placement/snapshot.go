@@ -103,7 +103,7 @@ func NewSnapshot(objs Objects) (*Snapshot, error) {
 		volumes:          make(map[string]*corev1.PersistentVolume, len(objs.Volumes)),
 		storageClasses:   make(map[string]*storagev1.StorageClass, len(objs.StorageClasses)),
 		csiNodes:         make(map[string]*storagev1.CSINode, len(objs.CSINodes)),
-		attachments:      attachmentIndex{},
+		attachments:      newAttachmentIndex(),
 	}
 	for _, n := range objs.Nodes {
 		s.UpsertNode(n)

@@ -224,3 +224,35 @@ func TestAttachLimitsKeepNodesFromQualifying(t *testing.T) {
 		t.Fatalf("with room for the volume on data-2 the migration may proceed: %s %+v", a.Capacity.Summary(), a.Hazards)
 	}
 }
+
+// A VolumeAttachment deleted, or moved to another node, no longer counts
+// where it was.
+func TestVolumeAttachmentEvents(t *testing.T) {
+	s, err := NewSnapshot(Objects{Nodes: []*corev1.Node{mkNode("a")},
+		CSINodes: []*storagev1.CSINode{csiNode("a", map[string]int32{ebs: 1})},
+		Claims:   []*corev1.PersistentVolumeClaim{boundClaim("x"), boundClaim("y")},
+		Volumes:  []*corev1.PersistentVolume{csiVolume("pv-x", ebs), csiVolume("pv-y", ebs)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fits := func() bool {
+		v, err := s.Schedule(mkPod("ns", "p", claim("y")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.Schedulable
+	}
+	s.UpsertVolumeAttachment(attachment("va-x", "a", "pv-x"))
+	if fits() {
+		t.Fatal("the attachment of pv-x fills node a's one slot")
+	}
+	s.UpsertVolumeAttachment(attachment("va-x", "b", "pv-x"))
+	if !fits() {
+		t.Fatal("the attachment moved to node b must free node a")
+	}
+	s.UpsertVolumeAttachment(attachment("va-x", "a", "pv-x"))
+	s.DeleteVolumeAttachment("va-x")
+	if !fits() {
+		t.Fatal("a deleted attachment must free node a")
+	}
+}
