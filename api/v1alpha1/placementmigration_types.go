@@ -427,10 +427,11 @@ type Guards struct {
 
 	// disruptions is what the pre-flight check before the hard stage does
 	// when the hard constraint would not survive a disruption the cluster
-	// will bring: a drain of a node the targets run on that leaves an
-	// evicted pod nowhere to go (replicas == qualifying nodes), a
-	// PodDisruptionBudget that allows no eviction, a HorizontalPodAutoscaler
-	// whose maxReplicas the qualifying nodes cannot hold. Warn when unset.
+	// will bring, simulated on the placement the hard stage's rollout would
+	// leave: a drain of a node the targets would run on that leaves an
+	// evicted pod nowhere to go (replicas == qualifying nodes), the loss of
+	// a zone, a PodDisruptionBudget that allows no eviction, a
+	// HorizontalPodAutoscaler whose maxReplicas do not fit. Warn when unset.
 	// +optional
 	// +kubebuilder:default=Warn
 	Disruptions DisruptionPolicy `json:"disruptions,omitempty"`

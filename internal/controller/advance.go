@@ -53,7 +53,7 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 	}
 	var warnings []note
 	if stage == placement.StageHard && !lowering {
-		v, err := s.preflightDisruptions(ctx, group, answers[0].Capacity)
+		v, err := s.preflightDisruptions(ctx, group, answers[0])
 		if err != nil {
 			return outcome{}, err
 		}

@@ -164,6 +164,9 @@ var _ = Describe("A succeeded migration", func() {
 		fc.succeed("web-zones", "web", "a1", "b1")
 		disruption := func() metav1.Condition { return fc.condition("web-zones", pgv1.ConditionDisruptionReady) }
 
+		By("the pre-flight simulated the loss of a zone on the placement the hard stage would leave, and warned")
+		Eventually(fc.eventReasons("web-zones")).Should(ContainElement(pgv1.ReasonZoneLossUnplaceable))
+
 		By("two zones, one pod each: a drain moves a pod within its zone, the loss of a zone strands it")
 		Eventually(disruption).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", pgv1.ReasonZoneLossUnplaceable)))
 		Expect(disruption().Message).To(And(
@@ -184,7 +187,8 @@ var _ = Describe("A succeeded migration", func() {
 		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseBlocked), fc.explain("web-apart"))
 		ready := fc.condition("web-apart", pgv1.ConditionReady)
 		Expect(ready.Reason).To(Equal(pgv1.ReasonEvictedPodUnplaceable))
-		Expect(ready.Message).To(And(ContainSubstring("2 replicas on 2 qualifying nodes"), ContainSubstring("add a qualifying node (N+1)"), ContainSubstring("guards.disruptions: Block")))
+		Expect(ready.Message).To(And(ContainSubstring("once the Hard stage has rolled out, a drain of node "+fc.ns+"-n"),
+			ContainSubstring("which no other node admits under the Hard constraint"), ContainSubstring("add a qualifying node (N+1)"), ContainSubstring("guards.disruptions: Block")))
 		Expect(fc.antiAffinityOf("web").RequiredDuringSchedulingIgnoredDuringExecution).To(BeEmpty(), "the soft stage stays")
 
 		By("a spare node: the hard stage goes ahead")

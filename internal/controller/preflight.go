@@ -4,22 +4,28 @@ import (
 	"context"
 	"fmt"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	policyv1 "k8s.io/api/policy/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
-// Before the hard stage, the disruptions the hard constraint would not
-// survive are checked from the capacity the engine found, so that seed
-// 001's shape (replicas == nodes) is caught for drains as it is for
-// rollouts: the placement a drain would be simulated on does not exist yet.
+// Before the hard stage, the disruptions its targets will meet are
+// simulated on the placement its rollout would leave (the engine's
+// simulation of that rollout, every pod of the new template where it
+// placed it), so that seed 001's shape (replicas == nodes) is caught for
+// drains as it is for rollouts, and so is every shape the arithmetic of
+// replicas and nodes cannot see: pods pinned by volumes, zones lost,
+// autoscalers beyond what fits.
 
-// preflightDisruptions judges the group against its PodDisruptionBudgets,
-// its HorizontalPodAutoscalers and the qualifying nodes.
-func (s *scope) preflightDisruptions(ctx context.Context, group []*target, capacity placement.Capacity) (disruptionVerdict, error) {
+// preflightDisruptions judges the group's hard stage against its
+// PodDisruptionBudgets, its HorizontalPodAutoscalers, drains of the nodes
+// it would run on and the loss of a zone; the first failure is the verdict.
+func (s *scope) preflightDisruptions(ctx context.Context, group []*target, hard placement.Answer) (disruptionVerdict, error) {
 	ok := disruptionVerdict{ok: true, reason: pgv1.ReasonDisruptionsTolerated}
 	if s.pm.Spec.DisruptionCheck() == pgv1.DisruptionIgnore {
 		return ok, nil
@@ -28,44 +34,49 @@ func (s *scope) preflightDisruptions(ctx context.Context, group []*target, capac
 	if err != nil {
 		return ok, err
 	}
-	for _, t := range group {
-		for _, b := range budgets {
-			if blocks, why := budgetBlocksEveryEviction(&b, t); blocks {
-				return disruptionVerdict{reason: pgv1.ReasonDrainBlockedByBudget, message: fmt.Sprintf(
-					"PodDisruptionBudget %s %s, so a drain of a node %s runs on would never complete under the Hard stage; allow at least one disruption",
-					b.Name, why, t)}, nil
+	metrics.CountDisruptionSimulation()
+	v := ok
+	err = s.r.State.With(func(snap *placement.Snapshot) error {
+		for _, t := range group {
+			got, err := s.preflightTarget(snap, t, hard, budgets, autoscalers)
+			if err != nil || !got.ok {
+				v = got
+				return err
 			}
 		}
-		if !apartPerNode(t) {
-			continue
-		}
-		for _, h := range autoscalers {
-			ref := h.Spec.ScaleTargetRef
-			if ref.Kind == string(t.Kind()) && ref.Name == t.Name() && int(h.Spec.MaxReplicas) > capacity.QualifyingNodes {
-				return disruptionVerdict{reason: pgv1.ReasonScaleOutUnsatisfiable, message: fmt.Sprintf(
-					"HorizontalPodAutoscaler %s may scale %s to %d replicas, but the Hard stage keeps one per node on %d qualifying nodes; add qualifying nodes or lower maxReplicas",
-					h.Name, t, h.Spec.MaxReplicas, capacity.QualifyingNodes)}, nil
-			}
-		}
-		if int(t.Workload.Replicas) >= capacity.QualifyingNodes {
-			return disruptionVerdict{reason: pgv1.ReasonEvictedPodUnplaceable, message: fmt.Sprintf(
-				"%s has %d replicas on %d qualifying nodes: under the Hard stage a drain of any of them (an upgrade, a consolidation) leaves the evicted pod nowhere to go; add a qualifying node (N+1)",
-				t, t.Workload.Replicas, capacity.QualifyingNodes)}, nil
-		}
-	}
-	return ok, nil
+		return nil
+	})
+	return v, err
 }
 
-// apartPerNode reports a hard constraint that keeps the target's own pods
-// one per node: a hostname anti-affinity whose term selects them.
-func apartPerNode(t *target) bool {
-	a := t.Rendered.AntiAffinity
-	if a == nil || a.TopologyKey != corev1.LabelHostname {
-		return false
+// preflightTarget simulates the disruptions of one target on the placement
+// the hard stage's rollout leaves. A rollout that does not complete leaves
+// none: the feasibility check has already judged it.
+func (s *scope) preflightTarget(snap *placement.Snapshot, t *target, hard placement.Answer, budgets []policyv1.PodDisruptionBudget, autoscalers []autoscalingv2.HorizontalPodAutoscaler) (disruptionVerdict, error) {
+	ok := disruptionVerdict{ok: true, reason: pgv1.ReasonDisruptionsTolerated}
+	r, found := hard.Rollouts[t.String()]
+	spec := hard.Templates[t.String()]
+	if !found || spec == nil || !r.Completes {
+		return ok, nil
 	}
-	term := a.AffinityTerm(t.Selector())
-	sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
-	return err == nil && sel.Matches(labels.Set(t.Template().Labels))
+	w := *s.withOthers(t)
+	w.Template = *w.Template.DeepCopy()
+	w.Template.Spec = *spec
+	v := ok
+	err := snap.WithRolledOut(&w, r, func(rolled *placement.Workload, pods []*corev1.Pod) error {
+		view := *t.Target.Target
+		view.Workload, view.Pods = rolled, pods
+		var err error
+		v, err = s.disruptionsOf(snap, &target{&planning.Target{Target: &view, Ref: t.Ref, Rendered: t.Rendered}}, placement.StageHard, budgets, autoscalers)
+		return err
+	})
+	if err != nil {
+		return ok, fmt.Errorf("simulate the disruptions of %s after the Hard stage: %w", t, err)
+	}
+	if !v.ok {
+		v.message = "once the Hard stage has rolled out, " + v.message
+	}
+	return v, nil
 }
 
 // applyPreflight turns the verdict into what the policy asks: a Block

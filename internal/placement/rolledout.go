@@ -1,0 +1,123 @@
+package placement
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// WithRolledOut runs f on the cluster as the completed rollout r of w
+// leaves it: the pods r deletes are gone and the pods it places run where
+// it placed them, with w's template. f gets the workload as it then is and
+// its pods; the disruptions a stage not yet applied would meet are
+// simulated on it, since the placement they need does not exist yet. The
+// snapshot is restored before WithRolledOut returns, whatever f does.
+func (s *Snapshot) WithRolledOut(w *Workload, r Rollout, f func(rolled *Workload, pods []*corev1.Pod) error) error {
+	if !r.Completes {
+		return fmt.Errorf("%s: the rollout does not complete, so it leaves no placement to simulate on", w.ref())
+	}
+	final, removed, err := s.endOf(w, r)
+	if err != nil {
+		return err
+	}
+	saved := make([]*corev1.Pod, 0, len(removed))
+	for _, uid := range removed {
+		if pod, ok := s.Pod(uid); ok {
+			saved = append(saved, pod)
+			s.DeletePod(uid)
+		}
+	}
+	added := make([]types.UID, 0, len(final))
+	defer func() {
+		for _, uid := range added {
+			s.DeletePod(uid)
+		}
+		for _, pod := range saved {
+			// The pods were in the snapshot a moment ago, so they index again.
+			_ = s.UpsertPod(pod)
+		}
+	}()
+	rolled := *w
+	rolled.Pods = nil
+	for _, uid := range w.Pods {
+		if !slices.Contains(removed, uid) {
+			rolled.Pods = append(rolled.Pods, uid)
+		}
+	}
+	pods := make([]*corev1.Pod, 0, len(final)+len(rolled.Pods))
+	for _, uid := range rolled.Pods {
+		if pod, ok := s.Pod(uid); ok {
+			pods = append(pods, pod)
+		}
+	}
+	for _, pod := range final {
+		if err := s.UpsertPod(pod); err != nil {
+			return fmt.Errorf("%s: place the rolled-out pod %s: %w", w.ref(), pod.Name, err)
+		}
+		added = append(added, pod.UID)
+		rolled.Pods = append(rolled.Pods, pod.UID)
+		pods = append(pods, pod)
+	}
+	if rolled.Kind == Deployment {
+		rolled.RevisionLabel, rolled.Revision = appsv1.DefaultDeploymentUniqueLabelKey, newRevisionHash
+	}
+	return f(&rolled, pods)
+}
+
+// endOf replays r's steps: the pods its placements leave running, bound to
+// their nodes, and the existing pods it deletes.
+func (s *Snapshot) endOf(w *Workload, r Rollout) ([]*corev1.Pod, []types.UID, error) {
+	byName := map[string]types.UID{}
+	for _, id := range s.workloadPods(w.Pods) {
+		byName[s.pods[id].pod.Name] = s.pods[id].pod.UID
+	}
+	var removed []types.UID
+	nodeOf := map[string]string{}
+	var order []string
+	for _, step := range r.Steps {
+		switch step.Action {
+		case StepDelete:
+			if uid, ok := byName[step.Pod]; ok {
+				removed = append(removed, uid)
+			}
+		case StepCreate, StepSchedule:
+			if step.Node == "" {
+				continue
+			}
+			if _, seen := nodeOf[step.Pod]; !seen {
+				order = append(order, step.Pod)
+			}
+			nodeOf[step.Pod] = step.Node
+		}
+	}
+	final := make([]*corev1.Pod, 0, len(order))
+	for _, name := range order {
+		pod, err := s.rolledPod(w, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		pod.UID = types.UID(simulatedUIDPrefix + "rolled/" + w.Namespace + "/" + name)
+		pod.Spec.NodeName = nodeOf[name]
+		pod.Status.Phase = corev1.PodRunning
+		final = append(final, pod)
+	}
+	return final, removed, nil
+}
+
+// rolledPod is the pod of the new revision named name, as the rollout
+// simulation made it.
+func (s *Snapshot) rolledPod(w *Workload, name string) (*corev1.Pod, error) {
+	if w.Kind != StatefulSet {
+		return newPod(w, name, map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: newRevisionHash}), nil
+	}
+	ord, err := strconv.Atoi(strings.TrimPrefix(name, w.Name+"-"))
+	if err != nil || !strings.HasPrefix(name, w.Name+"-") {
+		return nil, fmt.Errorf("%s: %q is no pod name of the StatefulSet", w.ref(), name)
+	}
+	return statefulSetPod(s, w, ord), nil
+}
