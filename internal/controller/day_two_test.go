@@ -122,7 +122,7 @@ var _ = Describe("A succeeded migration", func() {
 		By("2 replicas on 2 nodes: a drain strands the evicted pod")
 		Eventually(disruption).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", pgv1.ReasonEvictedPodUnplaceable)))
 		Expect(disruption().Message).To(And(ContainSubstring("a drain of node "+fc.ns+"-n1"), ContainSubstring("add a qualifying node (N+1)"),
-			ContainSubstring("a surge upgrade (a new node joins before each old one is drained) would place it")))
+			ContainSubstring("a surge upgrade (a new node joins before each old one is drained, in turn) would place it")))
 		Expect(fc.condition("web-apart", pgv1.ConditionReady).Status).To(Equal(metav1.ConditionTrue), "it informs, Ready does not depend on it")
 
 		By("a spare node: every drain places the evicted pod")

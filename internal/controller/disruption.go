@@ -212,20 +212,30 @@ func (s *scope) disruptionsOf(snap *placement.Snapshot, t *target, final placeme
 				b.Name, why, t, firstFew(nodes, 3))}, nil
 		}
 	}
-	for _, node := range nodes[:min(len(nodes), maxDrainsSimulated)] {
+	drained := nodes[:min(len(nodes), maxDrainsSimulated)]
+	for _, node := range drained {
 		d, err := snap.SimulateDrain(t.Workload, node)
 		if err != nil {
 			return disruptionVerdict{}, err
 		}
 		if len(d.Unplaced) > 0 {
-			surge, err := snap.SimulateSurgeReplacement(t.Workload, node)
+			up, err := snap.SimulateNodeUpgrade(t.Workload, drained)
 			if err != nil {
 				return disruptionVerdict{}, err
 			}
 			return disruptionVerdict{reason: pgv1.ReasonEvictedPodUnplaceable, message: fmt.Sprintf(
 				"a drain of node %s evicts %s of %s, which no other node admits under the %s constraint (%s); %s; add a qualifying node (N+1)%s",
-				node, firstFew(d.Unplaced, 3), t, final, d.Message, surgeVerdict(surge), softerFix(final))}, nil
+				node, firstFew(d.Unplaced, 3), t, final, d.Message, upgradeVerdict(up), softerFix(final))}, nil
 		}
+	}
+	up, err := snap.SimulateNodeUpgrade(t.Workload, drained)
+	if err != nil {
+		return disruptionVerdict{}, err
+	}
+	if len(up.Unplaced) > 0 {
+		return disruptionVerdict{reason: pgv1.ReasonEvictedPodUnplaceable, message: fmt.Sprintf(
+			"a surge upgrade replacing %s in turn stops at node %s: %s of %s, evicted there after the pods moved before it, finds no node under the %s constraint (%s); add a qualifying node (N+1)%s",
+			firstFew(drained, 3), up.StuckAt, firstFew(up.Unplaced, 3), t, final, up.Message, softerFix(final))}, nil
 	}
 	lost, err := s.zoneLoss(snap, t, final)
 	if err != nil || !lost.ok {
@@ -241,13 +251,13 @@ func (s *scope) disruptionsOf(snap *placement.Snapshot, t *target, final placeme
 	return disruptionVerdict{ok: true, reason: pgv1.ReasonDisruptionsTolerated, message: msg}, nil
 }
 
-// surgeVerdict says whether a surge upgrade, which adds a node like the
-// drained one first, places what a drain in place strands.
-func surgeVerdict(surge placement.Drain) string {
-	if len(surge.Unplaced) == 0 {
-		return "a surge upgrade (a new node joins before each old one is drained) would place it, a drain or consolidation in place would not"
+// upgradeVerdict says whether a surge upgrade, which adds a node like each
+// old one before draining it, places what a drain in place strands.
+func upgradeVerdict(up placement.NodeUpgrade) string {
+	if len(up.Unplaced) == 0 {
+		return "a surge upgrade (a new node joins before each old one is drained, in turn) would place it, a drain or consolidation in place would not"
 	}
-	return fmt.Sprintf("nor would a surge upgrade's new node (%s)", surge.Message)
+	return fmt.Sprintf("nor would a surge upgrade's new node for %s (%s)", up.StuckAt, up.Message)
 }
 
 // softerFix offers the Soft stage where the constraint is hard: a soft one

@@ -43,30 +43,6 @@ func (s *Snapshot) SimulateDrain(w *Workload, node string) (Drain, error) {
 	return d, nil
 }
 
-// SimulateSurgeReplacement is a drain of node during a surge upgrade: a new
-// node like it (its labels, capacity and taints, no pods) joins first, then
-// the node is cordoned and the workload's pods evicted from it.
-func (s *Snapshot) SimulateSurgeReplacement(w *Workload, node string) (Drain, error) {
-	d := Drain{Node: node}
-	nid, ok := s.nodeByName[node]
-	if !ok {
-		return d, nil
-	}
-	old := s.nodes[nid].node
-	surge := surgeNode(old)
-	// The node joins the snapshot for the simulation's time only: the
-	// evaluator reads nodes, their domains and their order from it. A name
-	// with a slash is no node's, so it collides with none.
-	s.UpsertNode(surge)
-	defer s.DeleteNode(surge.Name)
-	ev, err := s.evictAndReplace(w, map[nodeID]*corev1.Node{nid: asCordoned(old)}, false)
-	if err != nil {
-		return d, fmt.Errorf("simulate a surge replacement of %s for %s: %w", node, w.ref(), err)
-	}
-	d.Evicted, d.Unplaced, d.Message = ev.evicted, ev.unplaced, ev.message
-	return d, nil
-}
-
 // DomainLoss is the engine's answer to the loss of one topology domain
 // (a zone): its nodes stop answering and their pods are gone.
 type DomainLoss struct {

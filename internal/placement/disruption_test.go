@@ -124,50 +124,6 @@ func TestSimulateDrainHonorsTaintsPolicy(t *testing.T) {
 	}
 }
 
-func TestSimulateSurgeReplacement(t *testing.T) {
-	web := map[string]string{"app": "web"}
-	hard := antiAffinity(term(corev1.LabelHostname, web))
-	objs := Objects{}
-	for i := range 3 {
-		objs.Nodes = append(objs.Nodes, mkNode(fmt.Sprintf("n%d", i)))
-		objs.Pods = append(objs.Pods, mkPod("ns", fmt.Sprintf("web-%d", i), on(fmt.Sprintf("n%d", i)), withLabels("app", "web"), hard))
-	}
-	// The third pod is pinned to its node by name, as a local volume pins it:
-	// a new node is no home for it.
-	pinned := nodeSelector(corev1.LabelHostname, "n2")
-	objs.Pods[2] = mkPod("ns", "web-2", on("n2"), withLabels("app", "web"), hard, pinned)
-	s, err := NewSnapshot(objs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := deployment(objs, "web", 3, appsv1.DeploymentStrategy{}, hard)
-	nodes := s.NodeCount()
-
-	drain, err := s.SimulateDrain(w, "n0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	surge, err := s.SimulateSurgeReplacement(w, "n0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(drain.Unplaced) != 1 || len(surge.Unplaced) != 0 || surge.Evicted != 1 {
-		t.Errorf("replicas == nodes under hard anti-affinity: a drain should strand the pod (%v) and a surge node take it (%v)", drain.Unplaced, surge.Unplaced)
-	}
-	if s.NodeCount() != nodes {
-		t.Errorf("the surge node stayed in the snapshot: %d nodes, want %d", s.NodeCount(), nodes)
-	}
-
-	wPinned := deployment(objs, "web", 3, appsv1.DeploymentStrategy{}, hard, pinned)
-	surge, err = s.SimulateSurgeReplacement(wPinned, "n2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(surge.Unplaced) != 1 || !strings.Contains(surge.Message, ReasonNodeAffinity) {
-		t.Errorf("a pod pinned to the replaced node's name has no home on a new node: unplaced %v (%s)", surge.Unplaced, surge.Message)
-	}
-}
-
 func TestSimulateDomainLoss(t *testing.T) {
 	web := map[string]string{"app": "web"}
 	zoneSpread := func(opts ...spreadOpt) podOpt { return spread(corev1.LabelTopologyZone, 1, web, opts...) }
