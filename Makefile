@@ -101,28 +101,63 @@ verify-tools:
 	$(MAKE) --no-print-directory -j2 --output-sync=target $(VERIFY_TOOLS)
 
 .PHONY: verify
-verify: verify-tools manifests generate chart api-docs lint ## Lint, regenerate code, manifests, the chart and the API reference, and fail if anything committed is stale.
+verify: verify-tools verify-generated verify-lint ## Lint, regenerate code, manifests, the chart and the API reference, and fail if anything committed is stale.
+
+# verify-generated regenerates what is generated and fails when the
+# committed files differ; verify-lint reads the sources without writing
+# any. .ci/run runs the second beside the tests, at the lowest priority.
+.PHONY: verify-generated
+verify-generated: generator-tools manifests generate chart api-docs
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
 	@cd test/schedulerfidelity && $(GO) mod tidy -diff || { echo "test/schedulerfidelity's go.mod/go.sum are not tidy: run 'go mod tidy' there"; exit 1; }
-	$(GO) run ./hack/modsync
-	@test -z "$$(gofmt -l api cmd internal test)" || { echo "not gofmt'ed:"; gofmt -l api cmd internal test; exit 1; }
+	@test -z "$$(gofmt -l api cmd internal test hack)" || { echo "not gofmt'ed:"; gofmt -l api cmd internal test hack; exit 1; }
 	@git diff --exit-code -- api config internal cmd dist/chart docs/reference || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api config dist/chart docs/reference)" || { echo "untracked generated files:"; git status --porcelain -- api config dist/chart docs/reference; exit 1; }
+
+.PHONY: generator-tools
+generator-tools:
+	$(MAKE) --no-print-directory -j2 --output-sync=target $(CONTROLLER_GEN) $(KUSTOMIZE) $(CRD_REF_DOCS)
+
+.PHONY: verify-lint
+verify-lint: lint
+	$(GO) run ./hack/modsync
 
 # What the tests run besides the code under test. `make test` builds these two
 # at a time: on a cold clone each build spends its first minute downloading
 # modules and its last ones linking on one core, which the other fills.
-TEST_BINARIES = cluster-binaries $(KUSTOMIZE) $(HELM) $(OLDEST_KUBE)/kube-apiserver $(OLDEST_KUBE)/etcd
+TEST_BINARIES = cluster-binaries $(KUSTOMIZE) $(HELM)
+# What only the last suites need: built at the lowest priority while the
+# suites run, on the CPU their clusters leave idle (they wait on
+# controllers more than they compute).
+LATE_TEST_BINARIES = $(OLDEST_KUBE)/kube-apiserver $(OLDEST_KUBE)/etcd
 
 .PHONY: test-binaries
-test-binaries: $(TEST_BINARIES) ## Build the cluster binaries and tools the tests run (the oldest kube-apiserver too).
+test-binaries: $(TEST_BINARIES) $(LATE_TEST_BINARIES) ## Build the cluster binaries and tools the tests run (the oldest kube-apiserver too).
 
+# SKIP_GENERATE=1 when the generated files were just regenerated and checked
+# (.ci/run runs make verify-generated first).
 .PHONY: test
-test: manifests generate fmt vet ## Run every test: unit, envtest integration and e2e on a local cluster, and the API suite on the oldest Kubernetes.
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-binaries
-	$(GO) test ./... -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
+test: $(if $(SKIP_GENERATE),,manifests generate) fmt vet ## Run every test: unit, envtest integration and e2e on a local cluster, the in-process scheduler comparison, and the API suite on the oldest Kubernetes.
+	$(MAKE) --no-print-directory -j2 --output-sync=target $(TEST_BINARIES)
+	$(MAKE) --no-print-directory -j2 test-suites test-late-builds
 	cd test/schedulerfidelity && $(GO) test ./... -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
 	KUBEBUILDER_ASSETS=$(OLDEST_KUBE) PLACEMENT_GUARD_EXPECT_KUBE_MINOR=$(OLDEST_KUBE_MINOR) $(GO) test ./api/... $(GOTEST_FLAGS)
+
+# The suites on a local cluster wait on its controllers more than they
+# compute: three run at a time, the longest first.
+SLOW_SUITES = ./test/faults/... ./test/e2e/... ./test/scheduleragreement/...
+GOTEST_PARALLEL ?= 3
+
+.PHONY: test-suites
+test-suites:
+	$(GO) test -p $(GOTEST_PARALLEL) $(SLOW_SUITES) ./... -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
+
+# The oldest kube-apiserver, and the fidelity module's packages (Kubernetes'
+# scheduler, compiled into the build cache without running a test).
+.PHONY: test-late-builds
+test-late-builds:
+	nice -n 19 $(MAKE) --no-print-directory $(LATE_TEST_BINARIES)
+	cd test/schedulerfidelity && nice -n 19 $(GO) test -count=1 -run '^$$' ./... > /dev/null
 
 .PHONY: test-oldest-kube
 test-oldest-kube: $(OLDEST_KUBE)/kube-apiserver $(OLDEST_KUBE)/etcd ## Run the API suite (CRD schema, defaults, CEL rules) on the oldest Kubernetes the bundle claims.
@@ -313,9 +348,11 @@ $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kube-
 		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
 	touch $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kube-scheduler $(LOCALBIN)/kubectl
 
+# It serves only the API suite, and shares no package with another build:
+# compiled without optimisations (-N -l), which compiles it faster.
 $(OLDEST_KUBE)/kube-apiserver: hack/tools/kubernetes-oldest/go.mod hack/tools/kubernetes-oldest/go.sum | $(LOCALBIN)
 	mkdir -p $(OLDEST_KUBE)
-	cd hack/tools/kubernetes-oldest && $(GO) build -trimpath -o $@ -ldflags "-s -w \
+	cd hack/tools/kubernetes-oldest && $(GO) build -trimpath -o $@ -gcflags=all="-N -l" -ldflags "-s -w \
 		-X k8s.io/component-base/version.gitVersion=$(OLDEST_KUBE_VERSION) -X k8s.io/component-base/version.gitMajor=1 \
 		-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(OLDEST_KUBE_MINOR))) -X k8s.io/component-base/version.gitTreeState=clean" \
 		k8s.io/kubernetes/cmd/kube-apiserver
