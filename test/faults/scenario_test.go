@@ -42,6 +42,8 @@ type scenario struct {
 	generation int64
 	broker     map[string]pod
 	mon        *monitor
+	// sampleEvery overrides the monitor's quarter second.
+	sampleEvery time.Duration
 }
 
 type pod struct {
@@ -208,7 +210,8 @@ func (s *scenario) ours(spec *corev1.PodSpec) (int, placement.Stage) {
 	return n, stage
 }
 
-// monitor checks the invariants every quarter second, while the spec runs.
+// monitor checks the invariants every quarter second (the scenario's
+// sampleEvery when set), while the spec runs.
 type monitor struct {
 	s      *scenario
 	mu     sync.Mutex
@@ -233,12 +236,20 @@ func (s *scenario) watch(ctx context.Context) *monitor {
 			m.sample(ctx)
 			select {
 			case <-ctx.Done():
-			case <-time.After(250 * time.Millisecond):
+			case <-time.After(s.sampleInterval()):
 			}
 		}
 	}()
 	s.mon = m
 	return m
+}
+
+// sampleInterval is how often the scenario's monitor reads the cluster.
+func (s *scenario) sampleInterval() time.Duration {
+	if s.sampleEvery > 0 {
+		return s.sampleEvery
+	}
+	return 250 * time.Millisecond
 }
 
 func (m *monitor) fail(format string, args ...any) {
