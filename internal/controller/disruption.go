@@ -6,14 +6,12 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
-	"sync"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -147,41 +145,6 @@ func (s *scope) disruptionInputs(budgets []policyv1.PodDisruptionBudget, autosca
 		fmt.Fprintf(h, "|hpa/%s@%s", a.Name, a.ResourceVersion)
 	}
 	return strconv.FormatUint(h.Sum64(), 16)
-}
-
-// verdictMemo keeps, per migration, the last disruption verdict and the
-// fingerprint of its inputs.
-type verdictMemo struct {
-	mu   sync.Mutex
-	last map[types.NamespacedName]memoized
-}
-
-type memoized struct {
-	key     string
-	verdict disruptionVerdict
-}
-
-func (m *verdictMemo) get(name types.NamespacedName, key string) (disruptionVerdict, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	got, ok := m.last[name]
-	return got.verdict, ok && got.key == key
-}
-
-func (m *verdictMemo) put(name types.NamespacedName, key string, v disruptionVerdict) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.last == nil {
-		m.last = map[types.NamespacedName]memoized{}
-	}
-	m.last[name] = memoized{key: key, verdict: v}
-}
-
-// forget drops a deleted migration's verdict.
-func (m *verdictMemo) forget(name types.NamespacedName) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.last, name)
 }
 
 // disruptionsOf simulates the disruptions of one target, the cheapest

@@ -2,7 +2,6 @@ package placement
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -25,43 +24,25 @@ func (s *Snapshot) WithRolledOut(w *Workload, r Rollout, f func(rolled *Workload
 	if err != nil {
 		return err
 	}
-	saved := make([]*corev1.Pod, 0, len(removed))
+	j := &journal{s: s}
+	defer j.undo()
 	for _, uid := range removed {
-		if pod, ok := s.Pod(uid); ok {
-			saved = append(saved, pod)
-			s.DeletePod(uid)
+		if id, ok := s.podByUID[uid]; ok {
+			j.removePod(id)
 		}
 	}
-	added := make([]types.UID, 0, len(final))
-	defer func() {
-		for _, uid := range added {
-			s.DeletePod(uid)
+	for _, pod := range final {
+		if err := j.addPod(pod); err != nil {
+			return fmt.Errorf("%s: place the rolled-out pod %s: %w", w.ref(), pod.Name, err)
 		}
-		for _, pod := range saved {
-			// The pods were in the snapshot a moment ago, so they index again.
-			_ = s.UpsertPod(pod)
-		}
-	}()
+	}
 	rolled := *w
-	rolled.Pods = nil
-	for _, uid := range w.Pods {
-		if !slices.Contains(removed, uid) {
-			rolled.Pods = append(rolled.Pods, uid)
-		}
-	}
-	pods := make([]*corev1.Pod, 0, len(final)+len(rolled.Pods))
+	rolled.Pods = j.workloadUIDs(w)
+	pods := make([]*corev1.Pod, 0, len(rolled.Pods))
 	for _, uid := range rolled.Pods {
 		if pod, ok := s.Pod(uid); ok {
 			pods = append(pods, pod)
 		}
-	}
-	for _, pod := range final {
-		if err := s.UpsertPod(pod); err != nil {
-			return fmt.Errorf("%s: place the rolled-out pod %s: %w", w.ref(), pod.Name, err)
-		}
-		added = append(added, pod.UID)
-		rolled.Pods = append(rolled.Pods, pod.UID)
-		pods = append(pods, pod)
 	}
 	if rolled.Kind == Deployment {
 		rolled.RevisionLabel, rolled.Revision = appsv1.DefaultDeploymentUniqueLabelKey, newRevisionHash
