@@ -195,6 +195,11 @@ bench: $(BENCHSTAT) ## Run the placement engine's benchmarks on one core, 6 samp
 	$(GO) test ./internal/placement/ -run '^$$' -bench . -benchtime 10x -count 6 -cpu 1 $(GOTEST_FLAGS) | tee bench.txt
 	$(BENCHSTAT) bench.txt
 
+BENCH_SCALE_ARGS ?=
+.PHONY: bench-scale
+bench-scale: cluster-binaries ## Measure the manager on a local cluster of 1,000 kwok nodes and 30,000 pods (BENCH_SCALE_ARGS="-nodes 5000 -pods 150000"): memory per pod, cache sync, churn, node-to-apply latency.
+	$(GO) run ./hack/benchscale $(BENCH_SCALE_ARGS)
+
 ##@ Build
 
 .PHONY: build

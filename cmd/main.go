@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"flag"
 	"os"
+	"runtime/debug"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -22,6 +24,7 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/controller"
 	"github.com/placement-guard/placement-guard/internal/leadership"
+	"github.com/placement-guard/placement-guard/internal/memlimit"
 
 	// Registers placement-guard's metrics with the manager's registry.
 	_ "github.com/placement-guard/placement-guard/internal/metrics"
@@ -53,6 +56,8 @@ func main() {
 		grace         time.Duration
 		budgetWrites  int
 		budgetWindow  time.Duration
+		memoryRatio   float64
+		pprofAddr     string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
@@ -64,11 +69,14 @@ func main() {
 	defaults := controller.DefaultWriteBudget()
 	flag.IntVar(&budgetWrites, "write-budget", defaults.Max, "How many times any workload may be written, by all migrations together, within --write-budget-window; a migration that would exceed it stalls (WriteBudgetExceeded).")
 	flag.DurationVar(&budgetWindow, "write-budget-window", defaults.Window, "The window of --write-budget.")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "The address Go's profiles (/debug/pprof) are served on, without authentication; off when empty. For measurements, never on a shared network.")
+	flag.Float64Var(&memoryRatio, "memory-limit-ratio", 0.9, "The share of the container's memory limit set as the Go runtime's soft memory limit (0 leaves it unset; GOMEMLIMIT in the environment wins).")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
+	setMemoryLimit(log, memoryRatio)
 
 	var tlsOpts []func(*tls.Config)
 	if !enableHTTP2 {
@@ -89,6 +97,7 @@ func main() {
 		Cache:                  controller.CacheOptions(),
 		Metrics:                metricsOpts,
 		HealthProbeBindAddress: probeAddr,
+		PprofBindAddress:       pprofAddr,
 		LeaderElection:         leaderElect,
 		LeaseDuration:          ptr.To(leaseDuration),
 		RenewDeadline:          ptr.To(renewDeadline),
@@ -140,4 +149,18 @@ func main() {
 		log.Error(err, "The manager stopped with an error")
 		os.Exit(1)
 	}
+}
+
+// setMemoryLimit sets the runtime's soft memory limit below the
+// container's, so the garbage collector reclaims before the kernel kills.
+func setMemoryLimit(log logr.Logger, ratio float64) {
+	d, err := memlimit.Decide(ratio, os.Getenv("GOMEMLIMIT"), os.DirFS("/sys/fs/cgroup"))
+	if err != nil {
+		log.Error(err, "Unable to set the Go runtime's memory limit")
+		os.Exit(1)
+	}
+	if d.Limit > 0 {
+		debug.SetMemoryLimit(d.Limit)
+	}
+	log.Info("Go runtime memory limit", "bytes", debug.SetMemoryLimit(-1), "reason", d.Reason)
 }

@@ -29,30 +29,35 @@ type ClusterState struct {
 	nodeChanges atomic.Uint64
 
 	// changed is told, after the snapshot has taken in an event, the
-	// namespace of the object ("" for a cluster-scoped one), so that the
+	// object before (nil unless updated) and after it, so that the
 	// migrations it may concern are reconciled against a snapshot that
 	// already holds it.
 	notifyMu sync.RWMutex
-	changed  func(namespace string)
+	changed  func(before, after client.Object)
 }
 
-// Notify registers the function told about every change the snapshot takes in.
-func (c *ClusterState) Notify(f func(namespace string)) {
+// Notify registers the function told about every change the snapshot
+// takes in: the object before the change (nil for a creation or a
+// deletion) and after it (the last state known for a deletion).
+func (c *ClusterState) Notify(f func(before, after client.Object)) {
 	c.notifyMu.Lock()
 	defer c.notifyMu.Unlock()
 	c.changed = f
 }
 
-func (c *ClusterState) tell(o any) {
+func (c *ClusterState) tell(before, after any) {
 	c.notifyMu.RLock()
 	f := c.changed
 	c.notifyMu.RUnlock()
 	if f == nil {
 		return
 	}
-	if obj, ok := o.(client.Object); ok {
-		f(obj.GetNamespace())
+	obj, ok := after.(client.Object)
+	if !ok {
+		return
 	}
+	old, _ := before.(client.Object)
+	f(old, obj)
 }
 
 // NewClusterState returns an empty cluster state; Watch fills it.
@@ -110,13 +115,13 @@ func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
 			AddFunc: func(o any) {
 				upsert(o)
 				c.countNode(o)
-				c.tell(o)
+				c.tell(nil, o)
 			},
 			UpdateFunc: func(old, o any) {
 				upsert(o)
 				if relevantChange(old, o) {
 					c.countNode(o)
-					c.tell(o)
+					c.tell(old, o)
 				}
 			},
 			DeleteFunc: func(o any) {
@@ -130,7 +135,7 @@ func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
 				h.remove(o)
 				c.mu.Unlock()
 				c.countNode(o)
-				c.tell(o)
+				c.tell(nil, o)
 			},
 		}); err != nil {
 			return fmt.Errorf("watch %T for the placement engine: %w", h.obj, err)

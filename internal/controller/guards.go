@@ -43,8 +43,9 @@ func (s *scope) protectedPods(ctx context.Context) ([]*corev1.Pod, error) {
 	if err != nil {
 		return nil, fmt.Errorf("guards.protectedPods: %w", err)
 	}
+	// The cache's own objects, not copied: nothing here changes them.
 	var list corev1.PodList
-	if err := s.r.List(ctx, &list, client.InNamespace(s.pm.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+	if err := s.r.List(ctx, &list, client.InNamespace(s.pm.Namespace), client.MatchingLabelsSelector{Selector: selector}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list protected pods: %w", err)
 	}
 	var out []*corev1.Pod

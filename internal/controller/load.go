@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,20 +14,11 @@ import (
 	"github.com/placement-guard/placement-guard/internal/targets"
 )
 
-// loadTargets reads the workloads, their ReplicaSets and pods.
+// loadTargets reads the workloads, their ReplicaSets and pods, through
+// the cache's controller index: what a reconcile reads grows with its
+// targets, not with the namespace.
 func (s *scope) loadTargets(ctx context.Context, refs []pgv1.TargetRef) error {
 	r, ns := s.r, s.pm.Namespace
-	var pods corev1.PodList
-	if err := r.List(ctx, &pods, client.InNamespace(ns)); err != nil {
-		return fmt.Errorf("list pods in %s: %w", ns, err)
-	}
-	live := make([]*corev1.Pod, 0, len(pods.Items))
-	for i := range pods.Items {
-		if pods.Items[i].DeletionTimestamp == nil {
-			live = append(live, &pods.Items[i])
-		}
-	}
-	var replicaSets []*appsv1.ReplicaSet
 	for _, ref := range refs {
 		key := client.ObjectKey{Namespace: ns, Name: ref.Name}
 		var t *targets.Target
@@ -42,13 +32,15 @@ func (s *scope) loadTargets(ctx context.Context, refs []pgv1.TargetRef) error {
 				}
 				return fmt.Errorf("get Deployment %s: %w", key, err)
 			}
-			if replicaSets == nil {
-				var err error
-				if replicaSets, err = r.replicaSets(ctx, ns); err != nil {
-					return err
-				}
+			replicaSets, err := r.ownedReplicaSets(ctx, d)
+			if err != nil {
+				return err
 			}
-			t = targets.NewDeployment(d, replicaSets, live)
+			pods, err := r.ownedPods(ctx, ns, uidsOf(replicaSets)...)
+			if err != nil {
+				return err
+			}
+			t = targets.NewDeployment(d, replicaSets, pods)
 		case pgv1.KindStatefulSet:
 			st := &appsv1.StatefulSet{}
 			if err := r.Get(ctx, key, st); err != nil {
@@ -58,7 +50,11 @@ func (s *scope) loadTargets(ctx context.Context, refs []pgv1.TargetRef) error {
 				}
 				return fmt.Errorf("get StatefulSet %s: %w", key, err)
 			}
-			t = targets.NewStatefulSet(st, live)
+			pods, err := r.ownedPods(ctx, ns, st.UID)
+			if err != nil {
+				return err
+			}
+			t = targets.NewStatefulSet(st, pods)
 		}
 		s.targets = append(s.targets, &target{&planning.Target{Target: t, Ref: ref}})
 	}
@@ -97,12 +93,4 @@ func pointers[T any](items []T) []*T {
 		out[i] = &items[i]
 	}
 	return out
-}
-
-func (r *PlacementMigrationReconciler) replicaSets(ctx context.Context, namespace string) ([]*appsv1.ReplicaSet, error) {
-	var list appsv1.ReplicaSetList
-	if err := r.List(ctx, &list, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("list ReplicaSets in %s: %w", namespace, err)
-	}
-	return pointers(list.Items), nil
 }

@@ -60,6 +60,8 @@ type PlacementMigrationReconciler struct {
 	// disruptions remembers each migration's last disruption verdict and
 	// what it was computed from.
 	disruptions verdictMemo
+	// interests maps a change to the migrations it can affect.
+	interests interests
 }
 
 // +kubebuilder:rbac:groups=placementguard.io,resources=placementmigrations,verbs=get;list;watch;patch
@@ -83,12 +85,15 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 		if apierrors.IsNotFound(err) {
 			metrics.Forget(req.Namespace, req.Name)
 			r.disruptions.forget(req.NamespacedName)
+			r.interests.forget(req.NamespacedName)
 			r.inflight.track(req.Namespace, req.Name, nil)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get PlacementMigration %s: %w", req.NamespacedName, err)
 	}
 	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("migration", klog.KObj(pm)))
+	r.interests.markAtWork(req.NamespacedName)
+	metrics.CountReconcile(req.Namespace, req.Name)
 	if err := r.syncFinalizer(ctx, pm); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -119,6 +124,7 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.interests.set(req.NamespacedName, s.interestOf())
 	r.announce(before, pm, o)
 	metrics.RecordPhase(pm.Namespace, pm.Name, string(pm.Status.Phase))
 	metrics.RecordPendingPods(pm.Namespace, pm.Name, o.pendingByConstraint, o.pendingOther)
@@ -190,7 +196,9 @@ func (r *PlacementMigrationReconciler) announce(before, after *pgv1.PlacementMig
 // SetupWithManager registers the reconciler and its watches: migrations
 // (every change, including another migration's status, which may free a
 // shared target), their workloads, and, through State, every pod, node
-// and storage object the engine reads.
+// and storage object the engine reads. A change reaches only the
+// migrations it can affect (interest.go); a cluster-scoped one (a node, a
+// volume, a storage class) reaches every migration.
 func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -210,19 +218,33 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	if err := r.State.Watch(context.Background(), mgr.GetCache()); err != nil {
 		return err
 	}
+	if err := indexOwners(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	inNamespace := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return r.migrationsIn(ctx, o.GetNamespace())
+	})
+	// The map functions are called with the object before and after an
+	// update, so a workload whose labels leave a targetSelector is seen.
+	workload := func(kind pgv1.WorkloadKind) handler.EventHandler {
+		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return r.interests.workloadChange(o.GetNamespace(), string(kind), o.GetName(), o.GetLabels())
+		})
+	}
+	autoscaler := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		ref := o.(*autoscalingv2.HorizontalPodAutoscaler).Spec.ScaleTargetRef
+		return r.interests.workloadChange(o.GetNamespace(), ref.Kind, ref.Name, nil)
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&pgv1.PlacementMigration{}).
 		Watches(&pgv1.PlacementMigration{}, inNamespace).
-		Watches(&appsv1.Deployment{}, inNamespace).
-		Watches(&appsv1.StatefulSet{}, inNamespace).
+		Watches(&appsv1.Deployment{}, workload(pgv1.KindDeployment)).
+		Watches(&appsv1.StatefulSet{}, workload(pgv1.KindStatefulSet)).
 		Watches(&policyv1.PodDisruptionBudget{}, inNamespace).
-		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, inNamespace).
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, autoscaler).
 		WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-			r.State.Notify(func(namespace string) {
-				for _, req := range r.migrationsIn(ctx, namespace) {
+			r.State.Notify(func(before, after client.Object) {
+				for _, req := range r.concernedBy(ctx, before, after) {
 					q.Add(req)
 				}
 			})
@@ -230,6 +252,21 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		})).
 		Named("placementmigration").
 		Complete(r)
+}
+
+// concernedBy lists the migrations a change the engine took in concerns:
+// a pod's reaches the migrations whose interest admits it, any other
+// namespaced object's every migration of its namespace, and a
+// cluster-scoped object's every migration.
+func (r *PlacementMigrationReconciler) concernedBy(ctx context.Context, before, after client.Object) []reconcile.Request {
+	if _, ok := after.(*corev1.Pod); ok && after.GetNamespace() != "" {
+		var old map[string]string
+		if before != nil {
+			old = before.GetLabels()
+		}
+		return r.interests.podChange(after.GetNamespace(), old, after.GetLabels())
+	}
+	return r.migrationsIn(ctx, after.GetNamespace())
 }
 
 // migrationsIn lists the migrations a change in namespace may concern; a

@@ -58,6 +58,11 @@ var (
 		Help: "Disruption verdicts computed for succeeded PlacementMigrations; a verdict whose inputs did not change is reused, not counted.",
 	})
 
+	reconciles = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "migration_reconciles_total",
+		Help: "Reconciles of each PlacementMigration: how often a change it depends on, or a timer, made the operator look at it again.",
+	}, []string{labelNamespace, labelName})
+
 	evaluationDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: namespace, Name: "engine_evaluation_duration_seconds",
 		Help:    "Time the placement engine took to answer one question.",
@@ -66,7 +71,7 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(migrationPhase, qualifyingNodes, requiredNodes, stageDuration, rollbacks, evaluationDuration, pendingPods, disruptionSimulations)
+	ctrlmetrics.Registry.MustRegister(migrationPhase, qualifyingNodes, requiredNodes, stageDuration, rollbacks, evaluationDuration, pendingPods, disruptionSimulations, reconciles)
 }
 
 // Names are the metric names the operator exports, for dashboards and
@@ -80,6 +85,7 @@ var Names = []string{
 	namespace + "_engine_evaluation_duration_seconds",
 	namespace + "_pending_target_pods",
 	namespace + "_disruption_simulations_total",
+	namespace + "_migration_reconciles_total",
 }
 
 // RecordPhase sets the migration's phase, removing its previous one.
@@ -107,6 +113,19 @@ func Forget(ns, name string) {
 	qualifyingNodes.DeletePartialMatch(labels)
 	requiredNodes.DeletePartialMatch(labels)
 	pendingPods.DeletePartialMatch(labels)
+	reconciles.DeletePartialMatch(labels)
+}
+
+// CountReconcile counts one reconcile of a migration.
+func CountReconcile(ns, name string) { reconciles.WithLabelValues(ns, name).Inc() }
+
+// Reconciles is how many times a migration was reconciled.
+func Reconciles(ns, name string) float64 {
+	var m dto.Metric
+	if err := reconciles.WithLabelValues(ns, name).Write(&m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
 }
 
 // ObserveStage records how long a stage took and how it ended ("verified"

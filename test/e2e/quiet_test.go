@@ -3,13 +3,16 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/test/utils"
 )
 
@@ -89,5 +92,70 @@ var _ = Describe("Migrations that share workloads, once settled", Label("operato
 		stop()
 		Expect(phaseOf(ctx, env.Namespace, "web-zones")()).To(Equal(pgv1.PhaseSucceeded))
 		Expect(phaseOf(ctx, env.Namespace, "web-hosts")()).To(Equal(pgv1.PhaseSucceeded))
+
+		By("creating and deleting pods no migration selects: the settled migrations are not even looked at")
+		reconciles := func() map[string]float64 {
+			out := map[string]float64{}
+			for _, name := range []string{"web-zones", "web-hosts", "api-apart"} {
+				out[name] = metrics.Reconciles(env.Namespace, name)
+			}
+			return out
+		}
+		Eventually(func() error { return allSettled(ctx, env.Namespace, "web", "api") }).Should(Succeed())
+		var quiet map[string]float64
+		Eventually(func() bool {
+			now := reconciles()
+			still := reflect.DeepEqual(now, quiet)
+			quiet = now
+			return still
+		}).WithPolling(2*time.Second).Should(BeTrue(), "the churn of web's and api's pods has died down")
+		unrelated, stopUnrelated := context.WithCancel(ctx)
+		defer stopUnrelated()
+		go func() {
+			defer GinkgoRecover()
+			for i := 0; unrelated.Err() == nil; i++ {
+				pod := batchPod(env, i)
+				_ = k8sClient.Create(unrelated, pod)
+				select {
+				case <-unrelated.Done():
+				case <-time.After(time.Second):
+				}
+				_ = k8sClient.Delete(unrelated, pod)
+			}
+		}()
+		Consistently(reconciles, 15*time.Second, time.Second).Should(Equal(quiet), "pods of app=batch concern no settled migration")
+		stopUnrelated()
+		By("deleting a pod of web: its migrations look again")
+		pods, err := utils.PodsOf(ctx, k8sClient, env.Namespace, map[string]string{"app": "web"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(pods).NotTo(BeEmpty())
+		Expect(k8sClient.Delete(ctx, &pods[0])).To(Succeed())
+		Eventually(func() float64 { return metrics.Reconciles(env.Namespace, "web-zones") }).Should(BeNumerically(">", quiet["web-zones"]))
+		Expect(metrics.Reconciles(env.Namespace, "api-apart")).To(Equal(quiet["api-apart"]), "a pod of web does not concern api's migration")
 	}, NodeTimeout(5*time.Minute))
 })
+
+// allSettled is nil once every pod of the apps runs.
+func allSettled(ctx context.Context, namespace string, apps ...string) error {
+	for _, app := range apps {
+		pods, err := utils.PodsOf(ctx, k8sClient, namespace, map[string]string{"app": app})
+		if err != nil {
+			return err
+		}
+		for _, p := range pods {
+			if !utils.Running(p) || p.DeletionTimestamp != nil {
+				return fmt.Errorf("pod %s is not settled", p.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// batchPod is a bare pod of the spec's pool that no migration selects.
+func batchPod(env *utils.Env, i int) *corev1.Pod {
+	d := utils.Deployment(env.Namespace, "batch", env.Pool(), 1, nil)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: fmt.Sprintf("batch-%d", i), Labels: d.Spec.Template.Labels},
+		Spec:       d.Spec.Template.Spec,
+	}
+}

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/test/localcluster"
+)
+
+// churn is what pod churn in the namespaces of settled migrations cost
+// the manager.
+type churn struct {
+	writes     int
+	seconds    float64
+	cpu        float64
+	requests   map[string]float64
+	reconciles float64
+	// latencies are node-schedulable-to-first-apply times, sorted.
+	latencies []time.Duration
+}
+
+func (c churn) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nChurn: %d pod creations and deletions in %.0f s (%.0f a second) in the namespaces of the settled migrations.\n\n",
+		c.writes, c.seconds, float64(c.writes)/c.seconds)
+	fmt.Fprintf(&b, "| figure | during the churn |\n|---|---|\n")
+	fmt.Fprintf(&b, "| manager CPU | %.3f cores |\n", c.cpu/c.seconds)
+	fmt.Fprintf(&b, "| reconciles | %.1f a second |\n", c.reconciles/c.seconds)
+	for _, verb := range []string{"GET", "LIST", "PATCH", "PUT", "POST"} {
+		fmt.Fprintf(&b, "| API requests %s | %.1f a minute |\n", verb, c.requests["rest_client_requests_total/"+verb]*60/c.seconds)
+	}
+	if len(c.latencies) > 0 {
+		fmt.Fprintf(&b, "\nNode schedulable to first apply, %d migrations: p50 %s, p99 %s, max %s.\n", len(c.latencies),
+			percentile(c.latencies, 0.5).Round(time.Millisecond), percentile(c.latencies, 0.99).Round(time.Millisecond),
+			c.latencies[len(c.latencies)-1].Round(time.Millisecond))
+	}
+	return b.String()
+}
+
+const (
+	requestsMetric   = "rest_client_requests_total"
+	reconcilesMetric = "controller_runtime_reconcile_total"
+)
+
+// measureChurn settles the migrations (a soft hostname anti-affinity on a
+// two-replica Deployment each), then creates and deletes unrelated pods in
+// their namespaces at the churn rate and reads what the manager spent.
+func measureChurn(ctx context.Context, o options, cluster *localcluster.Cluster, cs kubernetes.Interface) (churn, error) {
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), pgv1.AddToScheme(scheme)); err != nil {
+		return churn{}, err
+	}
+	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return churn{}, err
+	}
+	m, err := startManager(o.manager, cluster.Kubeconfig)
+	if err != nil {
+		return churn{}, err
+	}
+	defer m.stop()
+	if _, err := m.waitSynced(ctx); err != nil {
+		return churn{}, err
+	}
+	var migrations []client.ObjectKey
+	for i := range o.migrations {
+		key := client.ObjectKey{Namespace: fmt.Sprintf("bench-%02d", i/5%o.namespaces), Name: fmt.Sprintf("guarded-%02d", i)}
+		if err := c.Create(ctx, deployment(key)); client.IgnoreAlreadyExists(err) != nil {
+			return churn{}, err
+		}
+		if err := c.Create(ctx, migration(key)); client.IgnoreAlreadyExists(err) != nil {
+			return churn{}, err
+		}
+		migrations = append(migrations, key)
+	}
+	if err := waitSucceeded(ctx, c, migrations); err != nil {
+		return churn{}, fmt.Errorf("%w\n%s", err, m.logTail())
+	}
+	logf("%d migrations Succeeded; churning for %s", len(migrations), o.churnFor)
+	before, err := m.counters(ctx, requestsMetric, reconcilesMetric)
+	if err != nil {
+		return churn{}, err
+	}
+	cpuBefore, err := m.cpuSeconds()
+	if err != nil {
+		return churn{}, err
+	}
+	start := time.Now()
+	writes, err := churnPods(ctx, cs, o, migrations)
+	if err != nil {
+		return churn{}, err
+	}
+	seconds := time.Since(start).Seconds()
+	cpuAfter, err := m.cpuSeconds()
+	if err != nil {
+		return churn{}, err
+	}
+	after, err := m.counters(ctx, requestsMetric, reconcilesMetric)
+	if err != nil {
+		return churn{}, err
+	}
+	out := churn{writes: writes, seconds: seconds, cpu: cpuAfter - cpuBefore, requests: map[string]float64{},
+		reconciles: after[reconcilesMetric] - before[reconcilesMetric]}
+	for k, v := range after {
+		out.requests[k] = v - before[k]
+	}
+	logf("churn: %.3f cores, %.1f reconciles a second", out.cpu/seconds, out.reconciles/seconds)
+	if out.latencies, err = measureLatency(ctx, c, cs, o.latencyMigrations); err != nil {
+		return churn{}, fmt.Errorf("%w\n%s", err, m.logTail())
+	}
+	return out, nil
+}
+
+// churnPods creates a pod and deletes an older one, alternately, at the
+// churn rate in the migrations' namespaces, each pod bound to a node and
+// labelled as no migration selects.
+func churnPods(ctx context.Context, cs kubernetes.Interface, o options, migrations []client.ObjectKey) (int, error) {
+	interval := time.Second / time.Duration(o.churnRate)
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	deadline := time.Now().Add(o.churnFor)
+	var (
+		mu      sync.Mutex
+		live    []*corev1.Pod
+		wg      sync.WaitGroup
+		errs    []error
+		writes  int
+		limiter = make(chan struct{}, 32)
+	)
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "churn", UID: "churn"}
+	for i := 0; time.Now().Before(deadline); i++ {
+		select {
+		case <-ctx.Done():
+			return writes, ctx.Err()
+		case <-ticker.C:
+		}
+		var write func() error
+		mu.Lock()
+		if i%2 == 0 || len(live) < 50 {
+			key := migrations[rand.IntN(len(migrations))]
+			p := app{namespace: key.Namespace, name: "churn", owner: owner}.pod(i, nodeName(rand.IntN(o.nodes)), false)
+			p.OwnerReferences = nil
+			live = append(live, p)
+			write = func() error {
+				_, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+				return err
+			}
+		} else {
+			p := live[0]
+			live = live[1:]
+			write = func() error {
+				err := cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+				if apierrors.IsNotFound(err) {
+					return nil
+				}
+				return err
+			}
+		}
+		writes++
+		mu.Unlock()
+		limiter <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-limiter; wg.Done() }()
+			if err := write(); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return writes, errors.Join(errs...)
+}
+
+func deployment(key client.ObjectKey) *appsv1.Deployment {
+	labels := map[string]string{"app": key.Name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/" + key.Name + ":1",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}}}},
+					AutomountServiceAccountToken:  ptr.To(false),
+					TerminationGracePeriodSeconds: ptr.To[int64](1),
+				},
+			},
+		},
+	}
+}
+
+func migration(key client.ObjectKey) *pgv1.PlacementMigration {
+	return &pgv1.PlacementMigration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+		Spec: pgv1.PlacementMigrationSpec{
+			Targets:      []pgv1.TargetRef{{Kind: pgv1.KindDeployment, Name: key.Name}},
+			Constraint:   pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname}},
+			FinalStage:   pgv1.StageSoft,
+			SoakDuration: &metav1.Duration{Duration: 2 * time.Second},
+			StageTimeout: &metav1.Duration{Duration: 5 * time.Minute},
+			Guards:       &pgv1.Guards{MinPodAge: &metav1.Duration{}},
+		},
+	}
+}
+
+func waitSucceeded(ctx context.Context, c client.Client, keys []client.ObjectKey) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	for {
+		pending := 0
+		var last string
+		for _, key := range keys {
+			pm := &pgv1.PlacementMigration{}
+			if err := c.Get(ctx, key, pm); err != nil {
+				return err
+			}
+			if pm.Status.Phase != pgv1.PhaseSucceeded {
+				pending++
+				last = fmt.Sprintf("%s: %s", key, pm.Status.Phase)
+			}
+		}
+		if pending == 0 {
+			return nil
+		}
+		logf("migrations not Succeeded yet: %d (%s)", pending, last)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d migrations did not succeed (%s): %w", pending, last, ctx.Err())
+		case <-time.After(10 * time.Second):
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+)
+
+// latencyNamespace holds the migrations that wait for their node.
+const latencyNamespace = "bench-latency"
+
+// measureLatency times, for each of n migrations waiting for a node of
+// their own pool, the interval between the node becoming schedulable and
+// the migration's first write to its Deployment, as both are seen
+// through watches.
+func measureLatency(ctx context.Context, c client.Client, cs kubernetes.Interface, n int) ([]time.Duration, error) {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: latencyNamespace}}); client.IgnoreAlreadyExists(err) != nil {
+		return nil, err
+	}
+	if err := waitServiceAccount(ctx, cs, latencyNamespace); err != nil {
+		return nil, err
+	}
+	var out []time.Duration
+	for i := range n {
+		key := client.ObjectKey{Namespace: latencyNamespace, Name: fmt.Sprintf("waiting-%02d", i)}
+		pool := "latency-" + key.Name
+		if err := c.Create(ctx, deployment(key)); err != nil {
+			return nil, err
+		}
+		pm := migration(key)
+		pm.Spec.Capacity = &pgv1.Capacity{NodeSelector: pgv1.Labels(map[string]string{"pool": pool}), MinNodes: ptrInt32(1)}
+		if err := c.Create(ctx, pm); err != nil {
+			return nil, err
+		}
+		if err := waitPhase(ctx, c, key, pgv1.PhaseWaitingForCapacity); err != nil {
+			return nil, err
+		}
+		d, err := timeNodeToApply(ctx, cs, key, pool)
+		if err != nil {
+			return nil, err
+		}
+		logf("%s: node schedulable to first apply %s", key, d.Round(time.Millisecond))
+		out = append(out, d)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// timeNodeToApply adds a node to pool and waits for it to become
+// schedulable and for the Deployment's template to change.
+func timeNodeToApply(ctx context.Context, cs kubernetes.Interface, key client.ObjectKey, pool string) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	nodes, err := cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{LabelSelector: "pool=" + pool})
+	if err != nil {
+		return 0, err
+	}
+	defer nodes.Stop()
+	deployments, err := cs.AppsV1().Deployments(key.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + key.Name})
+	if err != nil {
+		return 0, err
+	}
+	defer deployments.Stop()
+	n := node(0)
+	n.Name, n.Labels[corev1.LabelHostname] = "bench-"+pool, "bench-"+pool
+	n.Labels["pool"] = pool
+	if _, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+		return 0, err
+	}
+	var schedulable, applied time.Time
+	for schedulable.IsZero() || applied.IsZero() {
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%s: no apply after its node (schedulable at %v): %w", key, schedulable, ctx.Err())
+		case e := <-nodes.ResultChan():
+			if n, ok := e.Object.(*corev1.Node); ok && e.Type != watch.Deleted && schedulable.IsZero() && nodeSchedulable(n) {
+				schedulable = time.Now()
+			}
+		case e := <-deployments.ResultChan():
+			if d, ok := e.Object.(*appsv1.Deployment); ok && applied.IsZero() && d.Generation > 1 {
+				applied = time.Now()
+			}
+		}
+	}
+	return applied.Sub(schedulable), nil
+}
+
+func nodeSchedulable(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady {
+			return false
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func waitPhase(ctx context.Context, c client.Client, key client.ObjectKey, phase pgv1.Phase) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		pm := &pgv1.PlacementMigration{}
+		if err := c.Get(ctx, key, pm); err != nil {
+			return err
+		}
+		if pm.Status.Phase == phase {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s is %s, not %s: %w", key, pm.Status.Phase, phase, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func ptrInt32(v int32) *int32 { return &v }
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)-1) * p)
+	return sorted[i]
+}

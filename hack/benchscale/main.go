@@ -1,0 +1,226 @@
+// Command benchscale measures the operator's manager on a local cluster of
+// real components (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler, kwok) with many nodes and pods: what each cached pod
+// costs in memory, how long the caches take to sync, and what pod churn
+// costs with settled migrations. `make bench-scale` runs it; its results
+// are in docs/performance.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/placement-guard/placement-guard/test/localcluster"
+)
+
+type options struct {
+	nodes, pods, namespaces int
+	migrations              int
+	latencyMigrations       int
+	churnRate               int
+	churnFor, settle        time.Duration
+	manager                 string
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.nodes, "nodes", 1000, "kwok nodes")
+	flag.IntVar(&o.pods, "pods", 30000, "pods bound to them")
+	flag.IntVar(&o.namespaces, "namespaces", 50, "namespaces the pods are spread over")
+	flag.IntVar(&o.migrations, "migrations", 50, "settled migrations during the churn (5 a namespace)")
+	flag.IntVar(&o.latencyMigrations, "latency-migrations", 10, "migrations timed from their node becoming schedulable to their first apply")
+	flag.IntVar(&o.churnRate, "churn-rate", 100, "pod creations and deletions a second during the churn")
+	flag.DurationVar(&o.churnFor, "churn-for", time.Minute, "how long the churn lasts")
+	flag.DurationVar(&o.settle, "settle", 20*time.Second, "how long the manager runs before its memory is read")
+	flag.StringVar(&o.manager, "manager", "", "the manager binary; built from the tree when empty")
+	flag.Parse()
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, o)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scale:", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func run(ctx context.Context, o options) error {
+	work, err := os.MkdirTemp("", "bench-scale-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	if o.manager == "" {
+		o.manager = filepath.Join(work, "manager")
+		logf("building the manager")
+		build := exec.CommandContext(ctx, "go", "build", "-o", o.manager, "./cmd")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("build the manager: %w", err)
+		}
+	}
+	logf("starting the local cluster")
+	cluster, err := localcluster.Start(ctx, localcluster.Options{StartTimeout: 5 * time.Minute})
+	if err != nil {
+		return err
+	}
+	defer cluster.Stop()
+	if _, err := envtest.InstallCRDs(cluster.Config, envtest.CRDInstallOptions{Paths: []string{"config/crd/bases"}, ErrorIfPathMissing: true}); err != nil {
+		return fmt.Errorf("install the CRDs: %w", err)
+	}
+	fast := rest.CopyConfig(cluster.Config)
+	fast.QPS, fast.Burst = 5000, 10000
+	cs, err := kubernetes.NewForConfig(fast)
+	if err != nil {
+		return err
+	}
+	if err := parallel(ctx, "nodes created", o.nodes, 16, func(ctx context.Context, i int) error {
+		_, err := cs.CoreV1().Nodes().Create(ctx, node(i), metav1.CreateOptions{})
+		return createOrKeep(err)
+	}); err != nil {
+		return err
+	}
+
+	res := results{options: o}
+	if res.base, res.baseSync, err = measure(ctx, o, cluster.Kubeconfig); err != nil {
+		return fmt.Errorf("the manager without pods: %w", err)
+	}
+	apps, err := createApps(ctx, cs, o.namespaces)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := parallel(ctx, "pods created", o.pods, 32, func(ctx context.Context, i int) error {
+		a := apps[i%len(apps)]
+		_, err := cs.CoreV1().Pods(a.namespace).Create(ctx, a.pod(i, nodeName(i%o.nodes), i%len(apps) == 0), metav1.CreateOptions{})
+		return createOrKeep(err)
+	}); err != nil {
+		return err
+	}
+	res.createRate = float64(o.pods) / time.Since(start).Seconds()
+	if err := waitPodsRunning(ctx, cs, o.pods); err != nil {
+		return err
+	}
+	if res.loaded, res.loadedSync, err = measure(ctx, o, cluster.Kubeconfig); err != nil {
+		return fmt.Errorf("the manager with %d pods: %w", o.pods, err)
+	}
+	if o.migrations > 0 {
+		if res.churn, err = measureChurn(ctx, o, cluster, cs); err != nil {
+			return fmt.Errorf("churn: %w", err)
+		}
+	}
+	fmt.Print(res.markdown())
+	return nil
+}
+
+// measure starts the manager, waits for its caches, lets it settle and
+// reads its memory.
+func measure(ctx context.Context, o options, kubeconfig string) (memory, time.Duration, error) {
+	m, err := startManager(o.manager, kubeconfig)
+	if err != nil {
+		return memory{}, 0, err
+	}
+	defer m.stop()
+	sync, err := m.waitSynced(ctx)
+	if err != nil {
+		return memory{}, 0, err
+	}
+	logf("caches synced in %s; settling for %s", sync.Round(time.Millisecond), o.settle)
+	select {
+	case <-ctx.Done():
+		return memory{}, 0, ctx.Err()
+	case <-time.After(o.settle):
+	}
+	mem, err := m.memory(ctx)
+	logf("live heap %s, heap in use %s, RSS %s", mib(mem.live), mib(mem.inUse), mib(mem.rss))
+	return mem, sync, err
+}
+
+// createApps creates the namespaces and, in each, the owners of its
+// apps' pods (ConfigMaps: an owner the garbage collector finds, which no
+// controller acts on). It waits for each namespace's default
+// ServiceAccount, which admission requires of a pod.
+func createApps(ctx context.Context, cs kubernetes.Interface, namespaces int) ([]app, error) {
+	var apps []app
+	for n := range namespaces {
+		ns := fmt.Sprintf("bench-%02d", n)
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); createOrKeep(err) != nil {
+			return nil, err
+		}
+		for a := range 40 {
+			name := fmt.Sprintf("app-%02d", a)
+			cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("create the owner %s/%s: %w", ns, name, err)
+			}
+			apps = append(apps, app{namespace: ns, name: name, owner: metav1.OwnerReference{
+				APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: cm.UID, Controller: ptrTrue()}})
+		}
+		if err := waitServiceAccount(ctx, cs, ns); err != nil {
+			return nil, err
+		}
+	}
+	return apps, nil
+}
+
+func ptrTrue() *bool { t := true; return &t }
+
+func waitServiceAccount(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	for {
+		if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// results are the figures of one run.
+type results struct {
+	options
+	base, loaded         memory
+	baseSync, loadedSync time.Duration
+	createRate           float64
+	churn                churn
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+func perPod(loaded, base int64, pods int) string {
+	return fmt.Sprintf("%.2f KiB", float64(loaded-base)/float64(pods)/1024)
+}
+
+func (r results) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## %d nodes, %d pods in %d namespaces\n\n", r.nodes, r.pods, r.namespaces)
+	fmt.Fprintf(&b, "| figure | 0 pods | %d pods | per pod |\n|---|---|---|---|\n", r.pods)
+	fmt.Fprintf(&b, "| live heap | %s | %s | %s |\n", mib(r.base.live), mib(r.loaded.live), perPod(r.loaded.live, r.base.live, r.pods))
+	fmt.Fprintf(&b, "| heap in use | %s | %s | %s |\n", mib(r.base.inUse), mib(r.loaded.inUse), perPod(r.loaded.inUse, r.base.inUse, r.pods))
+	fmt.Fprintf(&b, "| RSS | %s | %s | %s |\n", mib(r.base.rss), mib(r.loaded.rss), perPod(r.loaded.rss, r.base.rss, r.pods))
+	fmt.Fprintf(&b, "| cache sync | %s | %s | |\n\n", r.baseSync.Round(10*time.Millisecond), r.loadedSync.Round(10*time.Millisecond))
+	fmt.Fprintf(&b, "Pods created at %.0f a second.\n", r.createRate)
+	if r.migrations > 0 {
+		b.WriteString(r.churn.markdown())
+	}
+	return b.String()
+}

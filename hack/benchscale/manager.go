@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// manager is the operator's binary run against the cluster, with its
+// metrics and profiles on loopback ports.
+type manager struct {
+	cmd         *exec.Cmd
+	started     time.Time
+	metricsAddr string
+	pprofAddr   string
+
+	mu     sync.Mutex
+	synced time.Time
+	tail   []string
+	done   chan struct{}
+}
+
+func startManager(binary, kubeconfig string) (*manager, error) {
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	m := &manager{
+		metricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		pprofAddr:   fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		done:        make(chan struct{}),
+	}
+	m.cmd = exec.Command(binary,
+		"--kubeconfig", kubeconfig,
+		"--leader-elect=false",
+		"--metrics-secure=false",
+		"--metrics-bind-address", m.metricsAddr,
+		"--pprof-bind-address", m.pprofAddr,
+		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[2]))
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	logs, err := m.cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	m.started = time.Now()
+	if err := m.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the manager: %w", err)
+	}
+	go m.read(logs)
+	return m, nil
+}
+
+// read follows the manager's log: the first "Starting workers" is when
+// the controller's caches have synced.
+func (m *manager) read(r io.Reader) {
+	defer close(m.done)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		m.mu.Lock()
+		if m.synced.IsZero() && strings.Contains(line, "Starting workers") {
+			m.synced = time.Now()
+		}
+		m.tail = append(m.tail, line)
+		if len(m.tail) > 50 {
+			m.tail = m.tail[1:]
+		}
+		m.mu.Unlock()
+	}
+}
+
+// waitSynced waits for the caches and returns how long they took.
+func (m *manager) waitSynced(ctx context.Context) (time.Duration, error) {
+	for {
+		m.mu.Lock()
+		synced := m.synced
+		m.mu.Unlock()
+		if !synced.IsZero() {
+			return synced.Sub(m.started), nil
+		}
+		select {
+		case <-m.done:
+			return 0, fmt.Errorf("the manager exited before its caches synced:\n%s", m.logTail())
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (m *manager) logTail() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return strings.Join(m.tail, "\n")
+}
+
+func (m *manager) stop() {
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.done:
+	case <-time.After(20 * time.Second):
+		_ = m.cmd.Process.Kill()
+	}
+	_ = m.cmd.Wait()
+}
+
+// memory is what the manager holds.
+type memory struct {
+	// live is the heap after a forced collection; inUse the heap's spans
+	// in use then; rss the process's resident set.
+	live, inUse, rss int64
+}
+
+var memStat = regexp.MustCompile(`(?m)^# (HeapAlloc|HeapInuse) = (\d+)$`)
+
+// memory forces a collection through the heap profile and reads the
+// runtime's statistics printed with it, and the kernel's resident set.
+func (m *manager) memory(ctx context.Context) (memory, error) {
+	body, err := get(ctx, "http://"+m.pprofAddr+"/debug/pprof/heap?gc=1&debug=1")
+	if err != nil {
+		return memory{}, err
+	}
+	var out memory
+	for _, match := range memStat.FindAllStringSubmatch(body, -1) {
+		v, _ := strconv.ParseInt(match[2], 10, 64)
+		switch match[1] {
+		case "HeapAlloc":
+			out.live = v
+		case "HeapInuse":
+			out.inUse = v
+		}
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	if err != nil {
+		return memory{}, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if kb, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			v, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
+			out.rss = v << 10
+		}
+	}
+	return out, nil
+}
+
+// cpuSeconds is the CPU time the manager used so far.
+func (m *manager) cpuSeconds() (float64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name, which is in parentheses.
+	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100, nil // USER_HZ is 100 on Linux
+}
+
+// counters reads the manager's counters of the named metrics, summed by
+// name and, where the sample has one, its method label ("name/GET").
+func (m *manager) counters(ctx context.Context, names ...string) (map[string]float64, error) {
+	body, err := get(ctx, "http://"+m.metricsAddr+"/metrics")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(body, "\n") {
+		for _, name := range names {
+			if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+				continue
+			}
+			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+			out[name] += v
+			if match := methodLabel.FindStringSubmatch(line); match != nil {
+				out[name+"/"+match[1]] += v
+			}
+		}
+	}
+	return out, nil
+}
+
+var methodLabel = regexp.MustCompile(`method="([A-Z]+)"`)
+
+func get(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("get %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("get %s: %s", url, resp.Status)
+	}
+	return string(body), err
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			_ = l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}

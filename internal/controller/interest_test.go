@@ -1,0 +1,135 @@
+package controller
+
+import (
+	"sort"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
+)
+
+func names(reqs []reconcile.Request) []string {
+	out := make([]string, len(reqs))
+	for i, r := range reqs {
+		out[i] = r.Name
+	}
+	sort.Strings(out)
+	return out
+}
+
+func settledScope(name string, spec pgv1.PlacementMigrationSpec, c placement.Constraint) *scope {
+	pm := &pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}, Spec: spec}
+	pm.Status.Phase = pgv1.PhaseSucceeded
+	return &scope{pm: pm, constraint: c}
+}
+
+// A settled migration is told only of the pods and workloads it depends
+// on; one at work of everything in its namespace; none of another
+// namespace's pods.
+func TestAChangeReachesOnlyTheMigrationsItConcerns(t *testing.T) {
+	var in interests
+	web := settledScope("web-apart", pgv1.PlacementMigrationSpec{
+		Targets: []pgv1.TargetRef{{Kind: pgv1.KindDeployment, Name: "web"}},
+		Guards:  &pgv1.Guards{ProtectedPods: pgv1.Labels(map[string]string{"tier": "db"})},
+	}, placement.Constraint{AntiAffinity: &placement.AntiAffinity{TopologyKey: "kubernetes.io/hostname",
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}})
+	in.set(types.NamespacedName{Namespace: "shop", Name: "web-apart"}, web.interestOf())
+	selected := settledScope("by-team", pgv1.PlacementMigrationSpec{
+		TargetSelector: &pgv1.TargetSelector{Selector: *pgv1.Labels(map[string]string{"team": "checkout"})},
+	}, placement.Constraint{Spread: &placement.Spread{TopologyKey: "zone",
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "checkout"}}}})
+	in.set(types.NamespacedName{Namespace: "shop", Name: "by-team"}, selected.interestOf())
+	in.markAtWork(types.NamespacedName{Namespace: "shop", Name: "rolling"})
+
+	cases := []struct {
+		name          string
+		ns            string
+		before, after map[string]string
+		want          []string
+	}{
+		{"a target's pod", "shop", nil, map[string]string{"app": "web"}, []string{"rolling", "web-apart"}},
+		{"a protected pod", "shop", nil, map[string]string{"tier": "db"}, []string{"rolling", "web-apart"}},
+		{"a pod the spread counts", "shop", nil, map[string]string{"team": "checkout"}, []string{"by-team", "rolling"}},
+		{"a pod leaving the selector", "shop", map[string]string{"app": "web"}, map[string]string{"app": "api"}, []string{"rolling", "web-apart"}},
+		{"an unrelated pod", "shop", nil, map[string]string{"app": "batch"}, []string{"rolling"}},
+		{"a pod of another namespace", "jobs", nil, map[string]string{"app": "web"}, []string{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := names(in.podChange(tc.ns, tc.before, tc.after))
+			if len(got) != len(tc.want) || (len(got) > 0 && !equalStrings(got, tc.want)) {
+				t.Errorf("concerned %v, want %v", got, tc.want)
+			}
+		})
+	}
+
+	workloads := []struct {
+		name, kind, workload string
+		labels               map[string]string
+		want                 []string
+	}{
+		{"a named target", "Deployment", "web", nil, []string{"rolling", "web-apart"}},
+		{"a StatefulSet of that name is not it", "StatefulSet", "web", nil, []string{"rolling"}},
+		{"a workload the targetSelector selects", "StatefulSet", "cart", map[string]string{"team": "checkout"}, []string{"by-team", "rolling"}},
+		{"an unrelated workload", "Deployment", "batch", map[string]string{"team": "data"}, []string{"rolling"}},
+	}
+	for _, tc := range workloads {
+		t.Run(tc.name, func(t *testing.T) {
+			got := names(in.workloadChange("shop", tc.kind, tc.workload, tc.labels))
+			if !equalStrings(got, tc.want) {
+				t.Errorf("concerned %v, want %v", got, tc.want)
+			}
+		})
+	}
+
+	in.forget(types.NamespacedName{Namespace: "shop", Name: "rolling"})
+	if got := names(in.podChange("shop", nil, map[string]string{"app": "batch"})); len(got) != 0 {
+		t.Errorf("a forgotten migration is still told: %v", got)
+	}
+}
+
+// A migration not settled, or being deleted, depends on everything in its
+// namespace; one known keeps its interest while it is looked at again.
+func TestOnlySettledMigrationsNarrowWhatConcernsThem(t *testing.T) {
+	s := settledScope("web-apart", pgv1.PlacementMigrationSpec{Targets: []pgv1.TargetRef{{Kind: pgv1.KindDeployment, Name: "web"}}}, placement.Constraint{})
+	for _, phase := range []pgv1.Phase{pgv1.PhaseWaitingForCapacity, pgv1.PhaseApplyingHard, pgv1.PhaseSoaking, pgv1.PhaseBlocked, pgv1.PhasePaused, pgv1.PhaseRollingBack} {
+		s.pm.Status.Phase = phase
+		if s.interestOf().settled {
+			t.Errorf("%s narrows what concerns it", phase)
+		}
+	}
+	s.pm.Status.Phase = pgv1.PhaseSucceeded
+	if !s.interestOf().settled {
+		t.Fatal("a Succeeded migration does not narrow what concerns it")
+	}
+	now := metav1.Now()
+	s.pm.DeletionTimestamp = &now
+	if s.interestOf().settled {
+		t.Error("a migration being deleted narrows what concerns it")
+	}
+
+	var in interests
+	key := types.NamespacedName{Namespace: "shop", Name: "web-apart"}
+	s.pm.DeletionTimestamp = nil
+	in.set(key, s.interestOf())
+	in.markAtWork(key)
+	if got := in.podChange("shop", nil, map[string]string{"app": "batch"}); len(got) != 0 {
+		t.Errorf("looking at a settled migration again widened its interest: %v", names(got))
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
