@@ -103,6 +103,8 @@ func measureChurn(ctx context.Context, o options, cluster *localcluster.Cluster,
 		return churn{}, err
 	}
 	start := time.Now()
+	profiled := make(chan error, 1)
+	go func() { profiled <- m.cpuProfile(ctx, o.cpuProfile, o.churnFor-5*time.Second) }()
 	writes, err := churnPods(ctx, cs, o, migrations)
 	if err != nil {
 		return churn{}, err
@@ -114,6 +116,9 @@ func measureChurn(ctx context.Context, o options, cluster *localcluster.Cluster,
 	}
 	after, err := m.counters(ctx, requestsMetric, reconcilesMetric)
 	if err != nil {
+		return churn{}, err
+	}
+	if err := <-profiled; err != nil {
 		return churn{}, err
 	}
 	out := churn{writes: writes, seconds: seconds, cpu: cpuAfter - cpuBefore, requests: map[string]float64{},

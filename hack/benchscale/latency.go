@@ -38,7 +38,7 @@ func measureLatency(ctx context.Context, c client.Client, cs kubernetes.Interfac
 			return nil, err
 		}
 		pm := migration(key)
-		pm.Spec.Capacity = &pgv1.Capacity{NodeSelector: pgv1.Labels(map[string]string{"pool": pool}), MinNodes: ptrInt32(1)}
+		pm.Spec.Capacity = &pgv1.Capacity{NodeSelector: pgv1.Labels(map[string]string{"pool": pool}), MinNodes: ptrInt32(1), MinDomains: ptrInt32(1)}
 		if err := c.Create(ctx, pm); err != nil {
 			return nil, err
 		}
@@ -47,6 +47,10 @@ func measureLatency(ctx context.Context, c client.Client, cs kubernetes.Interfac
 		}
 		d, err := timeNodeToApply(ctx, cs, key, pool)
 		if err != nil {
+			pm := &pgv1.PlacementMigration{}
+			if getErr := c.Get(ctx, key, pm); getErr == nil {
+				err = fmt.Errorf("%w; the migration is %s: %v", err, pm.Status.Phase, pm.Status.Conditions)
+			}
 			return nil, err
 		}
 		logf("%s: node schedulable to first apply %s", key, d.Round(time.Millisecond))

@@ -18,11 +18,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/placement-guard/placement-guard/test/localcluster"
 )
@@ -34,6 +36,7 @@ type options struct {
 	churnRate               int
 	churnFor, settle        time.Duration
 	manager                 string
+	cpuProfile, heapProfile string
 }
 
 func main() {
@@ -46,8 +49,11 @@ func main() {
 	flag.IntVar(&o.churnRate, "churn-rate", 100, "pod creations and deletions a second during the churn")
 	flag.DurationVar(&o.churnFor, "churn-for", time.Minute, "how long the churn lasts")
 	flag.DurationVar(&o.settle, "settle", 20*time.Second, "how long the manager runs before its memory is read")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write the manager's CPU profile during the churn here")
+	flag.StringVar(&o.heapProfile, "heapprofile", "", "write the manager's heap profile with every pod cached here")
 	flag.StringVar(&o.manager, "manager", "", "the manager binary; built from the tree when empty")
 	flag.Parse()
+	ctrllog.SetLogger(logr.Discard())
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, o)
 	cancel()
@@ -99,7 +105,7 @@ func run(ctx context.Context, o options) error {
 	}
 
 	res := results{options: o}
-	if res.base, res.baseSync, err = measure(ctx, o, cluster.Kubeconfig); err != nil {
+	if res.base, res.baseSync, err = measure(ctx, o, cluster.Kubeconfig, false); err != nil {
 		return fmt.Errorf("the manager without pods: %w", err)
 	}
 	apps, err := createApps(ctx, cs, o.namespaces)
@@ -118,7 +124,7 @@ func run(ctx context.Context, o options) error {
 	if err := waitPodsRunning(ctx, cs, o.pods); err != nil {
 		return err
 	}
-	if res.loaded, res.loadedSync, err = measure(ctx, o, cluster.Kubeconfig); err != nil {
+	if res.loaded, res.loadedSync, err = measure(ctx, o, cluster.Kubeconfig, true); err != nil {
 		return fmt.Errorf("the manager with %d pods: %w", o.pods, err)
 	}
 	if o.migrations > 0 {
@@ -132,7 +138,7 @@ func run(ctx context.Context, o options) error {
 
 // measure starts the manager, waits for its caches, lets it settle and
 // reads its memory.
-func measure(ctx context.Context, o options, kubeconfig string) (memory, time.Duration, error) {
+func measure(ctx context.Context, o options, kubeconfig string, heapProfile bool) (memory, time.Duration, error) {
 	m, err := startManager(o.manager, kubeconfig)
 	if err != nil {
 		return memory{}, 0, err
@@ -149,6 +155,14 @@ func measure(ctx context.Context, o options, kubeconfig string) (memory, time.Du
 	case <-time.After(o.settle):
 	}
 	mem, err := m.memory(ctx)
+	if err != nil {
+		return memory{}, 0, err
+	}
+	if heapProfile {
+		if err := m.heapProfile(ctx, o.heapProfile); err != nil {
+			return memory{}, 0, err
+		}
+	}
 	logf("live heap %s, heap in use %s, RSS %s", mib(mem.live), mib(mem.inUse), mib(mem.rss))
 	return mem, sync, err
 }

@@ -193,6 +193,30 @@ func (m *manager) counters(ctx context.Context, names ...string) (map[string]flo
 
 var methodLabel = regexp.MustCompile(`method="([A-Z]+)"`)
 
+// cpuProfile writes the manager's CPU profile over d to path, if set.
+func (m *manager) cpuProfile(ctx context.Context, path string, d time.Duration) error {
+	if path == "" {
+		return nil
+	}
+	body, err := get(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", m.pprofAddr, int(d.Seconds())))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(body), 0o644)
+}
+
+// heapProfile writes the manager's heap profile to path, if set.
+func (m *manager) heapProfile(ctx context.Context, path string) error {
+	if path == "" {
+		return nil
+	}
+	body, err := get(ctx, "http://"+m.pprofAddr+"/debug/pprof/heap?gc=1")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(body), 0o644)
+}
+
 func get(ctx context.Context, url string) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

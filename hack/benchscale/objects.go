@@ -69,15 +69,15 @@ func (a app) pod(i int, nodeName string, antiAffinity bool) *corev1.Pod {
 		"team":                      "team-" + a.namespace,
 	}
 	probe := func(path string) *corev1.Probe {
-		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(8080)}},
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("main")}},
 			PeriodSeconds: 10, TimeoutSeconds: 2, FailureThreshold: 3}
 	}
-	container := func(name, cpu, memory string) corev1.Container {
+	container := func(name, cpu, memory string, port int32) corev1.Container {
 		return corev1.Container{
 			Name:  name,
 			Image: "registry.invalid/" + a.name + "/" + name + ":1.4.2",
 			Args:  []string{"--listen=:8080", "--log-format=json", "--config=/etc/" + a.name + "/config.yaml"},
-			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+			Ports: []corev1.ContainerPort{{Name: name, ContainerPort: port, Protocol: corev1.ProtocolTCP}},
 			Env: []corev1.EnvVar{
 				{Name: "APP_NAME", Value: a.name}, {Name: "APP_ENV", Value: "production"},
 				{Name: "LOG_LEVEL", Value: "info"}, {Name: "OTEL_EXPORTER_OTLP_ENDPOINT", Value: "http://otel-collector.observability:4317"},
@@ -101,7 +101,7 @@ func (a app) pod(i int, nodeName string, antiAffinity bool) *corev1.Pod {
 		},
 		Spec: corev1.PodSpec{
 			NodeName:                      nodeName,
-			Containers:                    []corev1.Container{container("main", "100m", "128Mi"), container("sidecar", "10m", "32Mi")},
+			Containers:                    []corev1.Container{container("main", "100m", "128Mi", 8080), container("sidecar", "10m", "32Mi", 9090)},
 			AutomountServiceAccountToken:  ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](1),
 			Tolerations: []corev1.Toleration{

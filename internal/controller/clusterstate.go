@@ -156,7 +156,14 @@ func (c *ClusterState) NodeChanges() uint64 { return c.nodeChanges.Load() }
 // relevantChange filters the updates worth a reconcile. Nodes send a status
 // heartbeat every few seconds; only a change of what the engine reads
 // (labels, taints, cordon, allocatable, readiness) can change an answer.
+// A namespace's updates matter only when its labels change.
 func relevantChange(old, cur any) bool {
+	if a, ok := old.(*corev1.Namespace); ok {
+		// Only a namespace's labels reach an answer (a term's
+		// namespaceSelector); its phase and finalizers do not.
+		b, ok := cur.(*corev1.Namespace)
+		return !ok || !equality.Semantic.DeepEqual(a.Labels, b.Labels)
+	}
 	a, okA := old.(*corev1.Node)
 	b, okB := cur.(*corev1.Node)
 	if !okA || !okB {
@@ -179,14 +186,16 @@ func nodeReady(n *corev1.Node) bool {
 }
 
 // CacheOptions trims what the manager caches: managed fields of every
-// object, and pods to the projection the engine and the guards read.
+// object, and pods to the projection the engine and the guards read, with
+// one copy of what pods of one template have in common.
 func CacheOptions() cache.Options {
+	trimmer := placement.NewPodTrimmer(placement.DefaultSharedParts)
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Transform: func(o any) (any, error) {
 				if p, ok := o.(*corev1.Pod); ok {
-					return placement.TrimPod(p), nil
+					return trimmer.Trim(p), nil
 				}
 				return o, nil
 			}},

@@ -104,6 +104,14 @@ func (i *interests) markAtWork(key types.NamespacedName) {
 	}
 }
 
+// settled reports whether a migration is known to have settled.
+func (i *interests) settled(key types.NamespacedName) bool {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	in, ok := i.byNS[key.Namespace][key.Name]
+	return ok && in.settled
+}
+
 func (i *interests) forget(key types.NamespacedName) {
 	i.mu.Lock()
 	defer i.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -120,6 +121,11 @@ func TestOnlySettledMigrationsNarrowWhatConcernsThem(t *testing.T) {
 	if got := in.podChange("shop", nil, map[string]string{"app": "batch"}); len(got) != 0 {
 		t.Errorf("looking at a settled migration again widened its interest: %v", names(got))
 	}
+	other := types.NamespacedName{Namespace: "shop", Name: "rolling"}
+	in.markAtWork(other)
+	if !in.settled(key) || in.settled(other) || in.settled(types.NamespacedName{Namespace: "shop", Name: "unknown"}) {
+		t.Error("only a migration known to have settled may wait for a node change")
+	}
 }
 
 func equalStrings(a, b []string) bool {
@@ -132,4 +138,22 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// A namespace that only changes phase or finalizers (one being deleted)
+// reaches no migration; one whose labels change may change a term's
+// namespaceSelector, and reaches them all.
+func TestOnlyANamespacesLabelsAreARelevantChange(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"team": "checkout"}}}
+	terminating := ns.DeepCopy()
+	terminating.Status.Phase = corev1.NamespaceTerminating
+	terminating.Finalizers = []string{"kubernetes"}
+	if relevantChange(ns, terminating) {
+		t.Error("a namespace being deleted is a relevant change")
+	}
+	relabelled := ns.DeepCopy()
+	relabelled.Labels["team"] = "payments"
+	if !relevantChange(ns, relabelled) {
+		t.Error("a namespace whose labels changed is not a relevant change")
+	}
 }

@@ -244,8 +244,12 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, autoscaler).
 		WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 			r.State.Notify(func(before, after client.Object) {
-				for _, req := range r.concernedBy(ctx, before, after) {
+				now, later := r.concernedBy(ctx, before, after)
+				for _, req := range now {
 					q.Add(req)
+				}
+				for _, req := range later {
+					q.AddAfter(req, settledDelay)
 				}
 			})
 			return nil
@@ -254,20 +258,37 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		Complete(r)
 }
 
-// concernedBy lists the migrations a change the engine took in concerns:
-// a pod's reaches the migrations whose interest admits it, any other
-// namespaced object's every migration of its namespace, and a
-// cluster-scoped object's every migration.
-func (r *PlacementMigrationReconciler) concernedBy(ctx context.Context, before, after client.Object) []reconcile.Request {
+// concernedBy lists the migrations a change the engine took in concerns,
+// those to look at now and those that may wait: a pod's reaches the
+// migrations whose interest admits it, any other namespaced object's every
+// migration of its namespace, and a cluster-scoped object's (a node, a
+// volume) every migration, the settled ones a little later, so that one
+// waiting for that node is not queued behind every settled one.
+func (r *PlacementMigrationReconciler) concernedBy(ctx context.Context, before, after client.Object) (now, later []reconcile.Request) {
 	if _, ok := after.(*corev1.Pod); ok && after.GetNamespace() != "" {
 		var old map[string]string
 		if before != nil {
 			old = before.GetLabels()
 		}
-		return r.interests.podChange(after.GetNamespace(), old, after.GetLabels())
+		return r.interests.podChange(after.GetNamespace(), old, after.GetLabels()), nil
 	}
-	return r.migrationsIn(ctx, after.GetNamespace())
+	all := r.migrationsIn(ctx, after.GetNamespace())
+	if after.GetNamespace() != "" {
+		return all, nil
+	}
+	for _, req := range all {
+		if r.interests.settled(req.NamespacedName) {
+			later = append(later, req)
+		} else {
+			now = append(now, req)
+		}
+	}
+	return now, later
 }
+
+// settledDelay is how long a settled migration waits to look at a
+// cluster-wide change, behind the migrations at work.
+const settledDelay = time.Second
 
 // migrationsIn lists the migrations a change in namespace may concern; a
 // cluster-scoped change ("") concerns them all.

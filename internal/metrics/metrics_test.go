@@ -35,6 +35,7 @@ func TestEveryMetricIsServedFromTheManagerRegistry(t *testing.T) {
 	CountRollback("StageTimedOut")
 	ObserveEvaluation(12 * time.Millisecond)
 	RecordPendingPods("ns", "m", 0, 0)
+	CountReconcile("ns", "m")
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -69,5 +70,21 @@ placementguard_pending_target_pods{cause="other",name="degraded",namespace="ns"}
 	Forget("ns", "degraded")
 	if n := testutil.CollectAndCount(pendingPods); n != 0 {
 		t.Fatalf("after Forget, %d series remain, want 0", n)
+	}
+}
+
+func TestReconcilesAreCountedPerMigrationAndForgotten(t *testing.T) {
+	CountReconcile("ns", "counted")
+	CountReconcile("ns", "counted")
+	CountReconcile("ns", "other")
+	if got := Reconciles("ns", "counted"); got != 2 {
+		t.Fatalf("reconciles of ns/counted = %v, want 2", got)
+	}
+	Forget("ns", "counted")
+	if got := testutil.ToFloat64(reconciles.WithLabelValues("ns", "other")); got != 1 {
+		t.Fatalf("forgetting one migration changed another's count: %v", got)
+	}
+	if got := Reconciles("ns", "counted"); got != 0 {
+		t.Fatalf("a forgotten migration still counts %v reconciles", got)
 	}
 }

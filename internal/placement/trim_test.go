@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -49,10 +50,15 @@ func TestTrimmedPodsGiveTheSameAnswers(t *testing.T) {
 		objs := randomCluster(r)
 		full, trimmed := objs, objs
 		full.Pods, trimmed.Pods = nil, nil
+		trimmer := NewPodTrimmer(DefaultSharedParts)
 		for _, p := range objs.Pods {
 			rp := realistic(p)
 			full.Pods = append(full.Pods, rp)
-			trimmed.Pods = append(trimmed.Pods, TrimPod(rp))
+			tp := trimmer.Trim(rp)
+			if !equality.Semantic.DeepEqual(tp, TrimPod(rp)) {
+				t.Fatalf("seed %d: sharing changed pod %s: %+v", seed, p.Name, tp)
+			}
+			trimmed.Pods = append(trimmed.Pods, tp)
 		}
 		sf, err := NewSnapshot(full)
 		if err != nil {
@@ -97,14 +103,21 @@ func TestTrimKeepsWhatTheGuardsCompare(t *testing.T) {
 // BenchmarkTrimmedPodHeap reports the heap a cached trimmed pod keeps, for
 // realistic pods: a typical one without constraints, and a heavy one with a
 // spread and an anti-affinity term.
+//
+// The -shared variants trim through a PodTrimmer, as the operator's cache
+// does: pods of one template share what they have in common.
 func BenchmarkTrimmedPodHeap(b *testing.B) {
 	for _, tc := range []struct {
-		name string
-		opts []podOpt
+		name   string
+		opts   []podOpt
+		shared bool
 	}{
-		{"typical", nil},
+		{"typical", nil, false},
 		{"with-spread-and-anti-affinity", []podOpt{spread(corev1.LabelTopologyZone, 1, map[string]string{"app": "web"}),
-			antiAffinity(term(corev1.LabelHostname, map[string]string{"app": "web"}))}},
+			antiAffinity(term(corev1.LabelHostname, map[string]string{"app": "web"}))}, false},
+		{"typical-shared", nil, true},
+		{"with-spread-and-anti-affinity-shared", []podOpt{spread(corev1.LabelTopologyZone, 1, map[string]string{"app": "web"}),
+			antiAffinity(term(corev1.LabelHostname, map[string]string{"app": "web"}))}, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			const n = 20000
@@ -116,13 +129,17 @@ func BenchmarkTrimmedPodHeap(b *testing.B) {
 			var before, after runtime.MemStats
 			for b.Loop() {
 				kept := make([]*corev1.Pod, n)
+				trim := TrimPod
+				if tc.shared {
+					trim = NewPodTrimmer(DefaultSharedParts).Trim
+				}
 				runtime.GC()
 				runtime.ReadMemStats(&before)
 				for i, p := range src {
 					// The cache holds a decoded copy; deep-copying first
 					// measures the trimmed pod alone, not what it shares
 					// with the source.
-					kept[i] = TrimPod(p.DeepCopy())
+					kept[i] = trim(p.DeepCopy())
 				}
 				runtime.GC()
 				runtime.ReadMemStats(&after)

@@ -123,7 +123,17 @@ var _ = Describe("Migrations that share workloads, once settled", Label("operato
 				_ = k8sClient.Delete(unrelated, pod)
 			}
 		}()
-		Consistently(reconciles, 15*time.Second, time.Second).Should(Equal(quiet), "pods of app=batch concern no settled migration")
+		// Cluster-wide changes (another spec's nodes and namespaces) still
+		// reach every migration now and then; each batch pod, created and
+		// deleted every second, would reach them dozens of times.
+		grew := func() map[string]float64 {
+			now := reconciles()
+			for name := range now {
+				now[name] -= quiet[name]
+			}
+			return now
+		}
+		Consistently(grew, 15*time.Second, time.Second).Should(HaveEach(BeNumerically("<=", 3)), "pods of app=batch concern no settled migration")
 		stopUnrelated()
 		By("deleting a pod of web: its migrations look again")
 		pods, err := utils.PodsOf(ctx, k8sClient, env.Namespace, map[string]string{"app": "web"})
