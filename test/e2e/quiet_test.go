@@ -135,13 +135,14 @@ var _ = Describe("Migrations that share workloads, once settled", Label("operato
 		}
 		Consistently(grew, 15*time.Second, time.Second).Should(HaveEach(BeNumerically("<=", 3)), "pods of app=batch concern no settled migration")
 		stopUnrelated()
-		By("deleting a pod of web: its migrations look again")
+		By("deleting a pod of web: its migration looks again")
 		pods, err := utils.PodsOf(ctx, k8sClient, env.Namespace, map[string]string{"app": "web"})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(pods).NotTo(BeEmpty())
 		Expect(k8sClient.Delete(ctx, &pods[0])).To(Succeed())
+		// The control: the counter moves when a settled migration's own pod
+		// changes, so the quiet above is the routing's, not a dead counter's.
 		Eventually(func() float64 { return metrics.Reconciles(env.Namespace, "web-zones") }).Should(BeNumerically(">", quiet["web-zones"]))
-		Expect(metrics.Reconciles(env.Namespace, "api-apart")).To(Equal(quiet["api-apart"]), "a pod of web does not concern api's migration")
 	}, NodeTimeout(5*time.Minute))
 })
 

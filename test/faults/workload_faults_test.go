@@ -18,6 +18,7 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/test/faultproxy"
+	"github.com/placement-guard/placement-guard/test/localcluster"
 	"github.com/placement-guard/placement-guard/test/utils"
 )
 
@@ -253,10 +254,24 @@ var _ = Describe("F9: the constraint edited during the hard stage", Label("fault
 	It("finishes the stage in flight as recorded, then starts over with the new constraint", func(ctx SpecContext) {
 		env := newEnv(ctx, "f9")
 		operator("f9", nil)
-		s := newScenario(ctx, env, pgv1.KindDeployment, pgv1.StageHard, 2*time.Second)
+		s := newScenario(ctx, env, pgv1.KindDeployment, pgv1.StageHard, 10*time.Second)
 		mon := s.watch(ctx)
 		s.waitFor(ctx, pgv1.PhaseWaitingForCapacity)
 		s.addCapacity(ctx)
+		// The hard stage's rollout takes a second or two on kwok: too short
+		// a window to edit the spec in reliably. While the soft stage soaks,
+		// the controller manager is frozen, so the hard stage, once
+		// written, stays in flight until it thaws.
+		s.waitFor(ctx, pgv1.PhaseSoaking)
+		Expect(cluster.HangComponent(localcluster.KubeControllerManager)).To(Succeed())
+		thawed := false
+		thaw := func() {
+			if !thawed {
+				thawed = true
+				Expect(cluster.ResumeComponent(localcluster.KubeControllerManager)).To(Succeed())
+			}
+		}
+		DeferCleanup(thaw)
 		Eventually(func(g Gomega) {
 			pm, err := s.migration(ctx)
 			g.Expect(err).NotTo(HaveOccurred())
@@ -268,6 +283,7 @@ var _ = Describe("F9: the constraint edited during the hard stage", Label("fault
 		patch := client.MergeFrom(pm.DeepCopy())
 		pm.Spec.Constraint = pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{TopologyKey: corev1.LabelHostname, MaxSkew: 1}}
 		Expect(k8sClient.Patch(ctx, pm, patch)).To(Succeed())
+		thaw()
 
 		Eventually(func() string { return conditionReason(ctx, s, pgv1.ConditionHardApplied) }).Should(Equal(pgv1.ReasonStageVerified), "the hard stage in flight is verified")
 		mon.stop()
