@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -38,7 +39,7 @@ func measureLatency(ctx context.Context, c client.Client, cs kubernetes.Interfac
 			return nil, err
 		}
 		pm := migration(key)
-		pm.Spec.Capacity = &pgv1.Capacity{NodeSelector: pgv1.Labels(map[string]string{"pool": pool}), MinNodes: ptrInt32(1), MinDomains: ptrInt32(1)}
+		pm.Spec.Capacity = &pgv1.Capacity{NodeSelector: pgv1.Labels(map[string]string{"pool": pool}), MinNodes: ptr.To[int32](1), MinDomains: ptr.To[int32](1)}
 		if err := c.Create(ctx, pm); err != nil {
 			return nil, err
 		}
@@ -131,8 +132,6 @@ func waitPhase(ctx context.Context, c client.Client, key client.ObjectKey, phase
 		}
 	}
 }
-
-func ptrInt32(v int32) *int32 { return &v }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {

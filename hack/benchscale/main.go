@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -185,7 +186,7 @@ func createApps(ctx context.Context, cs kubernetes.Interface, namespaces int) ([
 				return nil, fmt.Errorf("create the owner %s/%s: %w", ns, name, err)
 			}
 			apps = append(apps, app{namespace: ns, name: name, owner: metav1.OwnerReference{
-				APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: cm.UID, Controller: ptrTrue()}})
+				APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: cm.UID, Controller: ptr.To(true)}})
 		}
 		if err := waitServiceAccount(ctx, cs, ns); err != nil {
 			return nil, err
@@ -193,8 +194,6 @@ func createApps(ctx context.Context, cs kubernetes.Interface, namespaces int) ([
 	}
 	return apps, nil
 }
-
-func ptrTrue() *bool { t := true; return &t }
 
 func waitServiceAccount(ctx context.Context, cs kubernetes.Interface, ns string) error {
 	for {
