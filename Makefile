@@ -66,11 +66,11 @@ help: ## Show this help.
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRD and the RBAC ClusterRole from the kubebuilder markers.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/...;./internal/...;./cmd/..." output:crd:artifacts:config=config/crd/bases
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types.
-	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: fmt
 fmt: ## Run go fmt.
@@ -174,7 +174,7 @@ test-unit: ## Run the unit tests only (no cluster binaries needed).
 	$(GO) test ./internal/... ./api/... -short $(GOTEST_FLAGS)
 
 .PHONY: test-e2e
-test-e2e: cluster-binaries $(KUSTOMIZE) ## Run the e2e tests on a local cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok).
+test-e2e: cluster-binaries $(KARPENTER) $(KUSTOMIZE) ## Run the e2e tests on a local cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok).
 	$(GO) test ./test/e2e/... -timeout $(GOTEST_TIMEOUT) -v $(GOTEST_FLAGS)
 
 .PHONY: test-faults
@@ -382,6 +382,26 @@ $(LOCALBIN)/kwok-stages.yaml: hack/tools/kwok/go.mod hack/tools/kwok/go.sum | $(
 	for f in node/fast/node-initialize.yaml node/heartbeat/node-heartbeat.yaml \
 		pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do \
 		echo "---"; cat "$$dir/$$f"; done > $@.tmp && mv $@.tmp $@
+
+# Karpenter's kwok provider, run out of cluster by the autoscaler specs of
+# the e2e suite, with the CRDs of its module (NodePools, NodeClaims,
+# CapacityBuffers, the KWOKNodeClass). It needs Go 1.26.9 or newer, which
+# GOTOOLCHAIN fetches through the module proxy.
+KARPENTER_GOTOOLCHAIN ?= go1.26.10
+KARPENTER = $(LOCALBIN)/karpenter-kwok $(LOCALBIN)/karpenter-crds
+
+.PHONY: karpenter
+karpenter: $(KARPENTER) ## Build Karpenter's kwok provider and collect its CRDs into bin/.
+
+$(KARPENTER) &: hack/tools/karpenter/go.mod hack/tools/karpenter/go.sum | $(LOCALBIN)
+	cd hack/tools/karpenter && GOTOOLCHAIN=$(KARPENTER_GOTOOLCHAIN) $(GO) build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/karpenter-kwok sigs.k8s.io/karpenter/kwok
+	rm -rf $(LOCALBIN)/karpenter-crds.tmp && mkdir -p $(LOCALBIN)/karpenter-crds.tmp && \
+	dir=$$(cd hack/tools/karpenter && GOTOOLCHAIN=$(KARPENTER_GOTOOLCHAIN) $(GO) mod download -json sigs.k8s.io/karpenter | sed -n 's/.*"Dir": "\(.*\)".*/\1/p') && \
+	for f in charts/crds/karpenter.sh_nodepools.yaml charts/crds/karpenter.sh_nodeclaims.yaml \
+		charts/crds/autoscaling.x-k8s.io_capacitybuffers.yaml apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml; do \
+		cp "$$dir/kwok/$$f" $(LOCALBIN)/karpenter-crds.tmp/ || exit 1; done && \
+	chmod u+w $(LOCALBIN)/karpenter-crds.tmp/* && rm -rf $(LOCALBIN)/karpenter-crds && mv $(LOCALBIN)/karpenter-crds.tmp $(LOCALBIN)/karpenter-crds
+	touch $(KARPENTER)
 
 .PHONY: clean
 clean: ## Remove the built binaries.

@@ -38,6 +38,12 @@ const (
 	// HorizontalPodAutoscaler at its maximum. False names the first that
 	// fails and its fix. It informs; Ready does not depend on it.
 	ConditionDisruptionReady = "DisruptionReady"
+	// ConditionCapacityRequested is present while the migration asks an
+	// autoscaler for the capacity it waits for (spec.capacity.provision):
+	// True while the request stands, False when it cannot be made (the
+	// CapacityBuffer API is not installed, maxNodes capped it, or the
+	// placeholder pods cannot be created).
+	ConditionCapacityRequested = "CapacityRequested"
 )
 
 // Condition reasons, CamelCase as the API conventions ask.
@@ -49,6 +55,15 @@ const (
 	ReasonWaitingForCapacity   = "WaitingForCapacity"
 	ReasonInsufficientCapacity = "InsufficientCapacity"
 	ReasonCapacityFound        = "CapacityFound"
+	// ReasonCapacityRequested: the request stands; the autoscaler works on it.
+	ReasonCapacityRequested = "CapacityRequested"
+	// ReasonRequestCapped: maxNodes asks for fewer nodes than are missing.
+	ReasonRequestCapped = "RequestCappedByMaxNodes"
+	// ReasonAutoscalerAPIMissing: the cluster serves no CapacityBuffer API;
+	// the migration waits as with mode None.
+	ReasonAutoscalerAPIMissing = "CapacityBufferAPIMissing"
+	// ReasonRequestFailed: the request could not be created or updated.
+	ReasonRequestFailed = "CapacityRequestFailed"
 	ReasonFeasible             = "RolloutFeasible"
 	ReasonHazardFound          = "HazardFound"
 	ReasonWaitingForPods       = "WaitingForStablePods"

@@ -243,6 +243,48 @@ type CapacityStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	Summary string `json:"summary,omitempty"`
+	// request is the capacity asked of the autoscaler while the migration
+	// waits for it (spec.capacity.provision); absent when nothing is asked.
+	// +optional
+	Request *CapacityRequestStatus `json:"request,omitempty"`
+}
+
+// CapacityRequestStatus is what the migration asked an autoscaler for. It is
+// recorded before the request is created and removed after it is deleted,
+// so a request the operator made is never forgotten.
+type CapacityRequestStatus struct {
+	// kind is CapacityBuffer or Deployment (placeholder pods).
+	// +required
+	// +kubebuilder:validation:Enum=CapacityBuffer;Deployment
+	Kind string `json:"kind"`
+	// name is the request's name, in the migration's namespace.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// replicas is how many placeholder pods, one per node, were asked for.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Replicas int32 `json:"replicas"`
+	// shortfall is how many nodes the final stage lacks; more than replicas
+	// when maxNodes capped the request.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Shortfall int32 `json:"shortfall"`
+	// baselineNodes is how many nodes qualified when the request was
+	// recorded. Nodes that qualify beyond them are taken to be the ones
+	// asked for: they count against maxNodes, and the request keeps them.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	BaselineNodes int32 `json:"baselineNodes"`
+	// since is when the request was first recorded.
+	// +required
+	Since metav1.Time `json:"since"`
+	// autoscaler is the autoscaler's latest word on the request: the
+	// CapacityBuffer's Provisioning condition, or the placeholder pods'
+	// state.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Autoscaler string `json:"autoscaler,omitempty"`
 }
 
 // TargetStatus is what the migration knows about one workload.

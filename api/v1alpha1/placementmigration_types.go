@@ -390,6 +390,56 @@ type Capacity struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100000
 	MinDomains *int32 `json:"minDomains,omitempty"`
+
+	// provision asks the cluster's autoscaler for the nodes the hard stage
+	// lacks while the migration waits for them. Nothing is asked for when
+	// unset (mode None): the migration waits for nodes someone else adds.
+	// +optional
+	Provision *Provision `json:"provision,omitempty"`
+}
+
+// ProvisionMode is how a migration asks an autoscaler for capacity.
+// +kubebuilder:validation:Enum=None;CapacityBuffer;PlaceholderPods
+type ProvisionMode string
+
+const (
+	// ProvisionNone asks for nothing: the migration waits.
+	ProvisionNone ProvisionMode = "None"
+	// ProvisionCapacityBuffer creates a PodTemplate and a CapacityBuffer
+	// (autoscaling.x-k8s.io/v1beta1), which cluster-autoscaler and
+	// Karpenter provision for.
+	ProvisionCapacityBuffer ProvisionMode = "CapacityBuffer"
+	// ProvisionPlaceholderPods creates a Deployment of placeholder pods at
+	// a negative priority, which any autoscaler provisions for and any real
+	// pod preempts.
+	ProvisionPlaceholderPods ProvisionMode = "PlaceholderPods"
+)
+
+// Provision says how the migration asks for the capacity it waits for, and
+// how much it may ask for.
+// +kubebuilder:validation:XValidation:rule="self.mode == 'None' || has(self.maxNodes)",message="capacity.provision.maxNodes is required unless mode is None"
+type Provision struct {
+	// mode is None (wait, the default), CapacityBuffer or PlaceholderPods.
+	// +optional
+	// +kubebuilder:default=None
+	Mode ProvisionMode `json:"mode,omitempty"`
+
+	// maxNodes is the most nodes the migration may ask for while it waits,
+	// so that a typo cannot provision a fleet: nodes that qualify after the
+	// request was made count against it. A larger shortfall is asked for up
+	// to maxNodes, and the status says so.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MaxNodes *int32 `json:"maxNodes,omitempty"`
+}
+
+// ProvisionMode is the mode, None when unset.
+func (c *Capacity) ProvisionMode() ProvisionMode {
+	if c == nil || c.Provision == nil || c.Provision.Mode == "" {
+		return ProvisionNone
+	}
+	return c.Provision.Mode
 }
 
 // Guards protect the running pods during the migration.

@@ -138,8 +138,20 @@ func (s *scope) analyze(group []*target, stages []placement.Stage) ([]placement.
 	var answers []placement.Answer
 	err := s.r.State.With(func(snap *placement.Snapshot) error {
 		var err error
-		answers, err = planning.Ask(snap, workloads, s.constraint, planning.CapacityFromSpec(s.pm.Spec.Capacity), stages)
-		return err
+		capacity := planning.CapacityFromSpec(s.pm.Spec.Capacity)
+		if answers, err = planning.Ask(snap, workloads, s.constraint, capacity, stages); err != nil {
+			return err
+		}
+		if s.pm.Spec.Capacity.ProvisionMode() == pgv1.ProvisionNone {
+			return nil
+		}
+		final := placement.Stage(s.pm.Spec.Final())
+		req, err := snap.RequestCapacity(workloads, s.constraint, capacity, final, answers[len(answers)-1], s.requestSpec())
+		if err != nil {
+			return fmt.Errorf("compute the capacity request: %w", err)
+		}
+		s.request = &req
+		return nil
 	})
 	for _, a := range answers {
 		metrics.ObserveEvaluation(a.Duration)

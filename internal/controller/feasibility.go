@@ -30,6 +30,13 @@ func (s *scope) checkFeasible(ctx context.Context, answers []placement.Answer, s
 				}
 			}
 			setCondition(s.pm, s.now, pgv1.ConditionFeasible, metav1.ConditionFalse, b.Type, msg)
+			if r := s.request; r != nil && r.Shortfall > 0 {
+				// More nodes let the rollout through, and the spec asks
+				// the autoscaler for them: wait for them, as for capacity.
+				msg = fmt.Sprintf("%s; %s", r.Why, msg)
+				setCondition(s.pm, s.now, pgv1.ConditionCapacityAvailable, metav1.ConditionFalse, pgv1.ReasonInsufficientCapacity, msg)
+				return outcome{phase: pgv1.PhaseWaitingForCapacity, reason: pgv1.ReasonWaitingForCapacity, message: truncate(msg, 2048)}, true, nil
+			}
 			return outcome{phase: pgv1.PhaseBlocked, reason: b.Type, message: truncate(msg, 2048)}, true, nil
 		}
 	}

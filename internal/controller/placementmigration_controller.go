@@ -69,6 +69,11 @@ type PlacementMigrationReconciler struct {
 // +kubebuilder:rbac:groups=placementguard.io,resources=placementmigrations/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch
+// Capacity requests (spec.capacity.provision): placeholder Deployments, and
+// a PodTemplate with a CapacityBuffer, created and deleted by the migration.
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=create;delete
+// +kubebuilder:rbac:groups="",resources=podtemplates,verbs=get;create;patch;delete
+// +kubebuilder:rbac:groups=autoscaling.x-k8s.io,resources=capacitybuffers,verbs=get;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods;nodes;namespaces;persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes;volumeattachments,verbs=get;list;watch
@@ -103,6 +108,11 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	}
 	before := pm.DeepCopy()
 	o, err := s.step(ctx)
+	if err == nil {
+		o, err = s.provision(ctx, o)
+	} else {
+		s.keepRequest(s.asked)
+	}
 	if errors.Is(err, errStale) {
 		// Our read is behind the API server: look again shortly, without
 		// the error backoff meant for failures.

@@ -35,6 +35,10 @@ type scope struct {
 	selected int
 	// others are the namespace's other migrations.
 	others []pgv1.PlacementMigration
+	// asked is the capacity request recorded when the reconcile began, and
+	// request what the engine says the final stage lacks, when it was asked.
+	asked   *pgv1.CapacityRequestStatus
+	request *placement.CapacityRequest
 }
 
 // target is one workload of the migration: the workload behind one type,
@@ -60,6 +64,9 @@ func (t *target) patchTarget() workloadpatch.Target {
 // newScope reads what the migration needs from the cache.
 func (r *PlacementMigrationReconciler) newScope(ctx context.Context, pm *pgv1.PlacementMigration) (*scope, error) {
 	s := &scope{r: r, pm: pm, now: r.Clock.Now(), manager: workloadpatch.FieldManager(pm.Name), constraint: planning.ConstraintFromSpec(pm.Spec.Constraint)}
+	if c := pm.Status.Capacity; c != nil && c.Request != nil {
+		s.asked = c.Request.DeepCopy()
+	}
 	refs, err := r.targetRefs(ctx, pm)
 	if err != nil {
 		return nil, err

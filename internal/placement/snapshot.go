@@ -177,9 +177,11 @@ func (s *Snapshot) DeleteNode(name string) {
 }
 
 // UpsertPod adds a pod or replaces it. Pods that have finished (Succeeded or
-// Failed) hold no resources and are removed, as the scheduler ignores them.
+// Failed) hold no resources and are removed, as the scheduler ignores them;
+// so are placeholder pods, which hold capacity only until a real pod
+// preempts them.
 func (s *Snapshot) UpsertPod(p *corev1.Pod) error {
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || IsPlaceholder(p) {
 		s.DeletePod(p.UID)
 		return nil
 	}

@@ -169,7 +169,7 @@ func TestChartValuesReachTheirObjects(t *testing.T) {
 		"manager.unschedulableGrace=3m", "manager.writeBudget=20", "manager.writeBudgetWindow=30m", "manager.logLevel=debug",
 		"priorityClassName=system-cluster-critical", "nodeSelector.pool=system",
 		"tolerations[0].key=dedicated", "tolerations[0].operator=Exists",
-		"metrics.serviceMonitor.enabled=true", "crd.keep=false", "rbac.userRoles=false")
+		"metrics.serviceMonitor.enabled=true", "crd.keep=false", "rbac.userRoles=false", "capacity.placeholderPriorityClass=false")
 	byKind := map[string][]*unstructured.Unstructured{}
 	for _, o := range objs {
 		byKind[o.GetKind()] = append(byKind[o.GetKind()], o)
@@ -211,6 +211,9 @@ func TestChartValuesReachTheirObjects(t *testing.T) {
 	}
 	if ann := byKind["CustomResourceDefinition"][0].GetAnnotations(); ann["helm.sh/resource-policy"] != "" {
 		t.Errorf("crd.keep=false must drop the keep annotation: %v", ann)
+	}
+	if n := len(byKind["PriorityClass"]); n != 0 {
+		t.Errorf("capacity.placeholderPriorityClass=false still renders %d PriorityClass", n)
 	}
 	for _, role := range byKind["ClusterRole"] {
 		if strings.Contains(role.GetName(), "placementmigration-") {

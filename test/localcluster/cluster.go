@@ -58,6 +58,7 @@ type Cluster struct {
 	WorkDir string
 
 	ownWorkDir bool
+	binDir     string
 	procs      []*process
 	stopOnce   sync.Once
 }
@@ -81,7 +82,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	c := &Cluster{WorkDir: opts.WorkDir}
+	c := &Cluster{WorkDir: opts.WorkDir, binDir: binDir}
 	if c.WorkDir == "" {
 		if c.WorkDir, err = os.MkdirTemp("", "placement-guard-cluster-"); err != nil {
 			return nil, fmt.Errorf("create work directory: %w", err)

@@ -68,7 +68,7 @@ func (c *Cluster) RestartComponent(ctx context.Context, name string) error {
 	if done, _ := p.exited(); !done {
 		return fmt.Errorf("%s is still running; stop it first", name)
 	}
-	np, err := startProcess(p.name, p.binary, p.args, p.workDir)
+	np, err := startProcess(p.name, p.binary, p.args, p.workDir, p.env...)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ type process struct {
 	name    string
 	binary  string
 	args    []string
+	env     []string
 	workDir string
 	cmd     *exec.Cmd
 	logPath string
@@ -28,7 +29,9 @@ type process struct {
 	stopped bool
 }
 
-func startProcess(name, binary string, args []string, workDir string) (*process, error) {
+// startProcess runs binary with args in workDir; env is added to this
+// process's environment.
+func startProcess(name, binary string, args []string, workDir string, env ...string) (*process, error) {
 	logPath := filepath.Join(workDir, name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -36,6 +39,9 @@ func startProcess(name, binary string, args []string, workDir string) (*process,
 	}
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = workDir
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	// Pdeathsig kills the component if the test binary dies without running
@@ -45,7 +51,7 @@ func startProcess(name, binary string, args []string, workDir string) (*process,
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, binary: binary, args: args, workDir: workDir, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	p := &process{name: name, binary: binary, args: args, env: env, workDir: workDir, cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		logFile.Close()

@@ -1,0 +1,149 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/provision"
+)
+
+// requestPoll is how often a standing request is read back: the
+// autoscaler's word on it arrives on objects the operator does not watch.
+const requestPoll = 10 * time.Second
+
+// provision keeps the migration's capacity request in step with its
+// outcome: a request stands exactly while the migration waits for capacity
+// the engine says it lacks and spec.capacity.provision asks for it. The
+// request is recorded in the status before it is created and forgotten
+// only after it is deleted, so a crash between the two never loses one.
+func (s *scope) provision(ctx context.Context, o outcome) (outcome, error) {
+	pm := s.pm
+	recorded := s.asked
+	defer func() { s.keepRequest(recorded) }()
+	mode := pm.Spec.Capacity.ProvisionMode()
+	want := mode != pgv1.ProvisionNone && pm.DeletionTimestamp.IsZero() && o.phase == pgv1.PhaseWaitingForCapacity &&
+		s.request != nil && s.request.Shortfall > 0
+	kind := provision.KindFor(mode)
+	if recorded != nil && (!want || recorded.Kind != kind) {
+		if err := s.r.deleteRequest(ctx, pm.Namespace, recorded.Kind, recorded.Name); err != nil {
+			return o, fmt.Errorf("delete capacity request %s %s/%s: %w", recorded.Kind, pm.Namespace, recorded.Name, err)
+		}
+		o.events = append(o.events, note{kind: corev1.EventTypeNormal, reason: "CapacityRequestDeleted",
+			message: fmt.Sprintf("Deleted %s %s, which asked for %d node(s): %s", recorded.Kind, recorded.Name, recorded.Replicas, releaseReason(pm, o))})
+		recorded = nil
+		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionCapacityRequested)
+	}
+	if !want {
+		return o, nil
+	}
+	req := s.request
+	qualifying := int32(0)
+	if c := pm.Status.Capacity; c != nil {
+		qualifying = c.QualifyingNodes
+	}
+	if recorded == nil {
+		// Record the intent; the next reconcile creates what it names.
+		recorded = &pgv1.CapacityRequestStatus{Kind: kind, Name: provision.Name(pm.Name), Since: metav1.NewTime(s.now),
+			Replicas: int32(req.Replicas), Shortfall: int32(req.Shortfall), BaselineNodes: qualifying, Autoscaler: "recorded; creating it next"}
+		setCondition(pm, s.now, pgv1.ConditionCapacityRequested, metav1.ConditionTrue, pgv1.ReasonCapacityRequested,
+			fmt.Sprintf("Asking for %d node(s) through %s %s", req.Replicas, kind, recorded.Name))
+		o.after = staleRetry
+		return s.describeRequest(o, recorded), nil
+	}
+	recorded = recorded.DeepCopy()
+	placeholders, nodes := req.Sized(int(qualifying-recorded.BaselineNodes), s.requestSpec().MaxNodes)
+	recorded.Replicas, recorded.Shortfall = int32(placeholders), int32(req.Shortfall)
+	word, err := s.r.ensureRequest(ctx, provision.Request{
+		Mode: mode, Name: recorded.Name, Owner: pm, Template: req.Template, Replicas: recorded.Replicas,
+	})
+	switch {
+	case provision.IsAPIMissing(err):
+		recorded.Autoscaler = "the cluster serves no CapacityBuffer API (autoscaling.x-k8s.io/v1beta1); waiting as with mode None"
+		setCondition(pm, s.now, pgv1.ConditionCapacityRequested, metav1.ConditionFalse, pgv1.ReasonAutoscalerAPIMissing,
+			"spec.capacity.provision.mode is CapacityBuffer, but the cluster serves no CapacityBuffer API (autoscaling.x-k8s.io/v1beta1): nothing was asked for, and the migration waits for nodes as with mode None. Install an autoscaler that serves it, or use mode PlaceholderPods")
+	case err != nil:
+		recorded.Autoscaler = truncate("the request could not be made: "+err.Error(), 1024)
+		setCondition(pm, s.now, pgv1.ConditionCapacityRequested, metav1.ConditionFalse, pgv1.ReasonRequestFailed,
+			fmt.Sprintf("%s %s could not be created or updated: %v", kind, recorded.Name, err))
+	case nodes < req.Shortfall:
+		recorded.Autoscaler = truncate(word, 1024)
+		setCondition(pm, s.now, pgv1.ConditionCapacityRequested, metav1.ConditionTrue, pgv1.ReasonRequestCapped,
+			fmt.Sprintf("Asked for %d of the %d node(s) missing through %s %s: spec.capacity.provision.maxNodes is %d, and %d node(s) qualified since the request was made",
+				nodes, req.Shortfall, kind, recorded.Name, s.requestSpec().MaxNodes, max(0, qualifying-recorded.BaselineNodes)))
+	default:
+		recorded.Autoscaler = truncate(word, 1024)
+		setCondition(pm, s.now, pgv1.ConditionCapacityRequested, metav1.ConditionTrue, pgv1.ReasonCapacityRequested,
+			fmt.Sprintf("Asked for %d node(s) through %s %s", nodes, kind, recorded.Name))
+	}
+	if o.after == 0 || o.after > requestPoll {
+		o.after = requestPoll
+	}
+	return s.describeRequest(o, recorded), nil
+}
+
+// keepRequest puts the request back into the status, which the capacity
+// check rebuilds on every pass.
+func (s *scope) keepRequest(recorded *pgv1.CapacityRequestStatus) {
+	if recorded == nil {
+		if s.pm.Status.Capacity != nil {
+			s.pm.Status.Capacity.Request = nil
+		}
+		return
+	}
+	if s.pm.Status.Capacity == nil {
+		s.pm.Status.Capacity = &pgv1.CapacityStatus{}
+	}
+	s.pm.Status.Capacity.Request = recorded
+}
+
+// describeRequest adds the request to what the migration and its
+// CapacityAvailable condition say: "asked for 1 node through
+// CapacityBuffer graphdb-apart-capacity; provisioning".
+func (s *scope) describeRequest(o outcome, r *pgv1.CapacityRequestStatus) outcome {
+	what := fmt.Sprintf("asked the autoscaler through %s %s: %d placeholder(s) for %d missing node(s)", r.Kind, r.Name, r.Replicas, r.Shortfall)
+	if c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionCapacityRequested); c != nil && c.Reason == pgv1.ReasonRequestCapped {
+		what += ", capped by maxNodes"
+	}
+	if r.Autoscaler != "" {
+		what += "; " + r.Autoscaler
+	}
+	o.message = truncate(o.message+"; "+what, 2048)
+	if c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionCapacityAvailable); c != nil && c.Status == metav1.ConditionFalse {
+		setCondition(s.pm, s.now, pgv1.ConditionCapacityAvailable, metav1.ConditionFalse, c.Reason, c.Message+"; "+what)
+	}
+	return o
+}
+
+// releaseReason says why a request is let go.
+func releaseReason(pm *pgv1.PlacementMigration, o outcome) string {
+	if !pm.DeletionTimestamp.IsZero() {
+		return "the migration is being deleted"
+	}
+	switch o.phase {
+	case pgv1.PhaseWaitingForCapacity:
+		return "spec.capacity.provision changed"
+	case pgv1.PhasePaused:
+		return "the migration is paused"
+	case pgv1.PhaseBlocked:
+		return "the migration is blocked"
+	case pgv1.PhaseRollingBack, pgv1.PhaseRolledBack:
+		return "the migration rolled back"
+	}
+	return "the capacity qualifies"
+}
+
+// requestSpec is what the engine may ask for on this migration's behalf.
+func (s *scope) requestSpec() placement.RequestSpec {
+	limit := 0
+	if p := s.pm.Spec.Capacity; p != nil && p.Provision != nil && p.Provision.MaxNodes != nil {
+		limit = int(*p.Provision.MaxNodes)
+	}
+	return placement.RequestSpec{MaxNodes: limit, Labels: map[string]string{placement.PlaceholderLabel: string(s.pm.UID)}}
+}

@@ -1,0 +1,255 @@
+// Package provision turns the engine's capacity request into the objects an
+// autoscaler provisions nodes for: a PodTemplate and a CapacityBuffer, or a
+// Deployment of placeholder pods at a negative priority. It builds them and
+// reads the autoscaler's word back from them; the controller writes them.
+package provision
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+)
+
+const (
+	// KindCapacityBuffer and KindDeployment are the kinds of request the
+	// status records.
+	KindCapacityBuffer = "CapacityBuffer"
+	KindDeployment     = "Deployment"
+
+	// PriorityClassName is the PriorityClass of placeholder pods, shipped
+	// with the operator: negative, so that every real pod preempts them.
+	PriorityClassName = "placement-guard-placeholder"
+
+	// doNotDisrupt keeps Karpenter from consolidating a node a placeholder
+	// holds; evicting a placeholder is fine, removing its node is not.
+	doNotDisrupt = "karpenter.sh/do-not-disrupt"
+
+	nameSuffix = "-capacity"
+)
+
+// CapacityBufferGVK is the CapacityBuffer API that cluster-autoscaler and
+// Karpenter serve.
+var CapacityBufferGVK = schema.GroupVersionKind{Group: "autoscaling.x-k8s.io", Version: "v1beta1", Kind: KindCapacityBuffer}
+
+// Request is one migration's request for capacity.
+type Request struct {
+	Mode     pgv1.ProvisionMode
+	Name     string
+	Owner    *pgv1.PlacementMigration
+	Template corev1.PodTemplateSpec
+	Replicas int32
+}
+
+// KindFor is the kind of object a mode creates; "" for None.
+func KindFor(mode pgv1.ProvisionMode) string {
+	switch mode {
+	case pgv1.ProvisionCapacityBuffer:
+		return KindCapacityBuffer
+	case pgv1.ProvisionPlaceholderPods:
+		return KindDeployment
+	}
+	return ""
+}
+
+// Name is the request's name for a migration: its name and "-capacity",
+// shortened to a valid object name.
+func Name(migration string) string {
+	if max := validation.DNS1123SubdomainMaxLength - len(nameSuffix); len(migration) > max {
+		migration = strings.TrimRight(migration[:max], "-.")
+	}
+	return migration + nameSuffix
+}
+
+// Objects are the objects of a request, in the order they are written: for
+// CapacityBuffer the PodTemplate it refers to first.
+func Objects(r Request) ([]*unstructured.Unstructured, error) {
+	var objs []runtime.Object
+	switch r.Mode {
+	case pgv1.ProvisionCapacityBuffer:
+		objs = []runtime.Object{podTemplate(r), capacityBuffer(r)}
+	case pgv1.ProvisionPlaceholderPods:
+		objs = []runtime.Object{placeholders(r)}
+	default:
+		return nil, fmt.Errorf("provision mode %q asks for nothing", r.Mode)
+	}
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			out = append(out, u)
+			continue
+		}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return nil, fmt.Errorf("convert %T: %w", o, err)
+		}
+		// Status is not ours to apply, and an empty creationTimestamp
+		// would claim a field we never set.
+		delete(m, "status")
+		unstructured.RemoveNestedField(m, "metadata", "creationTimestamp")
+		unstructured.RemoveNestedField(m, "spec", "template", "metadata", "creationTimestamp")
+		unstructured.RemoveNestedField(m, "template", "metadata", "creationTimestamp")
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+	return out, nil
+}
+
+// Primary is the object whose status carries the autoscaler's word: the
+// CapacityBuffer, or the placeholders' Deployment.
+func Primary(kind, namespace, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	switch kind {
+	case KindCapacityBuffer:
+		u.SetGroupVersionKind(CapacityBufferGVK)
+	default:
+		u.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind(KindDeployment))
+	}
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	return u
+}
+
+// Owned are the objects a recorded request consists of, to delete: the
+// primary object and, for a CapacityBuffer, its PodTemplate.
+func Owned(kind, namespace, name string) []*unstructured.Unstructured {
+	out := []*unstructured.Unstructured{Primary(kind, namespace, name)}
+	if kind == KindCapacityBuffer {
+		pt := &unstructured.Unstructured{}
+		pt.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodTemplate"))
+		pt.SetNamespace(namespace)
+		pt.SetName(name)
+		out = append(out, pt)
+	}
+	return out
+}
+
+// IsAPIMissing reports an error that says the cluster does not serve the
+// kind: the CapacityBuffer CRD is not installed.
+func IsAPIMissing(err error) bool {
+	return err != nil && meta.IsNoMatchError(err)
+}
+
+func meta0(r Request) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: r.Name, Namespace: r.Owner.Namespace,
+		Labels: map[string]string{
+			"app.kubernetes.io/managed-by": "placement-guard",
+			"app.kubernetes.io/component":  "capacity-request",
+		},
+		OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: pgv1.GroupVersion.String(), Kind: "PlacementMigration",
+			Name: r.Owner.Name, UID: r.Owner.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+		}},
+	}
+}
+
+func podTemplate(r Request) *corev1.PodTemplate {
+	return &corev1.PodTemplate{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PodTemplate"},
+		ObjectMeta: meta0(r),
+		Template:   r.Template,
+	}
+}
+
+func capacityBuffer(r Request) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{
+			"podTemplateRef": map[string]any{"name": r.Name},
+			"replicas":       int64(r.Replicas),
+		},
+	}}
+	u.SetGroupVersionKind(CapacityBufferGVK)
+	m := meta0(r)
+	u.SetName(m.Name)
+	u.SetNamespace(m.Namespace)
+	u.SetLabels(m.Labels)
+	u.SetOwnerReferences(m.OwnerReferences)
+	return u
+}
+
+func placeholders(r Request) *appsv1.Deployment {
+	tmpl := *r.Template.DeepCopy()
+	tmpl.Spec.PriorityClassName = PriorityClassName
+	// Placeholders never run anything; a token would only be a liability.
+	tmpl.Spec.AutomountServiceAccountToken = ptr.To(false)
+	if tmpl.Annotations == nil {
+		tmpl.Annotations = map[string]string{}
+	}
+	tmpl.Annotations[doNotDisrupt] = "true"
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: KindDeployment},
+		ObjectMeta: meta0(r),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(r.Replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: r.Template.Labels},
+			// A changed request replaces its placeholders; surging them
+			// would ask for nodes nobody needs.
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			Template: tmpl,
+		},
+	}
+}
+
+// Word is the autoscaler's latest word on a request, from its primary
+// object as the API server has it.
+func Word(live *unstructured.Unstructured) string {
+	if live.GetKind() == KindCapacityBuffer {
+		return bufferWord(live)
+	}
+	return placeholderWord(live)
+}
+
+// bufferWord reads the CapacityBuffer's Provisioning condition, else its
+// ReadyForProvisioning condition.
+func bufferWord(live *unstructured.Unstructured) string {
+	conds, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
+	byType := map[string]map[string]any{}
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok {
+			t, _ := m["type"].(string)
+			byType[t] = m
+		}
+	}
+	for _, t := range []string{"Provisioning", "ReadyForProvisioning"} {
+		if c, ok := byType[t]; ok {
+			reason, _ := c["reason"].(string)
+			msg, _ := c["message"].(string)
+			status, _ := c["status"].(string)
+			word := fmt.Sprintf("%s=%s %s", t, status, reason)
+			if msg != "" {
+				word += ": " + msg
+			}
+			return word
+		}
+	}
+	return "the autoscaler has not taken it up yet"
+}
+
+// placeholderWord reads the placeholders' Deployment: how many run, and why
+// pods cannot be created when that is the case.
+func placeholderWord(live *unstructured.Unstructured) string {
+	d := &appsv1.Deployment{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, d); err != nil {
+		return "placeholders unreadable: " + err.Error()
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
+			return "placeholder pods cannot be created: " + c.Message
+		}
+	}
+	want := int32(0)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	return fmt.Sprintf("%d of %d placeholder pod(s) running, %d waiting for a node", d.Status.ReadyReplicas, want, max(0, want-d.Status.ReadyReplicas))
+}
