@@ -38,6 +38,13 @@ CLUSTER_BINARIES = $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manage
 	$(LOCALBIN)/kube-scheduler $(LOCALBIN)/kubectl $(LOCALBIN)/etcd $(LOCALBIN)/kwok \
 	$(LOCALBIN)/kwok-stages.yaml
 
+# Karpenter's kwok provider, run out of cluster by the autoscaler specs of
+# the e2e suite, with the CRDs of its module (NodePools, NodeClaims,
+# CapacityBuffers, the KWOKNodeClass). It needs Go 1.26.9 or newer, which
+# GOTOOLCHAIN fetches through the module proxy.
+KARPENTER_GOTOOLCHAIN ?= go1.26.10
+KARPENTER = $(LOCALBIN)/karpenter-kwok $(LOCALBIN)/karpenter-crds
+
 # The version the control plane reports, as the Kubernetes release build sets it.
 KUBE_LDFLAGS = -s -w \
 	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
@@ -125,14 +132,14 @@ verify-lint: lint
 # What the tests run besides the code under test. `make test` builds these two
 # at a time: on a cold clone each build spends its first minute downloading
 # modules and its last ones linking on one core, which the other fills.
-TEST_BINARIES = cluster-binaries $(KUSTOMIZE) $(HELM)
+TEST_BINARIES = cluster-binaries $(KARPENTER) $(KUSTOMIZE) $(HELM)
 # What only the last suites need: built at the lowest priority while the
 # suites run, on the CPU their clusters leave idle (they wait on
 # controllers more than they compute).
 LATE_TEST_BINARIES = $(OLDEST_KUBE)/kube-apiserver $(OLDEST_KUBE)/etcd
 
 .PHONY: test-binaries
-test-binaries: $(TEST_BINARIES) $(LATE_TEST_BINARIES) ## Build the cluster binaries and tools the tests run (the oldest kube-apiserver too).
+test-binaries: $(TEST_BINARIES) $(LATE_TEST_BINARIES) ## Build the cluster binaries and tools the tests run (Karpenter's kwok provider and the oldest kube-apiserver too).
 
 # SKIP_GENERATE=1 when the generated files were just regenerated and checked
 # (.ci/run runs make verify-generated first).
@@ -382,13 +389,6 @@ $(LOCALBIN)/kwok-stages.yaml: hack/tools/kwok/go.mod hack/tools/kwok/go.sum | $(
 	for f in node/fast/node-initialize.yaml node/heartbeat/node-heartbeat.yaml \
 		pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do \
 		echo "---"; cat "$$dir/$$f"; done > $@.tmp && mv $@.tmp $@
-
-# Karpenter's kwok provider, run out of cluster by the autoscaler specs of
-# the e2e suite, with the CRDs of its module (NodePools, NodeClaims,
-# CapacityBuffers, the KWOKNodeClass). It needs Go 1.26.9 or newer, which
-# GOTOOLCHAIN fetches through the module proxy.
-KARPENTER_GOTOOLCHAIN ?= go1.26.10
-KARPENTER = $(LOCALBIN)/karpenter-kwok $(LOCALBIN)/karpenter-crds
 
 .PHONY: karpenter
 karpenter: $(KARPENTER) ## Build Karpenter's kwok provider and collect its CRDs into bin/.

@@ -26,6 +26,14 @@ func (r *PlacementMigrationReconciler) ensureRequest(ctx context.Context, req pr
 	if err != nil {
 		return "", err
 	}
+	// Create nothing unless every kind is served: a PodTemplate without
+	// its CapacityBuffer would ask for nothing.
+	for _, u := range objs {
+		gvk := u.GroupVersionKind()
+		if _, err := r.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			return "", fmt.Errorf("find the %s API: %w", gvk.Kind, err)
+		}
+	}
 	var live *unstructured.Unstructured
 	for _, u := range objs {
 		found := &unstructured.Unstructured{}
