@@ -63,7 +63,7 @@ const (
 	// the migration waits as with mode None.
 	ReasonAutoscalerAPIMissing = "CapacityBufferAPIMissing"
 	// ReasonRequestFailed: the request could not be created or updated.
-	ReasonRequestFailed = "CapacityRequestFailed"
+	ReasonRequestFailed        = "CapacityRequestFailed"
 	ReasonFeasible             = "RolloutFeasible"
 	ReasonHazardFound          = "HazardFound"
 	ReasonWaitingForPods       = "WaitingForStablePods"

@@ -3,6 +3,7 @@ package planning
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,7 +43,7 @@ func TargetRefs(spec pgv1.PlacementMigrationSpec, deployments []*appsv1.Deployme
 		switch kind {
 		case pgv1.KindDeployment:
 			for _, d := range deployments {
-				if sel.Matches(labels.Set(d.Labels)) {
+				if sel.Matches(labels.Set(d.Labels)) && !capacityRequest(d) {
 					refs = append(refs, pgv1.TargetRef{Kind: kind, Name: d.Name})
 				}
 			}
@@ -120,4 +121,12 @@ func byName[T interface{ GetName() string }](items []T, name string) T {
 		}
 	}
 	return zero
+}
+
+// capacityRequest reports a Deployment of placeholder pods that a
+// migration created to ask an autoscaler for capacity: never a target,
+// whatever a selector matches.
+func capacityRequest(d *appsv1.Deployment) bool {
+	owner := metav1.GetControllerOf(d)
+	return owner != nil && owner.Kind == "PlacementMigration" && strings.HasPrefix(owner.APIVersion, pgv1.GroupVersion.Group+"/")
 }

@@ -123,9 +123,11 @@ var _ = Describe("Migrations that share workloads, once settled", Label("operato
 				_ = k8sClient.Delete(unrelated, pod)
 			}
 		}()
-		// Cluster-wide changes (another spec's nodes and namespaces) still
-		// reach every migration now and then; each batch pod, created and
-		// deleted every second, would reach them dozens of times.
+		// Cluster-wide changes (another spec's nodes and namespaces, which
+		// its teardown removes while this spec runs) still reach every
+		// migration now and then: measured up to 4 in 11 s. Each batch
+		// pod, created and deleted every second, would reach them at least
+		// 15 times in 15 s.
 		grew := func() map[string]float64 {
 			now := reconciles()
 			for name := range now {
@@ -133,7 +135,7 @@ var _ = Describe("Migrations that share workloads, once settled", Label("operato
 			}
 			return now
 		}
-		Consistently(grew, 15*time.Second, time.Second).Should(HaveEach(BeNumerically("<=", 3)), "pods of app=batch concern no settled migration")
+		Consistently(grew, 15*time.Second, time.Second).Should(HaveEach(BeNumerically("<=", 7)), "pods of app=batch concern no settled migration")
 		stopUnrelated()
 		By("deleting a pod of web: its migration looks again")
 		pods, err := utils.PodsOf(ctx, k8sClient, env.Namespace, map[string]string{"app": "web"})
