@@ -80,25 +80,8 @@ var _ = Describe("Incident 000 without placement-guard: anti-affinity merged bef
 var _ = Describe("Incident 000 with placement-guard: the graph DB waits for its second data node", Label("operator", "incident-000"), func() {
 	It("waits without patching, then applies soft and hard once the node joins, leaving the search engine and broker untouched", func(ctx SpecContext) {
 		env := newEnv(ctx, "i000")
-		_, err := env.AddNode(ctx, "data-1", map[string]string{"role": "data"})
-		Expect(err).NotTo(HaveOccurred())
-		_, err = env.AddNode(ctx, "app-1", map[string]string{"role": "app"})
-		Expect(err).NotTo(HaveOccurred())
-		for name, role := range map[string]string{"search": "data", "graphdb": "data", "broker": "app"} {
-			d := utils.Deployment(env.Namespace, name, env.Pool(), 1, nil)
-			d.Spec.Template.Spec.NodeSelector["role"] = role
-			Expect(k8sClient.Create(ctx, d)).To(Succeed())
-		}
-		allRunning(ctx, env.Namespace, nil, 3)
-		before := incarnations(ctx, env.Namespace, nil)
-
-		migration(ctx, env.Namespace, "graphdb-apart", pgv1.PlacementMigrationSpec{
-			Targets:    targetsNamed("graphdb"),
-			Constraint: hostnameApart(map[string]string{"app": "search"}),
-			Capacity:   &pgv1.Capacity{NodeSelector: pgv1.Labels(map[string]string{"role": "data"})},
-			Guards: &pgv1.Guards{ProtectedPods: pgv1.SelectorFrom(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"search", "broker"}}}})},
-		})
+		before := seed000(ctx, env)
+		migration(ctx, env.Namespace, "graphdb-apart", seed000Spec("", 0))
 
 		By("waiting for capacity, with the graph DB's Deployment untouched")
 		Eventually(func() metav1.Condition {
