@@ -28,7 +28,8 @@ func (s *scope) provision(ctx context.Context, o outcome) (outcome, error) {
 	recorded := s.asked
 	defer func() { s.keepRequest(recorded) }()
 	mode := pm.Spec.Capacity.ProvisionMode()
-	want := mode != pgv1.ProvisionNone && pm.DeletionTimestamp.IsZero() && o.phase == pgv1.PhaseWaitingForCapacity &&
+	// A dry run changes nothing in the cluster, a capacity request included.
+	want := mode != pgv1.ProvisionNone && !pm.Spec.DryRun && pm.DeletionTimestamp.IsZero() && o.phase == pgv1.PhaseWaitingForCapacity &&
 		s.request != nil && s.request.Shortfall > 0
 	kind := provision.KindFor(mode)
 	if recorded != nil && (!want || recorded.Kind != kind) {
@@ -128,6 +129,9 @@ func releaseReason(pm *pgv1.PlacementMigration, o outcome) string {
 	}
 	switch o.phase {
 	case pgv1.PhaseWaitingForCapacity:
+		if pm.Spec.DryRun {
+			return "the migration is a dry run"
+		}
 		return "spec.capacity.provision changed"
 	case pgv1.PhasePaused:
 		return "the migration is paused"

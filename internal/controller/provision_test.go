@@ -97,11 +97,51 @@ var _ = Describe("Capacity requests", func() {
 		setPaused(false)
 		Eventually(func() error { _, err := placeholders(); return err }).Should(Succeed())
 
+		By("a dry run asks for nothing")
+		pm = fc.pm("graphdb-apart")
+		patch := client.MergeFrom(pm.DeepCopy())
+		pm.Spec.DryRun = true
+		Expect(k8sClient.Patch(ctx, pm, patch)).To(Succeed())
+		Eventually(gone).Should(BeTrue())
+		Eventually(fc.phase("graphdb-apart")).Should(Equal(pgv1.PhaseWaitingForCapacity))
+		Consistently(gone, "1s").Should(BeTrue())
+		pm = fc.pm("graphdb-apart")
+		patch = client.MergeFrom(pm.DeepCopy())
+		pm.Spec.DryRun = false
+		Expect(k8sClient.Patch(ctx, pm, patch)).To(Succeed())
+		Eventually(func() error { _, err := placeholders(); return err }).Should(Succeed())
+
 		By("the node joins: the request is deleted before the soft stage")
 		fc.node("data-2", map[string]string{"role": "data"})
 		Eventually(gone).Should(BeTrue())
 		Eventually(fc.phase("graphdb-apart")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("graphdb-apart"))
 		Expect(request()).To(BeNil())
+	})
+
+	It("resizes the request when the shortfall changes, within maxNodes", func() {
+		seed000(pgv1.ProvisionPlaceholderPods)
+		edit := func(minNodes, maxNodes int32) {
+			pm := fc.pm("graphdb-apart")
+			patch := client.MergeFrom(pm.DeepCopy())
+			pm.Spec.Capacity.MinNodes = ptr.To(minNodes)
+			pm.Spec.Capacity.Provision.MaxNodes = ptr.To(maxNodes)
+			Expect(k8sClient.Patch(ctx, pm, patch)).To(Succeed())
+		}
+		replicas := func() int32 {
+			d, err := placeholders()
+			if err != nil || d.Spec.Replicas == nil {
+				return -1
+			}
+			return *d.Spec.Replicas
+		}
+		Eventually(replicas).Should(Equal(int32(1)), fc.explain("graphdb-apart"))
+		edit(4, 5)
+		Eventually(replicas).Should(Equal(int32(3)), fc.explain("graphdb-apart"))
+		Eventually(request).Should(HaveField("Shortfall", int32(3)))
+		edit(4, 2)
+		Eventually(replicas).Should(Equal(int32(2)), fc.explain("graphdb-apart"))
+		Eventually(func() metav1.Condition { return fc.condition("graphdb-apart", pgv1.ConditionCapacityRequested) }).Should(And(
+			HaveField("Reason", pgv1.ReasonRequestCapped), HaveField("Message", ContainSubstring("Asked for 2 of the 3 node(s) missing"))))
 	})
 
 	It("asks for the surge room of one node where replicas equal nodes would deadlock the rollout (incident 001), instead of blocking", func() {

@@ -1,0 +1,313 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/targets"
+	"github.com/placement-guard/placement-guard/test/utils"
+)
+
+// orderScenario is one generated StatefulSet rollout: pods placed by the
+// scheduler on a few nodes, then the template given a hostname
+// anti-affinity among its own pods, soft or hard.
+type orderScenario struct {
+	seed      uint64
+	nodes     int
+	replicas  int32
+	partition int32
+	onDelete  bool
+	parallel  bool
+	minReady  int32
+	stage     placement.Stage
+}
+
+func (s orderScenario) String() string {
+	strategy := fmt.Sprintf("RollingUpdate partition %d", s.partition)
+	if s.onDelete {
+		strategy = "OnDelete"
+	}
+	policy := "OrderedReady"
+	if s.parallel {
+		policy = "Parallel"
+	}
+	return fmt.Sprintf("seed %d: %d replicas on %d nodes, %s, %s, minReadySeconds %d, %s anti-affinity",
+		s.seed, s.replicas, s.nodes, strategy, policy, s.minReady, s.stage)
+}
+
+// generateOrderScenario draws a scenario from a seed: 2 to 4 nodes, 1 to 5
+// replicas, a partition in half of them, OnDelete in one in six, either pod
+// management policy, and a hard constraint in two of three.
+func generateOrderScenario(seed uint64) orderScenario {
+	r := rand.New(rand.NewPCG(seed, 23))
+	s := orderScenario{seed: seed, nodes: 2 + r.IntN(3), replicas: int32(1 + r.IntN(5)), parallel: r.IntN(2) == 0,
+		minReady: int32(r.IntN(2)), onDelete: r.IntN(6) == 0, stage: placement.StageHard}
+	if r.IntN(2) == 0 {
+		s.partition = int32(r.IntN(int(s.replicas) + 1))
+	}
+	if r.IntN(3) == 0 {
+		s.stage = placement.StageSoft
+	}
+	return s
+}
+
+// orderScenarios is how many generated StatefulSet rollouts are replayed.
+const orderScenarios = 24
+
+var _ = Describe("Simulated StatefulSet rollouts against the real controllers", Label("differential", "statefulset"), func() {
+	It(fmt.Sprintf("replaces the pods of %d generated StatefulSets in the order, and stops where, the simulation says", orderScenarios), func(ctx SpecContext) {
+		var mu sync.Mutex
+		var failures, report []string
+		sem := make(chan struct{}, 6)
+		var wg sync.WaitGroup
+		for seed := uint64(1); seed <= orderScenarios; seed++ {
+			wg.Add(1)
+			go func() {
+				defer GinkgoRecover()
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				sc := generateOrderScenario(seed)
+				line, err := replayOrder(ctx, sc)
+				mu.Lock()
+				defer mu.Unlock()
+				report = append(report, line)
+				if err != nil {
+					failures = append(failures, fmt.Sprintf("%s: %v", sc, err))
+				}
+			}()
+		}
+		wg.Wait()
+		sort.Strings(report)
+		AddReportEntry("statefulset rollout order", strings.Join(report, "\n"))
+		Expect(failures).To(BeEmpty())
+	}, NodeTimeout(10*time.Minute))
+})
+
+// replayOrder sets a scenario up on its own nodes, simulates the rollout
+// from a snapshot of the live objects, rolls it out for real while watching
+// which pods the StatefulSet controller deletes, and compares: the pods
+// recreated and their order, whether the rollout completes, and the pod it
+// stops at when it does not.
+func replayOrder(ctx context.Context, sc orderScenario) (string, error) {
+	env, err := utils.NewEnv(ctx, cluster, k8sClient, fmt.Sprintf("order-%d", sc.seed))
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = env.Cleanup(context.Background()) }()
+	for i := range sc.nodes {
+		if _, err := env.AddNode(ctx, fmt.Sprintf("n%d", i), nil); err != nil {
+			return "", err
+		}
+	}
+	sts := utils.StatefulSet(env.Namespace, "db", env.Pool(), sc.replicas)
+	sts.Spec.MinReadySeconds = sc.minReady
+	if sc.parallel {
+		sts.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+	}
+	sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To(sc.partition)}}
+	if sc.onDelete {
+		sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+	}
+	if err := k8sClient.Create(ctx, sts); err != nil {
+		return "", err
+	}
+	if err := waitStatefulSetSettled(ctx, env, sc.replicas); err != nil {
+		return "", fmt.Errorf("before the change: %w", err)
+	}
+
+	snap, w, pods, err := liveStatefulSet(ctx, env)
+	if err != nil {
+		return "", err
+	}
+	c := placement.Constraint{AntiAffinity: &placement.AntiAffinity{TopologyKey: corev1.LabelHostname}}.ForWorkload(placement.StatefulSet)
+	spec, err := c.Apply(&w.Template.Spec, w.Selector, sc.stage)
+	if err != nil {
+		return "", err
+	}
+	w.Template.Spec = *spec
+	predicted, err := snap.SimulateRollout(w)
+	if err != nil {
+		return "", err
+	}
+	var wantDeleted []string
+	for _, st := range predicted.Steps {
+		if st.Action == placement.StepDelete {
+			wantDeleted = append(wantDeleted, st.Pod)
+		}
+	}
+
+	uids := map[types.UID]string{}
+	for _, p := range pods {
+		uids[p.UID] = p.Name
+	}
+	list, err := cluster.Clientset.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", err
+	}
+	watcher, err := cluster.Clientset.CoreV1().Pods(env.Namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		return "", err
+	}
+	defer watcher.Stop()
+	var deletedMu sync.Mutex
+	var deleted []string
+	go func() {
+		for ev := range watcher.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok || ev.Type != watch.Deleted {
+				continue
+			}
+			if name, old := uids[p.UID]; old {
+				deletedMu.Lock()
+				deleted = append(deleted, name)
+				deletedMu.Unlock()
+			}
+		}
+	}()
+
+	live := &appsv1.StatefulSet{}
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(sts), live); err != nil {
+		return "", err
+	}
+	patch := client.MergeFrom(live.DeepCopy())
+	live.Spec.Template.Spec.Affinity = spec.Affinity
+	if err := k8sClient.Patch(ctx, live, patch); err != nil {
+		return "", err
+	}
+	completes, pending, err := waitStatefulSetRolloutEnd(ctx, env, sc)
+	if err != nil {
+		return "", err
+	}
+	deletedMu.Lock()
+	got := slices.Clone(deleted)
+	deletedMu.Unlock()
+
+	outcome := "completes"
+	if !completes {
+		outcome = "stops at " + pending
+	}
+	line := fmt.Sprintf("%s -> replaced %v, %s", sc, got, outcome)
+	switch {
+	case completes != predicted.Completes:
+		return line, fmt.Errorf("the simulation said completes=%v (blocked at %q), the controller's rollout completes=%v", predicted.Completes, predicted.BlockedPod, completes)
+	case !completes && pending != predicted.BlockedPod:
+		return line, fmt.Errorf("the rollout stopped at %s, the simulation at %s", pending, predicted.BlockedPod)
+	case !slices.Equal(got, wantDeleted):
+		return line, fmt.Errorf("the controller replaced %v in that order, the simulation %v", got, wantDeleted)
+	}
+	return line, nil
+}
+
+// liveStatefulSet builds the engine's snapshot of the spec's nodes and pods
+// and the StatefulSet's workload, as the operator sees them.
+func liveStatefulSet(ctx context.Context, env *utils.Env) (*placement.Snapshot, *placement.Workload, []*corev1.Pod, error) {
+	var nodes corev1.NodeList
+	if err := k8sClient.List(ctx, &nodes, client.MatchingLabels{utils.PoolLabel: env.Pool()}); err != nil {
+		return nil, nil, nil, err
+	}
+	var list corev1.PodList
+	if err := k8sClient.List(ctx, &list, client.InNamespace(env.Namespace)); err != nil {
+		return nil, nil, nil, err
+	}
+	sts := &appsv1.StatefulSet{}
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "db"}, sts); err != nil {
+		return nil, nil, nil, err
+	}
+	var objs placement.Objects
+	for i := range nodes.Items {
+		objs.Nodes = append(objs.Nodes, &nodes.Items[i])
+	}
+	var pods []*corev1.Pod
+	for i := range list.Items {
+		pods = append(pods, &list.Items[i])
+	}
+	objs.Pods = pods
+	snap, err := placement.NewSnapshot(objs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return snap, targets.FromStatefulSet(sts, pods), pods, nil
+}
+
+// waitStatefulSetSettled waits until every replica runs, is available and
+// is of the current revision.
+func waitStatefulSetSettled(ctx context.Context, env *utils.Env, replicas int32) error {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		sts := &appsv1.StatefulSet{}
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "db"}, sts); err != nil {
+			return false, err
+		}
+		st := sts.Status
+		return st.ObservedGeneration == sts.Generation && st.AvailableReplicas == replicas && st.ReadyReplicas == replicas &&
+			st.CurrentRevision == st.UpdateRevision, nil
+	})
+}
+
+// waitStatefulSetRolloutEnd waits until every pod the rollout replaces runs
+// the new revision and is available (completes), or a pod of the new
+// revision stays unschedulable with nothing changing for 10 s (it returns
+// that pod). OnDelete replaces nothing: it waits 5 s and reports complete
+// when no pod went.
+func waitStatefulSetRolloutEnd(ctx context.Context, env *utils.Env, sc orderScenario) (bool, string, error) {
+	if sc.onDelete {
+		select {
+		case <-ctx.Done():
+			return false, "", ctx.Err()
+		case <-time.After(5 * time.Second):
+		}
+		return true, "", nil
+	}
+	var lastPlacement, pending string
+	var lastChange time.Time
+	completes := false
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		sts := &appsv1.StatefulSet{}
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "db"}, sts); err != nil {
+			return false, err
+		}
+		pods, err := utils.PodsOf(ctx, k8sClient, env.Namespace, map[string]string{"app": "db"})
+		if err != nil {
+			return false, err
+		}
+		st := sts.Status
+		if st.ObservedGeneration == sts.Generation && st.UpdatedReplicas == sc.replicas-sc.partition &&
+			st.AvailableReplicas == sc.replicas && len(pods) == int(sc.replicas) {
+			completes = true
+			return true, nil
+		}
+		pending = ""
+		for _, p := range pods {
+			if unschedulable, _ := utils.Unschedulable(p); unschedulable {
+				pending = p.Name
+			}
+		}
+		if placement := utils.Placement(pods); placement != lastPlacement {
+			lastPlacement, lastChange = placement, time.Now()
+		}
+		return pending != "" && time.Since(lastChange) > 10*time.Second, nil
+	})
+	if err != nil {
+		return false, "", fmt.Errorf("the rollout neither completed nor stopped: %w (pods %s)", err, lastPlacement)
+	}
+	return completes, pending, nil
+}
