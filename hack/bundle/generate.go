@@ -75,6 +75,9 @@ func Generate(rendered []byte, src Sources) (map[string][]byte, error) {
 			// OLM creates Services of the bundle in the install namespace.
 			o.SetNamespace("")
 			files["manifests/"+o.GetName()+"_v1_service.yaml"], err = marshal(o.Object)
+		case "PriorityClass":
+			// The placeholder pods' priority; OLM installs it as it is.
+			files["manifests/"+o.GetName()+"_scheduling.k8s.io_v1_priorityclass.yaml"], err = marshal(o.Object)
 		}
 		if err != nil {
 			return nil, err

@@ -92,6 +92,11 @@ func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
 		{&corev1.PersistentVolume{}, func(o any) error { c.snap.UpsertVolume(o.(*corev1.PersistentVolume)); return nil }, func(o any) { c.snap.DeleteVolume(o.(*corev1.PersistentVolume).Name) }},
 		{&storagev1.StorageClass{}, func(o any) error { c.snap.UpsertStorageClass(o.(*storagev1.StorageClass)); return nil }, func(o any) { c.snap.DeleteStorageClass(o.(*storagev1.StorageClass).Name) }},
 		{&storagev1.CSINode{}, func(o any) error { c.snap.UpsertCSINode(o.(*storagev1.CSINode)); return nil }, func(o any) { c.snap.DeleteCSINode(o.(*storagev1.CSINode).Name) }},
+		{&storagev1.CSIDriver{}, func(o any) error { c.snap.UpsertCSIDriver(o.(*storagev1.CSIDriver)); return nil }, func(o any) { c.snap.DeleteCSIDriver(o.(*storagev1.CSIDriver).Name) }},
+		{&storagev1.CSIStorageCapacity{}, func(o any) error { c.snap.UpsertStorageCapacity(o.(*storagev1.CSIStorageCapacity)); return nil }, func(o any) {
+			sc := o.(*storagev1.CSIStorageCapacity)
+			c.snap.DeleteStorageCapacity(sc.Namespace, sc.Name)
+		}},
 		{&storagev1.VolumeAttachment{}, func(o any) error { c.snap.UpsertVolumeAttachment(o.(*storagev1.VolumeAttachment)); return nil }, func(o any) {
 			c.snap.DeleteVolumeAttachment(o.(*storagev1.VolumeAttachment).Name)
 		}},

@@ -1,12 +1,16 @@
 package controller
 
 import (
+	"context"
 	"sort"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -155,5 +159,30 @@ func TestOnlyANamespacesLabelsAreARelevantChange(t *testing.T) {
 	relabelled.Labels["team"] = "payments"
 	if !relevantChange(ns, relabelled) {
 		t.Error("a namespace whose labels changed is not a relevant change")
+	}
+}
+
+// A driver's CSIStorageCapacity lives in the driver's namespace but decides
+// where claims of every namespace are provisioned: it reaches every
+// migration, as a node does; another namespaced object only its own.
+func TestStorageCapacityReachesEveryMigration(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := pgv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		&pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-apart"}},
+		&pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Namespace: "billing", Name: "db-apart"}},
+	).Build()
+	r := &PlacementMigrationReconciler{Client: c}
+	capacity := &storagev1.CSIStorageCapacity{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "fast-zone-a"}}
+	now, later := r.concernedBy(context.Background(), nil, capacity)
+	if got := names(append(now, later...)); len(got) != 2 {
+		t.Fatalf("a storage capacity reaches every migration, got %v", got)
+	}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "data"}}
+	now, later = r.concernedBy(context.Background(), nil, claim)
+	if got := names(append(now, later...)); len(got) != 1 || got[0] != "web-apart" {
+		t.Fatalf("a claim reaches its namespace's migrations, got %v", got)
 	}
 }

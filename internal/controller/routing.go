@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -26,8 +27,14 @@ func (r *PlacementMigrationReconciler) concernedBy(ctx context.Context, before, 
 		}
 		return r.interests.podChange(after.GetNamespace(), old, after.GetLabels()), nil
 	}
-	all := r.migrationsIn(ctx, after.GetNamespace())
-	if after.GetNamespace() != "" {
+	namespace := after.GetNamespace()
+	if _, ok := after.(*storagev1.CSIStorageCapacity); ok {
+		// A driver publishes its capacity in its own namespace; it decides
+		// where claims of every namespace can be provisioned.
+		namespace = ""
+	}
+	all := r.migrationsIn(ctx, namespace)
+	if namespace != "" {
 		return all, nil
 	}
 	for _, req := range all {

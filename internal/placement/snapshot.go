@@ -55,6 +55,11 @@ type Snapshot struct {
 	// per-driver volume limits and the volumes attached to it.
 	csiNodes    map[string]*storagev1.CSINode
 	attachments attachmentIndex
+	// csiDrivers and capacities are what VolumeBinding's storage capacity
+	// check reads: the drivers that opt into it, and the capacity each
+	// reports per class and topology.
+	csiDrivers map[string]*storagev1.CSIDriver
+	capacities map[string]*storagev1.CSIStorageCapacity // by namespace/name
 }
 
 // nodeInfo is one node and what its pods request.
@@ -84,6 +89,8 @@ type Objects struct {
 	StorageClasses []*storagev1.StorageClass
 	CSINodes       []*storagev1.CSINode
 	Attachments    []*storagev1.VolumeAttachment
+	CSIDrivers     []*storagev1.CSIDriver
+	Capacities     []*storagev1.CSIStorageCapacity
 }
 
 // NewSnapshot indexes the objects. The objects are referenced, not copied:
@@ -104,6 +111,8 @@ func NewSnapshot(objs Objects) (*Snapshot, error) {
 		storageClasses:   make(map[string]*storagev1.StorageClass, len(objs.StorageClasses)),
 		csiNodes:         make(map[string]*storagev1.CSINode, len(objs.CSINodes)),
 		attachments:      newAttachmentIndex(),
+		csiDrivers:       make(map[string]*storagev1.CSIDriver, len(objs.CSIDrivers)),
+		capacities:       make(map[string]*storagev1.CSIStorageCapacity, len(objs.Capacities)),
 	}
 	for _, n := range objs.Nodes {
 		s.UpsertNode(n)
@@ -130,6 +139,12 @@ func NewSnapshot(objs Objects) (*Snapshot, error) {
 	}
 	for _, va := range objs.Attachments {
 		s.UpsertVolumeAttachment(va)
+	}
+	for _, d := range objs.CSIDrivers {
+		s.UpsertCSIDriver(d)
+	}
+	for _, c := range objs.Capacities {
+		s.UpsertStorageCapacity(c)
 	}
 	return s, nil
 }

@@ -3,6 +3,7 @@ package placement
 import (
 	"fmt"
 	"slices"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -53,6 +54,8 @@ type podVolumes struct {
 	bound   []*corev1.PersistentVolume
 	missing []string
 	delayed []delayedClaim
+	// storage answers whether a class has room for a claim on a node.
+	storage *storageCapacity
 }
 
 // delayedClaim is an unbound WaitForFirstConsumer claim, with its class and
@@ -69,7 +72,7 @@ type delayedClaim struct {
 // one), makes the pod unschedulable everywhere. It returns the pod's
 // volumes for the per-node checks.
 func (s *Snapshot) volumePreFilter(pod *corev1.Pod) (podVolumes, string) {
-	var pv podVolumes
+	pv := podVolumes{storage: &storageCapacity{drivers: s.csiDrivers, capacities: s.capacities}}
 	unboundImmediate := false
 	for _, ref := range podClaims(pod) {
 		claim, ok := s.claims[ref.namespace+"/"+ref.name]
@@ -145,8 +148,8 @@ func volumeFilter(pv podVolumes, node *corev1.Node) string {
 			}
 		}
 	}
-	if !delayedClaimsSatisfied(pv.delayed, node) {
-		return ReasonVolumeBindConflict
+	if reason := delayedClaimsSatisfied(pv.delayed, pv.storage, node); reason != "" {
+		return reason
 	}
 	if !volumeZonesMatch(pv.bound, node) {
 		return ReasonVolumeZone
@@ -155,36 +158,63 @@ func volumeFilter(pv podVolumes, node *corev1.Node) string {
 }
 
 // delayedClaimsSatisfied is VolumeBinding's check of the claims it would
-// bind on this node: a claim already being provisioned for another node
-// cannot come here; otherwise it takes the smallest matching available
-// volume (each volume once), or is provisioned, which a class of static
-// volumes cannot do and a class whose allowedTopologies exclude the node
-// may not. Storage capacity (CSIStorageCapacity) is not modelled.
-func delayedClaimsSatisfied(claims []delayedClaim, node *corev1.Node) bool {
-	chosen := map[string]*corev1.PersistentVolume{}
+// bind on this node, in its order: a claim being provisioned for another
+// node rules the node out first; the others, smallest request first, take
+// the smallest matching available volume (each volume once); then the
+// claims to provision, those being provisioned here first, each in turn
+// until one cannot be: a class of static volumes cannot provision, one
+// whose allowedTopologies exclude the node may not (both "didn't find
+// available persistent volumes to bind"), and a CSI driver that reports
+// storage capacity must report enough for the claim on a topology that
+// holds the node ("did not have enough free storage").
+func delayedClaimsSatisfied(claims []delayedClaim, storage *storageCapacity, node *corev1.Node) string {
+	var provision, match []delayedClaim
 	for _, dc := range claims {
-		if selected, ok := dc.claim.Annotations[annSelectedNode]; ok {
-			if selected != node.Name {
-				return false
-			}
-			if !provisionable(dc.class, node) {
-				return false
-			}
-			continue
-		}
-		match, err := storagehelpers.FindMatchingVolume(dc.claim, dc.candidates, node, chosen, true, true)
-		if err != nil {
-			return false
-		}
-		if match != nil {
-			chosen[match.Name] = match
-			continue
-		}
-		if !provisionable(dc.class, node) {
-			return false
+		selected, ok := dc.claim.Annotations[annSelectedNode]
+		switch {
+		case ok && selected != node.Name:
+			return ReasonVolumeBindConflict
+		case ok:
+			provision = append(provision, dc)
+		default:
+			match = append(match, dc)
 		}
 	}
-	return true
+	sort.Sort(bySize(match))
+	chosen := map[string]*corev1.PersistentVolume{}
+	for _, dc := range match {
+		found, err := storagehelpers.FindMatchingVolume(dc.claim, dc.candidates, node, chosen, true, true)
+		if err != nil {
+			return ReasonVolumeBindConflict
+		}
+		if found != nil {
+			chosen[found.Name] = found
+			continue
+		}
+		provision = append(provision, dc)
+	}
+	for _, dc := range provision {
+		if !provisionable(dc.class, node) {
+			return ReasonVolumeBindConflict
+		}
+		if !storage.enough(dc.class, dc.claim, node) {
+			return ReasonNotEnoughSpace
+		}
+	}
+	return ""
+}
+
+// bySize orders claims by the storage they request, as VolumeBinding sorts
+// them before matching volumes (with sort.Sort, so that claims of equal
+// size end in the same order).
+type bySize []delayedClaim
+
+func (a bySize) Len() int      { return len(a) }
+func (a bySize) Swap(i, j int) { a[i], a[j] = a[j], a[i] }
+func (a bySize) Less(i, j int) bool {
+	x := a[i].claim.Spec.Resources.Requests[corev1.ResourceStorage]
+	y := a[j].claim.Spec.Resources.Requests[corev1.ResourceStorage]
+	return x.Cmp(y) == -1
 }
 
 // provisionable reports whether a class can provision a volume for a pod on

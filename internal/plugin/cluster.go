@@ -80,6 +80,10 @@ func (c *Cluster) index(o any) {
 		c.snap.UpsertCSINode(o)
 	case *storagev1.VolumeAttachment:
 		c.snap.UpsertVolumeAttachment(o)
+	case *storagev1.CSIDriver:
+		c.snap.UpsertCSIDriver(o)
+	case *storagev1.CSIStorageCapacity:
+		c.snap.UpsertStorageCapacity(o)
 	}
 }
 
@@ -129,6 +133,10 @@ func (c *Cluster) add(o any) {
 		c.CSINodes = append(c.CSINodes, o)
 	case *storagev1.VolumeAttachment:
 		c.Attachments = append(c.Attachments, o)
+	case *storagev1.CSIDriver:
+		c.CSIDrivers = append(c.CSIDrivers, o)
+	case *storagev1.CSIStorageCapacity:
+		c.Capacities = append(c.Capacities, o)
 	case *appsv1.Deployment:
 		c.Deployments = append(c.Deployments, o)
 	case *appsv1.StatefulSet:
@@ -180,6 +188,8 @@ func ReadCluster(ctx context.Context, c client.Reader, namespaces ...string) (*C
 		{"storageclasses", &storagev1.StorageClassList{}, nil},
 		{"csinodes", &storagev1.CSINodeList{}, nil},
 		{"volumeattachments", &storagev1.VolumeAttachmentList{}, nil},
+		{"csidrivers", &storagev1.CSIDriverList{}, nil},
+		{"csistoragecapacities", &storagev1.CSIStorageCapacityList{}, nil},
 	}
 	for _, ns := range namespaces {
 		in := []client.ListOption{client.InNamespace(ns)}

@@ -23,7 +23,7 @@ func engineVerdict(sc *scenario) (verdict, error) {
 	s, err := placement.NewSnapshot(placement.Objects{
 		Nodes: sc.nodes, Pods: sc.existing, Namespaces: sc.namespaces,
 		Claims: sc.claims, Volumes: sc.volumes, StorageClasses: sc.storageClasses,
-		CSINodes: sc.csiNodes, Attachments: sc.attachments,
+		CSINodes: sc.csiNodes, Attachments: sc.attachments, CSIDrivers: sc.csiDrivers, Capacities: sc.capacities,
 	})
 	if err != nil {
 		return verdict{}, err
@@ -54,6 +54,7 @@ var filterReasons = []string{
 	placement.ReasonReadWriteOncePod,
 	placement.ReasonMaxVolumeCount,
 	"didn't find available persistent volumes to bind",
+	placement.ReasonNotEnoughSpace,
 	placement.ReasonVolumeNodeAffinity,
 	"had no available volume zone",
 	"pod has unbound immediate PersistentVolumeClaims",

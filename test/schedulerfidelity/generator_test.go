@@ -25,6 +25,8 @@ type scenario struct {
 	storageClasses []*storagev1.StorageClass
 	csiNodes       []*storagev1.CSINode
 	attachments    []*storagev1.VolumeAttachment
+	csiDrivers     []*storagev1.CSIDriver
+	capacities     []*storagev1.CSIStorageCapacity
 }
 
 // apiObjects are what the scheduler's plugins read through informers.
@@ -46,6 +48,12 @@ func (sc *scenario) apiObjects() []runtime.Object {
 		out = append(out, o)
 	}
 	for _, o := range sc.attachments {
+		out = append(out, o)
+	}
+	for _, o := range sc.csiDrivers {
+		out = append(out, o)
+	}
+	for _, o := range sc.capacities {
 		out = append(out, o)
 	}
 	return out
@@ -110,6 +118,7 @@ func generate(seed uint64) *scenario {
 	}
 	g.sc.pending = g.pod("pending", false)
 	g.volumeAttachments()
+	g.storageCapacity(seed)
 	for _, p := range append(g.sc.existing, g.sc.pending) {
 		admit(p)
 	}
@@ -154,6 +163,36 @@ func (g *gen) storage() {
 			AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{
 				{Key: corev1.LabelTopologyZone, Values: []string{"zone-a", "zone-b"}}}}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: classImmediate}, Provisioner: csiDriver, VolumeBindingMode: &immediate},
+	}
+}
+
+// storageCapacity has the zonal class's CSI driver report storage capacity
+// in half of the scenarios (in half of those it only says it does not),
+// with up to three CSIStorageCapacity objects of that class: per zone, or
+// without a topology; a capacity of 1, 5 or 20 GiB against the claims' 5,
+// and sometimes a maximum volume size. It draws from a stream of its own,
+// so that the rest of each scenario stays what the seed made it before.
+func (g *gen) storageCapacity(seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 4242))
+	if r.IntN(2) == 0 {
+		return
+	}
+	g.sc.csiDrivers = []*storagev1.CSIDriver{{ObjectMeta: metav1.ObjectMeta{Name: csiDriver},
+		Spec: storagev1.CSIDriverSpec{StorageCapacity: ptr.To(r.IntN(4) > 0)}}}
+	sizes := []string{"1Gi", "5Gi", "20Gi"}
+	for i := range r.IntN(4) {
+		c := &storagev1.CSIStorageCapacity{
+			ObjectMeta:       metav1.ObjectMeta{Namespace: "kube-system", Name: fmt.Sprintf("capacity-%d", i)},
+			StorageClassName: classZonal,
+			Capacity:         ptr.To(resource.MustParse(sizes[r.IntN(len(sizes))])),
+		}
+		if r.IntN(8) > 0 {
+			c.NodeTopology = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelTopologyZone: zones[r.IntN(len(zones))]}}
+		}
+		if r.IntN(3) == 0 {
+			c.MaximumVolumeSize = ptr.To(resource.MustParse([]string{"4Gi", "10Gi"}[r.IntN(2)]))
+		}
+		g.sc.capacities = append(g.sc.capacities, c)
 	}
 }
 

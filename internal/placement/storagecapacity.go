@@ -1,0 +1,80 @@
+package placement
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// ReasonNotEnoughSpace is VolumeBinding's reason for a node where a CSI
+// driver that reports storage capacity has too little for a claim.
+const ReasonNotEnoughSpace = "node(s) did not have enough free storage"
+
+// storageCapacity is what VolumeBinding's capacity check reads: the CSI
+// drivers, and the CSIStorageCapacity objects by namespace/name.
+type storageCapacity struct {
+	drivers    map[string]*storagev1.CSIDriver
+	capacities map[string]*storagev1.CSIStorageCapacity
+}
+
+// enough reports whether a volume of the claim's class and size can be
+// provisioned for a pod on the node. Only a CSI driver that opts in
+// (storageCapacity: true) is checked, and only a claim that requests a
+// size; then some CSIStorageCapacity of the class, whose topology holds the
+// node, must report at least that much (its maximumVolumeSize when set,
+// else its capacity).
+func (sc *storageCapacity) enough(class *storagev1.StorageClass, claim *corev1.PersistentVolumeClaim, node *corev1.Node) bool {
+	size, ok := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+	if !ok {
+		return true
+	}
+	driver, ok := sc.drivers[class.Provisioner]
+	if !ok || driver.Spec.StorageCapacity == nil || !*driver.Spec.StorageCapacity {
+		return true
+	}
+	for _, c := range sc.capacities {
+		if c.StorageClassName == class.Name && capacityFits(c, size.Value()) && topologyHolds(c.NodeTopology, node) {
+			return true
+		}
+	}
+	return false
+}
+
+func capacityFits(c *storagev1.CSIStorageCapacity, bytes int64) bool {
+	var limit *resource.Quantity
+	switch {
+	case c.MaximumVolumeSize != nil:
+		limit = c.MaximumVolumeSize
+	default:
+		limit = c.Capacity
+	}
+	return limit != nil && limit.Value() >= bytes
+}
+
+// topologyHolds reports whether a capacity's node topology selects the
+// node; a capacity without one is available nowhere.
+func topologyHolds(topology *metav1.LabelSelector, node *corev1.Node) bool {
+	if topology == nil {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(topology)
+	return err == nil && sel.Matches(labels.Set(node.Labels))
+}
+
+// UpsertCSIDriver adds or replaces a CSIDriver.
+func (s *Snapshot) UpsertCSIDriver(d *storagev1.CSIDriver) { s.csiDrivers[d.Name] = d }
+
+// DeleteCSIDriver removes a CSIDriver.
+func (s *Snapshot) DeleteCSIDriver(name string) { delete(s.csiDrivers, name) }
+
+// UpsertStorageCapacity adds or replaces a CSIStorageCapacity.
+func (s *Snapshot) UpsertStorageCapacity(c *storagev1.CSIStorageCapacity) {
+	s.capacities[c.Namespace+"/"+c.Name] = c
+}
+
+// DeleteStorageCapacity removes a CSIStorageCapacity.
+func (s *Snapshot) DeleteStorageCapacity(namespace, name string) {
+	delete(s.capacities, namespace+"/"+name)
+}
