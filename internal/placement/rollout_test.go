@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -270,6 +271,96 @@ func TestSimulateStatefulSetRollout(t *testing.T) {
 		}
 		if !r.Completes || !slices.Equal(r.Recreates, []string{"db-1"}) {
 			t.Fatalf("got %+v", r)
+		}
+	})
+	t.Run("maxUnavailable deletes several pods at once; OrderedReady then waits at the lowest that stays Pending, Parallel goes on", func(t *testing.T) {
+		// Five pods on three nodes, two sharing n0 and n1; a hard hostname
+		// anti-affinity among them fits on none of the nodes the others
+		// hold.
+		o := Objects{Nodes: []*corev1.Node{mkNode("n0"), mkNode("n1"), mkNode("n2")}}
+		for i, node := range []string{"n0", "n1", "n2", "n0", "n1"} {
+			o.Pods = append(o.Pods, mkPod("ns", fmt.Sprintf("db-%d", i), on(node), withLabels("app", "db")))
+		}
+		apart := antiAffinity(term(corev1.LabelHostname, app))
+		for _, tc := range []struct {
+			policy      appsv1.PodManagementPolicyType
+			unavailable intstr.IntOrString
+			wantDeleted []string
+			wantPending []string
+		}{
+			{"", intstr.FromInt32(1), []string{"db-4"}, []string{"db-4"}},
+			{appsv1.OrderedReadyPodManagement, intstr.FromInt32(2), []string{"db-4", "db-3"}, []string{"db-3"}},
+			{appsv1.ParallelPodManagement, intstr.FromInt32(2), []string{"db-4", "db-3"}, []string{"db-3", "db-4"}},
+			{appsv1.ParallelPodManagement, intstr.FromString("50%"), []string{"db-4", "db-3"}, []string{"db-3", "db-4"}},
+		} {
+			s, _ := NewSnapshot(o)
+			w := sts(o, appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: ptr.To(tc.unavailable)}}, apart)
+			w.Replicas, w.PodManagementPolicy = 5, tc.policy
+			r, err := s.SimulateRollout(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var deleted []string
+			left := map[string]bool{}
+			for _, st := range r.Steps {
+				switch st.Action {
+				case StepDelete:
+					deleted = append(deleted, st.Pod)
+				case StepCreate, StepSchedule:
+					left[st.Pod] = st.Node == ""
+				}
+			}
+			var pending []string
+			for pod, p := range left {
+				if p {
+					pending = append(pending, pod)
+				}
+			}
+			slices.Sort(pending)
+			if r.Completes || !slices.Equal(deleted, tc.wantDeleted) || !slices.Equal(pending, tc.wantPending) || r.BlockedPod != tc.wantPending[0] {
+				t.Fatalf("%s, maxUnavailable %s: deleted %v, Pending %v, blocked %s; want %v, %v", tc.policy, tc.unavailable.String(), deleted, pending, r.BlockedPod, tc.wantDeleted, tc.wantPending)
+			}
+		}
+	})
+	t.Run("Parallel: a Pending pod takes the room a later deletion frees before the pod that replaces it", func(t *testing.T) {
+		// Five pods on four nodes, db-0 and db-4 sharing n0.
+		o := Objects{Nodes: []*corev1.Node{mkNode("n0"), mkNode("n1"), mkNode("n2"), mkNode("n3")}}
+		for i, node := range []string{"n0", "n1", "n2", "n3", "n0"} {
+			o.Pods = append(o.Pods, mkPod("ns", fmt.Sprintf("db-%d", i), on(node), withLabels("app", "db")))
+		}
+		s, _ := NewSnapshot(o)
+		w := sts(o, appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))}}, antiAffinity(term(corev1.LabelHostname, app)))
+		w.Replicas, w.PodManagementPolicy = 5, appsv1.ParallelPodManagement
+		r, err := s.SimulateRollout(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Completes || r.BlockedPod != "db-0" || !slices.Equal(r.Recreates, []string{"db-0", "db-1", "db-2", "db-3", "db-4"}) {
+			t.Fatalf("db-4 takes n0 once db-0 is deleted, and db-0 stays Pending: %+v", r)
+		}
+	})
+	t.Run("maxUnavailable 2 on room enough replaces two at a time, highest first, and completes", func(t *testing.T) {
+		o := Objects{Nodes: []*corev1.Node{mkNode("n0"), mkNode("n1"), mkNode("n2"), mkNode("n3")}}
+		for i, node := range []string{"n0", "n1", "n2"} {
+			o.Pods = append(o.Pods, mkPod("ns", fmt.Sprintf("db-%d", i), on(node), withLabels("app", "db")))
+		}
+		s, _ := NewSnapshot(o)
+		w := sts(o, appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))}}, antiAffinity(term(corev1.LabelHostname, app)))
+		w.Replicas = 3
+		r, err := s.SimulateRollout(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var order []string
+		for _, st := range r.Steps {
+			order = append(order, st.Action+" "+st.Pod)
+		}
+		want := []string{"delete db-2", "delete db-1", "create db-1", "create db-2", "delete db-0", "create db-0"}
+		if !r.Completes || !slices.Equal(order, want) {
+			t.Fatalf("steps %v, want %v (completes %v)", order, want, r.Completes)
 		}
 	})
 	t.Run("OnDelete recreates nothing and says so", func(t *testing.T) {

@@ -31,6 +31,9 @@ type Workload struct {
 	Strategy appsv1.DeploymentStrategy
 	// UpdateStrategy is the StatefulSet's update strategy.
 	UpdateStrategy appsv1.StatefulSetUpdateStrategy
+	// PodManagementPolicy is the StatefulSet's: Parallel creates every
+	// missing pod at once, OrderedReady one at a time in ordinal order.
+	PodManagementPolicy appsv1.PodManagementPolicyType
 	// VolumeClaimTemplates are the StatefulSet's claim templates; pod i
 	// mounts the claim "<template>-<name>-<i>".
 	VolumeClaimTemplates []corev1.PersistentVolumeClaim

@@ -56,6 +56,7 @@ func FromStatefulSet(s *appsv1.StatefulSet, pods []*corev1.Pod) *placement.Workl
 		Selector:             s.Spec.Selector,
 		Template:             s.Spec.Template,
 		UpdateStrategy:       s.Spec.UpdateStrategy,
+		PodManagementPolicy:  s.Spec.PodManagementPolicy,
 		VolumeClaimTemplates: s.Spec.VolumeClaimTemplates,
 		RevisionLabel:        appsv1.ControllerRevisionHashLabelKey,
 		Revision:             s.Status.UpdateRevision,

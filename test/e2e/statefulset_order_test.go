@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
@@ -37,11 +38,16 @@ type orderScenario struct {
 	onDelete  bool
 	parallel  bool
 	minReady  int32
-	stage     placement.Stage
+	// maxUnavailable is the rolling update's, "" when unset (one).
+	maxUnavailable string
+	stage          placement.Stage
 }
 
 func (s orderScenario) String() string {
 	strategy := fmt.Sprintf("RollingUpdate partition %d", s.partition)
+	if s.maxUnavailable != "" {
+		strategy += " maxUnavailable " + s.maxUnavailable
+	}
 	if s.onDelete {
 		strategy = "OnDelete"
 	}
@@ -55,7 +61,9 @@ func (s orderScenario) String() string {
 
 // generateOrderScenario draws a scenario from a seed: 2 to 4 nodes, 1 to 5
 // replicas, a partition in half of them, OnDelete in one in six, either pod
-// management policy, and a hard constraint in two of three.
+// management policy, a hard constraint in two of three, and in three of four
+// a maxUnavailable of 2, 50 % or 3 (MaxUnavailableStatefulSet is on by
+// default since 1.37).
 func generateOrderScenario(seed uint64) orderScenario {
 	r := rand.New(rand.NewPCG(seed, 23))
 	s := orderScenario{seed: seed, nodes: 2 + r.IntN(3), replicas: int32(1 + r.IntN(5)), parallel: r.IntN(2) == 0,
@@ -65,6 +73,10 @@ func generateOrderScenario(seed uint64) orderScenario {
 	}
 	if r.IntN(3) == 0 {
 		s.stage = placement.StageSoft
+	}
+	// Drawn from a stream of its own, so the scenarios above keep their shape.
+	if mu := rand.New(rand.NewPCG(seed, 29)).IntN(4); mu > 0 {
+		s.maxUnavailable = []string{"", "2", "50%", "3"}[mu]
 	}
 	return s
 }
@@ -125,6 +137,9 @@ func replayOrder(ctx context.Context, sc orderScenario) (string, error) {
 	}
 	sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
 		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To(sc.partition)}}
+	if sc.maxUnavailable != "" {
+		sts.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.Parse(sc.maxUnavailable))
+	}
 	if sc.onDelete {
 		sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
 	}
@@ -150,11 +165,22 @@ func replayOrder(ctx context.Context, sc orderScenario) (string, error) {
 		return "", err
 	}
 	var wantDeleted []string
+	left := map[string]bool{}
 	for _, st := range predicted.Steps {
-		if st.Action == placement.StepDelete {
+		switch st.Action {
+		case placement.StepDelete:
 			wantDeleted = append(wantDeleted, st.Pod)
+		case placement.StepCreate, placement.StepSchedule:
+			left[st.Pod] = st.Node == ""
 		}
 	}
+	var wantPending []string
+	for pod, pending := range left {
+		if pending {
+			wantPending = append(wantPending, pod)
+		}
+	}
+	slices.Sort(wantPending)
 
 	uids := map[types.UID]string{}
 	for _, p := range pods {
@@ -204,15 +230,20 @@ func replayOrder(ctx context.Context, sc orderScenario) (string, error) {
 
 	outcome := "completes"
 	if !completes {
-		outcome = "stops at " + pending
+		outcome = fmt.Sprintf("stops with %v Pending", pending)
 	}
 	line := fmt.Sprintf("%s -> replaced %v, %s", sc, got, outcome)
+	// Pods deleted together (maxUnavailable above one) go in any order.
+	inOrder := func(a []string) []string { return a }
+	if n, _ := intstr.GetScaledValueFromIntOrPercent(ptr.To(intstr.Parse(sc.maxUnavailable)), int(sc.replicas), false); sc.maxUnavailable != "" && n > 1 {
+		inOrder = func(a []string) []string { a = slices.Clone(a); slices.Sort(a); return a }
+	}
 	switch {
 	case completes != predicted.Completes:
-		return line, fmt.Errorf("the simulation said completes=%v (blocked at %q), the controller's rollout completes=%v", predicted.Completes, predicted.BlockedPod, completes)
-	case !completes && pending != predicted.BlockedPod:
-		return line, fmt.Errorf("the rollout stopped at %s, the simulation at %s", pending, predicted.BlockedPod)
-	case !slices.Equal(got, wantDeleted):
+		return line, fmt.Errorf("the simulation said completes=%v (%v Pending), the controller's rollout completes=%v", predicted.Completes, wantPending, completes)
+	case !completes && !slices.Equal(pending, wantPending):
+		return line, fmt.Errorf("the rollout stopped with %v Pending, the simulation with %v", pending, wantPending)
+	case !slices.Equal(inOrder(got), inOrder(wantDeleted)):
 		return line, fmt.Errorf("the controller replaced %v in that order, the simulation %v", got, wantDeleted)
 	}
 	return line, nil
@@ -264,20 +295,21 @@ func waitStatefulSetSettled(ctx context.Context, env *utils.Env, replicas int32)
 }
 
 // waitStatefulSetRolloutEnd waits until every pod the rollout replaces runs
-// the new revision and is available (completes), or a pod of the new
-// revision stays unschedulable with nothing changing for 10 s (it returns
-// that pod). OnDelete replaces nothing: it waits 5 s and reports complete
-// when no pod went.
-func waitStatefulSetRolloutEnd(ctx context.Context, env *utils.Env, sc orderScenario) (bool, string, error) {
+// the new revision and is available (completes), or pods of the new
+// revision stay unschedulable with nothing changing for 10 s (it returns
+// them, sorted). OnDelete replaces nothing: it waits 5 s and reports
+// complete when no pod went.
+func waitStatefulSetRolloutEnd(ctx context.Context, env *utils.Env, sc orderScenario) (bool, []string, error) {
 	if sc.onDelete {
 		select {
 		case <-ctx.Done():
-			return false, "", ctx.Err()
+			return false, nil, ctx.Err()
 		case <-time.After(5 * time.Second):
 		}
-		return true, "", nil
+		return true, nil, nil
 	}
-	var lastPlacement, pending string
+	var lastPlacement string
+	var pending []string
 	var lastChange time.Time
 	completes := false
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -295,19 +327,20 @@ func waitStatefulSetRolloutEnd(ctx context.Context, env *utils.Env, sc orderScen
 			completes = true
 			return true, nil
 		}
-		pending = ""
+		pending = nil
 		for _, p := range pods {
 			if unschedulable, _ := utils.Unschedulable(p); unschedulable {
-				pending = p.Name
+				pending = append(pending, p.Name)
 			}
 		}
+		slices.Sort(pending)
 		if placement := utils.Placement(pods); placement != lastPlacement {
 			lastPlacement, lastChange = placement, time.Now()
 		}
-		return pending != "" && time.Since(lastChange) > 10*time.Second, nil
+		return len(pending) > 0 && time.Since(lastChange) > 10*time.Second, nil
 	})
 	if err != nil {
-		return false, "", fmt.Errorf("the rollout neither completed nor stopped: %w (pods %s)", err, lastPlacement)
+		return false, nil, fmt.Errorf("the rollout neither completed nor stopped: %w (pods %s)", err, lastPlacement)
 	}
 	return completes, pending, nil
 }
