@@ -61,6 +61,15 @@ var _ = Describe("PlacementMigration validation", func() {
 		Expect(k8sClient.Create(ctx, migration(validSpec()))).To(Succeed())
 	})
 
+	It("asks for no capacity unless told, and needs no maxNodes for mode None", func() {
+		u := migration(with("capacity", map[string]any{"provision": map[string]any{}}))
+		Expect(k8sClient.Create(ctx, u)).To(Succeed())
+		mode, _, _ := unstructured.NestedString(u.Object, "spec", "capacity", "provision", "mode")
+		Expect(mode).To(Equal("None"))
+		Expect(k8sClient.Create(ctx, migration(with("capacity", map[string]any{
+			"provision": map[string]any{"mode": "CapacityBuffer", "maxNodes": 3}})))).To(Succeed())
+	})
+
 	It("accepts every sample in config/samples", func() {
 		paths, err := filepath.Glob(filepath.Join("..", "..", "config", "samples", "placementguard_*.yaml"))
 		Expect(err).NotTo(HaveOccurred())
@@ -133,6 +142,18 @@ var _ = Describe("PlacementMigration validation", func() {
 		Entry("maxSkew 0",
 			spreadSpec(map[string]any{"topologyKey": "topology.kubernetes.io/zone", "maxSkew": 0}),
 			"maxSkew must be at least 1"),
+		Entry("a capacity request without maxNodes",
+			with("capacity", map[string]any{"provision": map[string]any{"mode": "CapacityBuffer"}}),
+			"capacity.provision.maxNodes is required unless mode is None"),
+		Entry("a capacity request of an unknown mode",
+			with("capacity", map[string]any{"provision": map[string]any{"mode": "Cluster", "maxNodes": 1}}),
+			`supported values: "None", "CapacityBuffer", "PlaceholderPods"`),
+		Entry("maxNodes 0",
+			with("capacity", map[string]any{"provision": map[string]any{"mode": "PlaceholderPods", "maxNodes": 0}}),
+			"should be greater than or equal to 1"),
+		Entry("maxNodes above 1000",
+			with("capacity", map[string]any{"provision": map[string]any{"mode": "PlaceholderPods", "maxNodes": 1001}}),
+			"should be less than or equal to 1000"),
 		Entry("minDomains 0",
 			spreadSpec(map[string]any{"topologyKey": "topology.kubernetes.io/zone", "minDomains": 0}),
 			"minDomains must be at least 1"),
