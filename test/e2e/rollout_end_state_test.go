@@ -72,33 +72,46 @@ const endStateScenarios = 30
 
 var _ = Describe("Predicted rollout end states against the real controllers", Label("differential", "spread"), func() {
 	It(fmt.Sprintf("predicts where %d generated rollouts under a hard zone spread leave the new pods", endStateScenarios), func(ctx SpecContext) {
-		var mu sync.Mutex
-		var failures, report []string
-		sem := make(chan struct{}, 6)
-		var wg sync.WaitGroup
-		for seed := uint64(1); seed <= endStateScenarios; seed++ {
-			wg.Add(1)
-			go func() {
-				defer GinkgoRecover()
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				sc := generateScenario(seed)
-				line, err := replayEndState(ctx, sc)
-				mu.Lock()
-				defer mu.Unlock()
-				report = append(report, line)
-				if err != nil {
-					failures = append(failures, fmt.Sprintf("%s: %v", sc, err))
-				}
-			}()
-		}
-		wg.Wait()
-		sort.Strings(report)
-		AddReportEntry("rollout end states", strings.Join(report, "\n"))
-		Expect(failures).To(BeEmpty())
+		replayGenerated(ctx, "rollout end states", endStateScenarios, func(ctx context.Context, seed uint64) (string, error) {
+			sc := generateScenario(seed)
+			line, err := replayEndState(ctx, sc)
+			if err != nil {
+				err = fmt.Errorf("%s: %w", sc, err)
+			}
+			return line, err
+		})
 	}, NodeTimeout(10*time.Minute))
 })
+
+// replayGenerated replays the scenarios of seeds 1 to n, six at a time, each
+// on its own nodes and namespace; it reports every scenario's line under
+// title and fails with those that disagreed.
+func replayGenerated(ctx context.Context, title string, n uint64, replay func(context.Context, uint64) (string, error)) {
+	var mu sync.Mutex
+	var failures, report []string
+	sem := make(chan struct{}, 6)
+	var wg sync.WaitGroup
+	for seed := uint64(1); seed <= n; seed++ {
+		wg.Add(1)
+		go func() {
+			defer GinkgoRecover()
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			line, err := replay(ctx, seed)
+			mu.Lock()
+			defer mu.Unlock()
+			report = append(report, line)
+			if err != nil {
+				failures = append(failures, err.Error())
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Strings(report)
+	AddReportEntry(title, strings.Join(report, "\n"))
+	Expect(failures).To(BeEmpty())
+}
 
 // replayEndState sets a scenario up on its own nodes, predicts the end
 // states from a snapshot of the live objects, rolls the spread out for

@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,31 +83,14 @@ const orderScenarios = 24
 
 var _ = Describe("Simulated StatefulSet rollouts against the real controllers", Label("differential", "statefulset"), func() {
 	It(fmt.Sprintf("replaces the pods of %d generated StatefulSets in the order, and stops where, the simulation says", orderScenarios), func(ctx SpecContext) {
-		var mu sync.Mutex
-		var failures, report []string
-		sem := make(chan struct{}, 6)
-		var wg sync.WaitGroup
-		for seed := uint64(1); seed <= orderScenarios; seed++ {
-			wg.Add(1)
-			go func() {
-				defer GinkgoRecover()
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				sc := generateOrderScenario(seed)
-				line, err := replayOrder(ctx, sc)
-				mu.Lock()
-				defer mu.Unlock()
-				report = append(report, line)
-				if err != nil {
-					failures = append(failures, fmt.Sprintf("%s: %v", sc, err))
-				}
-			}()
-		}
-		wg.Wait()
-		sort.Strings(report)
-		AddReportEntry("statefulset rollout order", strings.Join(report, "\n"))
-		Expect(failures).To(BeEmpty())
+		replayGenerated(ctx, "statefulset rollout order", orderScenarios, func(ctx context.Context, seed uint64) (string, error) {
+			sc := generateOrderScenario(seed)
+			line, err := replayOrder(ctx, sc)
+			if err != nil {
+				err = fmt.Errorf("%s: %w", sc, err)
+			}
+			return line, err
+		})
 	}, NodeTimeout(10*time.Minute))
 })
 
