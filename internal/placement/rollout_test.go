@@ -302,22 +302,12 @@ func TestSimulateStatefulSetRollout(t *testing.T) {
 				t.Fatal(err)
 			}
 			var deleted []string
-			left := map[string]bool{}
 			for _, st := range r.Steps {
-				switch st.Action {
-				case StepDelete:
+				if st.Action == StepDelete {
 					deleted = append(deleted, st.Pod)
-				case StepCreate, StepSchedule:
-					left[st.Pod] = st.Node == ""
 				}
 			}
-			var pending []string
-			for pod, p := range left {
-				if p {
-					pending = append(pending, pod)
-				}
-			}
-			slices.Sort(pending)
+			pending := r.LeftPending()
 			if r.Completes || !slices.Equal(deleted, tc.wantDeleted) || !slices.Equal(pending, tc.wantPending) || r.BlockedPod != tc.wantPending[0] {
 				t.Fatalf("%s, maxUnavailable %s: deleted %v, Pending %v, blocked %s; want %v, %v", tc.policy, tc.unavailable.String(), deleted, pending, r.BlockedPod, tc.wantDeleted, tc.wantPending)
 			}

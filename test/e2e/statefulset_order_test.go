@@ -145,22 +145,12 @@ func replayOrder(ctx context.Context, sc orderScenario) (string, error) {
 		return "", err
 	}
 	var wantDeleted []string
-	left := map[string]bool{}
 	for _, st := range predicted.Steps {
-		switch st.Action {
-		case placement.StepDelete:
+		if st.Action == placement.StepDelete {
 			wantDeleted = append(wantDeleted, st.Pod)
-		case placement.StepCreate, placement.StepSchedule:
-			left[st.Pod] = st.Node == ""
 		}
 	}
-	var wantPending []string
-	for pod, pending := range left {
-		if pending {
-			wantPending = append(wantPending, pod)
-		}
-	}
-	slices.Sort(wantPending)
+	wantPending := predicted.LeftPending()
 
 	uids := map[types.UID]string{}
 	for _, p := range pods {
