@@ -344,13 +344,47 @@ func TestSimulateStatefulSetRollout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var order []string
-		for _, st := range r.Steps {
-			order = append(order, st.Action+" "+st.Pod)
-		}
+		order := actions(r)
 		want := []string{"delete db-2", "delete db-1", "create db-1", "create db-2", "delete db-0", "create db-0"}
 		if !r.Completes || !slices.Equal(order, want) {
 			t.Fatalf("steps %v, want %v (completes %v)", order, want, r.Completes)
+		}
+	})
+	t.Run("old pods not Ready: Parallel deletes them first, beyond the budget; OrderedReady changes nothing", func(t *testing.T) {
+		notReady := func(p *corev1.Pod) {
+			p.Status.Phase = corev1.PodRunning
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+		}
+		o := Objects{Nodes: []*corev1.Node{mkNode("n0"), mkNode("n1"), mkNode("n2"), mkNode("n3")}}
+		for i, node := range []string{"n0", "n1", "n2"} {
+			opts := []podOpt{on(node), withLabels("app", "db")}
+			if i < 2 {
+				opts = append(opts, notReady)
+			}
+			o.Pods = append(o.Pods, mkPod("ns", fmt.Sprintf("db-%d", i), opts...))
+		}
+		s, _ := NewSnapshot(o)
+		for _, parallel := range []bool{true, false} {
+			w := sts(o, appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))}}, antiAffinity(term(corev1.LabelHostname, app)))
+			w.Replicas = 3
+			want := []string{"delete db-1", "delete db-0", "create db-0", "create db-1", "delete db-2", "create db-2"}
+			if parallel {
+				w.PodManagementPolicy = appsv1.ParallelPodManagement
+			} else {
+				want = nil
+			}
+			r, err := s.SimulateRollout(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			order := actions(r)
+			if r.Completes != parallel || !slices.Equal(order, want) {
+				t.Errorf("parallel %v: steps %v, want %v (completes %v, %s)", parallel, order, want, r.Completes, r.Note)
+			}
+			if !parallel && !strings.Contains(r.Note, "db-0 is not Running and Ready") {
+				t.Errorf("OrderedReady: the note should name db-0: %q", r.Note)
+			}
 		}
 	})
 	t.Run("OnDelete recreates nothing and says so", func(t *testing.T) {
@@ -364,4 +398,13 @@ func TestSimulateStatefulSetRollout(t *testing.T) {
 			t.Fatalf("got %+v", r)
 		}
 	})
+}
+
+// actions are a rollout's steps as "action pod".
+func actions(r Rollout) []string {
+	var out []string
+	for _, st := range r.Steps {
+		out = append(out, st.Action+" "+st.Pod)
+	}
+	return out
 }

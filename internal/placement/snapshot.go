@@ -3,6 +3,7 @@ package placement
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -60,6 +61,9 @@ type Snapshot struct {
 	// reports per class and topology.
 	csiDrivers map[string]*storagev1.CSIDriver
 	capacities map[string]*storagev1.CSIStorageCapacity // by namespace/name
+
+	// now is when the ReplicaSet controller is taken to look (SetNow).
+	now time.Time
 }
 
 // nodeInfo is one node and what its pods request.

@@ -46,6 +46,9 @@ func (s *Snapshot) simulateStatefulSet(w *Workload, old []podID) (Rollout, error
 		if ord, ok := ordinalOf(w.Name, s.pods[id].pod.Name); ok && ord < int(w.Replicas) {
 			sim.old[ord] = id
 			sim.states[ord] = ordinalOld
+			if !runningAndReady(s.pods[id]) {
+				sim.states[ord] = ordinalOldUnavailable
+			}
 		}
 	}
 	var err error
@@ -74,10 +77,11 @@ func (s *Snapshot) simulateStatefulSet(w *Workload, old []podID) (Rollout, error
 type ordinalState int
 
 const (
-	ordinalAbsent  ordinalState = iota // deleted, or never created
-	ordinalOld                         // the old revision, running
-	ordinalPlaced                      // the new revision, placed (Ready at once)
-	ordinalPending                     // the new revision, unschedulable
+	ordinalAbsent         ordinalState = iota // deleted, or never created
+	ordinalOld                                // the old revision, running
+	ordinalPlaced                             // the new revision, placed (Ready at once)
+	ordinalPending                            // the new revision, unschedulable
+	ordinalOldUnavailable                     // the old revision, not Running and Ready
 )
 
 // statefulSetRollout plays the StatefulSet controller's sync loop: first
@@ -139,6 +143,11 @@ func (sim *statefulSetRollout) create() (created, blocked bool) {
 			if !sim.parallel {
 				return created, true
 			}
+		case ordinalOldUnavailable:
+			if !sim.parallel {
+				sim.r.Note = fmt.Sprintf("%s is OrderedReady and its pod %s-%d is not Running and Ready: the StatefulSet controller changes nothing until it is", sim.w.ref(), sim.w.Name, ord)
+				return created, true
+			}
 		case ordinalAbsent:
 			created = true
 			name := sim.w.Name + "-" + strconv.Itoa(ord)
@@ -163,29 +172,64 @@ func (sim *statefulSetRollout) create() (created, blocked bool) {
 
 // condemn deletes old pods, highest ordinal first, within the budget the
 // unavailable pods leave; it reports whether it deleted any.
+//
+// A Parallel StatefulSet first deletes the old pods that are unavailable
+// already, whatever the budget, so that it does not spend the budget on
+// healthy pods while unhealthy ones wait (an OrderedReady one never gets
+// here while a pod is not Ready).
 func (sim *statefulSetRollout) condemn(partition, maxUnavailable int) bool {
 	budget := maxUnavailable
 	for _, st := range sim.states {
-		if st == ordinalPending {
+		if st == ordinalPending || st == ordinalOldUnavailable {
 			budget--
 		}
 	}
 	deleted := false
+	for ord := len(sim.states) - 1; ord >= partition; ord-- {
+		if sim.states[ord] == ordinalOldUnavailable {
+			sim.delete(ord)
+			deleted = true
+		}
+	}
 	for ord := len(sim.states) - 1; ord >= partition && budget > 0; ord-- {
 		if sim.states[ord] != ordinalOld {
 			continue
 		}
-		name := sim.w.Name + "-" + strconv.Itoa(ord)
-		if id, ok := sim.old[ord]; ok {
-			sim.pl.remove(id)
-		}
-		sim.states[ord] = ordinalAbsent
-		sim.r.Recreates = append(sim.r.Recreates, name)
-		sim.r.Steps = append(sim.r.Steps, Step{Action: StepDelete, Pod: name})
+		sim.delete(ord)
 		budget--
 		deleted = true
 	}
 	return deleted
+}
+
+// delete removes the old pod of an ordinal.
+func (sim *statefulSetRollout) delete(ord int) {
+	name := sim.w.Name + "-" + strconv.Itoa(ord)
+	if id, ok := sim.old[ord]; ok {
+		sim.pl.remove(id)
+	}
+	sim.states[ord] = ordinalAbsent
+	sim.r.Recreates = append(sim.r.Recreates, name)
+	sim.r.Steps = append(sim.r.Steps, Step{Action: StepDelete, Pod: name})
+}
+
+// runningAndReady is whether a pod counts as available to the workload
+// controllers (minReadySeconds aside): bound, and its status does not say
+// otherwise. A pod without a status (a manifest, a hand-written snapshot)
+// is taken as running.
+func runningAndReady(pi *podInfo) bool {
+	if pi.node == noNode {
+		return false
+	}
+	if phase := pi.pod.Status.Phase; phase != "" && phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range pi.pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return true
 }
 
 // ordinalOf is the ordinal of a StatefulSet's pod from its name.

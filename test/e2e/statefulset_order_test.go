@@ -38,6 +38,9 @@ type orderScenario struct {
 	// maxUnavailable is the rolling update's, "" when unset (one).
 	maxUnavailable string
 	stage          placement.Stage
+	// notReady are the ordinals whose old pods are made not Ready before
+	// the rollout.
+	notReady []int
 }
 
 func (s orderScenario) String() string {
@@ -52,8 +55,12 @@ func (s orderScenario) String() string {
 	if s.parallel {
 		policy = "Parallel"
 	}
-	return fmt.Sprintf("seed %d: %d replicas on %d nodes, %s, %s, minReadySeconds %d, %s anti-affinity",
-		s.seed, s.replicas, s.nodes, strategy, policy, s.minReady, s.stage)
+	unready := ""
+	if len(s.notReady) > 0 {
+		unready = fmt.Sprintf(", ordinals %v not Ready", s.notReady)
+	}
+	return fmt.Sprintf("seed %d: %d replicas on %d nodes, %s, %s, minReadySeconds %d, %s anti-affinity%s",
+		s.seed, s.replicas, s.nodes, strategy, policy, s.minReady, s.stage, unready)
 }
 
 // generateOrderScenario draws a scenario from a seed: 2 to 4 nodes, 1 to 5
@@ -74,6 +81,14 @@ func generateOrderScenario(seed uint64) orderScenario {
 	// Drawn from a stream of its own, so the scenarios above keep their shape.
 	if mu := rand.New(rand.NewPCG(seed, 29)).IntN(4); mu > 0 {
 		s.maxUnavailable = []string{"", "2", "50%", "3"}[mu]
+	}
+	// In one in three, one or two pods the rollout replaces are not Ready
+	// when it starts.
+	if u := rand.New(rand.NewPCG(seed, 31)); u.IntN(3) == 0 && s.partition < s.replicas {
+		for _, ord := range u.Perm(int(s.replicas - s.partition))[:min(1+u.IntN(2), int(s.replicas-s.partition))] {
+			s.notReady = append(s.notReady, int(s.partition)+ord)
+		}
+		slices.Sort(s.notReady)
 	}
 	return s
 }
@@ -128,6 +143,9 @@ func replayOrder(ctx context.Context, sc orderScenario) (string, error) {
 	}
 	if err := waitStatefulSetSettled(ctx, env, sc.replicas); err != nil {
 		return "", fmt.Errorf("before the change: %w", err)
+	}
+	if err := makeNotReady(ctx, env, sc); err != nil {
+		return "", err
 	}
 
 	snap, w, pods, err := liveStatefulSet(ctx, env)
@@ -219,6 +237,39 @@ func replayOrder(ctx context.Context, sc orderScenario) (string, error) {
 	return line, nil
 }
 
+// makeNotReady turns the scenario's not-Ready ordinals not Ready (kwok
+// leaves a Running pod's status alone) and waits until the StatefulSet
+// controller counts them so.
+func makeNotReady(ctx context.Context, env *utils.Env, sc orderScenario) error {
+	if len(sc.notReady) == 0 {
+		return nil
+	}
+	for _, ord := range sc.notReady {
+		p := &corev1.Pod{}
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: fmt.Sprintf("db-%d", ord)}, p); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(p.DeepCopy())
+		for i := range p.Status.Conditions {
+			if p.Status.Conditions[i].Type == corev1.PodReady || p.Status.Conditions[i].Type == corev1.ContainersReady {
+				p.Status.Conditions[i].Status = corev1.ConditionFalse
+				p.Status.Conditions[i].LastTransitionTime = metav1.Now()
+			}
+		}
+		if err := k8sClient.Status().Patch(ctx, p, patch); err != nil {
+			return fmt.Errorf("make %s not Ready: %w", p.Name, err)
+		}
+	}
+	want := sc.replicas - int32(len(sc.notReady))
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		sts := &appsv1.StatefulSet{}
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "db"}, sts); err != nil {
+			return false, err
+		}
+		return sts.Status.ReadyReplicas == want, nil
+	})
+}
+
 // liveStatefulSet builds the engine's snapshot of the spec's nodes and pods
 // and the StatefulSet's workload, as the operator sees them.
 func liveStatefulSet(ctx context.Context, env *utils.Env) (*placement.Snapshot, *placement.Workload, []*corev1.Pod, error) {
@@ -267,7 +318,8 @@ func waitStatefulSetSettled(ctx context.Context, env *utils.Env, replicas int32)
 // waitStatefulSetRolloutEnd waits until every pod the rollout replaces runs
 // the new revision and is available (completes), or pods of the new
 // revision stay unschedulable with nothing changing for 10 s (it returns
-// them, sorted). OnDelete replaces nothing: it waits 5 s and reports
+// them, sorted) or, with pods made not Ready, nothing changes for 10 s.
+// OnDelete replaces nothing: it waits 5 s and reports
 // complete when no pod went.
 func waitStatefulSetRolloutEnd(ctx context.Context, env *utils.Env, sc orderScenario) (bool, []string, error) {
 	if sc.onDelete {
@@ -307,7 +359,9 @@ func waitStatefulSetRolloutEnd(ctx context.Context, env *utils.Env, sc orderScen
 		if placement := utils.Placement(pods); placement != lastPlacement {
 			lastPlacement, lastChange = placement, time.Now()
 		}
-		return len(pending) > 0 && time.Since(lastChange) > 10*time.Second, nil
+		// A rollout stops at a Pending pod, or, OrderedReady, at a pod that
+		// is not Ready.
+		return (len(pending) > 0 || len(sc.notReady) > 0) && time.Since(lastChange) > 10*time.Second, nil
 	})
 	if err != nil {
 		return false, nil, fmt.Errorf("the rollout neither completed nor stopped: %w (pods %s)", err, lastPlacement)

@@ -1,0 +1,196 @@
+package placement
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SetNow sets when the ReplicaSet controller is taken to look at the pods
+// it scales down. It compares ready and creation times on a logarithmic
+// scale of their age then, and pods of one power of two apart by uid; with
+// the zero time (the default) the newer time goes first, as the
+// controller does when it has no clock.
+func (s *Snapshot) SetNow(t time.Time) { s.now = t }
+
+// scaleDownCandidate is an old pod with the number of the workload's active
+// pods that share its node, which the controller ranks it by.
+type scaleDownCandidate struct {
+	id        podID
+	colocated int
+}
+
+// orderForScaleDown sorts old pods in the order the ReplicaSet controller
+// deletes them when it scales a revision down (ActivePodsWithRanks in
+// kube-controller-manager): unassigned first, then Pending before Unknown
+// before Running, not Ready before Ready, lower pod-deletion-cost, more of
+// the workload's pods on the same node, more recently Ready, more restarts,
+// more recently created. Pods the controller cannot tell apart keep the
+// snapshot's name order, so the simulation is repeatable.
+func (s *Snapshot) orderForScaleDown(cs []scaleDownCandidate) {
+	sort.SliceStable(cs, func(i, j int) bool {
+		a, b := s.pods[cs[i].id].pod, s.pods[cs[j].id].pod
+		if before, decided := s.scaleDownBefore(a, b, cs[i].colocated, cs[j].colocated); decided {
+			return before
+		}
+		return a.Name < b.Name
+	})
+}
+
+// scaleDownBefore reports whether the controller deletes a before b, and
+// whether it tells them apart at all.
+func (s *Snapshot) scaleDownBefore(a, b *corev1.Pod, colocatedA, colocatedB int) (before, decided bool) {
+	ra, rb := rankOf(a), rankOf(b)
+	if ra != rb {
+		return ra.less(rb), true
+	}
+	if colocatedA != colocatedB {
+		return colocatedA > colocatedB, true
+	}
+	if ra.ready {
+		if ta, tb := readySince(a), readySince(b); !ta.Equal(tb) {
+			return s.youngerFirst(ta, tb, a, b), true
+		}
+	}
+	if ma, mb := maxRestarts(a), maxRestarts(b); ma != mb {
+		return restartsBefore(ma, mb), true
+	}
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return s.youngerFirst(a.CreationTimestamp.Time, b.CreationTimestamp.Time, a, b), true
+	}
+	return false, false
+}
+
+// youngerFirst compares two times of a and b as the controller does: the
+// later first, on a logarithmic scale of age when it has a clock, the uid
+// deciding within one power of two.
+func (s *Snapshot) youngerFirst(ta, tb time.Time, a, b *corev1.Pod) bool {
+	if s.now.IsZero() || ta.IsZero() || tb.IsZero() {
+		if ta.IsZero() || tb.IsZero() {
+			return ta.IsZero()
+		}
+		return ta.After(tb)
+	}
+	da, db := ageBucket(s.now.Sub(ta)), ageBucket(s.now.Sub(tb))
+	if da == db {
+		return a.UID < b.UID
+	}
+	return da < db
+}
+
+// ageBucket is the power of two of an age in nanoseconds; -1 when the
+// time is not in the past.
+func ageBucket(d time.Duration) int64 {
+	if d <= 0 {
+		return -1
+	}
+	return int64(math.Log2(float64(d)))
+}
+
+func readySince(p *corev1.Pod) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return metav1.Time{}.Time
+}
+
+// restarts is the most restarts of a pod's containers and, apart, of its
+// sidecars: the controller compares the first and then the second.
+type restarts struct{ regular, sidecar int32 }
+
+func maxRestarts(p *corev1.Pod) restarts {
+	var r restarts
+	for _, st := range p.Status.ContainerStatuses {
+		r.regular = max(r.regular, st.RestartCount)
+	}
+	sidecars := map[string]bool{}
+	for _, c := range p.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sidecars[c.Name] = true
+		}
+	}
+	for _, st := range p.Status.InitContainerStatuses {
+		if sidecars[st.Name] {
+			r.sidecar = max(r.sidecar, st.RestartCount)
+		}
+	}
+	return r
+}
+
+func restartsBefore(a, b restarts) bool {
+	if a.regular != b.regular {
+		return a.regular > b.regular
+	}
+	return a.sidecar > b.sidecar
+}
+
+// scaleDownVictims are the old pods the controller deletes in one pass:
+// those not running, which never count as available, and then as many
+// running ones as surplus availability allows, in its order of
+// preference. newOn and pending are the new revision's pods per node and
+// unplaced, which count among the pods sharing a node.
+func (s *Snapshot) scaleDownVictims(old []podID, newOn map[string]int, pending, surplus int) []podID {
+	if len(old) == 0 {
+		return nil
+	}
+	onNode := map[nodeID]int{noNode: pending}
+	for name, n := range newOn {
+		onNode[s.nodeByName[name]] += n
+	}
+	n := max(0, surplus)
+	cs := make([]scaleDownCandidate, len(old))
+	for i, id := range old {
+		onNode[s.pods[id].node]++
+		if s.pods[id].node == noNode {
+			n++
+		}
+		cs[i].id = id
+	}
+	for i := range cs {
+		cs[i].colocated = onNode[s.pods[cs[i].id].node]
+	}
+	s.orderForScaleDown(cs)
+	out := make([]podID, 0, min(n, len(cs)))
+	for _, c := range cs[:min(n, len(cs))] {
+		out = append(out, c.id)
+	}
+	return out
+}
+
+// withoutPods returns ids less those in gone.
+func withoutPods(ids, gone []podID) []podID {
+	drop := make(map[podID]bool, len(gone))
+	for _, id := range gone {
+		drop[id] = true
+	}
+	out := ids[:0:0]
+	for _, id := range ids {
+		if !drop[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// ScaleDownVictims are the names of the n pods of w the ReplicaSet
+// controller deletes when the workload is scaled down by n outside a
+// rollout, in its order of preference.
+func (s *Snapshot) ScaleDownVictims(w *Workload, n int) []string {
+	old := s.workloadPods(w.Pods)
+	unassigned := 0
+	for _, id := range old {
+		if s.pods[id].node == noNode {
+			unassigned++
+		}
+	}
+	var names []string
+	for _, id := range s.scaleDownVictims(old, nil, 0, n-unassigned) {
+		names = append(names, s.pods[id].pod.Name)
+	}
+	return names
+}

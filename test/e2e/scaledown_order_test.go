@@ -1,0 +1,220 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/test/utils"
+)
+
+// scaleDownScenario is one generated scale-down: a Deployment's pods
+// placed unevenly over nodes (some doubled up), some with a
+// pod-deletion-cost, then scaled down by some.
+type scaleDownScenario struct {
+	seed  uint64
+	nodes []string
+	start map[string]int
+	// costs are the pod-deletion-cost given to the i-th pod in name order,
+	// when drawn.
+	costs map[int]int
+	by    int
+}
+
+func (s scaleDownScenario) String() string {
+	return fmt.Sprintf("seed %d: %s, %d cost(s), scaled down by %d", s.seed, placement.DescribeCounts(s.start), len(s.costs), s.by)
+}
+
+func generateScaleDown(seed uint64) scaleDownScenario {
+	r := rand.New(rand.NewPCG(seed, 23))
+	s := scaleDownScenario{seed: seed, start: map[string]int{}, costs: map[int]int{}}
+	for n := range 2 + r.IntN(3) {
+		s.nodes = append(s.nodes, fmt.Sprintf("zone-%c", 'a'+n))
+	}
+	total := 0
+	for total < 2 {
+		for _, n := range s.nodes {
+			c := r.IntN(4)
+			s.start[n] += c
+			total += c
+		}
+	}
+	for i := range total {
+		if r.IntN(3) == 0 {
+			s.costs[i] = []int{-5, 0, 7}[r.IntN(3)]
+		}
+	}
+	s.by = 1 + r.IntN(total-1)
+	return s
+}
+
+const scaleDownScenarios = 24
+
+var _ = Describe("Predicted scale-down victims against the real ReplicaSet controller", Label("differential", "scaledown"), func() {
+	It(fmt.Sprintf("predicts which pods %d generated scale-downs delete", scaleDownScenarios), func(ctx SpecContext) {
+		replayGenerated(ctx, "scale-down victims", scaleDownScenarios, func(ctx context.Context, seed uint64) (string, error) {
+			sc := generateScaleDown(seed)
+			line, err := replayScaleDown(ctx, sc)
+			if err != nil {
+				err = fmt.Errorf("%s: %w", sc, err)
+			}
+			return line, err
+		})
+	}, NodeTimeout(6*time.Minute))
+})
+
+// replayScaleDown places the scenario's pods, predicts the victims from a
+// snapshot of the live objects, scales the Deployment down for real and
+// compares. Pods the controller cannot tell apart (the same node count,
+// cost, ready and creation time) are interchangeable, so victims are
+// compared by what the controller ranks them by. The controller compares
+// ages on a logarithmic scale relative to when it looks, so the prediction
+// is made for each moment between the scale-down and the deletions, and
+// one of them must match.
+func replayScaleDown(ctx context.Context, sc scaleDownScenario) (string, error) {
+	env, err := utils.NewEnv(ctx, cluster, k8sClient, fmt.Sprintf("scaledown-%d", sc.seed))
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = env.Cleanup(context.Background()) }()
+	zones, err := env.AddZones(ctx, sc.nodes, 1)
+	if err != nil {
+		return "", err
+	}
+	d := utils.Deployment(env.Namespace, "web", env.Pool(), 0, nil)
+	if err := k8sClient.Create(ctx, d); err != nil {
+		return "", err
+	}
+	if err := env.PlaceReplicas(ctx, d, zones, sc.start); err != nil {
+		return "", err
+	}
+	pods, err := utils.PodsOf(ctx, k8sClient, env.Namespace, map[string]string{"app": "web"})
+	if err != nil {
+		return "", err
+	}
+	slices.SortFunc(pods, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	for i, c := range sc.costs {
+		patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"%d"}}}`, corev1.PodDeletionCost, c))
+		if err := k8sClient.Patch(ctx, &pods[i], patch); err != nil {
+			return "", err
+		}
+	}
+	snap, w, err := liveWorkload(ctx, env, "web")
+	if err != nil {
+		return "", err
+	}
+	live, err := utils.PodsOf(ctx, k8sClient, env.Namespace, map[string]string{"app": "web"})
+	if err != nil {
+		return "", err
+	}
+	keys := rankKeys(live)
+	before := time.Now()
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Replicas = ptr.To(int32(len(live) - sc.by))
+	if err := k8sClient.Patch(ctx, d, patch); err != nil {
+		return "", err
+	}
+	deleted, err := waitDeleted(ctx, env, live, sc.by)
+	if err != nil {
+		return "", err
+	}
+	after := time.Now()
+
+	// The controller looked at some moment between the two: every
+	// prediction for a moment in between is one it could have made.
+	got := keysOf(keys, deleted)
+	predictions := map[string][]string{}
+	for t := before; !t.After(after); t = t.Add(10 * time.Millisecond) {
+		snap.SetNow(t)
+		victims := snap.ScaleDownVictims(w, sc.by)
+		predictions[keysOf(keys, victims)] = victims
+	}
+	line := fmt.Sprintf("%s -> deleted %v, %d prediction(s) over %s", sc, deleted, len(predictions), after.Sub(before).Round(10*time.Millisecond))
+	if _, ok := predictions[got]; ok {
+		return line, nil
+	}
+	var want []string
+	for k, v := range predictions {
+		want = append(want, fmt.Sprintf("%v (%s)", v, k))
+	}
+	return line, fmt.Errorf("deleted %v (%s), predicted %s", deleted, got, strings.Join(want, " or "))
+}
+
+// rankKeys is, per pod, what the ReplicaSet controller ranks it by besides
+// its uid: the Deployment's pods on its node, its deletion cost, and its
+// ready and creation times. All the pods here are Running and Ready.
+func rankKeys(pods []corev1.Pod) map[string]string {
+	onNode := map[string]int{}
+	for _, p := range pods {
+		onNode[p.Spec.NodeName]++
+	}
+	keys := map[string]string{}
+	for _, p := range pods {
+		ready := ""
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				ready = c.LastTransitionTime.UTC().Format(time.RFC3339)
+			}
+		}
+		// No annotation is a cost of 0.
+		cost, _ := strconv.Atoi(p.Annotations[corev1.PodDeletionCost])
+		keys[p.Name] = fmt.Sprintf("%d/%d/%s/%s", onNode[p.Spec.NodeName], cost, ready, p.CreationTimestamp.UTC().Format(time.RFC3339))
+	}
+	return keys
+}
+
+// keysOf is the sorted rank keys of the named pods: equal for two sets of
+// victims the controller cannot tell apart.
+func keysOf(keys map[string]string, names []string) string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, keys[n])
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
+}
+
+// waitDeleted waits until n of the pods are deleted or being deleted and
+// returns their names, sorted.
+func waitDeleted(ctx context.Context, env *utils.Env, pods []corev1.Pod, n int) ([]string, error) {
+	var deleted []string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		now, err := utils.PodsOf(ctx, k8sClient, env.Namespace, map[string]string{"app": "web"})
+		if err != nil {
+			return false, err
+		}
+		alive := map[string]bool{}
+		for _, p := range now {
+			if p.DeletionTimestamp == nil {
+				alive[p.Name] = true
+			}
+		}
+		deleted = deleted[:0]
+		for _, p := range pods {
+			if !alive[p.Name] {
+				deleted = append(deleted, p.Name)
+			}
+		}
+		return len(deleted) >= n, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for %d deletions (saw %v): %w", n, deleted, err)
+	}
+	if len(deleted) > n {
+		return nil, fmt.Errorf("%d pods deleted, not %d: %v", len(deleted), n, deleted)
+	}
+	slices.Sort(deleted)
+	return deleted, nil
+}
