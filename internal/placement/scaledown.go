@@ -3,11 +3,61 @@ package placement
 import (
 	"math"
 	"sort"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// staticRank holds the first criteria of the ReplicaSet controller's choice
+// of pods to delete (ActivePodsWithRanks in kube-controller-manager):
+// unassigned before assigned, Pending before Unknown before Running, not
+// Ready before Ready, lower pod-deletion-cost first. What follows them,
+// the number of the Deployment's pods sharing the node, changes during a
+// rollout; the criteria after that (ready time and creation time on a
+// logarithmic scale relative to now, then the uid) depend on when the
+// controller looks, so pods equal up to there are all possible choices.
+type staticRank struct {
+	assigned bool
+	phase    int
+	ready    bool
+	cost     int64
+}
+
+func (a staticRank) less(b staticRank) bool {
+	if a.assigned != b.assigned {
+		return !a.assigned
+	}
+	if a.phase != b.phase {
+		return a.phase < b.phase
+	}
+	if a.ready != b.ready {
+		return !a.ready
+	}
+	return a.cost < b.cost
+}
+
+func rankOf(p *corev1.Pod) staticRank {
+	r := staticRank{assigned: p.Spec.NodeName != "", phase: 2}
+	switch p.Status.Phase {
+	case corev1.PodPending:
+		r.phase = 0
+	case corev1.PodUnknown:
+		r.phase = 1
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			r.ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	if v, ok := p.Annotations[corev1.PodDeletionCost]; ok {
+		if cost, err := strconv.ParseInt(v, 10, 32); err == nil {
+			r.cost = cost
+		}
+	}
+	return r
+}
 
 // SetNow sets when the ReplicaSet controller is taken to look at the pods
 // it scales down. It compares ready and creation times on a logarithmic

@@ -255,3 +255,24 @@ func (e *evaluator) useVolumesOf(pod *corev1.Pod) {
 	}
 	e.resetCandidates()
 }
+
+// statefulSetPod is the StatefulSet's pod of ordinal ord at the new
+// revision, with the claims that already exist (a claim yet to be created
+// follows the pod and cannot pin it).
+func statefulSetPod(s *Snapshot, w *Workload, ord int) *corev1.Pod {
+	name := w.Name + "-" + strconv.Itoa(ord)
+	pod := newPod(w, name, map[string]string{
+		appsv1.StatefulSetPodNameLabel: name,
+		appsv1.PodIndexLabel:           strconv.Itoa(ord),
+	})
+	for _, ct := range w.VolumeClaimTemplates {
+		claimName := ct.Name + "-" + name
+		if _, ok := s.claims[w.Namespace+"/"+claimName]; !ok {
+			continue
+		}
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: ct.Name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName},
+		}})
+	}
+	return pod
+}
