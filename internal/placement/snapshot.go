@@ -2,7 +2,6 @@ package placement
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -282,66 +281,6 @@ func (s *Snapshot) removePod(id podID) {
 		ni.requested.sub(pi.requests)
 		pi.node = noNode
 	}
-}
-
-// UpsertNamespace adds or replaces a namespace (its labels feed namespace selectors).
-func (s *Snapshot) UpsertNamespace(ns *corev1.Namespace) { s.namespaces[ns.Name] = ns }
-
-// DeleteNamespace removes a namespace.
-func (s *Snapshot) DeleteNamespace(name string) { delete(s.namespaces, name) }
-
-// UpsertClaim adds or replaces a PersistentVolumeClaim.
-func (s *Snapshot) UpsertClaim(c *corev1.PersistentVolumeClaim) {
-	s.claims[c.Namespace+"/"+c.Name] = c
-}
-
-// DeleteClaim removes a PersistentVolumeClaim.
-func (s *Snapshot) DeleteClaim(namespace, name string) { delete(s.claims, namespace+"/"+name) }
-
-// UpsertVolume adds or replaces a PersistentVolume.
-func (s *Snapshot) UpsertVolume(v *corev1.PersistentVolume) { s.volumes[v.Name] = v }
-
-// DeleteVolume removes a PersistentVolume.
-func (s *Snapshot) DeleteVolume(name string) { delete(s.volumes, name) }
-
-// UpsertStorageClass adds or replaces a StorageClass.
-func (s *Snapshot) UpsertStorageClass(sc *storagev1.StorageClass) { s.storageClasses[sc.Name] = sc }
-
-// DeleteStorageClass removes a StorageClass.
-func (s *Snapshot) DeleteStorageClass(name string) { delete(s.storageClasses, name) }
-
-func (s *Snapshot) dropNodeCaches() {
-	s.order = nil
-	s.topologies = nil
-}
-
-// liveNodes returns the ids of the nodes in name order, so that answers are
-// deterministic. The slice is shared: callers must not change it.
-func (s *Snapshot) liveNodes() []nodeID {
-	if s.order != nil {
-		return s.order
-	}
-	ids := make([]nodeID, 0, len(s.nodeByName))
-	for _, id := range s.nodeByName {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return s.nodes[ids[i]].node.Name < s.nodes[ids[j]].node.Name })
-	s.order = ids
-	return ids
-}
-
-// topology returns the interned domains of key over liveNodes, built once
-// per node change.
-func (s *Snapshot) topology(key string) *topology {
-	if t, ok := s.topologies[key]; ok {
-		return t
-	}
-	if s.topologies == nil {
-		s.topologies = map[string]*topology{}
-	}
-	t := newTopology(key, s, s.liveNodes())
-	s.topologies[key] = t
-	return t
 }
 
 // Pod returns the pod with the uid, if the snapshot has it.

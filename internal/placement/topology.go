@@ -1,5 +1,7 @@
 package placement
 
+import "sort"
+
 // topology interns the values of one node label as domain ids, so that the
 // per-node checks of a simulation index slices instead of hashing strings.
 // It is read-only once built.
@@ -46,3 +48,37 @@ func (e *evaluator) domainOfNode(t *topology, id nodeID) int32 {
 // topologyFor returns the interned topology of key, shared by every
 // evaluation until a node changes.
 func (e *evaluator) topologyFor(key string) *topology { return e.s.topology(key) }
+
+func (s *Snapshot) dropNodeCaches() {
+	s.order = nil
+	s.topologies = nil
+}
+
+// liveNodes returns the ids of the nodes in name order, so that answers are
+// deterministic. The slice is shared: callers must not change it.
+func (s *Snapshot) liveNodes() []nodeID {
+	if s.order != nil {
+		return s.order
+	}
+	ids := make([]nodeID, 0, len(s.nodeByName))
+	for _, id := range s.nodeByName {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return s.nodes[ids[i]].node.Name < s.nodes[ids[j]].node.Name })
+	s.order = ids
+	return ids
+}
+
+// topology returns the interned domains of key over liveNodes, built once
+// per node change.
+func (s *Snapshot) topology(key string) *topology {
+	if t, ok := s.topologies[key]; ok {
+		return t
+	}
+	if s.topologies == nil {
+		s.topologies = map[string]*topology{}
+	}
+	t := newTopology(key, s, s.liveNodes())
+	s.topologies[key] = t
+	return t
+}
