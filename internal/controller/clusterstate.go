@@ -10,7 +10,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -35,17 +34,6 @@ type ClusterState struct {
 	// already holds it.
 	notifyMu sync.RWMutex
 	changed  func(before, after client.Object)
-
-	// clock tells the snapshot when a question is asked: the ReplicaSet
-	// controller ranks the pods it deletes by their age then.
-	clock clock.PassiveClock
-}
-
-// UseClock sets the clock questions are asked by; the real one unless set.
-func (c *ClusterState) UseClock(cl clock.PassiveClock) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.clock = cl
 }
 
 // Notify registers the function told about every change the snapshot
@@ -83,10 +71,6 @@ func NewClusterState() *ClusterState {
 func (c *ClusterState) With(f func(*placement.Snapshot) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.clock == nil {
-		c.clock = clock.RealClock{}
-	}
-	c.snap.SetNow(c.clock.Now())
 	return f(c.snap)
 }
 

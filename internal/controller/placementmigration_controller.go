@@ -225,7 +225,6 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	if r.State == nil {
 		r.State = NewClusterState()
 	}
-	r.State.UseClock(r.Clock)
 	if err := r.State.Watch(context.Background(), mgr.GetCache()); err != nil {
 		return err
 	}

@@ -63,7 +63,9 @@ func rankOf(p *corev1.Pod) staticRank {
 // it scales down. It compares ready and creation times on a logarithmic
 // scale of their age then, and pods of one power of two apart by uid; with
 // the zero time (the default) the newer time goes first, as the
-// controller does when it has no clock.
+// controller does when it has no clock. The operator leaves it unset: it
+// predicts rollouts to come, whose moment nobody knows, and a prediction
+// that changed as pods aged would rewrite a settled migration's status.
 func (s *Snapshot) SetNow(t time.Time) { s.now = t }
 
 // scaleDownCandidate is an old pod with the number of the workload's active
