@@ -214,21 +214,6 @@ func (s *Snapshot) scaleDownVictims(old []podID, newOn map[string]int, pending, 
 	return out
 }
 
-// withoutPods returns ids less those in gone.
-func withoutPods(ids, gone []podID) []podID {
-	drop := make(map[podID]bool, len(gone))
-	for _, id := range gone {
-		drop[id] = true
-	}
-	out := ids[:0:0]
-	for _, id := range ids {
-		if !drop[id] {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
 // ScaleDownVictims are the names of the n pods of w the ReplicaSet
 // controller deletes when the workload is scaled down by n outside a
 // rollout, in its order of preference.
