@@ -38,9 +38,9 @@ func TestWithRolledOut(t *testing.T) {
 		{name: "seed 001: replicas == nodes, the rollout completes but a drain strands the evicted pod",
 			objs: cluster(3, "n0", "n1", "n2"), drained: "n0", nodes: []string{"n0", "n1", "n2"}, unplaced: 1},
 		{name: "N+1: the evicted pod moves to the spare node",
-			objs: cluster(4, "n0", "n1", "n2"), drained: "n1", nodes: []string{"n1", "n2", "n3"}},
+			objs: cluster(4, "n0", "n1", "n2"), drained: "n1", nodes: []string{"n0", "n1", "n3"}},
 		{name: "pods stacked today are apart once rolled out: a drain evicts one pod, which finds the spare node",
-			objs: cluster(4, "n0", "n0", "n1"), drained: "n1", nodes: []string{"n1", "n2", "n3"}},
+			objs: cluster(4, "n0", "n0", "n1"), drained: "n2", nodes: []string{"n0", "n2", "n3"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

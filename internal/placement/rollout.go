@@ -165,6 +165,9 @@ func (s *Snapshot) simulateDeployment(w *Workload, old []podID) (Rollout, error)
 		}
 	}
 	remainingOld := append([]podID(nil), old...)
+	// newOn counts the new revision's pods per node, which the controller
+	// ranks old pods by.
+	newOn := map[string]int{}
 	created, placed := 0, 0
 	var pending []*corev1.Pod
 	for {
@@ -174,6 +177,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old []podID) (Rollout, error)
 		for len(pending) > 0 {
 			if i := pl.place(pending[0]); i >= 0 {
 				r.Steps = append(r.Steps, Step{Action: StepSchedule, Pod: pending[0].Name, Node: pl.nodeName(i)})
+				newOn[pl.nodeName(i)]++
 				pending = pending[1:]
 				placed++
 				progress = true
@@ -189,6 +193,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old []podID) (Rollout, error)
 			if len(pending) == 0 {
 				if i := pl.place(pod); i >= 0 {
 					r.Steps = append(r.Steps, Step{Action: StepCreate, Pod: pod.Name, Node: pl.nodeName(i)})
+					newOn[pl.nodeName(i)]++
 					placed++
 					continue
 				}
@@ -196,22 +201,19 @@ func (s *Snapshot) simulateDeployment(w *Workload, old []podID) (Rollout, error)
 			r.Steps = append(r.Steps, Step{Action: StepCreate, Pod: pod.Name})
 			pending = append(pending, pod)
 		}
-		// Scale down the old revision as far as availability allows.
-		minAvailable := replicas - maxUnavailable
-		for len(remainingOld) > 0 {
-			id := remainingOld[0]
-			running := s.pods[id].node != noNode
-			if running && oldAvailable+placed-1 < minAvailable {
-				break
-			}
-			remainingOld = remainingOld[1:]
-			if running {
+		// Scale down the old revision as far as availability allows: the
+		// controller works out how many, then deletes that many in its
+		// order of preference.
+		victims := s.scaleDownVictims(remainingOld, newOn, len(pending), oldAvailable+placed-(replicas-maxUnavailable))
+		for _, id := range victims {
+			if s.pods[id].node != noNode {
 				oldAvailable--
 			}
 			pl.remove(id)
 			r.Steps = append(r.Steps, Step{Action: StepDelete, Pod: s.pods[id].pod.Name})
 			progress = true
 		}
+		remainingOld = withoutPods(remainingOld, victims)
 		if created == replicas && len(pending) == 0 && len(remainingOld) == 0 {
 			r.Completes = true
 			return r, nil

@@ -192,7 +192,9 @@ func (s *Snapshot) scaleDownVictims(old []podID, newOn map[string]int, pending, 
 	}
 	onNode := map[nodeID]int{noNode: pending}
 	for name, n := range newOn {
-		onNode[s.nodeByName[name]] += n
+		if id, ok := s.nodeByName[name]; ok {
+			onNode[id] += n
+		}
 	}
 	n := max(0, surplus)
 	cs := make([]scaleDownCandidate, len(old))
@@ -214,10 +216,28 @@ func (s *Snapshot) scaleDownVictims(old []podID, newOn map[string]int, pending, 
 	return out
 }
 
+// withoutPods returns ids less those in gone.
+func withoutPods(ids, gone []podID) []podID {
+	drop := make(map[podID]bool, len(gone))
+	for _, id := range gone {
+		drop[id] = true
+	}
+	out := ids[:0:0]
+	for _, id := range ids {
+		if !drop[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // ScaleDownVictims are the names of the n pods of w the ReplicaSet
-// controller deletes when the workload is scaled down by n outside a
-// rollout, in its order of preference.
-func (s *Snapshot) ScaleDownVictims(w *Workload, n int) []string {
+// controller deletes when it scales w's pods down by n, in its order of
+// preference. related are the owner's other pods (a Deployment's other
+// revisions during a rollout), which count among the pods sharing a node;
+// those being deleted or finished count for nothing, as for the
+// controller.
+func (s *Snapshot) ScaleDownVictims(w *Workload, n int, related ...*corev1.Pod) []string {
 	old := s.workloadPods(w.Pods)
 	unassigned := 0
 	for _, id := range old {
@@ -225,8 +245,18 @@ func (s *Snapshot) ScaleDownVictims(w *Workload, n int) []string {
 			unassigned++
 		}
 	}
+	newOn, pending := map[string]int{}, 0
+	for _, p := range related {
+		switch {
+		case p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		case p.Spec.NodeName == "":
+			pending++
+		default:
+			newOn[p.Spec.NodeName]++
+		}
+	}
 	var names []string
-	for _, id := range s.scaleDownVictims(old, nil, 0, n-unassigned) {
+	for _, id := range s.scaleDownVictims(old, newOn, pending, n-unassigned) {
 		names = append(names, s.pods[id].pod.Name)
 	}
 	return names

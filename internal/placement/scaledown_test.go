@@ -97,3 +97,48 @@ func TestScaleDownVictims(t *testing.T) {
 		})
 	}
 }
+
+// During a rollout the controller counts the new revision's pods on a node
+// as doubling the old ones up, except those being deleted.
+func TestScaleDownVictimsCountsTheOwnersOtherPods(t *testing.T) {
+	old := func(name, node string) *corev1.Pod {
+		return mkPod("ns", name, withLabels("app", "web"), on(node), func(p *corev1.Pod) {
+			p.Status.Phase = corev1.PodRunning
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		})
+	}
+	newPod := func(name, node string, deleting bool) *corev1.Pod {
+		p := mkPod("ns", name, withLabels("app", "web", "rev", "new"), on(node))
+		if deleting {
+			p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		}
+		return p
+	}
+	objs := Objects{Pods: []*corev1.Pod{old("a", "n0"), old("b", "n1"), old("c", "n2")}}
+	for _, n := range []string{"n0", "n1", "n2"} {
+		objs.Nodes = append(objs.Nodes, mkNode(n))
+	}
+	s, err := NewSnapshot(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := deployment(objs, "web", 3, unavailable(1))
+	cases := []struct {
+		name    string
+		related []*corev1.Pod
+		want    string
+	}{
+		{name: "no other pods: name order", want: "[a]"},
+		{name: "a new pod beside b", related: []*corev1.Pod{newPod("x", "n1", false)}, want: "[b]"},
+		{name: "a new pod being deleted beside b counts for nothing", related: []*corev1.Pod{newPod("x", "n1", true)}, want: "[a]"},
+		{name: "two beside c outrank one beside b", related: []*corev1.Pod{newPod("x", "n1", false), newPod("y", "n2", false), newPod("z", "n2", false)}, want: "[c]"},
+		{name: "a new pod on a node the snapshot lacks counts for nothing", related: []*corev1.Pod{newPod("x", "gone", false)}, want: "[a]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fmt.Sprint(s.ScaleDownVictims(w, 1, tc.related...)); got != tc.want {
+				t.Errorf("victims %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -72,6 +73,10 @@ var _ = Describe("Migrations that share workloads, once settled", Label("operato
 			return w
 		}
 		settled := snapshot()
+		settledStatus := map[string]pgv1.PlacementMigrationStatus{}
+		for name := range settled.versions {
+			settledStatus[name] = getMigration(ctx, env.Namespace, name).Status
+		}
 		churn, stop := context.WithCancel(ctx)
 		defer stop()
 		go func() {
@@ -88,7 +93,9 @@ var _ = Describe("Migrations that share workloads, once settled", Label("operato
 				}
 			}
 		}()
-		Consistently(snapshot, quietFor, time.Second).Should(Equal(settled), "no migration status and no workload template is written")
+		Consistently(snapshot, quietFor, time.Second).Should(Equal(settled), func() string {
+			return "no migration status and no workload template is written; changed:" + statusChanges(ctx, env.Namespace, settledStatus)
+		})
 		stop()
 		Expect(phaseOf(ctx, env.Namespace, "web-zones")()).To(Equal(pgv1.PhaseSucceeded))
 		Expect(phaseOf(ctx, env.Namespace, "web-hosts")()).To(Equal(pgv1.PhaseSucceeded))
@@ -171,4 +178,18 @@ func batchPod(env *utils.Env, i int) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: fmt.Sprintf("batch-%d", i), Labels: d.Spec.Template.Labels},
 		Spec:       d.Spec.Template.Spec,
 	}
+}
+
+// statusChanges lists the status fields of the named migrations that
+// differ from what they were, so that a write during churn says what it
+// wrote.
+func statusChanges(ctx context.Context, namespace string, before map[string]pgv1.PlacementMigrationStatus) string {
+	out := ""
+	for name, was := range before {
+		now := getMigration(ctx, namespace, name).Status
+		if d := cmp.Diff(was, now); d != "" {
+			out += fmt.Sprintf("\n%s (-before +now):\n%s", name, d)
+		}
+	}
+	return out
 }
