@@ -51,12 +51,23 @@ func rankOf(p *corev1.Pod) staticRank {
 			r.ready = c.Status == corev1.ConditionTrue
 		}
 	}
-	if v, ok := p.Annotations[corev1.PodDeletionCost]; ok {
-		if cost, err := strconv.ParseInt(v, 10, 32); err == nil {
-			r.cost = cost
-		}
-	}
+	r.cost = parseDeletionCost(p.Annotations[corev1.PodDeletionCost])
 	return r
+}
+
+// parseDeletionCost parses pod-deletion-cost as the controller does: an int32
+// written without a plus sign or leading zeros, anything else 0. The API
+// server refuses such values on live pods; a snapshot read from files
+// may still hold them.
+func parseDeletionCost(v string) int64 {
+	if v == "" || v[0] == '+' || (v[0] == '0' && v != "0") {
+		return 0
+	}
+	cost, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return 0
+	}
+	return cost
 }
 
 // SetNow sets when the ReplicaSet controller is taken to look at the pods

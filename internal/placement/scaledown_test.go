@@ -142,3 +142,13 @@ func TestScaleDownVictimsCountsTheOwnersOtherPods(t *testing.T) {
 		})
 	}
 }
+
+func TestDeletionCostParsedAsTheController(t *testing.T) {
+	for v, want := range map[string]int64{
+		"": 0, "0": 0, "7": 7, "-5": -5, "+5": 0, "007": 0, "2147483647": 2147483647, "2147483648": 0, "1e3": 0, " 1": 0,
+	} {
+		if got := parseDeletionCost(v); got != want {
+			t.Errorf("parseDeletionCost(%q) = %d, want %d", v, got, want)
+		}
+	}
+}
