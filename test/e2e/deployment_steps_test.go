@@ -28,10 +28,8 @@ import (
 // over nodes (some doubled up), some with a pod-deletion-cost, then a new
 // template rolled out with a rolling update's surge and unavailability.
 type stepsScenario struct {
-	seed           uint64
-	nodes          []string
-	start          map[string]int
-	costs          map[int]int
+	seed uint64
+	unevenPods
 	surge, unavail intstr.IntOrString
 }
 
@@ -42,23 +40,8 @@ func (s stepsScenario) String() string {
 
 func generateSteps(seed uint64) stepsScenario {
 	r := rand.New(rand.NewPCG(seed, 37))
-	s := stepsScenario{seed: seed, start: map[string]int{}, costs: map[int]int{}}
-	for n := range 2 + r.IntN(3) {
-		s.nodes = append(s.nodes, fmt.Sprintf("zone-%c", 'a'+n))
-	}
-	total := 0
-	for total < 2 {
-		for _, n := range s.nodes {
-			c := r.IntN(3)
-			s.start[n] += c
-			total += c
-		}
-	}
-	for i := range total {
-		if r.IntN(4) == 0 {
-			s.costs[i] = []int{-5, 0, 7}[r.IntN(3)]
-		}
-	}
+	u, _ := drawUneven(r, 3, 4)
+	s := stepsScenario{seed: seed, unevenPods: u}
 	surges := []intstr.IntOrString{intstr.FromInt32(0), intstr.FromInt32(1), intstr.FromInt32(2), intstr.FromString("25%")}
 	unavails := []intstr.IntOrString{intstr.FromInt32(0), intstr.FromInt32(1), intstr.FromInt32(2), intstr.FromString("50%")}
 	s.surge, s.unavail = surges[r.IntN(len(surges))], unavails[r.IntN(len(unavails))]
@@ -73,14 +56,7 @@ const stepsScenarios = 24
 
 var _ = Describe("The old pods a Deployment's rollout deletes, step by step, against the real controllers", Label("differential", "rollout-steps"), func() {
 	It(fmt.Sprintf("predicts each of the ReplicaSet controller's deletions in %d generated rollouts, beside the new pods where the scheduler put them", stepsScenarios), func(ctx SpecContext) {
-		replayGenerated(ctx, "rollout steps", stepsScenarios, func(ctx context.Context, seed uint64) (string, error) {
-			sc := generateSteps(seed)
-			line, err := replaySteps(ctx, sc)
-			if err != nil {
-				err = fmt.Errorf("%s: %w", sc, err)
-			}
-			return line, err
-		})
+		replaySeeds(ctx, "rollout steps", stepsScenarios, generateSteps, replaySteps)
 	}, NodeTimeout(10*time.Minute))
 })
 
@@ -103,32 +79,16 @@ func replaySteps(ctx context.Context, sc stepsScenario) (string, error) {
 		return "", err
 	}
 	defer func() { _ = env.Cleanup(context.Background()) }()
-	zones, err := env.AddZones(ctx, sc.nodes, 1)
+	d, err := sc.place(ctx, env, func(d *appsv1.Deployment) {
+		// Available a second after Ready: the Deployment controller's
+		// scale-downs come apart in time, so each one's deletions are told
+		// apart.
+		d.Spec.MinReadySeconds = 1
+		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &sc.surge, MaxUnavailable: &sc.unavail}}
+	})
 	if err != nil {
 		return "", err
-	}
-	d := utils.Deployment(env.Namespace, "web", env.Pool(), 0, nil)
-	// Available a second after Ready: the Deployment controller's
-	// scale-downs come apart in time, so each one's deletions are told apart.
-	d.Spec.MinReadySeconds = 1
-	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
-		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &sc.surge, MaxUnavailable: &sc.unavail}}
-	if err := k8sClient.Create(ctx, d); err != nil {
-		return "", err
-	}
-	if err := env.PlaceReplicas(ctx, d, zones, sc.start); err != nil {
-		return "", err
-	}
-	pods, err := utils.PodsOf(ctx, k8sClient, env.Namespace, map[string]string{"app": "web"})
-	if err != nil {
-		return "", err
-	}
-	slices.SortFunc(pods, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-	for i, c := range sc.costs {
-		patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"%d"}}}`, corev1.PodDeletionCost, c))
-		if err := k8sClient.Patch(ctx, &pods[i], patch); err != nil {
-			return "", err
-		}
 	}
 	var nodes corev1.NodeList
 	if err := k8sClient.List(ctx, &nodes, client.MatchingLabels{utils.PoolLabel: env.Pool()}); err != nil {

@@ -72,14 +72,7 @@ const endStateScenarios = 30
 
 var _ = Describe("Predicted rollout end states against the real controllers", Label("differential", "spread"), func() {
 	It(fmt.Sprintf("predicts where %d generated rollouts under a hard zone spread leave the new pods", endStateScenarios), func(ctx SpecContext) {
-		replayGenerated(ctx, "rollout end states", endStateScenarios, func(ctx context.Context, seed uint64) (string, error) {
-			sc := generateScenario(seed)
-			line, err := replayEndState(ctx, sc)
-			if err != nil {
-				err = fmt.Errorf("%s: %w", sc, err)
-			}
-			return line, err
-		})
+		replaySeeds(ctx, "rollout end states", endStateScenarios, generateScenario, replayEndState)
 	}, NodeTimeout(10*time.Minute))
 })
 
@@ -111,6 +104,19 @@ func replayGenerated(ctx context.Context, title string, n uint64, replay func(co
 	sort.Strings(report)
 	AddReportEntry(title, strings.Join(report, "\n"))
 	Expect(failures).To(BeEmpty())
+}
+
+// replaySeeds draws the scenario of each seed from 1 to n, replays it with
+// replayGenerated, and names the scenario in each failure.
+func replaySeeds[S fmt.Stringer](ctx context.Context, title string, n uint64, generate func(uint64) S, replay func(context.Context, S) (string, error)) {
+	replayGenerated(ctx, title, n, func(ctx context.Context, seed uint64) (string, error) {
+		sc := generate(seed)
+		line, err := replay(ctx, sc)
+		if err != nil {
+			err = fmt.Errorf("%s: %w", sc, err)
+		}
+		return line, err
+	})
 }
 
 // replayEndState sets a scenario up on its own nodes, predicts the end

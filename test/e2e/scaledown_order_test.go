@@ -10,6 +10,7 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -24,13 +25,73 @@ import (
 // placed unevenly over nodes (some doubled up), some with a
 // pod-deletion-cost, then scaled down by some.
 type scaleDownScenario struct {
-	seed  uint64
+	seed uint64
+	unevenPods
+	by int
+}
+
+// unevenPods are a Deployment's pods placed unevenly over nodes, one node
+// a zone, some doubled up, some with a pod-deletion-cost.
+type unevenPods struct {
 	nodes []string
 	start map[string]int
 	// costs are the pod-deletion-cost given to the i-th pod in name order,
 	// when drawn.
 	costs map[int]int
-	by    int
+}
+
+// drawUneven draws 2 to 4 nodes, up to perNode-1 pods on each (at least 2
+// in all), and a cost for one pod in costOneIn; it returns the pods' count.
+func drawUneven(r *rand.Rand, perNode, costOneIn int) (unevenPods, int) {
+	u := unevenPods{start: map[string]int{}, costs: map[int]int{}}
+	for n := range 2 + r.IntN(3) {
+		u.nodes = append(u.nodes, fmt.Sprintf("zone-%c", 'a'+n))
+	}
+	total := 0
+	for total < 2 {
+		for _, n := range u.nodes {
+			c := r.IntN(perNode)
+			u.start[n] += c
+			total += c
+		}
+	}
+	for i := range total {
+		if r.IntN(costOneIn) == 0 {
+			u.costs[i] = []int{-5, 0, 7}[r.IntN(3)]
+		}
+	}
+	return u, total
+}
+
+// place creates the Deployment d (made by shape when not nil) in env with
+// no replicas, scales it up where u says and gives the pods their costs.
+func (u unevenPods) place(ctx context.Context, env *utils.Env, shape func(*appsv1.Deployment)) (*appsv1.Deployment, error) {
+	zones, err := env.AddZones(ctx, u.nodes, 1)
+	if err != nil {
+		return nil, err
+	}
+	d := utils.Deployment(env.Namespace, "web", env.Pool(), 0, nil)
+	if shape != nil {
+		shape(d)
+	}
+	if err := k8sClient.Create(ctx, d); err != nil {
+		return nil, err
+	}
+	if err := env.PlaceReplicas(ctx, d, zones, u.start); err != nil {
+		return nil, err
+	}
+	pods, err := utils.PodsOf(ctx, k8sClient, env.Namespace, map[string]string{"app": "web"})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(pods, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	for i, c := range u.costs {
+		patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"%d"}}}`, corev1.PodDeletionCost, c))
+		if err := k8sClient.Patch(ctx, &pods[i], patch); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
 }
 
 func (s scaleDownScenario) String() string {
@@ -39,39 +100,15 @@ func (s scaleDownScenario) String() string {
 
 func generateScaleDown(seed uint64) scaleDownScenario {
 	r := rand.New(rand.NewPCG(seed, 23))
-	s := scaleDownScenario{seed: seed, start: map[string]int{}, costs: map[int]int{}}
-	for n := range 2 + r.IntN(3) {
-		s.nodes = append(s.nodes, fmt.Sprintf("zone-%c", 'a'+n))
-	}
-	total := 0
-	for total < 2 {
-		for _, n := range s.nodes {
-			c := r.IntN(4)
-			s.start[n] += c
-			total += c
-		}
-	}
-	for i := range total {
-		if r.IntN(3) == 0 {
-			s.costs[i] = []int{-5, 0, 7}[r.IntN(3)]
-		}
-	}
-	s.by = 1 + r.IntN(total-1)
-	return s
+	u, total := drawUneven(r, 4, 3)
+	return scaleDownScenario{seed: seed, unevenPods: u, by: 1 + r.IntN(total-1)}
 }
 
 const scaleDownScenarios = 24
 
 var _ = Describe("Predicted scale-down victims against the real ReplicaSet controller", Label("differential", "scaledown"), func() {
 	It(fmt.Sprintf("predicts which pods %d generated scale-downs delete", scaleDownScenarios), func(ctx SpecContext) {
-		replayGenerated(ctx, "scale-down victims", scaleDownScenarios, func(ctx context.Context, seed uint64) (string, error) {
-			sc := generateScaleDown(seed)
-			line, err := replayScaleDown(ctx, sc)
-			if err != nil {
-				err = fmt.Errorf("%s: %w", sc, err)
-			}
-			return line, err
-		})
+		replaySeeds(ctx, "scale-down victims", scaleDownScenarios, generateScaleDown, replayScaleDown)
 	}, NodeTimeout(6*time.Minute))
 })
 
@@ -89,27 +126,9 @@ func replayScaleDown(ctx context.Context, sc scaleDownScenario) (string, error) 
 		return "", err
 	}
 	defer func() { _ = env.Cleanup(context.Background()) }()
-	zones, err := env.AddZones(ctx, sc.nodes, 1)
+	d, err := sc.place(ctx, env, nil)
 	if err != nil {
 		return "", err
-	}
-	d := utils.Deployment(env.Namespace, "web", env.Pool(), 0, nil)
-	if err := k8sClient.Create(ctx, d); err != nil {
-		return "", err
-	}
-	if err := env.PlaceReplicas(ctx, d, zones, sc.start); err != nil {
-		return "", err
-	}
-	pods, err := utils.PodsOf(ctx, k8sClient, env.Namespace, map[string]string{"app": "web"})
-	if err != nil {
-		return "", err
-	}
-	slices.SortFunc(pods, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-	for i, c := range sc.costs {
-		patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"%d"}}}`, corev1.PodDeletionCost, c))
-		if err := k8sClient.Patch(ctx, &pods[i], patch); err != nil {
-			return "", err
-		}
 	}
 	snap, w, err := liveWorkload(ctx, env, "web")
 	if err != nil {

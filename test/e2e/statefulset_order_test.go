@@ -98,14 +98,7 @@ const orderScenarios = 24
 
 var _ = Describe("Simulated StatefulSet rollouts against the real controllers", Label("differential", "statefulset"), func() {
 	It(fmt.Sprintf("replaces the pods of %d generated StatefulSets in the order, and stops where, the simulation says", orderScenarios), func(ctx SpecContext) {
-		replayGenerated(ctx, "statefulset rollout order", orderScenarios, func(ctx context.Context, seed uint64) (string, error) {
-			sc := generateOrderScenario(seed)
-			line, err := replayOrder(ctx, sc)
-			if err != nil {
-				err = fmt.Errorf("%s: %w", sc, err)
-			}
-			return line, err
-		})
+		replaySeeds(ctx, "statefulset rollout order", orderScenarios, generateOrderScenario, replayOrder)
 	}, NodeTimeout(10*time.Minute))
 })
 
