@@ -321,12 +321,11 @@ func (r *rolloutRecord) judgeBatch(b stepBatch, nodes []corev1.Node, oldRS strin
 		if err != nil {
 			return err
 		}
-		keys := rankKeys(alive)
-		got := keysOf(keys, b.deleted)
 		for t := from; !t.After(b.firstDeletion); t = t.Add(10 * time.Millisecond) {
 			snap.SetNow(t)
 			victims := snap.ScaleDownVictims(w, len(b.deleted), related...)
-			if keysOf(keys, victims) == got {
+			keys := rankKeys(alive, t)
+			if keysOf(keys, victims) == keysOf(keys, b.deleted) {
 				return nil
 			}
 			predicted = append(predicted, fmt.Sprint(victims))

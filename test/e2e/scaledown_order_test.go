@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -91,7 +92,26 @@ func (u unevenPods) place(ctx context.Context, env *utils.Env, shape func(*appsv
 			return nil, err
 		}
 	}
-	return d, nil
+	return d, waitControllerSeesReady(ctx, d, len(pods))
+}
+
+// waitControllerSeesReady waits until the Deployment's status, which the
+// controllers compute from their own caches, counts n pods ready and
+// available: the ReplicaSet controller then ranks the pods as the test
+// sees them, not as they were while they started.
+func waitControllerSeesReady(ctx context.Context, d *appsv1.Deployment, n int) error {
+	live := &appsv1.Deployment{}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(d), live); err != nil {
+			return false, err
+		}
+		s := live.Status
+		return s.ObservedGeneration >= live.Generation && int(s.Replicas) == n && int(s.ReadyReplicas) == n && int(s.AvailableReplicas) == n, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the Deployment's status never counted %d pods ready (%+v): %w", n, live.Status, err)
+	}
+	return nil
 }
 
 func (s scaleDownScenario) String() string {
@@ -138,7 +158,6 @@ func replayScaleDown(ctx context.Context, sc scaleDownScenario) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	keys := rankKeys(live)
 	before := time.Now()
 	patch := client.MergeFrom(d.DeepCopy())
 	d.Spec.Replicas = ptr.To(int32(len(live) - sc.by))
@@ -153,43 +172,59 @@ func replayScaleDown(ctx context.Context, sc scaleDownScenario) (string, error) 
 
 	// The controller looked at some moment between the two: every
 	// prediction for a moment in between is one it could have made.
-	got := keysOf(keys, deleted)
 	predictions := map[string][]string{}
 	for t := before; !t.After(after); t = t.Add(10 * time.Millisecond) {
 		snap.SetNow(t)
 		victims := snap.ScaleDownVictims(w, sc.by)
-		predictions[keysOf(keys, victims)] = victims
+		keys := rankKeys(live, t)
+		if keysOf(keys, victims) == keysOf(keys, deleted) {
+			return fmt.Sprintf("%s -> deleted %v, predicted at %s", sc, deleted, t.Sub(before).Round(10*time.Millisecond)), nil
+		}
+		predictions[fmt.Sprint(victims)] = victims
 	}
-	line := fmt.Sprintf("%s -> deleted %v, %d prediction(s) over %s", sc, deleted, len(predictions), after.Sub(before).Round(10*time.Millisecond))
-	if _, ok := predictions[got]; ok {
-		return line, nil
-	}
+	keys := rankKeys(live, time.Time{})
 	var want []string
-	for k, v := range predictions {
-		want = append(want, fmt.Sprintf("%v (%s)", v, k))
+	for _, v := range predictions {
+		want = append(want, fmt.Sprintf("%v (%s)", v, keysOf(keys, v)))
 	}
-	return line, fmt.Errorf("deleted %v (%s), predicted %s", deleted, got, strings.Join(want, " or "))
+	slices.Sort(want)
+	return fmt.Sprintf("%s -> deleted %v", sc, deleted), fmt.Errorf("deleted %v (%s), predicted %s over %s",
+		deleted, keysOf(keys, deleted), strings.Join(want, " or "), after.Sub(before).Round(10*time.Millisecond))
 }
 
 // rankKeys is, per pod, what the ReplicaSet controller ranks it by besides
 // its uid: the Deployment's pods on its node, its deletion cost, and its
-// ready and creation times. All the pods here are Running and Ready.
-func rankKeys(pods []corev1.Pod) map[string]string {
+// ready and creation times (all the pods here are Running and Ready). At a
+// moment now, the times are the power of two of their age then: within
+// one the controller orders pods by uid, but pods of the same second
+// (timestamps have no finer grain) are equal to it, so that the order
+// depends on its sort and on its cache's list order; pods of one power of
+// two are taken as interchangeable.
+func rankKeys(pods []corev1.Pod, now time.Time) map[string]string {
 	onNode := map[string]int{}
 	for _, p := range pods {
 		onNode[p.Spec.NodeName]++
+	}
+	when := func(t time.Time) string {
+		if now.IsZero() || t.IsZero() {
+			return t.UTC().Format(time.RFC3339)
+		}
+		if d := now.Sub(t); d > 0 {
+			return fmt.Sprintf("2^%d", int64(math.Log2(float64(d))))
+		}
+		return "future"
 	}
 	keys := map[string]string{}
 	for _, p := range pods {
 		ready := ""
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodReady {
-				ready = c.LastTransitionTime.UTC().Format(time.RFC3339)
+				ready = when(c.LastTransitionTime.Time)
 			}
 		}
 		// No annotation is a cost of 0.
 		cost, _ := strconv.Atoi(p.Annotations[corev1.PodDeletionCost])
-		keys[p.Name] = fmt.Sprintf("%d/%d/%s/%s", onNode[p.Spec.NodeName], cost, ready, p.CreationTimestamp.UTC().Format(time.RFC3339))
+		keys[p.Name] = fmt.Sprintf("%d/%d/%s/%s", onNode[p.Spec.NodeName], cost, ready, when(p.CreationTimestamp.Time))
 	}
 	return keys
 }
