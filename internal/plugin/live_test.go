@@ -7,12 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -126,6 +129,24 @@ func bind(t *testing.T, c client.Client, role, namespace, sa string, cluster boo
 	}
 }
 
+// waitAllowed waits until the API server's authorizer, which learns of
+// new bindings through its own watch, lets the user do verb on resource.
+func waitAllowed(t *testing.T, c client.Client, user, verb, group, resource, namespace string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: namespace}}}
+		if err := c.Create(ctx, review); err != nil {
+			return false, err
+		}
+		return review.Status.Allowed, nil
+	})
+	if err != nil {
+		t.Fatalf("%s never allowed to %s %s in %s: %v", user, verb, resource, namespace, err)
+	}
+}
+
 // The plugin plans against a live API server under a ServiceAccount that
 // may only get and list, gives the answer it gives on the same objects
 // offline, and writes only through the four verbs that steer a migration,
@@ -159,6 +180,7 @@ func TestLiveClusterUnderLeastPrivilege(t *testing.T) {
 	}
 
 	bind(t, c, "placement-guard-plugin-reader", "shop", "planner", true)
+	waitAllowed(t, c, sa, "list", "apps", "deployments", "shop")
 	live, errOut, code := plugin(t, kubeconfig, sa, "", "plan", "-f", "testdata/001/migration.yaml", "-o", "json")
 	if code != ExitHazards {
 		t.Fatalf("plan under the reader role: exit %d, %s", code, errOut)
@@ -203,6 +225,7 @@ func TestLiveClusterUnderLeastPrivilege(t *testing.T) {
 	}
 
 	bind(t, c, "placement-guard-plugin-steer", "shop", "planner", false)
+	waitAllowed(t, c, sa, "patch", pgv1.GroupVersion.Group, "placementmigrations", "shop")
 	get := func() *pgv1.PlacementMigration {
 		got := &pgv1.PlacementMigration{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pm), got); err != nil {
