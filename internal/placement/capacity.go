@@ -171,7 +171,7 @@ func (s *Snapshot) occupiedDomains(t *affinityTerm, w *Workload) int {
 	for _, ns := range t.namespaces.UnsortedList() {
 		for id := range s.labels.candidates(ns, t.selector) {
 			pi := s.pods[id]
-			if pi.node == noNode || mine[string(pi.pod.UID)] || !t.matches(pi.pod, namespaceLabels(s, ns)) {
+			if pi.node == noNode || mine[string(pi.uid)] || !t.matches(pi.common(), namespaceLabels(s, ns)) {
 				continue
 			}
 			if v, ok := s.nodes[pi.node].node.Labels[t.topologyKey]; ok {

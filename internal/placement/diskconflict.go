@@ -61,7 +61,7 @@ func (e *evaluator) initDiskConflicts() {
 	e.diskHolders = make([]int32, len(e.order))
 	for i, id := range e.order {
 		for pid := range e.s.nodes[id].pods {
-			e.accountDisks(e.s.pods[pid].pod, i, 1)
+			e.accountDisks(e.s.pods[pid].common(), i, 1)
 		}
 	}
 }

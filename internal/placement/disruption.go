@@ -140,12 +140,12 @@ func (s *Snapshot) evictAndReplace(w *Workload, lost map[nodeID]*corev1.Node, al
 		ev.evicted++
 		p.remove(id)
 		if !all {
-			ev.replace(p, w, k, s.pods[id].pod.Name)
+			ev.replace(p, w, k, s.pods[id].name)
 		}
 	}
 	if all {
 		for k, id := range evicted {
-			ev.replace(p, w, k, s.pods[id].pod.Name)
+			ev.replace(p, w, k, s.pods[id].name)
 		}
 	}
 	return ev, nil

@@ -247,7 +247,7 @@ func (e *evaluator) fits(i int) bool {
 // evaluated pod's spec when a rollout places a new pod; antiTerms are p's
 // required anti-affinity terms.
 func (e *evaluator) simulateBind(p *corev1.Pod, antiTerms []affinityTerm, req resources, i int) {
-	e.account(p, antiTerms, req, i, 1)
+	e.account(p, p.DeletionTimestamp != nil, antiTerms, req, i, 1)
 }
 
 // simulateRemove accounts for the snapshot pod going away, as when a
@@ -255,11 +255,14 @@ func (e *evaluator) simulateBind(p *corev1.Pod, antiTerms []affinityTerm, req re
 func (e *evaluator) simulateRemove(id podID) {
 	pi := e.s.pods[id]
 	if i := e.boundPos(pi); i >= 0 {
-		e.account(pi.pod, pi.antiTerms, pi.requests, i, -1)
+		e.account(pi.common(), pi.terminating(), pi.antiTerms(), pi.requests, i, -1)
 	}
 }
 
-func (e *evaluator) account(p *corev1.Pod, antiTerms []affinityTerm, req resources, i int, delta int32) {
+// account adds (delta 1) or takes away (-1) pod p on the node at position
+// i; a terminating pod holds its node's resources but spreads do not count
+// it.
+func (e *evaluator) account(p *corev1.Pod, terminating bool, antiTerms []affinityTerm, req resources, i int, delta int32) {
 	if delta > 0 {
 		e.extraReq[i].add(req)
 	} else {
@@ -271,7 +274,9 @@ func (e *evaluator) account(p *corev1.Pod, antiTerms []affinityTerm, req resourc
 	e.accountDisks(p, i, delta)
 	e.accountVolumeLimits(p, i, delta)
 	e.accountInterPod(p, antiTerms, i, delta)
-	e.accountSpread(p, i, delta)
+	if !terminating {
+		e.accountSpread(p, i, delta)
+	}
 }
 
 func (r resources) fitsIn(alloc, requested, extra resources) bool {

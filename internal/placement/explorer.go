@@ -84,8 +84,8 @@ func (s *Snapshot) newExplorer(w *Workload, c Constraint, budget int) (*explorer
 	}
 	for _, id := range old {
 		pi := s.pods[id]
-		x.oldBy[pi.pod.Name] = len(x.old)
-		x.old = append(x.old, oldPod{id: id, pos: e.boundPos(pi), name: pi.pod.Name, rank: rankOf(pi.pod)})
+		x.oldBy[pi.name] = len(x.old)
+		x.old = append(x.old, oldPod{id: id, pos: e.boundPos(pi), name: pi.name, rank: rankOf(pi)})
 	}
 	x.gone, x.marked = make([]bool, len(x.old)), make([]bool, len(x.old))
 	switch w.Kind {
@@ -145,7 +145,7 @@ func (x *explorer) bindNew(i int, pod *corev1.Pod) {
 }
 
 func (x *explorer) unbindNew(i int, pod *corev1.Pod) {
-	x.e.account(pod, x.anti, x.req, i, -1)
+	x.e.account(pod, pod.DeletionTimestamp != nil, x.anti, x.req, i, -1)
 	x.setNew(i, x.newOn[i]-1)
 }
 
@@ -160,7 +160,7 @@ func (x *explorer) restoreOld(k int, marked bool) {
 	x.setOld(k, false, marked)
 	if pos := x.old[k].pos; pos >= 0 {
 		pi := x.s.pods[x.old[k].id]
-		x.e.account(pi.pod, pi.antiTerms, pi.requests, pos, 1)
+		x.e.account(pi.common(), pi.terminating(), pi.antiTerms(), pi.requests, pos, 1)
 	}
 }
 

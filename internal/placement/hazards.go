@@ -65,15 +65,16 @@ func (s *Snapshot) selectorOverlap(w *Workload, c Constraint, targets map[types.
 	elsewhere := 0
 	for _, ns := range term.namespaces.UnsortedList() {
 		for id := range s.labels.candidates(ns, term.selector) {
-			p := s.pods[id].pod
-			if targets[p.UID] || p.DeletionTimestamp != nil || !term.matches(p, namespaceLabels(s, ns)) {
+			pi := s.pods[id]
+			p := pi.common()
+			if targets[pi.uid] || pi.terminating() || !term.matches(p, namespaceLabels(s, ns)) {
 				continue
 			}
 			if p.Namespace != w.Namespace {
 				elsewhere++
 				continue
 			}
-			strangers = append(strangers, p.Name)
+			strangers = append(strangers, pi.name)
 		}
 	}
 	if len(strangers) == 0 && elsewhere == 0 {

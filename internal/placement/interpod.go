@@ -35,9 +35,9 @@ func (e *evaluator) initInterPod() error {
 		if i < 0 {
 			continue
 		}
-		terms := pi.antiTerms
-		if e.disregards(pi.pod) {
-			bare := &corev1.Pod{ObjectMeta: pi.pod.ObjectMeta, Spec: *WithoutEntry(&pi.pod.Spec, e.disregarded)}
+		terms := pi.antiTerms()
+		if p := pi.common(); e.disregards(p) {
+			bare := &corev1.Pod{ObjectMeta: p.ObjectMeta, Spec: *WithoutEntry(&p.Spec, e.disregarded)}
 			if terms, err = requiredAntiAffinityTerms(bare); err != nil {
 				return err
 			}
@@ -76,7 +76,7 @@ func (e *evaluator) countTerms(terms []affinityTerm) []termCounts {
 			for id := range e.s.labels.candidates(ns, t.selector) {
 				pi := e.s.pods[id]
 				i := e.boundPos(pi)
-				if i < 0 || !t.selector.Matches(labels.Set(pi.pod.Labels)) {
+				if i < 0 || !t.selector.Matches(labels.Set(pi.common().Labels)) {
 					continue
 				}
 				if d := out[k].topo.domainOf[i]; d >= 0 {
@@ -104,7 +104,7 @@ func (e *evaluator) countAffinity(terms []affinityTerm) []termCounts {
 		for id := range e.s.labels.candidates(ns, first.selector) {
 			pi := e.s.pods[id]
 			if i := e.boundPos(pi); i >= 0 {
-				e.accountAffinity(out, pi.pod, i, 1)
+				e.accountAffinity(out, pi.common(), i, 1)
 			}
 		}
 	}

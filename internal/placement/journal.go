@@ -61,10 +61,10 @@ func (j *journal) removeNode(n *corev1.Node) {
 }
 
 func (j *journal) removePod(id podID) {
-	pod := j.s.pods[id].pod
-	j.s.DeletePod(pod.UID)
-	j.gone = append(j.gone, pod.UID)
-	j.steps = append(j.steps, func() { _ = j.s.UpsertPod(pod) })
+	pi := j.s.pods[id]
+	j.s.DeletePod(pi.uid)
+	j.gone = append(j.gone, pi.uid)
+	j.steps = append(j.steps, func() { j.s.upsertRecord(pi) })
 }
 
 func (j *journal) addPod(pod *corev1.Pod) error {

@@ -52,10 +52,10 @@ func (s *Snapshot) measureAntiAffinity(w *Workload, a *AntiAffinity, own []podID
 		pi := s.pods[id]
 		// Only the pods of the live template carry the term: a partitioned
 		// StatefulSet's ordinals below the partition keep the old one.
-		if pi.node == noNode || !w.currentRevision(pi.pod) {
+		if pi.node == noNode || !w.currentRevision(pi.common()) {
 			continue
 		}
-		term, err := newAffinityTerm(pi.pod, ptrTo(a.AffinityTerm(w.Selector)))
+		term, err := newAffinityTerm(pi.common(), ptrTo(a.AffinityTerm(w.Selector)))
 		if err != nil {
 			return m, fmt.Errorf("measure %s: %w", w.ref(), err)
 		}
@@ -68,7 +68,7 @@ func (s *Snapshot) measureAntiAffinity(w *Workload, a *AntiAffinity, own []podID
 		for _, ns := range term.namespaces.UnsortedList() {
 			for other := range s.labels.candidates(ns, term.selector) {
 				op := s.pods[other]
-				if other == id || op.node == noNode || op.pod.DeletionTimestamp != nil || !term.matches(op.pod, namespaceLabels(s, ns)) {
+				if other == id || op.node == noNode || op.terminating() || !term.matches(op.common(), namespaceLabels(s, ns)) {
 					continue
 				}
 				if s.nodes[op.node].node.Labels[a.TopologyKey] == domain {
@@ -78,7 +78,7 @@ func (s *Snapshot) measureAntiAffinity(w *Workload, a *AntiAffinity, own []podID
 		}
 		if neighbours > 0 {
 			m.Holds = false
-			crowded = append(crowded, fmt.Sprintf("%s shares %s=%s with %d selected pod(s)", pi.pod.Name, a.TopologyKey, domain, neighbours))
+			crowded = append(crowded, fmt.Sprintf("%s shares %s=%s with %d selected pod(s)", pi.name, a.TopologyKey, domain, neighbours))
 		}
 		if neighbours > m.Skew {
 			m.Skew = neighbours
@@ -99,9 +99,9 @@ func (s *Snapshot) measureAntiAffinity(w *Workload, a *AntiAffinity, own []podID
 // new revision is judged over that revision's pods only.
 func (s *Snapshot) measureSpread(w *Workload, sp *Spread, own []podID) (Measurement, error) {
 	m := Measurement{Counts: map[string]int{}}
-	ref := s.pods[own[0]].pod
+	ref := s.pods[own[0]].common()
 	for _, id := range own {
-		if p := s.pods[id].pod; w.currentRevision(p) {
+		if p := s.pods[id].common(); w.currentRevision(p) {
 			ref = p
 			break
 		}
@@ -137,7 +137,7 @@ func (s *Snapshot) measureSpread(w *Workload, sp *Spread, own []podID) (Measurem
 	counted := 0
 	for other := range s.labels.candidates(ref.Namespace, term.selector) {
 		op := s.pods[other]
-		if op.node == noNode || op.pod.DeletionTimestamp != nil || !term.matches(op.pod, namespaceLabels(s, ref.Namespace)) {
+		if op.node == noNode || op.terminating() || !term.matches(op.common(), namespaceLabels(s, ref.Namespace)) {
 			continue
 		}
 		domain, ok := s.nodes[op.node].node.Labels[sp.TopologyKey]

@@ -48,7 +48,7 @@ func (s *Snapshot) SimulateNodeUpgrade(w *Workload, nodes []string) (NodeUpgrade
 			if s.pods[id] == nil || s.pods[id].node != nid {
 				continue
 			}
-			name := s.pods[id].pod.Name
+			name := s.pods[id].name
 			j.removePod(id)
 			placed, msg, err := s.placeReplacement(w, j, name)
 			if err != nil {

@@ -63,7 +63,7 @@ func (e *evaluator) initPorts() {
 	e.usedPorts = make([]map[hostPort]int32, len(e.order))
 	for i, id := range e.order {
 		for pid := range e.s.nodes[id].pods {
-			e.accountPorts(e.s.pods[pid].pod, i, 1)
+			e.accountPorts(e.s.pods[pid].common(), i, 1)
 		}
 	}
 }

@@ -55,7 +55,7 @@ func (s *Snapshot) WithRolledOut(w *Workload, r Rollout, f func(rolled *Workload
 func (s *Snapshot) endOf(w *Workload, r Rollout) ([]*corev1.Pod, []types.UID, error) {
 	byName := map[string]types.UID{}
 	for _, id := range s.workloadPods(w.Pods) {
-		byName[s.pods[id].pod.Name] = s.pods[id].pod.UID
+		byName[s.pods[id].name] = s.pods[id].uid
 	}
 	var removed []types.UID
 	nodeOf := map[string]string{}

@@ -92,20 +92,20 @@ func (s *Snapshot) SimulateRollout(w *Workload) (Rollout, error) {
 func (s *Snapshot) workloadPods(uids []types.UID) []podID {
 	ids := make([]podID, 0, len(uids))
 	for _, uid := range uids {
-		if id, ok := s.podByUID[uid]; ok && s.pods[id].pod.DeletionTimestamp == nil {
+		if id, ok := s.podByUID[uid]; ok && s.pods[id].deleted == nil {
 			ids = append(ids, id)
 		}
 	}
 	sort.Slice(ids, func(i, j int) bool {
-		a, b := s.pods[ids[i]].pod, s.pods[ids[j]].pod
+		a, b := s.pods[ids[i]], s.pods[ids[j]]
 		// Unscheduled pods go first, as the controller deletes them first.
-		if (a.Spec.NodeName == "") != (b.Spec.NodeName == "") {
-			return a.Spec.NodeName == ""
+		if (a.nodeName == "") != (b.nodeName == "") {
+			return a.nodeName == ""
 		}
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return b.CreationTimestamp.Before(&a.CreationTimestamp)
+		if !a.created.Equal(&b.created) {
+			return b.created.Before(&a.created)
 		}
-		return a.Name > b.Name
+		return a.name > b.name
 	})
 	return ids
 }
@@ -141,7 +141,7 @@ func SurgeAndUnavailable(strategy appsv1.DeploymentStrategy, replicas int32) (in
 func (s *Snapshot) simulateDeployment(w *Workload, old []podID) (Rollout, error) {
 	var r Rollout
 	for _, id := range old {
-		r.Recreates = append(r.Recreates, s.pods[id].pod.Name)
+		r.Recreates = append(r.Recreates, s.pods[id].name)
 	}
 	sort.Strings(r.Recreates)
 	template := newPod(w, w.Name+"-new", map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: newRevisionHash})
@@ -210,7 +210,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old []podID) (Rollout, error)
 				oldAvailable--
 			}
 			pl.remove(id)
-			r.Steps = append(r.Steps, Step{Action: StepDelete, Pod: s.pods[id].pod.Name})
+			r.Steps = append(r.Steps, Step{Action: StepDelete, Pod: s.pods[id].name})
 			progress = true
 		}
 		remainingOld = withoutPods(remainingOld, victims)

@@ -32,7 +32,7 @@ func (e *evaluator) initReadWriteOncePod() {
 	}
 	for _, pi := range e.s.pods {
 		if pi != nil && pi.node != noNode {
-			e.accountClaims(pi.pod, 1)
+			e.accountClaims(pi.common(), 1)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // staticRank holds the first criteria of the ReplicaSet controller's choice
@@ -38,20 +37,17 @@ func (a staticRank) less(b staticRank) bool {
 	return a.cost < b.cost
 }
 
-func rankOf(p *corev1.Pod) staticRank {
-	r := staticRank{assigned: p.Spec.NodeName != "", phase: 2}
-	switch p.Status.Phase {
+func rankOf(p *podInfo) staticRank {
+	r := staticRank{assigned: p.nodeName != "", phase: 2}
+	switch p.phase {
 	case corev1.PodPending:
 		r.phase = 0
 	case corev1.PodUnknown:
 		r.phase = 1
 	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			r.ready = c.Status == corev1.ConditionTrue
-		}
-	}
-	r.cost = parseDeletionCost(p.Annotations[corev1.PodDeletionCost])
+	status, _, _ := p.ready()
+	r.ready = status == corev1.ConditionTrue
+	r.cost = parseDeletionCost(p.annotation(corev1.PodDeletionCost))
 	return r
 }
 
@@ -95,17 +91,17 @@ type scaleDownCandidate struct {
 // snapshot's name order, so the simulation is repeatable.
 func (s *Snapshot) orderForScaleDown(cs []scaleDownCandidate) {
 	sort.SliceStable(cs, func(i, j int) bool {
-		a, b := s.pods[cs[i].id].pod, s.pods[cs[j].id].pod
+		a, b := s.pods[cs[i].id], s.pods[cs[j].id]
 		if before, decided := s.scaleDownBefore(a, b, cs[i].colocated, cs[j].colocated); decided {
 			return before
 		}
-		return a.Name < b.Name
+		return a.name < b.name
 	})
 }
 
 // scaleDownBefore reports whether the controller deletes a before b, and
 // whether it tells them apart at all.
-func (s *Snapshot) scaleDownBefore(a, b *corev1.Pod, colocatedA, colocatedB int) (before, decided bool) {
+func (s *Snapshot) scaleDownBefore(a, b *podInfo, colocatedA, colocatedB int) (before, decided bool) {
 	ra, rb := rankOf(a), rankOf(b)
 	if ra != rb {
 		return ra.less(rb), true
@@ -121,8 +117,8 @@ func (s *Snapshot) scaleDownBefore(a, b *corev1.Pod, colocatedA, colocatedB int)
 	if ma, mb := maxRestarts(a), maxRestarts(b); ma != mb {
 		return restartsBefore(ma, mb), true
 	}
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return s.youngerFirst(a.CreationTimestamp.Time, b.CreationTimestamp.Time, a, b), true
+	if !a.created.Equal(&b.created) {
+		return s.youngerFirst(a.created.Time, b.created.Time, a, b), true
 	}
 	return false, false
 }
@@ -130,7 +126,7 @@ func (s *Snapshot) scaleDownBefore(a, b *corev1.Pod, colocatedA, colocatedB int)
 // youngerFirst compares two times of a and b as the controller does: the
 // later first, on a logarithmic scale of age when it has a clock, the uid
 // deciding within one power of two.
-func (s *Snapshot) youngerFirst(ta, tb time.Time, a, b *corev1.Pod) bool {
+func (s *Snapshot) youngerFirst(ta, tb time.Time, a, b *podInfo) bool {
 	if s.now.IsZero() || ta.IsZero() || tb.IsZero() {
 		if ta.IsZero() || tb.IsZero() {
 			return ta.IsZero()
@@ -139,7 +135,7 @@ func (s *Snapshot) youngerFirst(ta, tb time.Time, a, b *corev1.Pod) bool {
 	}
 	da, db := ageBucket(s.now.Sub(ta)), ageBucket(s.now.Sub(tb))
 	if da == db {
-		return a.UID < b.UID
+		return a.uid < b.uid
 	}
 	return da < db
 }
@@ -153,31 +149,32 @@ func ageBucket(d time.Duration) int64 {
 	return int64(math.Log2(float64(d)))
 }
 
-func readySince(p *corev1.Pod) time.Time {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			return c.LastTransitionTime.Time
-		}
+func readySince(p *podInfo) time.Time {
+	if status, since, _ := p.ready(); status == corev1.ConditionTrue {
+		return since.Time
 	}
-	return metav1.Time{}.Time
+	return time.Time{}
 }
 
 // restarts is the most restarts of a pod's containers and, apart, of its
 // sidecars: the controller compares the first and then the second.
 type restarts struct{ regular, sidecar int32 }
 
-func maxRestarts(p *corev1.Pod) restarts {
+func maxRestarts(p *podInfo) restarts {
 	var r restarts
-	for _, st := range p.Status.ContainerStatuses {
+	for _, st := range p.statuses {
 		r.regular = max(r.regular, st.RestartCount)
 	}
+	if len(p.initStatus) == 0 {
+		return r
+	}
 	sidecars := map[string]bool{}
-	for _, c := range p.Spec.InitContainers {
+	for _, c := range p.common().Spec.InitContainers {
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
 			sidecars[c.Name] = true
 		}
 	}
-	for _, st := range p.Status.InitContainerStatuses {
+	for _, st := range p.initStatus {
 		if sidecars[st.Name] {
 			r.sidecar = max(r.sidecar, st.RestartCount)
 		}
@@ -268,7 +265,7 @@ func (s *Snapshot) ScaleDownVictims(w *Workload, n int, related ...*corev1.Pod) 
 	}
 	var names []string
 	for _, id := range s.scaleDownVictims(old, newOn, pending, n-unassigned) {
-		names = append(names, s.pods[id].pod.Name)
+		names = append(names, s.pods[id].name)
 	}
 	return names
 }

@@ -2,10 +2,14 @@ package placement
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -63,6 +67,11 @@ type Snapshot struct {
 
 	// now is when the ReplicaSet controller is taken to look (SetNow).
 	now time.Time
+
+	// trimmer makes the pods' records, one copy of what pods of one
+	// template share; byController indexes them by their controller's UID.
+	trimmer      *PodTrimmer
+	byController map[types.UID]map[podID]struct{}
 }
 
 // nodeInfo is one node and what its pods request.
@@ -72,14 +81,6 @@ type nodeInfo struct {
 	allowedPods int64
 	requested   resources
 	pods        map[podID]struct{}
-}
-
-// podInfo is the part of a pod the filters read.
-type podInfo struct {
-	pod       *corev1.Pod
-	node      nodeID
-	requests  resources
-	antiTerms []affinityTerm
 }
 
 // Objects are the inputs of a snapshot.
@@ -116,6 +117,8 @@ func NewSnapshot(objs Objects) (*Snapshot, error) {
 		attachments:      newAttachmentIndex(),
 		csiDrivers:       make(map[string]*storagev1.CSIDriver, len(objs.CSIDrivers)),
 		capacities:       make(map[string]*storagev1.CSIStorageCapacity, len(objs.Capacities)),
+		trimmer:          NewPodTrimmer(DefaultSharedParts),
+		byController:     map[types.UID]map[podID]struct{}{},
 	}
 	for _, n := range objs.Nodes {
 		s.UpsertNode(n)
@@ -203,22 +206,26 @@ func (s *Snapshot) UpsertPod(p *corev1.Pod) error {
 		s.DeletePod(p.UID)
 		return nil
 	}
-	anti, err := requiredAntiAffinityTerms(p)
+	pi, err := s.trimmer.record(p)
 	if err != nil {
 		return fmt.Errorf("index pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
-	pi := &podInfo{pod: p, node: noNode, requests: podRequests(p), antiTerms: anti}
-	if old, ok := s.podByUID[p.UID]; ok {
+	s.upsertRecord(pi)
+	return nil
+}
+
+// upsertRecord adds a pod's record or replaces the record of the same UID.
+func (s *Snapshot) upsertRecord(pi *podInfo) {
+	pi.node = noNode
+	if old, ok := s.podByUID[pi.uid]; ok {
 		s.removePod(old)
 		s.pods[old] = pi
-		s.podByUID[p.UID] = old
 		s.addPod(old)
-		return nil
+		return
 	}
 	id := store(&s.pods, &s.freePods, pi)
-	s.podByUID[p.UID] = id
+	s.podByUID[pi.uid] = id
 	s.addPod(id)
-	return nil
 }
 
 // DeletePod removes a pod.
@@ -248,12 +255,17 @@ func store[T any, ID ~int32](items *[]T, free *[]ID, v T) ID {
 
 func (s *Snapshot) addPod(id podID) {
 	pi := s.pods[id]
-	s.labels.add(pi.pod.Namespace, pi.pod.Labels, id)
-	if len(pi.antiTerms) > 0 {
+	s.labels.add(pi.namespace(), pi.labels(), id)
+	if owner := controllerOf(pi.common()); owner != "" {
+		addTo(s.byController, owner, id)
+	}
+	if len(pi.antiTerms()) > 0 {
 		s.withAntiAffinity[id] = struct{}{}
 	}
-	if name := pi.pod.Spec.NodeName; name != "" {
+	if name := pi.nodeName; name != "" {
 		if nid, ok := s.nodeByName[name]; ok {
+			// One copy of the node's name, not one per pod.
+			pi.nodeName = s.nodes[nid].node.Name
 			s.bind(id, nid)
 		} else {
 			addTo(s.unboundByNode, name, id)
@@ -270,9 +282,12 @@ func (s *Snapshot) bind(id podID, nid nodeID) {
 
 func (s *Snapshot) removePod(id podID) {
 	pi := s.pods[id]
-	s.labels.remove(pi.pod.Namespace, pi.pod.Labels, id)
+	s.labels.remove(pi.namespace(), pi.labels(), id)
+	if owner := controllerOf(pi.common()); owner != "" {
+		removeFrom(s.byController, owner, id)
+	}
 	delete(s.withAntiAffinity, id)
-	if name := pi.pod.Spec.NodeName; name != "" {
+	if name := pi.nodeName; name != "" {
 		removeFrom(s.unboundByNode, name, id)
 	}
 	if pi.node != noNode {
@@ -283,11 +298,51 @@ func (s *Snapshot) removePod(id podID) {
 	}
 }
 
-// Pod returns the pod with the uid, if the snapshot has it.
+// Pod returns the pod with the uid as TrimPod would keep it, if the
+// snapshot has it. The pod is rebuilt from the engine's record for the
+// caller; its shared parts (labels, owners, spec) must not be changed.
 func (s *Snapshot) Pod(uid types.UID) (*corev1.Pod, bool) {
 	id, ok := s.podByUID[uid]
 	if !ok {
 		return nil, false
 	}
-	return s.pods[id].pod, true
+	return s.pods[id].materialize(), true
+}
+
+// PodsControlledBy returns the pods whose controller has the uid, in the
+// namespace, not being deleted, as Pod returns them, by name.
+func (s *Snapshot) PodsControlledBy(namespace string, uid types.UID) []*corev1.Pod {
+	var out []*corev1.Pod
+	for id := range s.byController[uid] {
+		if pi := s.pods[id]; pi.namespace() == namespace && !pi.terminating() {
+			out = append(out, pi.materialize())
+		}
+	}
+	sortByName(out)
+	return out
+}
+
+// PodsSelected returns the pods of the namespace the selector selects, not
+// being deleted, as Pod returns them, by name.
+func (s *Snapshot) PodsSelected(namespace string, sel labels.Selector) []*corev1.Pod {
+	var out []*corev1.Pod
+	for id := range s.labels.candidates(namespace, sel) {
+		if pi := s.pods[id]; !pi.terminating() && sel.Matches(labels.Set(pi.labels())) {
+			out = append(out, pi.materialize())
+		}
+	}
+	sortByName(out)
+	return out
+}
+
+func sortByName(pods []*corev1.Pod) {
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// controllerOf is the UID of the pod's controller, "" without one.
+func controllerOf(p *corev1.Pod) types.UID {
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		return ref.UID
+	}
+	return ""
 }

@@ -73,7 +73,7 @@ func (e *evaluator) initSpreads() error {
 			for id := range e.s.labels.candidates(e.pod.Namespace, c.selector) {
 				pi := e.s.pods[id]
 				i := e.boundPos(pi)
-				if i < 0 || !st.eligible[i] || pi.pod.DeletionTimestamp != nil || !c.selector.Matches(labels.Set(pi.pod.Labels)) {
+				if i < 0 || !st.eligible[i] || pi.terminating() || !c.selector.Matches(labels.Set(pi.labels())) {
 					continue
 				}
 				st.counts[t.domainOf[i]]++
@@ -123,7 +123,7 @@ func (e *evaluator) spreadReason(i int) string {
 }
 
 func (e *evaluator) accountSpread(p *corev1.Pod, i int, delta int32) {
-	if len(e.spreads) == 0 || p.Namespace != e.pod.Namespace || p.DeletionTimestamp != nil {
+	if len(e.spreads) == 0 || p.Namespace != e.pod.Namespace {
 		return
 	}
 	pl := labels.Set(p.Labels)

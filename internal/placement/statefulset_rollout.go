@@ -43,7 +43,7 @@ func (s *Snapshot) simulateStatefulSet(w *Workload, old []podID) (Rollout, error
 		sim.states[ord] = ordinalOld
 	}
 	for _, id := range old {
-		if ord, ok := ordinalOf(w.Name, s.pods[id].pod.Name); ok && ord < int(w.Replicas) {
+		if ord, ok := ordinalOf(w.Name, s.pods[id].name); ok && ord < int(w.Replicas) {
 			sim.old[ord] = id
 			sim.states[ord] = ordinalOld
 			if !runningAndReady(s.pods[id]) {
@@ -221,13 +221,11 @@ func runningAndReady(pi *podInfo) bool {
 	if pi.node == noNode {
 		return false
 	}
-	if phase := pi.pod.Status.Phase; phase != "" && phase != corev1.PodRunning {
+	if phase := pi.phase; phase != "" && phase != corev1.PodRunning {
 		return false
 	}
-	for _, c := range pi.pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
+	if status, _, ok := pi.ready(); ok {
+		return status == corev1.ConditionTrue
 	}
 	return true
 }

@@ -64,7 +64,7 @@ func (s *Snapshot) nodeVolumes(ni *nodeInfo, newVolumes map[string]string) *node
 	}
 	nv := &nodeVolumes{limits: limits, podUsers: map[string]int32{}, attached: map[string]bool{}, distinct: map[string]int32{}, scratch: map[string]string{}}
 	for pid := range ni.pods {
-		nv.account(s, s.pods[pid].pod, 1)
+		nv.account(s, s.pods[pid].common(), 1)
 	}
 	for _, va := range s.attachments.byNode[ni.node.Name] {
 		pvName := va.Spec.Source.PersistentVolumeName

@@ -139,7 +139,7 @@ func TestVolumeLimitsFollowSimulatedBinds(t *testing.T) {
 	if got := e.reasons(0); len(got) != 1 || got[0] != ReasonMaxVolumeCount {
 		t.Fatalf("with the node's one volume taken: reasons = %v, want %q", got, ReasonMaxVolumeCount)
 	}
-	e.account(first, nil, resources{}, 0, -1)
+	e.account(first, false, nil, resources{}, 0, -1)
 	if !e.fits(0) {
 		t.Fatalf("after the pod left the volume should be free again: %v", e.reasons(0))
 	}
