@@ -95,6 +95,7 @@ func main() {
 	options := ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  controller.CacheOptions(),
+		Client:                 controller.ClientOptions(),
 		Metrics:                metricsOpts,
 		HealthProbeBindAddress: probeAddr,
 		PprofBindAddress:       pprofAddr,

@@ -68,7 +68,7 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 		return o, err
 	}
 	pm.Status.Plan = plan
-	protected, err := s.protectedPods(ctx)
+	protected, err := s.protectedPods()
 	if err != nil {
 		return outcome{}, err
 	}

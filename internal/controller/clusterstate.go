@@ -32,8 +32,27 @@ type ClusterState struct {
 	// object before (nil unless updated) and after it, so that the
 	// migrations it may concern are reconciled against a snapshot that
 	// already holds it.
-	notifyMu sync.RWMutex
-	changed  func(before, after client.Object)
+	notifyMu   sync.RWMutex
+	changed    func(before, after client.Object)
+	podChanged func(namespace string, before, after map[string]string)
+}
+
+// NotifyPods registers the function told about every pod the snapshot
+// takes in: its namespace and its labels before (nil for a creation or a
+// deletion) and after (the last known for a deletion).
+func (c *ClusterState) NotifyPods(f func(namespace string, before, after map[string]string)) {
+	c.notifyMu.Lock()
+	defer c.notifyMu.Unlock()
+	c.podChanged = f
+}
+
+func (c *ClusterState) tellPod(namespace string, before, after map[string]string) {
+	c.notifyMu.RLock()
+	f := c.podChanged
+	c.notifyMu.RUnlock()
+	if f != nil {
+		f(namespace, before, after)
+	}
 }
 
 // Notify registers the function told about every change the snapshot
@@ -75,14 +94,13 @@ func (c *ClusterState) With(f func(*placement.Snapshot) error) error {
 }
 
 // Watch registers the state's event handlers with the informers of the
-// cache for every kind the engine reads.
+// cache for every kind the engine reads but pods, which PodFeed brings.
 func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
 	handlers := []struct {
 		obj    client.Object
 		upsert func(any) error
 		remove func(any)
 	}{
-		{&corev1.Pod{}, func(o any) error { return c.snap.UpsertPod(o.(*corev1.Pod)) }, func(o any) { c.snap.DeletePod(o.(*corev1.Pod).UID) }},
 		{&corev1.Node{}, func(o any) error { c.snap.UpsertNode(o.(*corev1.Node)); return nil }, func(o any) { c.snap.DeleteNode(o.(*corev1.Node).Name) }},
 		{&corev1.Namespace{}, func(o any) error { c.snap.UpsertNamespace(o.(*corev1.Namespace)); return nil }, func(o any) { c.snap.DeleteNamespace(o.(*corev1.Namespace).Name) }},
 		{&corev1.PersistentVolumeClaim{}, func(o any) error { c.snap.UpsertClaim(o.(*corev1.PersistentVolumeClaim)); return nil }, func(o any) {
@@ -190,20 +208,16 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
+// ClientOptions make the manager's client read pods from the API server:
+// they are not in its cache (CacheOptions), and a read through the cache
+// would start an informer holding a full copy of every pod.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Pod{}}}}
+}
+
 // CacheOptions trims what the manager caches: managed fields of every
-// object, and pods to the projection the engine and the guards read, with
-// one copy of what pods of one template have in common.
+// object. Pods are not in the cache at all: PodFeed keeps them in the
+// engine's records.
 func CacheOptions() cache.Options {
-	trimmer := placement.NewPodTrimmer(placement.DefaultSharedParts)
-	return cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Transform: func(o any) (any, error) {
-				if p, ok := o.(*corev1.Pod); ok {
-					return trimmer.Trim(p), nil
-				}
-				return o, nil
-			}},
-		},
-	}
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 }

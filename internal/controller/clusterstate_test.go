@@ -34,6 +34,10 @@ var _ = Describe("The cluster state behind the placement engine", func() {
 		DeferCleanup(stop)
 		go func() { _ = ca.Start(cacheCtx) }()
 		Expect(ca.WaitForCacheSync(cacheCtx)).To(BeTrue())
+		feed, err := NewPodFeed(cfg, state)
+		Expect(err).NotTo(HaveOccurred())
+		go func() { _ = feed.Start(cacheCtx) }()
+		Expect(feed.WaitForSync(cacheCtx)).To(Succeed())
 	})
 
 	schedule := func(pod *corev1.Pod) placement.Verdict {
@@ -97,15 +101,20 @@ var _ = Describe("The cluster state behind the placement engine", func() {
 		Eventually(func() []string { return schedule(incoming).Nodes }).Should(Equal([]string{a.Name}))
 	})
 
-	It("caches pods trimmed to what the engine reads", func() {
+	It("keeps pods as the engine's records, trimmed to what the engine reads", func() {
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "trimmed", Annotations: map[string]string{"note": "dropped"}},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/x:1", Env: []corev1.EnvVar{{Name: "A", Value: "b"}}}}},
 		}
 		Expect(k8sClient.Create(ctx, p)).To(Succeed())
 		DeferCleanup(func() { _ = k8sClient.Delete(context.Background(), p) })
-		cached := &corev1.Pod{}
-		Eventually(func() error { return ca.Get(ctx, client.ObjectKeyFromObject(p), cached) }).Should(Succeed())
+		var cached *corev1.Pod
+		Eventually(func() bool {
+			var ok bool
+			_ = state.With(func(s *placement.Snapshot) error { cached, ok = s.Pod(p.UID); return nil })
+			return ok
+		}).Should(BeTrue())
+		Expect(cached.Name).To(Equal("trimmed"))
 		Expect(cached.Annotations).To(BeNil())
 		Expect(cached.ManagedFields).To(BeNil())
 		Expect(cached.Spec.Containers[0].Image).To(BeEmpty())

@@ -1,13 +1,11 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
@@ -34,7 +32,7 @@ func (s *scope) checkPodsStable(group []*target, waiting pgv1.Phase) (outcome, b
 }
 
 // protectedPods lists the pods guards.protectedPods selects.
-func (s *scope) protectedPods(ctx context.Context) ([]*corev1.Pod, error) {
+func (s *scope) protectedPods() ([]*corev1.Pod, error) {
 	sel := s.pm.Spec.Protected()
 	if sel == nil {
 		return nil, nil
@@ -43,27 +41,16 @@ func (s *scope) protectedPods(ctx context.Context) ([]*corev1.Pod, error) {
 	if err != nil {
 		return nil, fmt.Errorf("guards.protectedPods: %w", err)
 	}
-	// The cache's own objects, not copied: nothing here changes them.
-	var list corev1.PodList
-	if err := s.r.List(ctx, &list, client.InNamespace(s.pm.Namespace), client.MatchingLabelsSelector{Selector: selector}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list protected pods: %w", err)
-	}
-	var out []*corev1.Pod
-	for i := range list.Items {
-		if list.Items[i].DeletionTimestamp == nil {
-			out = append(out, &list.Items[i])
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	// From the engine's records, by name; nothing here changes them.
+	return s.r.State.PodsSelected(s.pm.Namespace, selector), nil
 }
 
 // protectedChange compares the live protected pods with their record.
-func (s *scope) protectedChange(ctx context.Context) (string, error) {
+func (s *scope) protectedChange() (string, error) {
 	if s.pm.Status.ProtectedPods == nil {
 		return "", nil
 	}
-	live, err := s.protectedPods(ctx)
+	live, err := s.protectedPods()
 	if err != nil {
 		return "", err
 	}

@@ -176,12 +176,12 @@ func TestStorageCapacityReachesEveryMigration(t *testing.T) {
 	).Build()
 	r := &PlacementMigrationReconciler{Client: c}
 	capacity := &storagev1.CSIStorageCapacity{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "fast-zone-a"}}
-	now, later := r.concernedBy(context.Background(), nil, capacity)
+	now, later := r.concernedBy(context.Background(), capacity)
 	if got := names(append(now, later...)); len(got) != 2 {
 		t.Fatalf("a storage capacity reaches every migration, got %v", got)
 	}
 	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "data"}}
-	now, later = r.concernedBy(context.Background(), nil, claim)
+	now, later = r.concernedBy(context.Background(), claim)
 	if got := names(append(now, later...)); len(got) != 1 || got[0] != "web-apart" {
 		t.Fatalf("a claim reaches its namespace's migrations, got %v", got)
 	}

@@ -36,11 +36,7 @@ func (s *scope) loadTargets(ctx context.Context, refs []pgv1.TargetRef) error {
 			if err != nil {
 				return err
 			}
-			pods, err := r.ownedPods(ctx, ns, uidsOf(replicaSets)...)
-			if err != nil {
-				return err
-			}
-			t = targets.NewDeployment(d, replicaSets, pods)
+			t = targets.NewDeployment(d, replicaSets, r.State.PodsControlledBy(ns, uidsOf(replicaSets)...))
 		case pgv1.KindStatefulSet:
 			st := &appsv1.StatefulSet{}
 			if err := r.Get(ctx, key, st); err != nil {
@@ -50,11 +46,7 @@ func (s *scope) loadTargets(ctx context.Context, refs []pgv1.TargetRef) error {
 				}
 				return fmt.Errorf("get StatefulSet %s: %w", key, err)
 			}
-			pods, err := r.ownedPods(ctx, ns, st.UID)
-			if err != nil {
-				return err
-			}
-			t = targets.NewStatefulSet(st, pods)
+			t = targets.NewStatefulSet(st, r.State.PodsControlledBy(ns, st.UID))
 		}
 		s.targets = append(s.targets, &target{&planning.Target{Target: t, Ref: ref}})
 	}

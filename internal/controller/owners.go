@@ -5,24 +5,21 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// controllerUIDField indexes pods and ReplicaSets by the UID of their
-// controller, so that a workload's pods are found without reading every
-// pod of the namespace.
+// controllerUIDField indexes ReplicaSets by the UID of their controller,
+// so that a Deployment's are found without reading every ReplicaSet of
+// the namespace. Pods have the same index in the engine's records.
 const controllerUIDField = ".metadata.controllerUID"
 
-// indexOwners registers the controller index of pods and ReplicaSets
-// with the manager's cache.
+// indexOwners registers the controller index of ReplicaSets with the
+// manager's cache.
 func indexOwners(ctx context.Context, indexer client.FieldIndexer) error {
-	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.ReplicaSet{}} {
-		if err := indexer.IndexField(ctx, obj, controllerUIDField, controllerUID); err != nil {
-			return fmt.Errorf("index %T by controller: %w", obj, err)
-		}
+	if err := indexer.IndexField(ctx, &appsv1.ReplicaSet{}, controllerUIDField, controllerUID); err != nil {
+		return fmt.Errorf("index ReplicaSets by controller: %w", err)
 	}
 	return nil
 }
@@ -33,25 +30,6 @@ func controllerUID(o client.Object) []string {
 		return []string{string(ref.UID)}
 	}
 	return nil
-}
-
-// ownedPods are the live (not terminating) pods the controllers of uids
-// control. They are the cache's own objects, read without a deep copy:
-// nothing may change them.
-func (r *PlacementMigrationReconciler) ownedPods(ctx context.Context, namespace string, uids ...types.UID) ([]*corev1.Pod, error) {
-	var out []*corev1.Pod
-	for _, uid := range uids {
-		var list corev1.PodList
-		if err := r.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{controllerUIDField: string(uid)}, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, fmt.Errorf("list pods of %s in %s: %w", uid, namespace, err)
-		}
-		for i := range list.Items {
-			if list.Items[i].DeletionTimestamp == nil {
-				out = append(out, &list.Items[i])
-			}
-		}
-	}
-	return out, nil
 }
 
 // ownedReplicaSets are the ReplicaSets a Deployment controls, read from

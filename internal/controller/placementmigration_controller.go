@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/metrics"
@@ -228,6 +226,13 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	if err := r.State.Watch(context.Background(), mgr.GetCache()); err != nil {
 		return err
 	}
+	feed, err := NewPodFeed(mgr.GetConfig(), r.State)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(feed); err != nil {
+		return fmt.Errorf("add the pod feed: %w", err)
+	}
 	if err := indexOwners(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -252,18 +257,7 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		Watches(&appsv1.StatefulSet{}, workload(pgv1.KindStatefulSet)).
 		Watches(&policyv1.PodDisruptionBudget{}, inNamespace).
 		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, autoscaler).
-		WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-			r.State.Notify(func(before, after client.Object) {
-				now, later := r.concernedBy(ctx, before, after)
-				for _, req := range now {
-					q.Add(req)
-				}
-				for _, req := range later {
-					q.AddAfter(req, settledDelay)
-				}
-			})
-			return nil
-		})).
+		WatchesRawSource(&stateSource{r: r, feed: feed}).
 		Named("placementmigration").
 		Complete(r)
 }

@@ -4,29 +4,24 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // concernedBy lists the migrations a change the engine took in concerns,
-// those to look at now and those that may wait: a pod's reaches the
-// migrations whose interest admits it, any other namespaced object's every
-// migration of its namespace, and a cluster-scoped object's (a node, a
-// volume) every migration, the settled ones a little later, so that one
-// waiting for that node is not queued behind every settled one.
-func (r *PlacementMigrationReconciler) concernedBy(ctx context.Context, before, after client.Object) (now, later []reconcile.Request) {
-	if _, ok := after.(*corev1.Pod); ok && after.GetNamespace() != "" {
-		var old map[string]string
-		if before != nil {
-			old = before.GetLabels()
-		}
-		return r.interests.podChange(after.GetNamespace(), old, after.GetLabels()), nil
-	}
+// those to look at now and those that may wait: a namespaced object's
+// (a claim) every migration of its namespace, and a cluster-scoped
+// object's (a node, a volume) every migration, the settled ones a little
+// later, so that one waiting for that node is not queued behind every
+// settled one. A pod's reaches only the migrations whose interest admits
+// it (stateSource).
+func (r *PlacementMigrationReconciler) concernedBy(ctx context.Context, after client.Object) (now, later []reconcile.Request) {
 	namespace := after.GetNamespace()
 	if _, ok := after.(*storagev1.CSIStorageCapacity); ok {
 		// A driver publishes its capacity in its own namespace; it decides
@@ -69,3 +64,37 @@ func (r *PlacementMigrationReconciler) migrationsIn(ctx context.Context, namespa
 	}
 	return out
 }
+
+// stateSource tells the controller of every change the engine takes in
+// (ClusterState's informers and the pod feed), routed to the migrations it
+// concerns. The controller starts its workers only once the feed holds
+// every pod: a migration judged on a half-listed cluster would see pods
+// missing.
+type stateSource struct {
+	r    *PlacementMigrationReconciler
+	feed *PodFeed
+}
+
+var _ source.TypedSyncingSource[reconcile.Request] = (*stateSource)(nil)
+
+func (s *stateSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	s.r.State.Notify(func(before, after client.Object) {
+		now, later := s.r.concernedBy(ctx, after)
+		for _, req := range now {
+			q.Add(req)
+		}
+		for _, req := range later {
+			q.AddAfter(req, settledDelay)
+		}
+	})
+	s.r.State.NotifyPods(func(namespace string, before, after map[string]string) {
+		for _, req := range s.r.interests.podChange(namespace, before, after) {
+			q.Add(req)
+		}
+	})
+	return nil
+}
+
+func (s *stateSource) WaitForSync(ctx context.Context) error { return s.feed.WaitForSync(ctx) }
+
+func (s *stateSource) String() string { return "placement-guard cluster state" }

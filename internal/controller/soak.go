@@ -42,7 +42,7 @@ func (s *scope) soakOrSucceed(ctx context.Context) (outcome, error) {
 		}
 	}
 	if len(soaking) > 0 {
-		if changed, err := s.protectedChange(ctx); err != nil || changed != "" {
+		if changed, err := s.protectedChange(); err != nil || changed != "" {
 			if err != nil {
 				return outcome{}, err
 			}

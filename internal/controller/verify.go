@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -18,9 +17,9 @@ import (
 // and, for the hard stage, the placement holds. Completion is judged before
 // the deadline, so a stage found complete after an outage is not rolled
 // back for the time the outage took.
-func (s *scope) verifyStage(ctx context.Context, op *pgv1.Operation) (outcome, error) {
+func (s *scope) verifyStage(op *pgv1.Operation) (outcome, error) {
 	stage := placement.Stage(op.Stage)
-	if o, hurt, err := s.guardOperation(ctx, op); hurt || err != nil {
+	if o, hurt, err := s.guardOperation(op); hurt || err != nil {
 		return o, err
 	}
 	deadline := op.StartedAt.Add(s.pm.Spec.Timeout())
@@ -139,8 +138,8 @@ func partitioned(t *target) bool {
 // guardOperation rolls the operation back when a protected pod was
 // recreated or a target pod restarted more than guards.maxRestarts since
 // the operation was recorded.
-func (s *scope) guardOperation(ctx context.Context, op *pgv1.Operation) (outcome, bool, error) {
-	if changed, err := s.protectedChange(ctx); err != nil || changed != "" {
+func (s *scope) guardOperation(op *pgv1.Operation) (outcome, bool, error) {
+	if changed, err := s.protectedChange(); err != nil || changed != "" {
 		if err != nil {
 			return outcome{}, false, err
 		}

@@ -309,6 +309,25 @@ func (s *Snapshot) Pod(uid types.UID) (*corev1.Pod, bool) {
 	return s.pods[id].materialize(), true
 }
 
+// PodLabels returns the labels of the pod with the uid, if the snapshot
+// has it; they are shared and must not be changed.
+func (s *Snapshot) PodLabels(uid types.UID) (map[string]string, bool) {
+	id, ok := s.podByUID[uid]
+	if !ok {
+		return nil, false
+	}
+	return s.pods[id].labels(), true
+}
+
+// PodUIDs returns the UIDs of every pod of the snapshot.
+func (s *Snapshot) PodUIDs() []types.UID {
+	out := make([]types.UID, 0, len(s.podByUID))
+	for uid := range s.podByUID {
+		out = append(out, uid)
+	}
+	return out
+}
+
 // PodsControlledBy returns the pods whose controller has the uid, in the
 // namespace, not being deleted, as Pod returns them, by name.
 func (s *Snapshot) PodsControlledBy(namespace string, uid types.UID) []*corev1.Pod {

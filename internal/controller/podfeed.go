@@ -1,0 +1,189 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// PodFeed keeps the engine's pods in step with the API server. It runs a
+// reflector of its own whose store is the engine's snapshot: each pod
+// decoded from the watch goes straight into the engine's compact record
+// and is dropped, so the operator holds one small copy of each pod and no
+// informer cache holds a second, full one. The controller reads target
+// and protected pods from the same records (PodsControlledBy,
+// PodsSelected).
+type PodFeed struct {
+	state  *ClusterState
+	lw     toolscache.ListerWatcher
+	synced chan struct{}
+}
+
+var _ manager.LeaderElectionRunnable = (*PodFeed)(nil)
+
+// NewPodFeed returns the feed of every pod of the cluster into state,
+// listed and watched with cfg in protobuf, the cheapest form to decode.
+func NewPodFeed(cfg *rest.Config, state *ClusterState) (*PodFeed, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client for the pod feed: %w", err)
+	}
+	return newPodFeed(toolscache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", corev1.NamespaceAll, fields.Everything()), state), nil
+}
+
+func newPodFeed(lw toolscache.ListerWatcher, state *ClusterState) *PodFeed {
+	return &PodFeed{state: state, lw: lw, synced: make(chan struct{})}
+}
+
+// Start lists and watches pods until ctx ends.
+func (f *PodFeed) Start(ctx context.Context) error {
+	log := logf.FromContext(ctx).WithName("pod-feed")
+	r := toolscache.NewReflectorWithOptions(f.lw, &corev1.Pod{}, &podStore{feed: f}, toolscache.ReflectorOptions{
+		Name: "placement-guard pods", Logger: &log,
+	})
+	r.RunWithContext(ctx)
+	return nil
+}
+
+// NeedLeaderElection is false: every replica keeps its engine warm, so a
+// new leader answers at once.
+func (f *PodFeed) NeedLeaderElection() bool { return false }
+
+// WaitForSync blocks until the engine holds every pod of the first list.
+func (f *PodFeed) WaitForSync(ctx context.Context) error {
+	if f.HasSynced() {
+		return nil
+	}
+	select {
+	case <-f.synced:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the pod feed to list every pod: %w", ctx.Err())
+	}
+}
+
+// HasSynced reports whether the first list has been taken in.
+func (f *PodFeed) HasSynced() bool {
+	select {
+	case <-f.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// podStore is the reflector's store: it hands each pod to the snapshot.
+// The reflector calls it from one goroutine.
+type podStore struct {
+	feed     *PodFeed
+	listedAt bool
+}
+
+func (p *podStore) Add(obj any) error    { p.feed.state.upsertPod(obj); return nil }
+func (p *podStore) Update(obj any) error { p.feed.state.upsertPod(obj); return nil }
+func (p *podStore) Resync() error        { return nil }
+
+func (p *podStore) Delete(obj any) error {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		p.feed.state.deletePod(pod)
+	}
+	return nil
+}
+
+// Replace takes in a full list: every pod listed, and the deletion of
+// every pod the engine holds that the list lacks (deleted while the watch
+// was down).
+func (p *podStore) Replace(list []any, _ string) error {
+	listed := make(map[types.UID]struct{}, len(list))
+	for _, obj := range list {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			listed[pod.UID] = struct{}{}
+			p.feed.state.upsertPod(pod)
+		}
+	}
+	p.feed.state.dropPodsBut(listed)
+	if !p.listedAt {
+		p.listedAt = true
+		close(p.feed.synced)
+	}
+	return nil
+}
+
+// upsertPod takes a pod in and tells who listens, with the labels it had.
+func (c *ClusterState) upsertPod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	before, existed := c.snap.PodLabels(pod.UID)
+	err := c.snap.UpsertPod(pod)
+	c.mu.Unlock()
+	if err != nil {
+		// A pod whose selectors do not parse cannot be judged; the API
+		// server normally refuses such pods.
+		logf.Log.WithName("cluster-state").Error(err, "Skipping a pod the placement engine cannot index", "pod", pod.Namespace+"/"+pod.Name)
+	}
+	if !existed {
+		before = nil
+	}
+	c.tellPod(pod.Namespace, before, pod.Labels)
+}
+
+func (c *ClusterState) deletePod(pod *corev1.Pod) {
+	c.mu.Lock()
+	c.snap.DeletePod(pod.UID)
+	c.mu.Unlock()
+	c.tellPod(pod.Namespace, nil, pod.Labels)
+}
+
+// dropPodsBut deletes the pods not among keep.
+func (c *ClusterState) dropPodsBut(keep map[types.UID]struct{}) {
+	var gone []*corev1.Pod
+	c.mu.Lock()
+	for _, uid := range c.snap.PodUIDs() {
+		if _, ok := keep[uid]; !ok {
+			if p, ok := c.snap.Pod(uid); ok {
+				gone = append(gone, p)
+			}
+			c.snap.DeletePod(uid)
+		}
+	}
+	c.mu.Unlock()
+	for _, p := range gone {
+		c.tellPod(p.Namespace, nil, p.Labels)
+	}
+}
+
+// PodsControlledBy are the live pods whose controller has one of uids, in
+// namespace, by name. The pods are rebuilt for the caller from the
+// engine's records; their shared parts must not be changed.
+func (c *ClusterState) PodsControlledBy(namespace string, uids ...types.UID) []*corev1.Pod {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*corev1.Pod
+	for _, uid := range uids {
+		out = append(out, c.snap.PodsControlledBy(namespace, uid)...)
+	}
+	return out
+}
+
+// PodsSelected are the live pods of namespace sel selects, by name.
+func (c *ClusterState) PodsSelected(namespace string, sel labels.Selector) []*corev1.Pod {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.snap.PodsSelected(namespace, sel)
+}
