@@ -216,8 +216,33 @@ func ClientOptions() client.Options {
 }
 
 // CacheOptions trims what the manager caches: managed fields of every
-// object. Pods are not in the cache at all: PodFeed keeps them in the
+// object, and of nodes the status nobody here reads (the images a kubelet
+// lists, up to 50 of them and several KB a node, its addresses and
+// versions). Pods are not in the cache at all: PodFeed keeps them in the
 // engine's records.
 func CacheOptions() cache.Options {
-	return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	strip := cache.TransformStripManagedFields()
+	return cache.Options{
+		DefaultTransform: strip,
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Node{}: {Transform: func(o any) (any, error) {
+				o, err := strip(o)
+				if n, ok := o.(*corev1.Node); ok && err == nil {
+					trimNodeStatus(n)
+				}
+				return o, err
+			}},
+		},
+	}
+}
+
+// trimNodeStatus keeps of a node's status what the engine reads: its
+// capacity, allocatable resources and conditions.
+func trimNodeStatus(n *corev1.Node) {
+	n.Status = corev1.NodeStatus{
+		Capacity:    n.Status.Capacity,
+		Allocatable: n.Status.Allocatable,
+		Phase:       n.Status.Phase,
+		Conditions:  n.Status.Conditions,
+	}
 }

@@ -121,4 +121,24 @@ var _ = Describe("The cluster state behind the placement engine", func() {
 		Expect(cached.Spec.Containers[0].Env).To(BeNil())
 		Expect(cached.UID).To(Equal(p.UID))
 	})
+	It("caches nodes without the status nobody here reads", func() {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("imaged-%d", GinkgoRandomSeed()%100000)}}
+		Expect(k8sClient.Create(ctx, n)).To(Succeed())
+		DeferCleanup(func() { _ = k8sClient.Delete(context.Background(), n) })
+		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+		n.Status.Images = []corev1.ContainerImage{{Names: []string{"registry.example.com/big:v1"}, SizeBytes: 1 << 30}}
+		n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: "v1.37.2"}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+		Expect(k8sClient.Status().Update(ctx, n)).To(Succeed())
+		cached := &corev1.Node{}
+		Eventually(func() int {
+			if ca.Get(ctx, client.ObjectKeyFromObject(n), cached) != nil {
+				return -1
+			}
+			return len(cached.Status.Conditions)
+		}).Should(Equal(1))
+		Expect(cached.Status.Images).To(BeNil())
+		Expect(cached.Status.NodeInfo.KubeletVersion).To(BeEmpty())
+		Expect(cached.Status.Allocatable.Cpu().String()).To(Equal("4"))
+	})
 })

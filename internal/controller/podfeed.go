@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -14,6 +15,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
 // PodFeed keeps the engine's pods in step with the API server. It runs a
@@ -95,6 +98,20 @@ type podStore struct {
 	listedAt bool
 }
 
+var _ toolscache.TransformingStore = (*podStore)(nil)
+
+// Transformer trims the pods of the first list as they stream in: the
+// reflector holds every pod of a streamed list until the list ends, and a
+// trimmed pod is a fraction of a decoded one.
+func (p *podStore) Transformer() toolscache.TransformFunc {
+	return func(o any) (any, error) {
+		if pod, ok := o.(*corev1.Pod); ok {
+			return placement.TrimPod(pod), nil
+		}
+		return o, nil
+	}
+}
+
 func (p *podStore) Add(obj any) error    { p.feed.state.upsertPod(obj); return nil }
 func (p *podStore) Update(obj any) error { p.feed.state.upsertPod(obj); return nil }
 func (p *podStore) Resync() error        { return nil }
@@ -121,6 +138,9 @@ func (p *podStore) Replace(list []any, _ string) error {
 	if !p.listedAt {
 		p.listedAt = true
 		close(p.feed.synced)
+		// Listing every pod of a large cluster briefly takes several times
+		// what the records keep; give it back now rather than over minutes.
+		debug.FreeOSMemory()
 	}
 	return nil
 }

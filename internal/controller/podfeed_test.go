@@ -64,6 +64,13 @@ func TestThePodFeedKeepsTheEngineInStep(t *testing.T) {
 	if !slices.Equal(told, want) {
 		t.Fatalf("told %v, want %v", told, want)
 	}
+	// A streamed first list is held whole until it ends: it is held trimmed.
+	full := pod("e", "1")
+	full.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"}
+	full.Spec.Containers = []corev1.Container{{Name: "c", Image: "x", Env: []corev1.EnvVar{{Name: "A", Value: "b"}}}}
+	if t, err := store.Transformer()(full); err != nil || t.(*corev1.Pod).Annotations != nil || t.(*corev1.Pod).Spec.Containers[0].Env != nil {
+		t.Fatalf("the list's pods are not trimmed: %+v, %v", t, err)
+	}
 	var kept int
 	_ = state.With(func(s *placement.Snapshot) error { kept = s.PodCount(); return nil })
 	if kept != 2 {
