@@ -68,8 +68,8 @@ func TestThePodFeedKeepsTheEngineInStep(t *testing.T) {
 	full := pod("e", "1")
 	full.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"}
 	full.Spec.Containers = []corev1.Container{{Name: "c", Image: "x", Env: []corev1.EnvVar{{Name: "A", Value: "b"}}}}
-	if t, err := store.Transformer()(full); err != nil || t.(*corev1.Pod).Annotations != nil || t.(*corev1.Pod).Spec.Containers[0].Env != nil {
-		t.Fatalf("the list's pods are not trimmed: %+v, %v", t, err)
+	if got, err := store.Transformer()(full); err != nil || got.(*corev1.Pod).Annotations != nil || got.(*corev1.Pod).Spec.Containers[0].Env != nil {
+		t.Fatalf("the list's pods are not trimmed: %+v, %v", got, err)
 	}
 	var kept int
 	_ = state.With(func(s *placement.Snapshot) error { kept = s.PodCount(); return nil })
