@@ -46,6 +46,12 @@ func measureLatency(ctx context.Context, c client.Client, cs kubernetes.Interfac
 		if err := waitPhase(ctx, c, key, pgv1.PhaseWaitingForCapacity); err != nil {
 			return nil, err
 		}
+		// The migration also waits for its pods to be Ready; after the
+		// churn kwok may take seconds to mark them so, which is not the
+		// operator's latency.
+		if err := waitAvailable(ctx, cs, key); err != nil {
+			return nil, err
+		}
 		d, err := timeNodeToApply(ctx, cs, key, pool)
 		if err != nil {
 			pm := &pgv1.PlacementMigration{}
@@ -98,6 +104,26 @@ func timeNodeToApply(ctx context.Context, cs kubernetes.Interface, key client.Ob
 		}
 	}
 	return applied.Sub(schedulable), nil
+}
+
+// waitAvailable waits until every replica of the Deployment is available.
+func waitAvailable(ctx context.Context, cs kubernetes.Interface, key client.ObjectKey) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		d, err := cs.AppsV1().Deployments(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if d.Spec.Replicas != nil && d.Status.AvailableReplicas == *d.Spec.Replicas && d.Status.ObservedGeneration == d.Generation {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: replicas not available: %w", key, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func nodeSchedulable(n *corev1.Node) bool {

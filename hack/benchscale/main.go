@@ -53,7 +53,17 @@ func main() {
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write the manager's CPU profile during the churn here")
 	flag.StringVar(&o.heapProfile, "heapprofile", "", "write the manager's heap profile with every pod cached here")
 	flag.StringVar(&o.manager, "manager", "", "the manager binary; built from the tree when empty")
+	logPath := flag.String("manager-log", "", "append the managers' logs to this file")
 	flag.Parse()
+	if *logPath != "" {
+		f, err := os.OpenFile(*logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench-scale:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		managerLog = f
+	}
 	ctrllog.SetLogger(logr.Discard())
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, o)

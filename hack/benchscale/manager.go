@@ -61,6 +61,10 @@ func startManager(binary, kubeconfig string) (*manager, error) {
 	return m, nil
 }
 
+// managerLog, when set (-manager-log), receives every line the managers
+// log.
+var managerLog io.Writer
+
 // read follows the manager's log: the first "Starting workers" is when
 // the controller's caches have synced.
 func (m *manager) read(r io.Reader) {
@@ -72,6 +76,9 @@ func (m *manager) read(r io.Reader) {
 		m.mu.Lock()
 		if m.synced.IsZero() && strings.Contains(line, "Starting workers") {
 			m.synced = time.Now()
+		}
+		if managerLog != nil {
+			fmt.Fprintln(managerLog, line)
 		}
 		m.tail = append(m.tail, line)
 		if len(m.tail) > 50 {
