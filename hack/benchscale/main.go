@@ -38,6 +38,11 @@ type options struct {
 	churnFor, settle        time.Duration
 	manager                 string
 	cpuProfile, heapProfile string
+	// storeOnly runs no controllers, scheduler or kwok: an API server and
+	// etcd alone, pods bound and their status written by the harness. It
+	// measures memory and cache sync only, at sizes the full control plane
+	// cannot reach on a small machine.
+	storeOnly bool
 }
 
 func main() {
@@ -53,6 +58,7 @@ func main() {
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write the manager's CPU profile during the churn here")
 	flag.StringVar(&o.heapProfile, "heapprofile", "", "write the manager's heap profile with every pod cached here")
 	flag.StringVar(&o.manager, "manager", "", "the manager binary; built from the tree when empty")
+	flag.BoolVar(&o.storeOnly, "store-only", false, "an API server and etcd alone, pod status written by the harness: memory and cache sync only")
 	logPath := flag.String("manager-log", "", "append the managers' logs to this file")
 	flag.Parse()
 	if *logPath != "" {
@@ -92,6 +98,9 @@ func run(ctx context.Context, o options) error {
 		if err := build.Run(); err != nil {
 			return fmt.Errorf("build the manager: %w", err)
 		}
+	}
+	if o.storeOnly {
+		return runStoreOnly(ctx, o, work)
 	}
 	logf("starting the local cluster")
 	cluster, err := localcluster.Start(ctx, localcluster.Options{StartTimeout: 5 * time.Minute})
@@ -197,6 +206,10 @@ func createApps(ctx context.Context, cs kubernetes.Interface, namespaces int) ([
 			}
 			apps = append(apps, app{namespace: ns, name: name, owner: metav1.OwnerReference{
 				APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: cm.UID, Controller: ptr.To(true)}})
+		}
+		// No controller makes it without kube-controller-manager.
+		if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); createOrKeep(err) != nil {
+			return nil, err
 		}
 		if err := waitServiceAccount(ctx, cs, ns); err != nil {
 			return nil, err
