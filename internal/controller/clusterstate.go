@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -15,6 +16,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/targets"
 )
 
 // ClusterState keeps the placement engine's snapshot in step with the
@@ -216,9 +218,10 @@ func ClientOptions() client.Options {
 }
 
 // CacheOptions trims what the manager caches: managed fields of every
-// object, and of nodes the status nobody here reads (the images a kubelet
+// object, of nodes the status nobody here reads (the images a kubelet
 // lists, up to 50 of them and several KB a node, its addresses and
-// versions). Pods are not in the cache at all: PodFeed keeps them in the
+// versions), and of ReplicaSets the pod template, replaced by its
+// fingerprint (targets.TrimReplicaSet). Pods are not in the cache at all: PodFeed keeps them in the
 // engine's records.
 func CacheOptions() cache.Options {
 	strip := cache.TransformStripManagedFields()
@@ -229,6 +232,13 @@ func CacheOptions() cache.Options {
 				o, err := strip(o)
 				if n, ok := o.(*corev1.Node); ok && err == nil {
 					trimNodeStatus(n)
+				}
+				return o, err
+			}},
+			&appsv1.ReplicaSet{}: {Transform: func(o any) (any, error) {
+				o, err := strip(o)
+				if rs, ok := o.(*appsv1.ReplicaSet); ok && err == nil {
+					targets.TrimReplicaSet(rs)
 				}
 				return o, err
 			}},

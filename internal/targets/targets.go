@@ -6,7 +6,6 @@ package targets
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -21,7 +20,7 @@ func FromDeployment(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, pods
 	for _, rs := range replicaSets {
 		if controlledBy(rs.OwnerReferences, d.UID) {
 			owned[rs.UID] = true
-			if sameTemplate(&rs.Spec.Template, &d.Spec.Template) {
+			if sameTemplate(rs, &d.Spec.Template) {
 				revision = rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
 			}
 		}
@@ -67,16 +66,6 @@ func FromStatefulSet(s *appsv1.StatefulSet, pods []*corev1.Pod) *placement.Workl
 		}
 	}
 	return w
-}
-
-// sameTemplate reports whether a ReplicaSet's template is the Deployment's,
-// as the Deployment controller finds its new ReplicaSet: equal but for the
-// pod-template-hash label the controller adds.
-func sameTemplate(rs, d *corev1.PodTemplateSpec) bool {
-	a, b := rs.DeepCopy(), d.DeepCopy()
-	delete(a.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
-	delete(b.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
-	return apiequality.Semantic.DeepEqual(a, b)
 }
 
 // replicas applies the API's default of one replica.
