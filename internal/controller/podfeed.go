@@ -94,8 +94,8 @@ func (f *PodFeed) HasSynced() bool {
 // podStore is the reflector's store: it hands each pod to the snapshot.
 // The reflector calls it from one goroutine.
 type podStore struct {
-	feed     *PodFeed
-	listedAt bool
+	feed   *PodFeed
+	listed bool
 }
 
 var _ toolscache.TransformingStore = (*podStore)(nil)
@@ -135,8 +135,8 @@ func (p *podStore) Replace(list []any, _ string) error {
 		}
 	}
 	p.feed.state.dropPodsBut(listed)
-	if !p.listedAt {
-		p.listedAt = true
+	if !p.listed {
+		p.listed = true
 		close(p.feed.synced)
 		// Listing every pod of a large cluster briefly takes several times
 		// what the records keep; give it back now rather than over minutes.

@@ -152,7 +152,9 @@ func (t *PodTrimmer) record(p *corev1.Pod) (*podInfo, error) {
 // fields are rare (claims, overhead, pod-level resources, gates,
 // priority) and are keyed by content.
 func (t *PodTrimmer) shapeOf(out *corev1.Pod) (*podShape, error) {
+	named := namesItsClaims(out)
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.begin('S')
 	t.field(out.APIVersion)
 	t.field(out.Kind)
@@ -176,27 +178,22 @@ func (t *PodTrimmer) shapeOf(out *corev1.Pod) (*podShape, error) {
 	if rare.Overhead != nil || rare.Resources != nil || rare.SchedulingGates != nil || rare.Priority != nil || rare.Volumes != nil {
 		raw, err := rare.Marshal()
 		if err != nil {
-			t.mu.Unlock()
-			return t.newShape(out, namesItsClaims(out))
+			// Unkeyable: a shape of its own, not kept.
+			return newShape(out, named)
 		}
 		t.field(string(raw))
 	}
-	named := namesItsClaims(out)
 	if named {
 		t.field(out.Name)
 	}
 	key := t.key.String()
 	if kept, ok := t.shared[key]; ok {
-		t.mu.Unlock()
 		return kept.(*podShape), nil
 	}
-	t.mu.Unlock()
-	shape, err := t.newShape(out, named)
+	shape, err := newShape(out, named)
 	if err != nil {
 		return nil, err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if len(t.shared) >= t.max {
 		clear(t.shared)
 	}
@@ -208,7 +205,7 @@ func (t *PodTrimmer) shapeOf(out *corev1.Pod) (*podShape, error) {
 // pod of the shape would: its required anti-affinity terms. A named shape
 // keeps the pod's name, which its generic ephemeral volumes' claims are
 // named after.
-func (t *PodTrimmer) newShape(out *corev1.Pod, named bool) (*podShape, error) {
+func newShape(out *corev1.Pod, named bool) (*podShape, error) {
 	pod := &corev1.Pod{
 		TypeMeta: out.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{

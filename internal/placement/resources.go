@@ -146,3 +146,26 @@ func insufficient(req, requested, alloc resources, allowedPods, pods int64) []st
 	reasons = append(reasons, names...)
 	return reasons
 }
+
+// fitsIn reports whether requests r fit in what a node has left: its
+// allocatable less what its pods and a simulation's placements request.
+func (r resources) fitsIn(alloc, requested, extra resources) bool {
+	if r.milliCPU == 0 && r.memory == 0 && r.ephemeralStorage == 0 && len(r.scalar) == 0 {
+		return true
+	}
+	if r.milliCPU > 0 && r.milliCPU > alloc.milliCPU-requested.milliCPU-extra.milliCPU {
+		return false
+	}
+	if r.memory > 0 && r.memory > alloc.memory-requested.memory-extra.memory {
+		return false
+	}
+	if r.ephemeralStorage > 0 && r.ephemeralStorage > alloc.ephemeralStorage-requested.ephemeralStorage-extra.ephemeralStorage {
+		return false
+	}
+	for name, v := range r.scalar {
+		if v > 0 && v > alloc.scalar[name]-requested.scalar[name]-extra.scalar[name] {
+			return false
+		}
+	}
+	return true
+}
