@@ -31,11 +31,10 @@ type ClusterState struct {
 	nodeChanges atomic.Uint64
 
 	// changed is told, after the snapshot has taken in an event, the
-	// object before (nil unless updated) and after it, so that the
-	// migrations it may concern are reconciled against a snapshot that
-	// already holds it.
+	// object changed, so that the migrations it may concern are
+	// reconciled against a snapshot that already holds it.
 	notifyMu   sync.RWMutex
-	changed    func(before, after client.Object)
+	changed    func(obj client.Object)
 	podChanged func(namespace string, before, after map[string]string)
 }
 
@@ -58,27 +57,21 @@ func (c *ClusterState) tellPod(namespace string, before, after map[string]string
 }
 
 // Notify registers the function told about every change the snapshot
-// takes in: the object before the change (nil for a creation or a
-// deletion) and after it (the last state known for a deletion).
-func (c *ClusterState) Notify(f func(before, after client.Object)) {
+// takes in but a pod's: the object as it is now (the last state known
+// for a deletion).
+func (c *ClusterState) Notify(f func(obj client.Object)) {
 	c.notifyMu.Lock()
 	defer c.notifyMu.Unlock()
 	c.changed = f
 }
 
-func (c *ClusterState) tell(before, after any) {
+func (c *ClusterState) tell(o any) {
 	c.notifyMu.RLock()
 	f := c.changed
 	c.notifyMu.RUnlock()
-	if f == nil {
-		return
+	if obj, ok := o.(client.Object); ok && f != nil {
+		f(obj)
 	}
-	obj, ok := after.(client.Object)
-	if !ok {
-		return
-	}
-	old, _ := before.(client.Object)
-	f(old, obj)
 }
 
 // NewClusterState returns an empty cluster state; Watch fills it.
@@ -140,13 +133,13 @@ func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
 			AddFunc: func(o any) {
 				upsert(o)
 				c.countNode(o)
-				c.tell(nil, o)
+				c.tell(o)
 			},
 			UpdateFunc: func(old, o any) {
 				upsert(o)
 				if relevantChange(old, o) {
 					c.countNode(o)
-					c.tell(old, o)
+					c.tell(o)
 				}
 			},
 			DeleteFunc: func(o any) {
@@ -160,7 +153,7 @@ func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
 				h.remove(o)
 				c.mu.Unlock()
 				c.countNode(o)
-				c.tell(nil, o)
+				c.tell(o)
 			},
 		}); err != nil {
 			return fmt.Errorf("watch %T for the placement engine: %w", h.obj, err)

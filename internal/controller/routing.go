@@ -21,9 +21,9 @@ import (
 // later, so that one waiting for that node is not queued behind every
 // settled one. A pod's reaches only the migrations whose interest admits
 // it (stateSource).
-func (r *PlacementMigrationReconciler) concernedBy(ctx context.Context, after client.Object) (now, later []reconcile.Request) {
-	namespace := after.GetNamespace()
-	if _, ok := after.(*storagev1.CSIStorageCapacity); ok {
+func (r *PlacementMigrationReconciler) concernedBy(ctx context.Context, obj client.Object) (now, later []reconcile.Request) {
+	namespace := obj.GetNamespace()
+	if _, ok := obj.(*storagev1.CSIStorageCapacity); ok {
 		// A driver publishes its capacity in its own namespace; it decides
 		// where claims of every namespace can be provisioned.
 		namespace = ""
@@ -78,8 +78,8 @@ type stateSource struct {
 var _ source.TypedSyncingSource[reconcile.Request] = (*stateSource)(nil)
 
 func (s *stateSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	s.r.State.Notify(func(before, after client.Object) {
-		now, later := s.r.concernedBy(ctx, after)
+	s.r.State.Notify(func(obj client.Object) {
+		now, later := s.r.concernedBy(ctx, obj)
 		for _, req := range now {
 			q.Add(req)
 		}
