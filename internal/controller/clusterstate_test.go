@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -10,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,6 +23,7 @@ var _ = Describe("The cluster state behind the placement engine", func() {
 	var (
 		state *ClusterState
 		ca    cache.Cache
+		feed  *PodFeed
 	)
 
 	BeforeEach(func() {
@@ -34,7 +38,7 @@ var _ = Describe("The cluster state behind the placement engine", func() {
 		DeferCleanup(stop)
 		go func() { _ = ca.Start(cacheCtx) }()
 		Expect(ca.WaitForCacheSync(cacheCtx)).To(BeTrue())
-		feed, err := NewPodFeed(cfg, state)
+		feed, err = NewPodFeed(cfg, state)
 		Expect(err).NotTo(HaveOccurred())
 		go func() { _ = feed.Start(cacheCtx) }()
 		Expect(feed.WaitForSync(cacheCtx)).To(Succeed())
@@ -121,6 +125,50 @@ var _ = Describe("The cluster state behind the placement engine", func() {
 		Expect(cached.Spec.Containers[0].Env).To(BeNil())
 		Expect(cached.UID).To(Equal(p.UID))
 	})
+	It("lists and watches pods without decoding what the engine never reads", func() {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "stripped", Labels: map[string]string{"app": "stripped"},
+				Annotations: map[string]string{"note": "dropped", corev1.PodDeletionCost: "7"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/x:1", Env: []corev1.EnvVar{{Name: "A", Value: "b"}},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}}}}},
+		}
+		Expect(k8sClient.Create(ctx, p)).To(Succeed())
+		DeferCleanup(func() { _ = k8sClient.Delete(context.Background(), p) })
+		stripped := func(got *corev1.Pod, label string) {
+			GinkgoHelper()
+			Expect(got.Labels).To(HaveKeyWithValue("app", label))
+			Expect(got.Annotations).To(Equal(map[string]string{corev1.PodDeletionCost: "7"}))
+			Expect(got.ManagedFields).To(BeNil())
+			Expect(got.Spec.Containers[0].Image).To(BeEmpty())
+			Expect(got.Spec.Containers[0].Env).To(BeNil())
+			Expect(got.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()).To(BeEquivalentTo(250))
+		}
+
+		By("the list")
+		lw := toolscache.ToListerWatcherWithContext(feed.lw)
+		listed, err := lw.ListWithContext(ctx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		pods := listed.(*corev1.PodList)
+		i := slices.IndexFunc(pods.Items, func(q corev1.Pod) bool { return q.UID == p.UID })
+		Expect(i).NotTo(BeNumerically("<", 0))
+		stripped(&pods.Items[i], "stripped")
+
+		By("the watch")
+		w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: pods.ResourceVersion})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(w.Stop)
+		Expect(k8sClient.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"relabelled"}}}`)))).To(Succeed())
+		var got *corev1.Pod
+		Eventually(w.ResultChan()).Should(Receive(WithTransform(func(e watch.Event) bool {
+			pod, ok := e.Object.(*corev1.Pod)
+			if ok && pod.UID == p.UID && e.Type == watch.Modified {
+				got = pod
+			}
+			return got != nil
+		}, BeTrue())))
+		stripped(got, "relabelled")
+	})
+
 	It("caches nodes without the status nobody here reads", func() {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("imaged-%d", GinkgoRandomSeed()%100000)}}
 		Expect(k8sClient.Create(ctx, n)).To(Succeed())

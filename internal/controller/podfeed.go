@@ -10,13 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/podwire"
 )
 
 // PodFeed keeps the engine's pods in step with the API server. It runs a
@@ -37,17 +38,26 @@ var _ manager.LeaderElectionRunnable = (*PodFeed)(nil)
 // NewPodFeed returns the feed of every pod of the cluster into state,
 // listed and watched with cfg in protobuf, the cheapest form to decode,
 // and uncompressed: a list of every pod is large, and compressing it costs
-// both ends more CPU than the cluster's network saves.
+// both ends more CPU than the cluster's network saves. Pods are decoded by
+// podwire, which skips on the wire what the engine never reads
+// (environment, probes, images, managedFields, most of the status): most
+// of a pod's bytes, and most of what decoding it would allocate.
 func NewPodFeed(cfg *rest.Config, state *ClusterState) (*PodFeed, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.DisableCompression = true
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	cs, err := kubernetes.NewForConfig(cfg)
+	cfg.APIPath = "/api"
+	cfg.GroupVersion = &corev1.SchemeGroupVersion
+	cfg.NegotiatedSerializer = podwire.Serializer{NegotiatedSerializer: clientgoscheme.Codecs.WithoutConversion()}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	rc, err := rest.RESTClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("client for the pod feed: %w", err)
 	}
-	return newPodFeed(toolscache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", corev1.NamespaceAll, fields.Everything()), state), nil
+	return newPodFeed(toolscache.NewListWatchFromClient(rc, "pods", corev1.NamespaceAll, fields.Everything()), state), nil
 }
 
 func newPodFeed(lw toolscache.ListerWatcher, state *ClusterState) *PodFeed {
