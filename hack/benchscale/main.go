@@ -125,7 +125,7 @@ func run(ctx context.Context, o options) error {
 	}
 
 	res := results{options: o}
-	if res.base, res.baseSync, err = measure(ctx, o, cluster.Kubeconfig, false); err != nil {
+	if res.base, err = measure(ctx, o, cluster.Kubeconfig, false); err != nil {
 		return fmt.Errorf("the manager without pods: %w", err)
 	}
 	apps, err := createApps(ctx, cs, o.namespaces)
@@ -144,7 +144,7 @@ func run(ctx context.Context, o options) error {
 	if err := waitPodsRunning(ctx, cs, o.pods); err != nil {
 		return err
 	}
-	if res.loaded, res.loadedSync, err = measure(ctx, o, cluster.Kubeconfig, true); err != nil {
+	if res.loaded, err = measure(ctx, o, cluster.Kubeconfig, true); err != nil {
 		return fmt.Errorf("the manager with %d pods: %w", o.pods, err)
 	}
 	if o.migrations > 0 {
@@ -156,35 +156,45 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
+// started is what a start of the manager cost: its caches' sync, the CPU
+// it spent until then, and its memory once settled.
+type started struct {
+	memory
+	sync    time.Duration
+	syncCPU float64
+}
+
 // measure starts the manager, waits for its caches, lets it settle and
 // reads its memory.
-func measure(ctx context.Context, o options, kubeconfig string, heapProfile bool) (memory, time.Duration, error) {
+func measure(ctx context.Context, o options, kubeconfig string, heapProfile bool) (started, error) {
 	m, err := startManager(o.manager, kubeconfig)
 	if err != nil {
-		return memory{}, 0, err
+		return started{}, err
 	}
 	defer m.stop()
-	sync, err := m.waitSynced(ctx)
-	if err != nil {
-		return memory{}, 0, err
+	var out started
+	if out.sync, err = m.waitSynced(ctx); err != nil {
+		return started{}, err
 	}
-	logf("caches synced in %s; settling for %s", sync.Round(time.Millisecond), o.settle)
+	if out.syncCPU, err = m.cpuSeconds(); err != nil {
+		return started{}, err
+	}
+	logf("caches synced in %s, %.1f s of the manager's CPU; settling for %s", out.sync.Round(time.Millisecond), out.syncCPU, o.settle)
 	select {
 	case <-ctx.Done():
-		return memory{}, 0, ctx.Err()
+		return started{}, ctx.Err()
 	case <-time.After(o.settle):
 	}
-	mem, err := m.memory(ctx)
-	if err != nil {
-		return memory{}, 0, err
+	if out.memory, err = m.memory(ctx); err != nil {
+		return started{}, err
 	}
 	if heapProfile {
 		if err := m.heapProfile(ctx, o.heapProfile); err != nil {
-			return memory{}, 0, err
+			return started{}, err
 		}
 	}
-	logf("live heap %s, heap in use %s, RSS %s", mib(mem.live), mib(mem.inUse), mib(mem.rss))
-	return mem, sync, err
+	logf("live heap %s, heap in use %s, RSS %s", mib(out.live), mib(out.inUse), mib(out.rss))
+	return out, nil
 }
 
 // createApps creates the namespaces and, in each, the owners of its
@@ -234,10 +244,9 @@ func waitServiceAccount(ctx context.Context, cs kubernetes.Interface, ns string)
 // results are the figures of one run.
 type results struct {
 	options
-	base, loaded         memory
-	baseSync, loadedSync time.Duration
-	createRate           float64
-	churn                churn
+	base, loaded started
+	createRate   float64
+	churn        churn
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
@@ -253,7 +262,8 @@ func (r results) markdown() string {
 	fmt.Fprintf(&b, "| live heap | %s | %s | %s |\n", mib(r.base.live), mib(r.loaded.live), perPod(r.loaded.live, r.base.live, r.pods))
 	fmt.Fprintf(&b, "| heap in use | %s | %s | %s |\n", mib(r.base.inUse), mib(r.loaded.inUse), perPod(r.loaded.inUse, r.base.inUse, r.pods))
 	fmt.Fprintf(&b, "| RSS | %s | %s | %s |\n", mib(r.base.rss), mib(r.loaded.rss), perPod(r.loaded.rss, r.base.rss, r.pods))
-	fmt.Fprintf(&b, "| cache sync | %s | %s | |\n\n", r.baseSync.Round(10*time.Millisecond), r.loadedSync.Round(10*time.Millisecond))
+	fmt.Fprintf(&b, "| cache sync | %s | %s | |\n", r.base.sync.Round(10*time.Millisecond), r.loaded.sync.Round(10*time.Millisecond))
+	fmt.Fprintf(&b, "| manager CPU until synced | %.1f s | %.1f s | |\n\n", r.base.syncCPU, r.loaded.syncCPU)
 	fmt.Fprintf(&b, "Pods created at %.0f a second.\n", r.createRate)
 	if r.migrations > 0 {
 		b.WriteString(r.churn.markdown())

@@ -63,7 +63,7 @@ func runStoreOnly(ctx context.Context, o options, work string) error {
 		return err
 	}
 	res := results{options: o}
-	if res.base, res.baseSync, err = measure(ctx, o, kubeconfig, false); err != nil {
+	if res.base, err = measure(ctx, o, kubeconfig, false); err != nil {
 		return fmt.Errorf("the manager without pods: %w", err)
 	}
 	apps, err := createApps(ctx, cs, o.namespaces)
@@ -84,7 +84,7 @@ func runStoreOnly(ctx context.Context, o options, work string) error {
 		return err
 	}
 	res.createRate = float64(o.pods) / time.Since(start).Seconds()
-	if res.loaded, res.loadedSync, err = measure(ctx, o, kubeconfig, true); err != nil {
+	if res.loaded, err = measure(ctx, o, kubeconfig, true); err != nil {
 		return fmt.Errorf("the manager with %d pods: %w", o.pods, err)
 	}
 	res.migrations = 0
