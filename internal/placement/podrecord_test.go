@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/placement-guard/placement-guard/internal/podwire"
 )
 
 // podVariants dresses a pod in each of the states a record must keep
@@ -203,9 +205,10 @@ func BenchmarkPodRecordHeap(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, raw := range src {
-			// The operator indexes a decoded pod it then drops.
+			// The operator indexes a pod it decoded as the pod feed does,
+			// then drops it.
 			p := &corev1.Pod{}
-			if err := p.Unmarshal(raw); err != nil {
+			if err := podwire.DecodePod(raw, p); err != nil {
 				b.Fatal(err)
 			}
 			if err := s.UpsertPod(p); err != nil {
