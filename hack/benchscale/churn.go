@@ -46,12 +46,17 @@ func (c churn) markdown() string {
 	for _, verb := range []string{"GET", "LIST", "PATCH", "PUT", "POST"} {
 		fmt.Fprintf(&b, "| API requests %s | %.1f a minute |\n", verb, c.requests["rest_client_requests_total/"+verb]*60/c.seconds)
 	}
-	if len(c.latencies) > 0 {
-		fmt.Fprintf(&b, "\nNode schedulable to first apply, %d migrations: p50 %s, p99 %s, max %s.\n", len(c.latencies),
-			percentile(c.latencies, 0.5).Round(time.Millisecond), percentile(c.latencies, 0.99).Round(time.Millisecond),
-			c.latencies[len(c.latencies)-1].Round(time.Millisecond))
-	}
+	b.WriteString(latencyMarkdown(c.latencies))
 	return b.String()
+}
+
+func latencyMarkdown(sorted []time.Duration) string {
+	if len(sorted) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\nNode schedulable to first apply, %d migrations: p50 %s, p99 %s, max %s.\n", len(sorted),
+		percentile(sorted, 0.5).Round(time.Millisecond), percentile(sorted, 0.99).Round(time.Millisecond),
+		sorted[len(sorted)-1].Round(time.Millisecond))
 }
 
 const (
@@ -127,7 +132,7 @@ func measureChurn(ctx context.Context, o options, cluster *localcluster.Cluster,
 		out.requests[k] = v - before[k]
 	}
 	logf("churn: %.3f cores, %.1f reconciles a second", out.cpu/seconds, out.reconciles/seconds)
-	if out.latencies, err = measureLatency(ctx, c, cs, o.latencyMigrations); err != nil {
+	if out.latencies, err = measureLatency(ctx, c, cs, liveCluster{c: c, cs: cs}, o.latencyMigrations); err != nil {
 		return churn{}, fmt.Errorf("%w\n%s", err, m.logTail())
 	}
 	return out, nil

@@ -20,22 +20,53 @@ import (
 // latencyNamespace holds the migrations that wait for their node.
 const latencyNamespace = "bench-latency"
 
+// latencyCluster does for the latency migrations what the cluster's
+// controllers and kubelets would: a Deployment whose replicas are
+// available, and a node that becomes schedulable.
+type latencyCluster interface {
+	deploy(ctx context.Context, d *appsv1.Deployment) error
+	addNode(ctx context.Context, n *corev1.Node) error
+}
+
+// liveCluster is the local cluster: its controllers roll the Deployment
+// out, kwok runs its pods and makes the node Ready.
+type liveCluster struct {
+	c  client.Client
+	cs kubernetes.Interface
+}
+
+func (l liveCluster) deploy(ctx context.Context, d *appsv1.Deployment) error {
+	if err := l.c.Create(ctx, d); err != nil {
+		return err
+	}
+	// After the churn kwok may take seconds to mark the pods Ready, which
+	// is not the operator's latency.
+	return waitAvailable(ctx, l.cs, client.ObjectKeyFromObject(d))
+}
+
+func (l liveCluster) addNode(ctx context.Context, n *corev1.Node) error {
+	_, err := l.cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	return err
+}
+
 // measureLatency times, for each of n migrations waiting for a node of
 // their own pool, the interval between the node becoming schedulable and
 // the migration's first write to its Deployment, as both are seen
 // through watches.
-func measureLatency(ctx context.Context, c client.Client, cs kubernetes.Interface, n int) ([]time.Duration, error) {
+func measureLatency(ctx context.Context, c client.Client, cs kubernetes.Interface, lc latencyCluster, n int) ([]time.Duration, error) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: latencyNamespace}}); client.IgnoreAlreadyExists(err) != nil {
 		return nil, err
 	}
-	if err := waitServiceAccount(ctx, cs, latencyNamespace); err != nil {
+	if _, err := cs.CoreV1().ServiceAccounts(latencyNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); createOrKeep(err) != nil {
 		return nil, err
 	}
 	var out []time.Duration
 	for i := range n {
 		key := client.ObjectKey{Namespace: latencyNamespace, Name: fmt.Sprintf("waiting-%02d", i)}
 		pool := "latency-" + key.Name
-		if err := c.Create(ctx, deployment(key)); err != nil {
+		// The migration also waits for its pods to be Ready: they are
+		// before it starts.
+		if err := lc.deploy(ctx, deployment(key)); err != nil {
 			return nil, err
 		}
 		pm := migration(key)
@@ -46,13 +77,7 @@ func measureLatency(ctx context.Context, c client.Client, cs kubernetes.Interfac
 		if err := waitPhase(ctx, c, key, pgv1.PhaseWaitingForCapacity); err != nil {
 			return nil, err
 		}
-		// The migration also waits for its pods to be Ready; after the
-		// churn kwok may take seconds to mark them so, which is not the
-		// operator's latency.
-		if err := waitAvailable(ctx, cs, key); err != nil {
-			return nil, err
-		}
-		d, err := timeNodeToApply(ctx, cs, key, pool)
+		d, err := timeNodeToApply(ctx, cs, lc, key, pool)
 		if err != nil {
 			pm := &pgv1.PlacementMigration{}
 			if getErr := c.Get(ctx, key, pm); getErr == nil {
@@ -69,7 +94,7 @@ func measureLatency(ctx context.Context, c client.Client, cs kubernetes.Interfac
 
 // timeNodeToApply adds a node to pool and waits for it to become
 // schedulable and for the Deployment's template to change.
-func timeNodeToApply(ctx context.Context, cs kubernetes.Interface, key client.ObjectKey, pool string) (time.Duration, error) {
+func timeNodeToApply(ctx context.Context, cs kubernetes.Interface, lc latencyCluster, key client.ObjectKey, pool string) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	nodes, err := cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{LabelSelector: "pool=" + pool})
@@ -85,7 +110,7 @@ func timeNodeToApply(ctx context.Context, cs kubernetes.Interface, key client.Ob
 	n := node(0)
 	n.Name, n.Labels[corev1.LabelHostname] = "bench-"+pool, "bench-"+pool
 	n.Labels["pool"] = pool
-	if _, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+	if err := lc.addNode(ctx, n); err != nil {
 		return 0, err
 	}
 	var schedulable, applied time.Time

@@ -2,16 +2,24 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // runStoreOnly measures the manager's memory and cache sync against an
@@ -88,8 +96,15 @@ func runStoreOnly(ctx context.Context, o options, work string) error {
 		return fmt.Errorf("the manager with %d pods: %w", o.pods, err)
 	}
 	res.migrations = 0
+	var latencies []time.Duration
+	if o.latencyMigrations > 0 {
+		if latencies, err = measureStoreOnlyLatency(ctx, o, cfg, cs, kubeconfig); err != nil {
+			return fmt.Errorf("latency: %w", err)
+		}
+	}
 	fmt.Print(res.markdown())
-	fmt.Println("An API server and etcd alone (-store-only): pods Running because the harness wrote their status; no churn or latency measured.")
+	fmt.Print(latencyMarkdown(latencies))
+	fmt.Println("An API server and etcd alone (-store-only): pods Running because the harness wrote their status, and the latency migrations' Deployments rolled out and nodes made Ready by it; no churn measured.")
 	return nil
 }
 
@@ -110,4 +125,109 @@ func running(p *corev1.Pod) {
 			State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		})
 	}
+}
+
+// measureStoreOnlyLatency times the latency migrations against the API
+// server alone, the harness doing what the Deployment and ReplicaSet
+// controllers, the kubelets and the node lifecycle controller would.
+func measureStoreOnlyLatency(ctx context.Context, o options, cfg *rest.Config, cs kubernetes.Interface, kubeconfig string) ([]time.Duration, error) {
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), pgv1.AddToScheme(scheme)); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	m, err := startManager(o.manager, kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	defer m.stop()
+	if _, err := m.waitSynced(ctx); err != nil {
+		return nil, err
+	}
+	out, err := measureLatency(ctx, c, cs, storeCluster{cs: cs}, o.latencyMigrations)
+	if err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, m.logTail())
+	}
+	return out, nil
+}
+
+// storeCluster writes what the cluster's controllers and kubelets would.
+type storeCluster struct{ cs kubernetes.Interface }
+
+// deploy creates the Deployment and its rollout as the controllers leave
+// it: one ReplicaSet of the Deployment's template, its pods bound and
+// Running, every replica available.
+func (s storeCluster) deploy(ctx context.Context, d *appsv1.Deployment) error {
+	d, err := s.cs.AppsV1().Deployments(d.Namespace).Create(ctx, d, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	const hash = "bench1"
+	template := *d.Spec.Template.DeepCopy()
+	template.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+	selector := d.Spec.Selector.DeepCopy()
+	selector.MatchLabels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+	rs, err := s.cs.AppsV1().ReplicaSets(d.Namespace).Create(ctx, &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name + "-" + hash, Labels: template.Labels,
+			Annotations:     map[string]string{"deployment.kubernetes.io/revision": "1"},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: d.Spec.Replicas, Selector: selector, Template: template},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	replicas := *d.Spec.Replicas
+	for i := range replicas {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: fmt.Sprintf("%s-%d", rs.Name, i), Labels: template.Labels,
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}},
+			Spec: *template.Spec.DeepCopy(),
+		}
+		p.Spec.NodeName = nodeName(int(i))
+		if p, err = s.cs.CoreV1().Pods(d.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		running(p)
+		if _, err := s.cs.CoreV1().Pods(d.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	rs.Status = appsv1.ReplicaSetStatus{Replicas: replicas, FullyLabeledReplicas: replicas, ReadyReplicas: replicas, AvailableReplicas: replicas, ObservedGeneration: rs.Generation}
+	if _, err := s.cs.AppsV1().ReplicaSets(d.Namespace).UpdateStatus(ctx, rs, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	now := metav1.Now()
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: replicas, UpdatedReplicas: replicas, ReadyReplicas: replicas, AvailableReplicas: replicas,
+		Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", LastUpdateTime: now, LastTransitionTime: now},
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable", LastUpdateTime: now, LastTransitionTime: now},
+		}}
+	_, err = s.cs.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+	return err
+}
+
+// addNode creates the node, makes it Ready and lifts the not-ready taint,
+// as its kubelet and the node lifecycle controller would.
+func (s storeCluster) addNode(ctx context.Context, n *corev1.Node) error {
+	status := n.Status
+	n, err := s.cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	n.Status = status
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if n, err = s.cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	tainted := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+	if !tainted {
+		return nil
+	}
+	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+	_, err = s.cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+	return err
 }
