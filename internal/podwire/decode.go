@@ -74,38 +74,38 @@ type serializer struct{ runtime.Serializer }
 
 func (s serializer) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	gvk, raw, ok := envelope(data)
-	if !ok {
-		return s.Serializer.Decode(data, defaults, into)
+	if ok && gvk == podKind {
+		if pod, ok := orNew[corev1.Pod](into); ok {
+			if err := DecodePod(raw, pod); err != nil {
+				return nil, &gvk, err
+			}
+			pod.SetGroupVersionKind(gvk)
+			return pod, &gvk, nil
+		}
 	}
-	switch gvk {
-	case podKind:
-		pod, ok := into.(*corev1.Pod)
-		if into != nil && !ok {
-			break
+	if ok && gvk == podListKind {
+		if list, ok := orNew[corev1.PodList](into); ok {
+			if err := DecodePodList(raw, list); err != nil {
+				return nil, &gvk, err
+			}
+			list.SetGroupVersionKind(gvk)
+			return list, &gvk, nil
 		}
-		if pod == nil {
-			pod = &corev1.Pod{}
-		}
-		if err := DecodePod(raw, pod); err != nil {
-			return nil, &gvk, err
-		}
-		pod.SetGroupVersionKind(gvk)
-		return pod, &gvk, nil
-	case podListKind:
-		list, ok := into.(*corev1.PodList)
-		if into != nil && !ok {
-			break
-		}
-		if list == nil {
-			list = &corev1.PodList{}
-		}
-		if err := DecodePodList(raw, list); err != nil {
-			return nil, &gvk, err
-		}
-		list.SetGroupVersionKind(gvk)
-		return list, &gvk, nil
 	}
 	return s.Serializer.Decode(data, defaults, into)
+}
+
+// orNew is into as a *T, or a new T when into is nil; ok is false when
+// into is of another type, which the wrapped serializer then decodes.
+func orNew[T any, PT interface {
+	*T
+	runtime.Object
+}](into runtime.Object) (PT, bool) {
+	if into == nil {
+		return PT(new(T)), true
+	}
+	t, ok := into.(PT)
+	return t, ok
 }
 
 // envelope reads the kind and bytes of an object in the API server's
