@@ -38,6 +38,7 @@ type options struct {
 	churnFor, settle        time.Duration
 	manager                 string
 	cpuProfile, heapProfile string
+	syncCPUProfile          string
 	// storeOnly runs no controllers, scheduler or kwok: an API server and
 	// etcd alone, pods bound and their status written by the harness. It
 	// measures memory and cache sync only, at sizes the full control plane
@@ -57,6 +58,7 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 20*time.Second, "how long the manager runs before its memory is read")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write the manager's CPU profile during the churn here")
 	flag.StringVar(&o.heapProfile, "heapprofile", "", "write the manager's heap profile with every pod cached here")
+	flag.StringVar(&o.syncCPUProfile, "sync-cpuprofile", "", "write the manager's CPU profile over its first minute with every pod here: the first list")
 	flag.StringVar(&o.manager, "manager", "", "the manager binary; built from the tree when empty")
 	flag.BoolVar(&o.storeOnly, "store-only", false, "an API server and etcd alone, pod status written by the harness: memory and cache sync only")
 	logPath := flag.String("manager-log", "", "append the managers' logs to this file")
@@ -165,13 +167,20 @@ type started struct {
 }
 
 // measure starts the manager, waits for its caches, lets it settle and
-// reads its memory.
+// reads its memory. With every pod (heapProfile), it also profiles the
+// manager's first minute if asked.
 func measure(ctx context.Context, o options, kubeconfig string, heapProfile bool) (started, error) {
 	m, err := startManager(o.manager, kubeconfig)
 	if err != nil {
 		return started{}, err
 	}
 	defer m.stop()
+	profiled := make(chan error, 1)
+	if heapProfile && o.syncCPUProfile != "" {
+		go func() { profiled <- m.cpuProfileFromStart(ctx, o.syncCPUProfile, time.Minute) }()
+	} else {
+		profiled <- nil
+	}
 	var out started
 	if out.sync, err = m.waitSynced(ctx); err != nil {
 		return started{}, err
@@ -194,7 +203,7 @@ func measure(ctx context.Context, o options, kubeconfig string, heapProfile bool
 		}
 	}
 	logf("live heap %s, heap in use %s, RSS %s", mib(out.live), mib(out.inUse), mib(out.rss))
-	return out, nil
+	return out, <-profiled
 }
 
 // createApps creates the namespaces and, in each, the owners of its

@@ -212,6 +212,23 @@ func (m *manager) cpuProfile(ctx context.Context, path string, d time.Duration) 
 	return os.WriteFile(path, []byte(body), 0o644)
 }
 
+// cpuProfileFromStart writes the manager's CPU profile over its first d
+// to path, starting as soon as its profiling endpoint answers.
+func (m *manager) cpuProfileFromStart(ctx context.Context, path string, d time.Duration) error {
+	for {
+		conn, err := net.DialTimeout("tcp", m.pprofAddr, time.Second)
+		if err == nil {
+			_ = conn.Close()
+			return m.cpuProfile(ctx, path, d-time.Since(m.started))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // heapProfile writes the manager's heap profile to path, if set.
 func (m *manager) heapProfile(ctx context.Context, path string) error {
 	if path == "" {

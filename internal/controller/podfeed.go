@@ -112,10 +112,12 @@ var _ toolscache.TransformingStore = (*podStore)(nil)
 
 // Transformer trims the pods of the first list as they stream in: the
 // reflector holds every pod of a streamed list until the list ends, and a
-// trimmed pod is a fraction of a decoded one.
+// trimmed pod is a fraction of a decoded one. A pod podwire decoded is
+// held as it is: it is about as small, and trimming it twice (here and
+// when its record is made) would only make garbage.
 func (p *podStore) Transformer() toolscache.TransformFunc {
 	return func(o any) (any, error) {
-		if pod, ok := o.(*corev1.Pod); ok {
+		if pod, ok := o.(*corev1.Pod); ok && !podwire.Stripped(pod) {
 			return placement.TrimPod(pod), nil
 		}
 		return o, nil

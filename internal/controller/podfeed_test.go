@@ -7,10 +7,13 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/podwire"
 )
 
 // The feed's store is what the reflector writes to: a relist that lacks a
@@ -75,5 +78,77 @@ func TestThePodFeedKeepsTheEngineInStep(t *testing.T) {
 	_ = state.With(func(s *placement.Snapshot) error { kept = s.PodCount(); return nil })
 	if kept != 2 {
 		t.Fatalf("the engine holds %d pods, want 2", kept)
+	}
+}
+
+// BenchmarkFirstList takes in a first list of 30,000 realistic pods as the
+// feed does: decoded by podwire, held by the reflector through the store's
+// transformer, then replaced into the engine. "trimmed-first" trims each
+// pod before it is held, as the transformer did before it knew stripped
+// pods.
+func BenchmarkFirstList(b *testing.B) {
+	const n = 30000
+	raws := make([][]byte, n)
+	for i := range raws {
+		raw, err := benchPod(i).Marshal()
+		if err != nil {
+			b.Fatal(err)
+		}
+		raws[i] = raw
+	}
+	run := func(b *testing.B, transform func(*podStore) toolscache.TransformFunc) {
+		b.ReportAllocs()
+		for b.Loop() {
+			store := &podStore{feed: newPodFeed(nil, NewClusterState())}
+			tf := transform(store)
+			held := make([]any, 0, n)
+			for _, raw := range raws {
+				p := &corev1.Pod{}
+				if err := podwire.DecodePod(raw, p); err != nil {
+					b.Fatal(err)
+				}
+				obj, err := tf(p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				held = append(held, obj)
+			}
+			if err := store.Replace(held, ""); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/pod")
+	}
+	b.Run("as-fed", func(b *testing.B) { run(b, (*podStore).Transformer) })
+	b.Run("trimmed-first", func(b *testing.B) {
+		run(b, func(*podStore) toolscache.TransformFunc {
+			return func(o any) (any, error) { return placement.TrimPod(o.(*corev1.Pod)), nil }
+		})
+	})
+}
+
+// benchPod is a pod as a Deployment of 100 makes it on 1,000 nodes, with
+// what the operator never reads.
+func benchPod(i int) *corev1.Pod {
+	c := corev1.Container{
+		Name: "app", Image: "registry.example.com/team/service:v1.2.3", Command: []string{"/bin/service"},
+		Ports:          []corev1.ContainerPort{{ContainerPort: 8080}},
+		Resources:      corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}},
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready"}}},
+	}
+	for k := range 10 {
+		c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("SETTING_%d", k), Value: "some-value"})
+	}
+	app := fmt.Sprintf("app-%d", i%100)
+	now := metav1.Now()
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i%10), Name: fmt.Sprintf("%s-%d", app, i), UID: types.UID(fmt.Sprintf("uid-%d", i)),
+			ResourceVersion: fmt.Sprint(1000 + i), Labels: map[string]string{"app": app, "pod-template-hash": "abc"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-abc", UID: types.UID("rs-" + app), Controller: new(true)}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{}}}`)}}}},
+		Spec: corev1.PodSpec{NodeName: fmt.Sprintf("n%d", i%1000), Containers: []corev1.Container{c, c}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, Image: c.Image}}},
 	}
 }
