@@ -145,7 +145,7 @@ func benchPod(i int) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i%10), Name: fmt.Sprintf("%s-%d", app, i), UID: types.UID(fmt.Sprintf("uid-%d", i)),
 			ResourceVersion: fmt.Sprint(1000 + i), Labels: map[string]string{"app": app, "pod-template-hash": "abc"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-abc", UID: types.UID("rs-" + app), Controller: new(true)}},
-			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{}}}`)}}}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{}}}`)}}},
 		Spec: corev1.PodSpec{NodeName: fmt.Sprintf("n%d", i%1000), Containers: []corev1.Container{c, c}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
 			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
