@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,7 +17,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/podwire"
 )
 
@@ -110,17 +110,22 @@ type podStore struct {
 
 var _ toolscache.TransformingStore = (*podStore)(nil)
 
-// Transformer trims the pods of the first list as they stream in: the
-// reflector holds every pod of a streamed list until the list ends, and a
-// trimmed pod is a fraction of a decoded one. A pod podwire decoded is
-// held as it is: it is about as small, and trimming it twice (here and
-// when its record is made) would only make garbage.
+// Transformer takes each pod of a streamed list in as it arrives and
+// hands the reflector a stand-in to hold instead: the reflector holds
+// every object of a streamed list until the list ends, and 150,000 pods,
+// even stripped, would hold several times the records' memory at once.
+// The stand-in keeps the pod's name, for the reflector's keys, and its
+// uid, for Replace. Taking pods in before the list ends is safe: each is
+// the pod as it is now, and a pod deleted meanwhile is dropped by Replace
+// as missing from the list.
 func (p *podStore) Transformer() toolscache.TransformFunc {
 	return func(o any) (any, error) {
-		if pod, ok := o.(*corev1.Pod); ok && !podwire.Stripped(pod) {
-			return placement.TrimPod(pod), nil
+		pod, ok := o.(*corev1.Pod)
+		if !ok {
+			return o, nil
 		}
-		return o, nil
+		p.feed.state.upsertPod(pod)
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}, nil
 	}
 }
 
@@ -141,9 +146,13 @@ func (p *podStore) Delete(obj any) error {
 func (p *podStore) Replace(list []any, _ string) error {
 	listed := make(map[types.UID]struct{}, len(list))
 	for _, obj := range list {
-		if pod, ok := obj.(*corev1.Pod); ok {
-			listed[pod.UID] = struct{}{}
-			p.feed.state.upsertPod(pod)
+		switch o := obj.(type) {
+		case *corev1.Pod:
+			listed[o.UID] = struct{}{}
+			p.feed.state.upsertPod(o)
+		case *metav1.PartialObjectMetadata:
+			// Taken in as the list streamed (Transformer).
+			listed[o.UID] = struct{}{}
 		}
 	}
 	p.feed.state.dropPodsBut(listed)

@@ -33,23 +33,6 @@ func DecodePod(raw []byte, pod *corev1.Pod) error {
 	return nil
 }
 
-// Stripped reports whether pod went through DecodePod: its containers
-// have no image, which the API server requires of every container of a
-// pod it stores.
-func Stripped(pod *corev1.Pod) bool {
-	if len(pod.Spec.Containers) == 0 {
-		return false
-	}
-	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-		for i := range cs {
-			if cs[i].Image != "" {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // DecodePodList decodes the protobuf of a PodList into list, each pod as
 // DecodePod does.
 func DecodePodList(raw []byte, list *corev1.PodList) error {

@@ -111,34 +111,6 @@ func TestTheEndOfAStreamedListIsKept(t *testing.T) {
 	}
 }
 
-// TestStrippedPodsAreKnownAsSuch: the pod feed holds a stripped pod as it
-// is, and trims any other.
-func TestStrippedPodsAreKnownAsSuch(t *testing.T) {
-	full := realisticPod(1)
-	full.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "registry.example.com/init:1"}}
-	raw, err := full.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stripped := &corev1.Pod{}
-	if err := DecodePod(raw, stripped); err != nil {
-		t.Fatal(err)
-	}
-	if !Stripped(stripped) {
-		t.Error("a pod DecodePod decoded is not known as stripped")
-	}
-	if Stripped(full) {
-		t.Error("a full pod is taken for a stripped one")
-	}
-	full.Spec.Containers[0].Image = ""
-	if Stripped(full) {
-		t.Error("a full pod with an image in an init container only is taken for a stripped one")
-	}
-	if Stripped(&corev1.Pod{}) {
-		t.Error("a pod without containers (a bookmark) is taken for a stripped one")
-	}
-}
-
 // TestJSONIsDecodedAsBefore: a server that answers in JSON gets full pods,
 // which the feed trims afterwards.
 func TestJSONIsDecodedAsBefore(t *testing.T) {
