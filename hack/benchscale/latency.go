@@ -21,10 +21,11 @@ import (
 const latencyNamespace = "bench-latency"
 
 // latencyCluster does for the latency migrations what the cluster's
-// controllers and kubelets would: a Deployment whose replicas are
+// controllers and kubelets would: a Deployment whose replicas become
 // available, and a node that becomes schedulable.
 type latencyCluster interface {
 	deploy(ctx context.Context, d *appsv1.Deployment) error
+	waitAvailable(ctx context.Context, key client.ObjectKey) error
 	addNode(ctx context.Context, n *corev1.Node) error
 }
 
@@ -36,12 +37,11 @@ type liveCluster struct {
 }
 
 func (l liveCluster) deploy(ctx context.Context, d *appsv1.Deployment) error {
-	if err := l.c.Create(ctx, d); err != nil {
-		return err
-	}
-	// After the churn kwok may take seconds to mark the pods Ready, which
-	// is not the operator's latency.
-	return waitAvailable(ctx, l.cs, client.ObjectKeyFromObject(d))
+	return l.c.Create(ctx, d)
+}
+
+func (l liveCluster) waitAvailable(ctx context.Context, key client.ObjectKey) error {
+	return waitAvailable(ctx, l.cs, key)
 }
 
 func (l liveCluster) addNode(ctx context.Context, n *corev1.Node) error {
@@ -64,8 +64,6 @@ func measureLatency(ctx context.Context, c client.Client, cs kubernetes.Interfac
 	for i := range n {
 		key := client.ObjectKey{Namespace: latencyNamespace, Name: fmt.Sprintf("waiting-%02d", i)}
 		pool := "latency-" + key.Name
-		// The migration also waits for its pods to be Ready: they are
-		// before it starts.
 		if err := lc.deploy(ctx, deployment(key)); err != nil {
 			return nil, err
 		}
@@ -75,6 +73,12 @@ func measureLatency(ctx context.Context, c client.Client, cs kubernetes.Interfac
 			return nil, err
 		}
 		if err := waitPhase(ctx, c, key, pgv1.PhaseWaitingForCapacity); err != nil {
+			return nil, err
+		}
+		// The migration also waits for its pods to be Ready; after the
+		// churn kwok may take seconds to mark them so, which is not the
+		// operator's latency.
+		if err := lc.waitAvailable(ctx, key); err != nil {
 			return nil, err
 		}
 		d, err := timeNodeToApply(ctx, cs, lc, key, pool)

@@ -209,6 +209,9 @@ func (s storeCluster) deploy(ctx context.Context, d *appsv1.Deployment) error {
 	return err
 }
 
+// waitAvailable has nothing to wait for: deploy wrote the rollout whole.
+func (s storeCluster) waitAvailable(context.Context, client.ObjectKey) error { return nil }
+
 // addNode creates the node, makes it Ready and lifts the not-ready taint,
 // as its kubelet and the node lifecycle controller would.
 func (s storeCluster) addNode(ctx context.Context, n *corev1.Node) error {
