@@ -32,6 +32,8 @@ type churn struct {
 	cpu        float64
 	requests   map[string]float64
 	reconciles float64
+	// podEvents are the pod watch events the manager took in.
+	podEvents float64
 	// latencies are node-schedulable-to-first-apply times, sorted.
 	latencies []time.Duration
 }
@@ -42,6 +44,10 @@ func (c churn) markdown() string {
 		c.writes, c.seconds, float64(c.writes)/c.seconds)
 	fmt.Fprintf(&b, "| figure | during the churn |\n|---|---|\n")
 	fmt.Fprintf(&b, "| manager CPU | %.3f cores |\n", c.cpu/c.seconds)
+	fmt.Fprintf(&b, "| pod watch events taken in | %.0f a second |\n", c.podEvents/c.seconds)
+	if c.podEvents > 0 {
+		fmt.Fprintf(&b, "| manager CPU a pod event | %.0f µs |\n", c.cpu/c.podEvents*1e6)
+	}
 	fmt.Fprintf(&b, "| reconciles | %.1f a second |\n", c.reconciles/c.seconds)
 	for _, verb := range []string{"GET", "LIST", "PATCH", "PUT", "POST"} {
 		fmt.Fprintf(&b, "| API requests %s | %.1f a minute |\n", verb, c.requests["rest_client_requests_total/"+verb]*60/c.seconds)
@@ -62,6 +68,7 @@ func latencyMarkdown(sorted []time.Duration) string {
 const (
 	requestsMetric   = "rest_client_requests_total"
 	reconcilesMetric = "controller_runtime_reconcile_total"
+	podEventsMetric  = "placementguard_pod_feed_events_total"
 )
 
 // measureChurn settles the migrations (a soft hostname anti-affinity on a
@@ -99,7 +106,7 @@ func measureChurn(ctx context.Context, o options, cluster *localcluster.Cluster,
 		return churn{}, fmt.Errorf("%w\n%s", err, m.logTail())
 	}
 	logf("%d migrations Succeeded; churning for %s", len(migrations), o.churnFor)
-	before, err := m.counters(ctx, requestsMetric, reconcilesMetric)
+	before, err := m.counters(ctx, requestsMetric, reconcilesMetric, podEventsMetric)
 	if err != nil {
 		return churn{}, err
 	}
@@ -119,7 +126,7 @@ func measureChurn(ctx context.Context, o options, cluster *localcluster.Cluster,
 	if err != nil {
 		return churn{}, err
 	}
-	after, err := m.counters(ctx, requestsMetric, reconcilesMetric)
+	after, err := m.counters(ctx, requestsMetric, reconcilesMetric, podEventsMetric)
 	if err != nil {
 		return churn{}, err
 	}
@@ -127,11 +134,11 @@ func measureChurn(ctx context.Context, o options, cluster *localcluster.Cluster,
 		return churn{}, err
 	}
 	out := churn{writes: writes, seconds: seconds, cpu: cpuAfter - cpuBefore, requests: map[string]float64{},
-		reconciles: after[reconcilesMetric] - before[reconcilesMetric]}
+		reconciles: after[reconcilesMetric] - before[reconcilesMetric], podEvents: after[podEventsMetric] - before[podEventsMetric]}
 	for k, v := range after {
 		out.requests[k] = v - before[k]
 	}
-	logf("churn: %.3f cores, %.1f reconciles a second", out.cpu/seconds, out.reconciles/seconds)
+	logf("churn: %.3f cores, %.1f reconciles and %.0f pod events a second", out.cpu/seconds, out.reconciles/seconds, out.podEvents/seconds)
 	if out.latencies, err = measureLatency(ctx, c, cs, liveCluster{c: c, cs: cs}, o.latencyMigrations); err != nil {
 		return churn{}, fmt.Errorf("%w\n%s", err, m.logTail())
 	}

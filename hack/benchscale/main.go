@@ -62,7 +62,9 @@ func main() {
 	flag.StringVar(&o.manager, "manager", "", "the manager binary; built from the tree when empty")
 	flag.BoolVar(&o.storeOnly, "store-only", false, "an API server and etcd alone, pod status written by the harness: memory and cache sync only")
 	logPath := flag.String("manager-log", "", "append the managers' logs to this file")
+	flags := flag.String("manager-flags", "", "more flags for the manager, separated by spaces (--zap-log-level=5 logs every reconcile)")
 	flag.Parse()
+	managerFlags = strings.Fields(*flags)
 	if *logPath != "" {
 		f, err := os.OpenFile(*logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {

@@ -41,13 +41,17 @@ func startManager(binary, kubeconfig string) (*manager, error) {
 		pprofAddr:   fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		done:        make(chan struct{}),
 	}
-	m.cmd = exec.Command(binary,
+	args := []string{
 		"--kubeconfig", kubeconfig,
 		"--leader-elect=false",
 		"--metrics-secure=false",
 		"--metrics-bind-address", m.metricsAddr,
 		"--pprof-bind-address", m.pprofAddr,
-		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[2]))
+		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[2]),
+		// Latencies are a few milliseconds: the log must tell them apart.
+		"--zap-time-encoding=rfc3339nano",
+	}
+	m.cmd = exec.Command(binary, append(args, managerFlags...)...)
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	logs, err := m.cmd.StderrPipe()
 	if err != nil {
@@ -64,6 +68,9 @@ func startManager(binary, kubeconfig string) (*manager, error) {
 // managerLog, when set (-manager-log), receives every line the managers
 // log.
 var managerLog io.Writer
+
+// managerFlags (-manager-flags) are passed to every manager started.
+var managerFlags []string
 
 // read follows the manager's log: the first "Starting workers" is when
 // the controller's caches have synced.

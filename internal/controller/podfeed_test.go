@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/podwire"
 )
@@ -51,12 +52,19 @@ func TestThePodFeedKeepsTheEngineInStep(t *testing.T) {
 	if !feed.HasSynced() || feed.WaitForSync(ctx) != nil {
 		t.Fatal("the feed is not synced after its first list")
 	}
+	counted := func() [3]float64 {
+		return [3]float64{metrics.PodFeedEvents("added"), metrics.PodFeedEvents("modified"), metrics.PodFeedEvents("deleted")}
+	}
+	before := counted()
 	_ = store.Update(pod("a", "2"))
 	_ = store.Add(pod("c", "1"))
 	if got := names(); !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Fatalf("pods = %v", got)
 	}
 	_ = store.Delete(pod("c", "1"))
+	if got := counted(); got != [3]float64{before[0] + 1, before[1] + 1, before[2] + 1} {
+		t.Fatalf("pod events counted (added, modified, deleted) went from %v to %v, want one more of each", before, got)
+	}
 	// The watch broke; b went meanwhile, d came.
 	if err := store.Replace([]any{pod("a", "2"), pod("d", "1")}, "2"); err != nil {
 		t.Fatal(err)

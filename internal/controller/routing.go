@@ -6,7 +6,10 @@ import (
 
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -83,9 +86,7 @@ func (s *stateSource) Start(ctx context.Context, q workqueue.TypedRateLimitingIn
 		for _, req := range now {
 			q.Add(req)
 		}
-		for _, req := range later {
-			q.AddAfter(req, settledDelay)
-		}
+		addLater(q, later)
 	})
 	s.r.State.NotifyPods(func(namespace string, before, after map[string]string) {
 		for _, req := range s.r.interests.podChange(namespace, before, after) {
@@ -93,6 +94,24 @@ func (s *stateSource) Start(ctx context.Context, q workqueue.TypedRateLimitingIn
 		}
 	})
 	return nil
+}
+
+// addLater queues settled migrations settledDelay from now, and behind
+// every migration at work: when their delay ends they must not take the
+// worker from a migration whose node has just come, which a queue in
+// arrival order would make wait for every settled one (a node's change
+// concerns them all).
+func addLater(q workqueue.TypedRateLimitingInterface[reconcile.Request], reqs []reconcile.Request) {
+	if len(reqs) == 0 {
+		return
+	}
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		pq.AddWithOpts(priorityqueue.AddOpts{After: settledDelay, Priority: ptr.To(handler.LowPriority)}, reqs...)
+		return
+	}
+	for _, req := range reqs {
+		q.AddAfter(req, settledDelay)
+	}
 }
 
 func (s *stateSource) WaitForSync(ctx context.Context) error { return s.feed.WaitForSync(ctx) }

@@ -68,10 +68,20 @@ var (
 		Help:    "Time the placement engine took to answer one question.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 	})
+
+	podFeedEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "pod_feed_events_total",
+		Help: "Pod watch events the pod feed took into the placement engine, by type (added, modified, deleted): the pod churn the operator absorbs.",
+	}, []string{"type"})
+
+	// The feed counts every pod event: resolved once, not per event.
+	podsAdded    = podFeedEvents.WithLabelValues("added")
+	podsModified = podFeedEvents.WithLabelValues("modified")
+	podsDeleted  = podFeedEvents.WithLabelValues("deleted")
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(migrationPhase, qualifyingNodes, requiredNodes, stageDuration, rollbacks, evaluationDuration, pendingPods, disruptionSimulations, reconciles)
+	ctrlmetrics.Registry.MustRegister(migrationPhase, qualifyingNodes, requiredNodes, stageDuration, rollbacks, evaluationDuration, pendingPods, disruptionSimulations, reconciles, podFeedEvents)
 }
 
 // Names are the metric names the operator exports, for dashboards and
@@ -86,6 +96,7 @@ var Names = []string{
 	namespace + "_pending_target_pods",
 	namespace + "_disruption_simulations_total",
 	namespace + "_migration_reconciles_total",
+	namespace + "_pod_feed_events_total",
 }
 
 // RecordPhase sets the migration's phase, removing its previous one.
@@ -144,6 +155,25 @@ func CountDisruptionSimulation() { disruptionSimulations.Inc() }
 func DisruptionSimulations() float64 {
 	var m dto.Metric
 	if err := disruptionSimulations.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
+}
+
+// CountPodAdded counts a pod the feed's watch added.
+func CountPodAdded() { podsAdded.Inc() }
+
+// CountPodModified counts a pod the feed's watch changed.
+func CountPodModified() { podsModified.Inc() }
+
+// CountPodDeleted counts a pod the feed's watch deleted.
+func CountPodDeleted() { podsDeleted.Inc() }
+
+// PodFeedEvents is how many pod events of a type ("added", "modified",
+// "deleted") the feed took in.
+func PodFeedEvents(typ string) float64 {
+	var m dto.Metric
+	if err := podFeedEvents.WithLabelValues(typ).Write(&m); err != nil {
 		return 0
 	}
 	return m.GetCounter().GetValue()

@@ -36,6 +36,7 @@ func TestEveryMetricIsServedFromTheManagerRegistry(t *testing.T) {
 	ObserveEvaluation(12 * time.Millisecond)
 	RecordPendingPods("ns", "m", 0, 0)
 	CountReconcile("ns", "m")
+	CountPodAdded()
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

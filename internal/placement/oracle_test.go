@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -342,8 +343,17 @@ func checkSeed(t *testing.T, seed int64) {
 	for _, k := range order {
 		if k < len(objs.Nodes) {
 			s.UpsertNode(objs.Nodes[k])
-		} else if err := s.UpsertPod(objs.Pods[k-len(objs.Nodes)]); err != nil {
-			t.Fatal(err)
+		} else {
+			p := objs.Pods[k-len(objs.Nodes)]
+			// A pod is often seen first as an earlier version of itself.
+			if earlier := earlierVersion(r, p, objs.Nodes); earlier != nil {
+				if err := s.UpsertPod(earlier); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.UpsertPod(p); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if len(objs.Nodes) > 1 && r.Intn(2) == 0 {
@@ -359,6 +369,39 @@ func checkSeed(t *testing.T, seed int64) {
 	for i := range 3 {
 		compareWithOracle(t, seed, objs, s, randomPod(r, fmt.Sprintf("incoming-%d", i), objs.Nodes, false))
 	}
+}
+
+// earlierVersion is, at random, nothing or a version of p an informer may
+// have delivered before it: still Pending and not Ready (an update the
+// engine takes in place), or on another node, with other labels, or
+// charged other requests (updates that move it in the indexes or on its
+// node).
+func earlierVersion(r *rand.Rand, p *corev1.Pod, nodes []*corev1.Node) *corev1.Pod {
+	e := p.DeepCopy()
+	switch r.Intn(5) {
+	case 0:
+		e.Status = corev1.PodStatus{Phase: corev1.PodPending}
+	case 1:
+		if len(nodes) == 0 {
+			return nil
+		}
+		e.Spec.NodeName = nodes[r.Intn(len(nodes))].Name
+	case 2:
+		e.Labels = map[string]string{"earlier": "true"}
+	case 3:
+		// Before an in-place resize: the kubelet still reports what it
+		// had allocated, which the scheduler charges.
+		if len(e.Spec.Containers) == 0 {
+			return nil
+		}
+		e.Status.ContainerStatuses = []corev1.ContainerStatus{{
+			Name:               e.Spec.Containers[0].Name,
+			AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")},
+		}}
+	default:
+		return nil
+	}
+	return e
 }
 
 func TestEngineAgreesWithOracle(t *testing.T) {

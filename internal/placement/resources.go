@@ -64,6 +64,25 @@ func (r *resources) add(o resources) {
 	}
 }
 
+// equal reports whether r and o request the same, a missing scalar being
+// a zero one.
+func (r resources) equal(o resources) bool {
+	if r.milliCPU != o.milliCPU || r.memory != o.memory || r.ephemeralStorage != o.ephemeralStorage {
+		return false
+	}
+	for k, v := range r.scalar {
+		if o.scalar[k] != v {
+			return false
+		}
+	}
+	for k, v := range o.scalar {
+		if r.scalar[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
 func (r *resources) sub(o resources) {
 	r.milliCPU -= o.milliCPU
 	r.memory -= o.memory

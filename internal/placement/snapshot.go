@@ -214,6 +214,9 @@ func (s *Snapshot) UpsertPod(p *corev1.Pod) error {
 func (s *Snapshot) upsertRecord(pi *podInfo) {
 	pi.node = noNode
 	if old, ok := s.podByUID[pi.uid]; ok {
+		if s.replaceInPlace(old, pi) {
+			return
+		}
 		s.removePod(old)
 		s.pods[old] = pi
 		s.addPod(old)
@@ -222,6 +225,22 @@ func (s *Snapshot) upsertRecord(pi *podInfo) {
 	id := store(&s.pods, &s.freePods, pi)
 	s.podByUID[pi.uid] = id
 	s.addPod(id)
+}
+
+// replaceInPlace swaps a pod's record for pi when nothing an index holds
+// changed: its shape (namespace, labels, owners, terms), its node and its
+// requests. That is the common update (a pod going Running or Ready, its
+// deletion starting), and it then costs no index work. It reports whether
+// it could.
+func (s *Snapshot) replaceInPlace(id podID, pi *podInfo) bool {
+	old := s.pods[id]
+	if old.shape != pi.shape || old.nodeName != pi.nodeName || !old.requests.equal(pi.requests) {
+		return false
+	}
+	// The node's shared copy of its name, and the binding, carry over.
+	pi.nodeName, pi.node = old.nodeName, old.node
+	s.pods[id] = pi
+	return true
 }
 
 // DeletePod removes a pod.
