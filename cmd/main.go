@@ -94,6 +94,10 @@ func main() {
 	}
 
 	cfg := ctrl.GetConfigOrDie()
+	// The API server gzips what it sends a client that accepts it, watch
+	// events too: each node heartbeat would cost a decompression, several
+	// times its decoding. In the cluster's network the bytes are cheap.
+	cfg.DisableCompression = true
 	options := ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  controller.CacheOptions(),
