@@ -25,7 +25,7 @@ import (
 
 // DefaultPodReadInterval paces the pod feed: a tenth of a second late is
 // nothing to a rollout that takes seconds, and under churn it cuts the
-// operator's CPU by about half (docs/performance.md).
+// operator's CPU by more than half (docs/performance.md).
 const DefaultPodReadInterval = 100 * time.Millisecond
 
 // PodFeed keeps the engine's pods in step with the API server. It runs a
@@ -39,6 +39,8 @@ type PodFeed struct {
 	state  *ClusterState
 	lw     toolscache.ListerWatcher
 	synced chan struct{}
+	// pacer paces the feed's connection between lists; nil when unpaced.
+	pacer *pacing.Pacer
 }
 
 var _ manager.LeaderElectionRunnable = (*PodFeed)(nil)
@@ -55,14 +57,16 @@ var _ manager.LeaderElectionRunnable = (*PodFeed)(nil)
 // zero the feed's connection is read at most once
 // every readEvery while pod events trickle in (package pacing): under
 // churn, waking for each event costs more than decoding it. Pod events
-// then reach the engine up to readEvery late.
+// then reach the engine up to readEvery late. Lists are never paced.
 func NewPodFeed(cfg *rest.Config, state *ClusterState, readEvery time.Duration) (*PodFeed, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.DisableCompression = true
+	var pacer *pacing.Pacer
 	if readEvery > 0 {
 		// A connection of its own (client-go caches no transport with a
 		// custom dialer), so that the pacing delays pod events only.
-		cfg.Dial = pacing.Dialer(readEvery)
+		pacer = pacing.NewPacer(readEvery)
+		cfg.Dial = pacer.Dial
 	}
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
@@ -76,7 +80,10 @@ func NewPodFeed(cfg *rest.Config, state *ClusterState, readEvery time.Duration) 
 	if err != nil {
 		return nil, fmt.Errorf("client for the pod feed: %w", err)
 	}
-	return newPodFeed(toolscache.NewListWatchFromClient(rc, "pods", corev1.NamespaceAll, fields.Everything()), state), nil
+	lw := toolscache.NewListWatchFromClient(rc, "pods", corev1.NamespaceAll, fields.Everything())
+	feed := newPodFeed(listingPauses{lw: lw, pacer: pacer}, state)
+	feed.pacer = pacer
+	return feed, nil
 }
 
 func newPodFeed(lw toolscache.ListerWatcher, state *ClusterState) *PodFeed {
@@ -186,6 +193,8 @@ func (p *podStore) Replace(list []any, _ string) error {
 		}
 	}
 	p.feed.state.dropPodsBut(listed)
+	// The list is in: the watch's events trickle in from here on.
+	p.feed.pacer.Resume()
 	if !p.listed {
 		p.listed = true
 		close(p.feed.synced)

@@ -6,14 +6,19 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/placement-guard/placement-guard/internal/metrics"
+	"github.com/placement-guard/placement-guard/internal/pacing"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/podwire"
 )
@@ -201,5 +206,49 @@ func benchPod(i int) *corev1.Pod {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
 			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, Image: c.Image}}},
+	}
+}
+
+// A list of every pod is never paced: the feed pauses its pacing when it
+// starts a list or a streamed list, and resumes it once the list is in.
+// A watch resumed after a list, without initial events, keeps the pace.
+func TestListsAreNeverPaced(t *testing.T) {
+	pacer := pacing.NewPacer(time.Second)
+	lw := listingPauses{lw: &toolscache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (k8sruntime.Object, error) {
+			return &corev1.PodList{}, nil
+		},
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+			return watch.NewFake(), nil
+		},
+	}, pacer: pacer}
+	feed := newPodFeed(lw, NewClusterState())
+	feed.pacer = pacer
+	store := &podStore{feed: feed}
+	ctx := context.Background()
+
+	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if !pacer.Paused() {
+		t.Fatal("a streamed list started paced")
+	}
+	if err := store.Replace(nil, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if pacer.Paused() {
+		t.Fatal("the watch after the list is not paced")
+	}
+	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if pacer.Paused() {
+		t.Fatal("a watch from a resource version paused the pacing")
+	}
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !pacer.Paused() {
+		t.Fatal("a list started paced")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -36,6 +37,8 @@ type Conn struct {
 	// read filled the buffer, a sign that more is waiting.
 	last time.Time
 	full bool
+	// pacer, when set, may pause the pacing.
+	pacer *Pacer
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -64,7 +67,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if c.r.Buffered() > 0 {
 		return c.r.Read(p)
 	}
-	if !c.full {
+	if !c.full && !c.pacer.Paused() {
 		if wait := c.every - c.now().Sub(c.last); wait > 0 {
 			c.sleep(wait, c.closed)
 		}
@@ -95,15 +98,45 @@ func sleep(d time.Duration, cancel <-chan struct{}) {
 	}
 }
 
-// Dialer returns a dial function, for rest.Config's Dial, whose
-// connections are paced to every; it dials as client-go does by default.
-func Dialer(every time.Duration) func(ctx context.Context, network, address string) (net.Conn, error) {
-	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	return func(ctx context.Context, network, address string) (net.Conn, error) {
-		conn, err := d.DialContext(ctx, network, address)
-		if err != nil {
-			return nil, err
-		}
-		return New(conn, every), nil
+// Pacer dials paced connections, for rest.Config's Dial, as client-go
+// dials by default. Their pacing can be paused: a list of every pod must
+// stream as fast as the API server sends it, whatever the reader's pace.
+type Pacer struct {
+	every  time.Duration
+	dialer net.Dialer
+	pause  atomic.Bool
+}
+
+// NewPacer returns a pacer of connections read at most once every every.
+func NewPacer(every time.Duration) *Pacer {
+	return &Pacer{every: every, dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}}
+}
+
+// Dial dials a paced connection.
+func (p *Pacer) Dial(ctx context.Context, network, address string) (net.Conn, error) {
+	conn, err := p.dialer.DialContext(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	c := New(conn, p.every)
+	c.pacer = p
+	return c, nil
+}
+
+// Pause reads the pacer's connections as data arrives, until Resume. A
+// nil pacer's Pause and Resume do nothing.
+func (p *Pacer) Pause() {
+	if p != nil {
+		p.pause.Store(true)
 	}
 }
+
+// Resume paces the pacer's connections again.
+func (p *Pacer) Resume() {
+	if p != nil {
+		p.pause.Store(false)
+	}
+}
+
+// Paused reports whether the pacing is paused.
+func (p *Pacer) Paused() bool { return p != nil && p.pause.Load() }

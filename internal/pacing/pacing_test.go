@@ -174,7 +174,32 @@ func TestCloseEndsAWaitingRead(t *testing.T) {
 	}
 }
 
-// The dialer's connections are paced and carry bytes both ways unchanged.
+// A paused pacer's connections read as data arrives: a list streams at
+// the API server's speed. Resumed, they wait out their interval again.
+func TestAPausedPacerReadsAsDataArrives(t *testing.T) {
+	s := &script{chunks: [][]byte{chunk(10), chunk(10), chunk(10), chunk(10)}}
+	c, clock := paced(s, time.Second)
+	c.pacer = NewPacer(time.Second)
+	c.pacer.Pause()
+	p := make([]byte, 100)
+	for range 3 {
+		if _, err := c.Read(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(clock.sleeps) != 0 {
+		t.Fatalf("a paused connection waited %v", clock.sleeps)
+	}
+	c.pacer.Resume()
+	if _, err := c.Read(p); err != nil {
+		t.Fatal(err)
+	}
+	if len(clock.sleeps) != 1 {
+		t.Fatalf("a resumed connection waited %v, want once", clock.sleeps)
+	}
+}
+
+// The pacer's connections are paced and carry bytes both ways unchanged.
 func TestTheDialerPacesWhatItDials(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -189,7 +214,7 @@ func TestTheDialerPacesWhatItDials(t *testing.T) {
 		defer conn.Close()
 		_, _ = io.Copy(conn, conn)
 	}()
-	conn, err := Dialer(time.Millisecond)(t.Context(), "tcp", l.Addr().String())
+	conn, err := NewPacer(time.Millisecond).Dial(t.Context(), "tcp", l.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
