@@ -71,7 +71,7 @@ func main() {
 	flag.IntVar(&budgetWrites, "write-budget", defaults.Max, "How many times any workload may be written, by all migrations together, within --write-budget-window; a migration that would exceed it stalls (WriteBudgetExceeded).")
 	flag.DurationVar(&budgetWindow, "write-budget-window", defaults.Window, "The window of --write-budget.")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "The address Go's profiles (/debug/pprof) are served on, without authentication; off when empty. For measurements, never on a shared network.")
-	flag.DurationVar(&podRead, "pod-read-interval", controller.DefaultPodReadInterval, "Read the pod watch at most this often while pod events trickle in, taking in every event of the interval at one wake-up: pod events reach the operator up to this late, for less than half the CPU under churn. 0 reads each event as it arrives.")
+	flag.DurationVar(&podRead, "pod-read-interval", controller.DefaultPodReadInterval, "Read the pod watch at most this often while pod events trickle in, taking in every event of the interval at one wake-up: less than half the CPU under churn, but pod events reach the operator up to this late, and a migration reconciled meanwhile judges pods as they were (one created right after its Deployment may miss some of its pods). Lists are never paced. 0 (the default) reads each event as it arrives.")
 	flag.Float64Var(&memoryRatio, "memory-limit-ratio", 0.9, "The share of the container's memory limit set as the Go runtime's soft memory limit (0 leaves it unset; GOMEMLIMIT in the environment wins).")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)

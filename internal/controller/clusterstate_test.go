@@ -38,7 +38,7 @@ var _ = Describe("The cluster state behind the placement engine", func() {
 		DeferCleanup(stop)
 		go func() { _ = ca.Start(cacheCtx) }()
 		Expect(ca.WaitForCacheSync(cacheCtx)).To(BeTrue())
-		feed, err = NewPodFeed(cfg, state, DefaultPodReadInterval)
+		feed, err = NewPodFeed(cfg, state, PacedPodReadInterval)
 		Expect(err).NotTo(HaveOccurred())
 		go func() { _ = feed.Start(cacheCtx) }()
 		Expect(feed.WaitForSync(cacheCtx)).To(Succeed())

@@ -98,7 +98,6 @@ func startManager() {
 		Recorder:           mgr.GetEventRecorder("placement-guard"),
 		Clock:              testClock,
 		UnschedulableGrace: testGrace,
-		PodReadInterval:    DefaultPodReadInterval,
 	}).SetupWithManager(mgr)).To(Succeed())
 	mgrCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
