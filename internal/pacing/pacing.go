@@ -8,7 +8,8 @@
 // reads at most once an interval while the stream is light, so that one
 // wake-up takes in every event of the interval. A read that fills the
 // buffer is followed at once by the next, so a heavy stream (the list of
-// every pod) is read as fast as it comes.
+// every pod) is read as fast as it comes, and a Pacer pauses the pacing
+// of its connections for as long as a list streams.
 //
 // The price is latency: an event waits up to one interval before it is
 // read.
