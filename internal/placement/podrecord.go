@@ -273,3 +273,19 @@ func internStatus(s corev1.ConditionStatus) corev1.ConditionStatus {
 	}
 	return s
 }
+
+// replaceInPlace swaps a pod's record for pi when nothing an index holds
+// changed: its shape (namespace, labels, owners, terms), its node and its
+// requests. That is the common update (a pod going Running or Ready, its
+// deletion starting), and it then costs no index work. It reports whether
+// it could.
+func (s *Snapshot) replaceInPlace(id podID, pi *podInfo) bool {
+	old := s.pods[id]
+	if old.shape != pi.shape || old.nodeName != pi.nodeName || !old.requests.equal(pi.requests) {
+		return false
+	}
+	// The node's shared copy of its name, and the binding, carry over.
+	pi.nodeName, pi.node = old.nodeName, old.node
+	s.pods[id] = pi
+	return true
+}

@@ -227,22 +227,6 @@ func (s *Snapshot) upsertRecord(pi *podInfo) {
 	s.addPod(id)
 }
 
-// replaceInPlace swaps a pod's record for pi when nothing an index holds
-// changed: its shape (namespace, labels, owners, terms), its node and its
-// requests. That is the common update (a pod going Running or Ready, its
-// deletion starting), and it then costs no index work. It reports whether
-// it could.
-func (s *Snapshot) replaceInPlace(id podID, pi *podInfo) bool {
-	old := s.pods[id]
-	if old.shape != pi.shape || old.nodeName != pi.nodeName || !old.requests.equal(pi.requests) {
-		return false
-	}
-	// The node's shared copy of its name, and the binding, carry over.
-	pi.nodeName, pi.node = old.nodeName, old.node
-	s.pods[id] = pi
-	return true
-}
-
 // DeletePod removes a pod.
 func (s *Snapshot) DeletePod(uid types.UID) {
 	id, ok := s.podByUID[uid]
