@@ -85,14 +85,15 @@ func NewPodFeed(cfg *rest.Config, state *ClusterState, readEvery time.Duration) 
 	if err != nil {
 		return nil, fmt.Errorf("client for the pod feed: %w", err)
 	}
-	lw := toolscache.NewListWatchFromClient(rc, "pods", corev1.NamespaceAll, fields.Everything())
-	feed := newPodFeed(listingPauses{lw: lw, pacer: pacer}, state)
-	feed.pacer = pacer
-	return feed, nil
+	return newPodFeed(toolscache.NewListWatchFromClient(rc, "pods", corev1.NamespaceAll, fields.Everything()), state, pacer), nil
 }
 
-func newPodFeed(lw toolscache.ListerWatcher, state *ClusterState) *PodFeed {
-	return &PodFeed{state: state, lw: lw, synced: make(chan struct{})}
+// newPodFeed feeds state from lw; with a pacer, its lists pause the pacing.
+func newPodFeed(lw toolscache.ListerWatcher, state *ClusterState, pacer *pacing.Pacer) *PodFeed {
+	if pacer != nil {
+		lw = listingPauses{lw: toolscache.ToListerWatcherWithContext(lw), pacer: pacer}
+	}
+	return &PodFeed{state: state, lw: lw, synced: make(chan struct{}), pacer: pacer}
 }
 
 // Start lists and watches pods until ctx ends.

@@ -29,7 +29,7 @@ import (
 // itself synced only once the first list is in.
 func TestThePodFeedKeepsTheEngineInStep(t *testing.T) {
 	state := NewClusterState()
-	feed := newPodFeed(nil, state)
+	feed := newPodFeed(nil, state, nil)
 	store := &podStore{feed: feed}
 	var told []string
 	state.NotifyPods(func(ns string, before, after map[string]string) {
@@ -89,7 +89,7 @@ func TestThePodFeedKeepsTheEngineInStep(t *testing.T) {
 // a pod deleted while the list streams is dropped when it ends.
 func TestAStreamedListIsTakenInAsItComes(t *testing.T) {
 	state := NewClusterState()
-	store := &podStore{feed: newPodFeed(nil, state)}
+	store := &podStore{feed: newPodFeed(nil, state, nil)}
 	held := toolscache.NewStore(toolscache.DeletionHandlingMetaNamespaceKeyFunc, toolscache.WithTransformer(store.Transformer()))
 	pod := func(name string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{"app": "a"},
@@ -153,7 +153,7 @@ func BenchmarkFirstList(b *testing.B) {
 		for b.Loop() {
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			store := &podStore{feed: newPodFeed(nil, NewClusterState())}
+			store := &podStore{feed: newPodFeed(nil, NewClusterState(), nil)}
 			held := toolscache.NewStore(toolscache.DeletionHandlingMetaNamespaceKeyFunc, toolscache.WithTransformer(transform(store)))
 			for _, raw := range raws {
 				p := &corev1.Pod{}
@@ -214,16 +214,15 @@ func benchPod(i int) *corev1.Pod {
 // A watch resumed after a list, without initial events, keeps the pace.
 func TestListsAreNeverPaced(t *testing.T) {
 	pacer := pacing.NewPacer(time.Second)
-	lw := listingPauses{lw: &toolscache.ListWatch{
+	feed := newPodFeed(&toolscache.ListWatch{
 		ListWithContextFunc: func(context.Context, metav1.ListOptions) (k8sruntime.Object, error) {
 			return &corev1.PodList{}, nil
 		},
 		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
 			return watch.NewFake(), nil
 		},
-	}, pacer: pacer}
-	feed := newPodFeed(lw, NewClusterState())
-	feed.pacer = pacer
+	}, NewClusterState(), pacer)
+	lw := feed.lw.(toolscache.ListerWatcherWithContext)
 	store := &podStore{feed: feed}
 	ctx := context.Background()
 
