@@ -58,7 +58,7 @@ func main() {
 		budgetWindow  time.Duration
 		memoryRatio   float64
 		pprofAddr     string
-		podRead       time.Duration
+		feedRead      time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
@@ -71,7 +71,7 @@ func main() {
 	flag.IntVar(&budgetWrites, "write-budget", defaults.Max, "How many times any workload may be written, by all migrations together, within --write-budget-window; a migration that would exceed it stalls (WriteBudgetExceeded).")
 	flag.DurationVar(&budgetWindow, "write-budget-window", defaults.Window, "The window of --write-budget.")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "The address Go's profiles (/debug/pprof) are served on, without authentication; off when empty. For measurements, never on a shared network.")
-	flag.DurationVar(&podRead, "pod-read-interval", controller.DefaultPodReadInterval, "Read the pod watch at most this often while pod events trickle in, taking in every event of the interval at one wake-up: less than half the CPU under churn, but pod events reach the operator up to this late, and a migration reconciled meanwhile judges pods as they were (one created right after its Deployment may miss some of its pods). Lists are never paced. 0 (the default) reads each event as it arrives.")
+	flag.DurationVar(&feedRead, "feed-read-interval", controller.DefaultFeedReadInterval, "While every migration is settled, read the pod and node watches at most this often, taking in every event of the interval at one wake-up: less than half the CPU that pod churn and node heartbeats cost. While a migration is at work, and while a list streams, events are read as they arrive; a migration going to work waits one interval, once, for the events held back. 0 reads each event as it arrives, always.")
 	flag.Float64Var(&memoryRatio, "memory-limit-ratio", 0.9, "The share of the container's memory limit set as the Go runtime's soft memory limit (0 leaves it unset; GOMEMLIMIT in the environment wins).")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
@@ -139,7 +139,7 @@ func main() {
 		Recorder:           mgr.GetEventRecorder("placement-guard"),
 		UnschedulableGrace: grace,
 		Budget:             &controller.WriteBudget{Max: budgetWrites, Window: budgetWindow},
-		PodReadInterval:    podRead,
+		FeedReadInterval:   feedRead,
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "Unable to set up the controller", "controller", "PlacementMigration")
 		os.Exit(1)

@@ -27,9 +27,13 @@ import (
 // churn is what pod churn in the namespaces of settled migrations cost
 // the manager.
 type churn struct {
-	writes     int
-	seconds    float64
-	cpu        float64
+	writes  int
+	seconds float64
+	cpu     float64
+	// idleCPU is the manager's CPU, in cores, over a quiet stretch just
+	// before the churn: what the node heartbeats and the manager's own
+	// housekeeping cost without pod events.
+	idleCPU    float64
 	requests   map[string]float64
 	reconciles float64
 	// podEvents are the pod watch events the manager took in.
@@ -44,6 +48,7 @@ func (c churn) markdown() string {
 		c.writes, c.seconds, float64(c.writes)/c.seconds)
 	fmt.Fprintf(&b, "| figure | during the churn |\n|---|---|\n")
 	fmt.Fprintf(&b, "| manager CPU | %.3f cores |\n", c.cpu/c.seconds)
+	fmt.Fprintf(&b, "| manager CPU just before, without churn | %.3f cores |\n", c.idleCPU)
 	fmt.Fprintf(&b, "| pod watch events taken in | %.0f a second |\n", c.podEvents/c.seconds)
 	if c.podEvents > 0 {
 		fmt.Fprintf(&b, "| manager CPU a pod event | %.0f µs |\n", c.cpu/c.podEvents*1e6)
@@ -105,7 +110,11 @@ func measureChurn(ctx context.Context, o options, cluster *localcluster.Cluster,
 	if err := waitSucceeded(ctx, c, migrations); err != nil {
 		return churn{}, fmt.Errorf("%w\n%s", err, m.logTail())
 	}
-	logf("%d migrations Succeeded; churning for %s", len(migrations), o.churnFor)
+	idle, err := idleCPU(ctx, m, o.idleFor, o.idleProfile)
+	if err != nil {
+		return churn{}, err
+	}
+	logf("%d migrations Succeeded, %.3f cores without churn; churning for %s", len(migrations), idle, o.churnFor)
 	before, err := m.counters(ctx, requestsMetric, reconcilesMetric, podEventsMetric)
 	if err != nil {
 		return churn{}, err
@@ -133,7 +142,7 @@ func measureChurn(ctx context.Context, o options, cluster *localcluster.Cluster,
 	if err := <-profiled; err != nil {
 		return churn{}, err
 	}
-	out := churn{writes: writes, seconds: seconds, cpu: cpuAfter - cpuBefore, requests: map[string]float64{},
+	out := churn{writes: writes, seconds: seconds, cpu: cpuAfter - cpuBefore, idleCPU: idle, requests: map[string]float64{},
 		reconciles: after[reconcilesMetric] - before[reconcilesMetric], podEvents: after[podEventsMetric] - before[podEventsMetric]}
 	for k, v := range after {
 		out.requests[k] = v - before[k]
@@ -143,6 +152,27 @@ func measureChurn(ctx context.Context, o options, cluster *localcluster.Cluster,
 		return churn{}, fmt.Errorf("%w\n%s", err, m.logTail())
 	}
 	return out, nil
+}
+
+// idleCPU is the manager's CPU, in cores, over the next d, profiled to
+// profile if set.
+func idleCPU(ctx context.Context, m *manager, d time.Duration, profile string) (float64, error) {
+	before, err := m.cpuSeconds()
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	profiled := make(chan error, 1)
+	go func() { profiled <- m.cpuProfile(ctx, profile, d-2*time.Second) }()
+	time.Sleep(d)
+	after, err := m.cpuSeconds()
+	if err != nil {
+		return 0, err
+	}
+	if err := <-profiled; err != nil {
+		return 0, err
+	}
+	return (after - before) / time.Since(start).Seconds(), nil
 }
 
 // churnPods creates a pod and deletes an older one, alternately, at the

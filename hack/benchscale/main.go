@@ -36,6 +36,8 @@ type options struct {
 	latencyMigrations       int
 	churnRate               int
 	churnFor, settle        time.Duration
+	idleFor                 time.Duration
+	idleProfile             string
 	manager                 string
 	cpuProfile, heapProfile string
 	syncCPUProfile          string
@@ -55,6 +57,8 @@ func main() {
 	flag.IntVar(&o.latencyMigrations, "latency-migrations", 10, "migrations timed from their node becoming schedulable to their first apply")
 	flag.IntVar(&o.churnRate, "churn-rate", 100, "pod creations and deletions a second during the churn")
 	flag.DurationVar(&o.churnFor, "churn-for", time.Minute, "how long the churn lasts")
+	flag.StringVar(&o.idleProfile, "idle-cpuprofile", "", "write the manager's CPU profile without churn, just before it, here")
+	flag.DurationVar(&o.idleFor, "idle-for", 30*time.Second, "how long the manager's CPU is read without churn, just before it")
 	flag.DurationVar(&o.settle, "settle", 20*time.Second, "how long the manager runs before its memory is read")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write the manager's CPU profile during the churn here")
 	flag.StringVar(&o.heapProfile, "heapprofile", "", "write the manager's heap profile with every pod cached here")

@@ -3,13 +3,14 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,14 +90,14 @@ func (c *ClusterState) With(f func(*placement.Snapshot) error) error {
 }
 
 // Watch registers the state's event handlers with the informers of the
-// cache for every kind the engine reads but pods, which PodFeed brings.
+// cache for every kind the engine reads but pods and nodes, which PodFeed
+// and NodeFeed bring.
 func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
 	handlers := []struct {
 		obj    client.Object
 		upsert func(any) error
 		remove func(any)
 	}{
-		{&corev1.Node{}, func(o any) error { c.snap.UpsertNode(o.(*corev1.Node)); return nil }, func(o any) { c.snap.DeleteNode(o.(*corev1.Node).Name) }},
 		{&corev1.Namespace{}, func(o any) error { c.snap.UpsertNamespace(o.(*corev1.Namespace)); return nil }, func(o any) { c.snap.DeleteNamespace(o.(*corev1.Namespace).Name) }},
 		{&corev1.PersistentVolumeClaim{}, func(o any) error { c.snap.UpsertClaim(o.(*corev1.PersistentVolumeClaim)); return nil }, func(o any) {
 			pvc := o.(*corev1.PersistentVolumeClaim)
@@ -132,13 +133,11 @@ func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
 		if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc: func(o any) {
 				upsert(o)
-				c.countNode(o)
 				c.tell(o)
 			},
 			UpdateFunc: func(old, o any) {
 				upsert(o)
 				if relevantChange(old, o) {
-					c.countNode(o)
 					c.tell(o)
 				}
 			},
@@ -152,7 +151,6 @@ func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
 				c.mu.Lock()
 				h.remove(o)
 				c.mu.Unlock()
-				c.countNode(o)
 				c.tell(o)
 			},
 		}); err != nil {
@@ -162,36 +160,52 @@ func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
 	return nil
 }
 
-func (c *ClusterState) countNode(o any) {
-	if _, ok := o.(*corev1.Node); ok {
-		c.nodeChanges.Add(1)
-	}
-}
+// countNode counts a node change that can change an answer.
+func (c *ClusterState) countNode() { c.nodeChanges.Add(1) }
 
 // NodeChanges counts the node events taken in that can change an answer.
 func (c *ClusterState) NodeChanges() uint64 { return c.nodeChanges.Load() }
 
-// relevantChange filters the updates worth a reconcile. Nodes send a status
-// heartbeat every few seconds; only a change of what the engine reads
-// (labels, taints, cordon, allocatable, readiness) can change an answer.
-// A namespace's updates matter only when its labels change.
+// relevantChange filters the updates of the informers' kinds worth a
+// reconcile: a namespace's matter only when its labels change (a term's
+// namespaceSelector reads them; its phase and finalizers reach no answer).
 func relevantChange(old, cur any) bool {
-	if a, ok := old.(*corev1.Namespace); ok {
-		// Only a namespace's labels reach an answer (a term's
-		// namespaceSelector); its phase and finalizers do not.
-		b, ok := cur.(*corev1.Namespace)
-		return !ok || !equality.Semantic.DeepEqual(a.Labels, b.Labels)
-	}
-	a, okA := old.(*corev1.Node)
-	b, okB := cur.(*corev1.Node)
-	if !okA || !okB {
+	a, ok := old.(*corev1.Namespace)
+	if !ok {
 		return true
 	}
-	return !equality.Semantic.DeepEqual(a.Labels, b.Labels) ||
-		!equality.Semantic.DeepEqual(a.Spec.Taints, b.Spec.Taints) ||
+	b, ok := cur.(*corev1.Namespace)
+	return !ok || !maps.Equal(a.Labels, b.Labels)
+}
+
+// nodeChanged reports whether a node's update can change an answer.
+// Nodes send a status heartbeat every few dozen seconds; only a change of
+// what the engine reads (labels, taints, cordon, allocatable, readiness)
+// can change an answer. It is typed, not reflective: it runs for every
+// heartbeat of every node.
+func nodeChanged(a, b *corev1.Node) bool {
+	return !maps.Equal(a.Labels, b.Labels) ||
+		!slices.EqualFunc(a.Spec.Taints, b.Spec.Taints, sameTaint) ||
 		a.Spec.Unschedulable != b.Spec.Unschedulable ||
-		!equality.Semantic.DeepEqual(a.Status.Allocatable, b.Status.Allocatable) ||
+		!sameResources(a.Status.Allocatable, b.Status.Allocatable) ||
 		nodeReady(a) != nodeReady(b)
+}
+
+func sameTaint(a, b corev1.Taint) bool {
+	return a.Key == b.Key && a.Value == b.Value && a.Effect == b.Effect && a.TimeAdded.Equal(b.TimeAdded)
+}
+
+func sameResources(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, qa := range a {
+		qb, ok := b[name]
+		if !ok || qa.Cmp(qb) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func nodeReady(n *corev1.Node) bool {
@@ -203,31 +217,22 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-// ClientOptions make the manager's client read pods from the API server:
-// they are not in its cache (CacheOptions), and a read through the cache
-// would start an informer holding a full copy of every pod.
+// ClientOptions make the manager's client read pods and nodes from the
+// API server: they are not in its cache (CacheOptions), and a read through
+// the cache would start an informer holding a full copy of every one.
 func ClientOptions() client.Options {
-	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Pod{}}}}
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Pod{}, &corev1.Node{}}}}
 }
 
 // CacheOptions trims what the manager caches: managed fields of every
-// object, of nodes the status nobody here reads (the images a kubelet
-// lists, up to 50 of them and several KB a node, its addresses and
-// versions), and of ReplicaSets the pod template, replaced by its
-// fingerprint (targets.TrimReplicaSet). Pods are not in the cache at all: PodFeed keeps them in the
-// engine's records.
+// object, and of ReplicaSets the pod template, replaced by its fingerprint
+// (targets.TrimReplicaSet). Pods and nodes are not in the cache at all:
+// PodFeed and NodeFeed keep them in the engine's records.
 func CacheOptions() cache.Options {
 	strip := cache.TransformStripManagedFields()
 	return cache.Options{
 		DefaultTransform: strip,
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Node{}: {Transform: func(o any) (any, error) {
-				o, err := strip(o)
-				if n, ok := o.(*corev1.Node); ok && err == nil {
-					trimNodeStatus(n)
-				}
-				return o, err
-			}},
 			&appsv1.ReplicaSet{}: {Transform: func(o any) (any, error) {
 				o, err := strip(o)
 				if rs, ok := o.(*appsv1.ReplicaSet); ok && err == nil {
@@ -240,7 +245,9 @@ func CacheOptions() cache.Options {
 }
 
 // trimNodeStatus keeps of a node's status what the engine reads: its
-// capacity, allocatable resources and conditions.
+// capacity, allocatable resources and conditions, not the images a kubelet
+// lists (up to 50 of them and several KB a node), its addresses and
+// versions.
 func trimNodeStatus(n *corev1.Node) {
 	n.Status = corev1.NodeStatus{
 		Capacity:    n.Status.Capacity,

@@ -38,10 +38,13 @@ var _ = Describe("The cluster state behind the placement engine", func() {
 		DeferCleanup(stop)
 		go func() { _ = ca.Start(cacheCtx) }()
 		Expect(ca.WaitForCacheSync(cacheCtx)).To(BeTrue())
-		feed, err = NewPodFeed(cfg, state, PacedPodReadInterval)
+		feed, err = NewPodFeed(cfg, state, DefaultFeedReadInterval)
+		Expect(err).NotTo(HaveOccurred())
+		nodes, err := NewNodeFeed(cfg, state, DefaultFeedReadInterval)
 		Expect(err).NotTo(HaveOccurred())
 		go func() { _ = feed.Start(cacheCtx) }()
-		Expect(feed.WaitForSync(cacheCtx)).To(Succeed())
+		go func() { _ = nodes.Start(cacheCtx) }()
+		Expect(feeds{feed.feed, nodes.feed}.WaitForSync(cacheCtx)).To(Succeed())
 	})
 
 	schedule := func(pod *corev1.Pod) placement.Verdict {
@@ -169,7 +172,7 @@ var _ = Describe("The cluster state behind the placement engine", func() {
 		stripped(got, "relabelled")
 	})
 
-	It("caches nodes without the status nobody here reads", func() {
+	It("keeps nodes without the status nobody here reads", func() {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("imaged-%d", GinkgoRandomSeed()%100000)}}
 		Expect(k8sClient.Create(ctx, n)).To(Succeed())
 		DeferCleanup(func() { _ = k8sClient.Delete(context.Background(), n) })
@@ -178,15 +181,17 @@ var _ = Describe("The cluster state behind the placement engine", func() {
 		n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: "v1.37.2"}
 		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 		Expect(k8sClient.Status().Update(ctx, n)).To(Succeed())
-		cached := &corev1.Node{}
+		var kept *corev1.Node
 		Eventually(func() int {
-			if ca.Get(ctx, client.ObjectKeyFromObject(n), cached) != nil {
+			_ = state.With(func(s *placement.Snapshot) error { kept, _ = s.Node(n.Name); return nil })
+			if kept == nil {
 				return -1
 			}
-			return len(cached.Status.Conditions)
+			return len(kept.Status.Conditions)
 		}).Should(Equal(1))
-		Expect(cached.Status.Images).To(BeNil())
-		Expect(cached.Status.NodeInfo.KubeletVersion).To(BeEmpty())
-		Expect(cached.Status.Allocatable.Cpu().String()).To(Equal("4"))
+		Expect(kept.Status.Images).To(BeNil())
+		Expect(kept.Status.NodeInfo.KubeletVersion).To(BeEmpty())
+		Expect(kept.ManagedFields).To(BeNil())
+		Expect(kept.Status.Allocatable.Cpu().String()).To(Equal("4"))
 	})
 })

@@ -72,6 +72,10 @@ func (in *interest) concernsWorkload(kind, name string, workloadLabels labels.Se
 type interests struct {
 	mu   sync.RWMutex
 	byNS map[string]map[string]*interest
+	// onAtWork, when set, is told after every change whether any migration
+	// is at work, under the lock, so that its calls are in the order of
+	// the changes (the pod feed reads events as they come while one is).
+	onAtWork func(bool)
 }
 
 // set records a migration's interest; a nil interest means it is at work.
@@ -88,6 +92,7 @@ func (i *interests) set(key types.NamespacedName, in *interest) {
 		i.byNS[key.Namespace] = map[string]*interest{}
 	}
 	i.byNS[key.Namespace][key.Name] = in
+	i.told()
 }
 
 // markAtWork records that a migration is being looked at: until its
@@ -119,6 +124,23 @@ func (i *interests) forget(key types.NamespacedName) {
 	if len(i.byNS[key.Namespace]) == 0 {
 		delete(i.byNS, key.Namespace)
 	}
+	i.told()
+}
+
+// told tells onAtWork whether any migration is at work; i.mu is held.
+func (i *interests) told() {
+	if i.onAtWork == nil {
+		return
+	}
+	for _, byName := range i.byNS {
+		for _, in := range byName {
+			if !in.settled {
+				i.onAtWork(true)
+				return
+			}
+		}
+	}
+	i.onAtWork(false)
 }
 
 // concerned lists the migrations of namespace whose interest admits the

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -53,10 +54,12 @@ type PlacementMigrationReconciler struct {
 	UnschedulableGrace time.Duration
 	// Budget bounds the writes to any workload.
 	Budget *WriteBudget
-	// PodReadInterval paces the pod feed's reads (NewPodFeed): pod events
-	// reach the engine up to this late, for a fraction of the CPU under
-	// churn. Zero reads each event as it arrives.
-	PodReadInterval time.Duration
+	// FeedReadInterval paces the reads of the pod and node feeds while
+	// every migration is settled (NewPodFeed, DefaultFeedReadInterval):
+	// their events reach the engine up to this late, for a fraction of the
+	// CPU that pod churn and node heartbeats cost. Zero reads each event
+	// as it arrives.
+	FeedReadInterval time.Duration
 
 	inflight registry
 	// disruptions remembers each migration's last disruption verdict and
@@ -64,6 +67,9 @@ type PlacementMigrationReconciler struct {
 	disruptions verdictMemo
 	// interests maps a change to the migrations it can affect.
 	interests interests
+	// feeds bring the engine's pods and nodes; they read events as they
+	// come while a migration is at work.
+	feeds feeds
 }
 
 // +kubebuilder:rbac:groups=placementguard.io,resources=placementmigrations,verbs=get;list;watch;patch
@@ -100,6 +106,9 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	}
 	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("migration", klog.KObj(pm)))
 	r.interests.markAtWork(req.NamespacedName)
+	if wait := r.freshPodsIn(req.NamespacedName, pm); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	metrics.CountReconcile(req.Namespace, req.Name)
 	if err := r.syncFinalizer(ctx, pm); err != nil {
 		return ctrl.Result{}, err
@@ -144,6 +153,26 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 		metrics.RecordCapacity(pm.Namespace, pm.Name, int(c.QualifyingNodes), int(c.RequiredNodes))
 	}
 	return ctrl.Result{RequeueAfter: o.after}, nil
+}
+
+// freshPodsIn is how long a migration about to act on its pods waits for
+// the pod feed to catch up: a paced feed holds pod events back up to one
+// interval, and one created right after its Deployment would otherwise be
+// judged on pods missing. A migration at work (not settled, its spec
+// changed, or being deleted) is recorded as such first, which hurries the
+// feed for as long as any is at work; it then waits once, an interval,
+// when the feed was paced until now. A settled migration judges at once:
+// what woke it has reached the engine, and what comes after wakes it
+// again.
+func (r *PlacementMigrationReconciler) freshPodsIn(key types.NamespacedName, pm *pgv1.PlacementMigration) time.Duration {
+	settled := settledPhases[pm.Status.Phase] && pm.Generation == pm.Status.ObservedGeneration && pm.DeletionTimestamp.IsZero()
+	if settled {
+		return 0
+	}
+	if r.interests.settled(key) {
+		r.interests.set(key, atWork)
+	}
+	return r.feeds.freshIn()
 }
 
 // patchStatus writes the status if it changed, with an optimistic lock: a
@@ -230,13 +259,19 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	if err := r.State.Watch(context.Background(), mgr.GetCache()); err != nil {
 		return err
 	}
-	feed, err := NewPodFeed(mgr.GetConfig(), r.State, r.PodReadInterval)
+	pods, err := NewPodFeed(mgr.GetConfig(), r.State, r.FeedReadInterval)
 	if err != nil {
 		return err
 	}
-	if err := mgr.Add(feed); err != nil {
-		return fmt.Errorf("add the pod feed: %w", err)
+	nodes, err := NewNodeFeed(mgr.GetConfig(), r.State, r.FeedReadInterval)
+	if err != nil {
+		return err
 	}
+	if err := errors.Join(mgr.Add(pods), mgr.Add(nodes)); err != nil {
+		return fmt.Errorf("add the engine's feeds: %w", err)
+	}
+	r.feeds = feeds{pods.feed, nodes.feed}
+	r.interests.onAtWork = r.feeds.keepUp
 	if err := indexOwners(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -261,7 +296,7 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		Watches(&appsv1.StatefulSet{}, workload(pgv1.KindStatefulSet)).
 		Watches(&policyv1.PodDisruptionBudget{}, inNamespace).
 		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, autoscaler).
-		WatchesRawSource(&stateSource{r: r, feed: feed}).
+		WatchesRawSource(&stateSource{r: r, feeds: r.feeds}).
 		Named("placementmigration").
 		Complete(r)
 }

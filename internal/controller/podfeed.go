@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -23,64 +22,42 @@ import (
 	"github.com/placement-guard/placement-guard/internal/podwire"
 )
 
-// DefaultPodReadInterval is zero: pod events are read as they arrive.
-// Paced reads (100ms, say) cut the operator's CPU under churn by more than
-// half (docs/performance.md), but a migration reconciled within the
-// interval after its pods changed judges them as they were: one created
-// right after its Deployment may not see all its pods yet.
-const DefaultPodReadInterval time.Duration = 0
+// DefaultFeedReadInterval is the pace of the pod and node feeds: while
+// every migration is settled, their events are read at most this often,
+// every event of the interval at one wake-up, for less than half the CPU
+// that reading each as it arrives costs under pod churn and node
+// heartbeats (docs/performance.md). While a migration is at work they are
+// read as they arrive (freshPodsIn).
+const DefaultFeedReadInterval = 100 * time.Millisecond
 
-// PacedPodReadInterval is the pace measured in docs/performance.md.
-const PacedPodReadInterval = 100 * time.Millisecond
-
-// PodFeed keeps the engine's pods in step with the API server. It runs a
-// reflector of its own whose store is the engine's snapshot: each pod
-// decoded from the watch goes straight into the engine's compact record
-// and is dropped, so the operator holds one small copy of each pod and no
-// informer cache holds a second, full one. The controller reads target
-// and protected pods from the same records (PodsControlledBy,
-// PodsSelected).
+// PodFeed keeps the engine's pods in step with the API server. Its
+// reflector's store is the engine's snapshot (feed): each pod decoded
+// from the watch goes straight into the engine's compact record and is
+// dropped, so the operator holds one small copy of each pod. The
+// controller reads target and protected pods from the same records
+// (PodsControlledBy, PodsSelected).
 type PodFeed struct {
-	state  *ClusterState
-	lw     toolscache.ListerWatcher
-	synced chan struct{}
-	// pacer paces the feed's connection between lists; nil when unpaced.
-	pacer *pacing.Pacer
+	*feed
+	state *ClusterState
 }
 
 var _ manager.LeaderElectionRunnable = (*PodFeed)(nil)
 
-// NewPodFeed returns the feed of every pod of the cluster into state,
-// listed and watched with cfg in protobuf, the cheapest form to decode,
-// and uncompressed: a list of every pod is large, and compressing it costs
-// both ends more CPU than the cluster's network saves. Pods are decoded by
-// podwire, which skips on the wire what the engine never reads
-// (environment, probes, images, managedFields, most of the status): most
-// of a pod's bytes, and most of what decoding it would allocate.
+// NewPodFeed returns the feed of every pod of the cluster into state
+// (feedConfig). Pods are decoded by podwire, which skips on the wire what
+// the engine never reads (environment, probes, images, managedFields,
+// most of the status): most of a pod's bytes, and most of what decoding
+// it would allocate.
 //
-// The watch body is read in bulk (pacing.Streams). With readEvery above
-// zero the feed's connection is read at most once
+// With readEvery above zero the feed's connection is read at most once
 // every readEvery while pod events trickle in (package pacing): under
 // churn, waking for each event costs more than decoding it. Pod events
-// then reach the engine up to readEvery late. Lists are never paced.
+// then reach the engine up to readEvery late, except while the feed is
+// hurried (feeds.keepUp, feeds.freshIn) or lists: lists are never paced.
 func NewPodFeed(cfg *rest.Config, state *ClusterState, readEvery time.Duration) (*PodFeed, error) {
-	cfg = rest.CopyConfig(cfg)
-	cfg.DisableCompression = true
-	var pacer *pacing.Pacer
-	if readEvery > 0 {
-		// A connection of its own (client-go caches no transport with a
-		// custom dialer), so that the pacing delays pod events only.
-		pacer = pacing.NewPacer(readEvery)
-		cfg.Dial = pacer.Dial
-	}
-	cfg.ContentType = runtime.ContentTypeProtobuf
-	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	cfg, pacer := feedConfig(cfg, readEvery, podwire.Serializer{NegotiatedSerializer: clientgoscheme.Codecs.WithoutConversion()})
 	cfg.APIPath = "/api"
 	cfg.GroupVersion = &corev1.SchemeGroupVersion
-	cfg.NegotiatedSerializer = pacing.Streams{NegotiatedSerializer: podwire.Serializer{NegotiatedSerializer: clientgoscheme.Codecs.WithoutConversion()}}
-	if cfg.UserAgent == "" {
-		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
-	}
 	rc, err := rest.RESTClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("client for the pod feed: %w", err)
@@ -90,54 +67,19 @@ func NewPodFeed(cfg *rest.Config, state *ClusterState, readEvery time.Duration) 
 
 // newPodFeed feeds state from lw; with a pacer, its lists pause the pacing.
 func newPodFeed(lw toolscache.ListerWatcher, state *ClusterState, pacer *pacing.Pacer) *PodFeed {
-	if pacer != nil {
-		lw = listingPauses{lw: toolscache.ToListerWatcherWithContext(lw), pacer: pacer}
-	}
-	return &PodFeed{state: state, lw: lw, synced: make(chan struct{}), pacer: pacer}
+	return &PodFeed{feed: newFeed("pod", lw, pacer), state: state}
 }
 
 // Start lists and watches pods until ctx ends.
 func (f *PodFeed) Start(ctx context.Context) error {
-	log := logf.FromContext(ctx).WithName("pod-feed")
-	r := toolscache.NewReflectorWithOptions(f.lw, &corev1.Pod{}, &podStore{feed: f}, toolscache.ReflectorOptions{
-		Name: "placement-guard pods", Logger: &log,
-	})
-	r.RunWithContext(ctx)
+	f.run(ctx, &corev1.Pod{}, &podStore{feed: f})
 	return nil
-}
-
-// NeedLeaderElection is false: every replica keeps its engine warm, so a
-// new leader answers at once.
-func (f *PodFeed) NeedLeaderElection() bool { return false }
-
-// WaitForSync blocks until the engine holds every pod of the first list.
-func (f *PodFeed) WaitForSync(ctx context.Context) error {
-	if f.HasSynced() {
-		return nil
-	}
-	select {
-	case <-f.synced:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("wait for the pod feed to list every pod: %w", ctx.Err())
-	}
-}
-
-// HasSynced reports whether the first list has been taken in.
-func (f *PodFeed) HasSynced() bool {
-	select {
-	case <-f.synced:
-		return true
-	default:
-		return false
-	}
 }
 
 // podStore is the reflector's store: it hands each pod to the snapshot.
 // The reflector calls it from one goroutine.
 type podStore struct {
-	feed   *PodFeed
-	listed bool
+	feed *PodFeed
 }
 
 var _ toolscache.TransformingStore = (*podStore)(nil)
@@ -199,11 +141,7 @@ func (p *podStore) Replace(list []any, _ string) error {
 		}
 	}
 	p.feed.state.dropPodsBut(listed)
-	// The list is in: the watch's events trickle in from here on.
-	p.feed.pacer.Resume()
-	if !p.listed {
-		p.listed = true
-		close(p.feed.synced)
+	if p.feed.listedAll() {
 		// Listing every pod of a large cluster briefly takes several times
 		// what the records keep; give it back now rather than over minutes.
 		debug.FreeOSMemory()

@@ -74,8 +74,8 @@ func (r *PlacementMigrationReconciler) migrationsIn(ctx context.Context, namespa
 // every pod: a migration judged on a half-listed cluster would see pods
 // missing.
 type stateSource struct {
-	r    *PlacementMigrationReconciler
-	feed *PodFeed
+	r     *PlacementMigrationReconciler
+	feeds feeds
 }
 
 var _ source.TypedSyncingSource[reconcile.Request] = (*stateSource)(nil)
@@ -114,6 +114,6 @@ func addLater(q workqueue.TypedRateLimitingInterface[reconcile.Request], reqs []
 	}
 }
 
-func (s *stateSource) WaitForSync(ctx context.Context) error { return s.feed.WaitForSync(ctx) }
+func (s *stateSource) WaitForSync(ctx context.Context) error { return s.feeds.WaitForSync(ctx) }
 
 func (s *stateSource) String() string { return "placement-guard cluster state" }

@@ -98,6 +98,7 @@ func startManager() {
 		Recorder:           mgr.GetEventRecorder("placement-guard"),
 		Clock:              testClock,
 		UnschedulableGrace: testGrace,
+		FeedReadInterval:   DefaultFeedReadInterval,
 	}).SetupWithManager(mgr)).To(Succeed())
 	mgrCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -20,7 +20,6 @@ import (
 	"context"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -45,7 +44,7 @@ type Conn struct {
 	closed    chan struct{}
 
 	now   func() time.Time
-	sleep func(d time.Duration, cancel <-chan struct{})
+	sleep func(d time.Duration, closed, woken <-chan struct{})
 }
 
 // New paces conn's reads to at most one every interval, unless the last one
@@ -63,14 +62,16 @@ func New(conn net.Conn, every time.Duration) *Conn {
 
 // Read returns what is buffered, and reads the connection only when
 // nothing is, after waiting out the rest of the interval since its last
-// read.
+// read, unless the pacer is paused or hurried meanwhile.
 func (c *Conn) Read(p []byte) (int, error) {
 	if c.r.Buffered() > 0 {
 		return c.r.Read(p)
 	}
-	if !c.full && !c.pacer.Paused() {
-		if wait := c.every - c.now().Sub(c.last); wait > 0 {
-			c.sleep(wait, c.closed)
+	if !c.full {
+		if woken, paced := c.pacer.pacing(); paced {
+			if wait := c.every - c.now().Sub(c.last); wait > 0 {
+				c.sleep(wait, c.closed, woken)
+			}
 		}
 	}
 	select {
@@ -90,28 +91,49 @@ func (c *Conn) Close() error {
 	return c.Conn.Close()
 }
 
-func sleep(d time.Duration, cancel <-chan struct{}) {
+// sleep waits d, or until closed or woken is closed.
+func sleep(d time.Duration, closed, woken <-chan struct{}) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-	case <-cancel:
+	case <-closed:
+	case <-woken:
 	}
 }
 
 // Pacer dials paced connections, for rest.Config's Dial, as client-go
-// dials by default. Their pacing can be paused: a list of every pod must
-// stream as fast as the API server sends it, whatever the reader's pace.
+// dials by default. Their pacing stops for as long as it is paused or
+// hurried, and a read waiting out its interval is woken then:
+//   - Pause and Resume are for lists: a list of every pod must stream as
+//     fast as the API server sends it, whatever the reader's pace;
+//   - Hurry and Relax are for readers who need events as they come (a
+//     migration at work), HurriedFor for those who must know how long
+//     events have been read so.
 type Pacer struct {
 	every  time.Duration
 	dialer net.Dialer
-	pause  atomic.Bool
+	now    func() time.Time
+
+	mu      sync.Mutex
+	paused  bool
+	hurried time.Time // when Hurry began, zero when relaxed
+	// woken is closed, and replaced, when the pacing stops.
+	woken chan struct{}
 }
 
 // NewPacer returns a pacer of connections read at most once every every.
 func NewPacer(every time.Duration) *Pacer {
-	return &Pacer{every: every, dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}}
+	return &Pacer{
+		every:  every,
+		dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
+		now:    time.Now,
+		woken:  make(chan struct{}),
+	}
 }
+
+// Every is the pacer's interval.
+func (p *Pacer) Every() time.Duration { return p.every }
 
 // Dial dials a paced connection.
 func (p *Pacer) Dial(ctx context.Context, network, address string) (net.Conn, error) {
@@ -125,19 +147,90 @@ func (p *Pacer) Dial(ctx context.Context, network, address string) (net.Conn, er
 }
 
 // Pause reads the pacer's connections as data arrives, until Resume. A
-// nil pacer's Pause and Resume do nothing.
+// nil pacer's methods do nothing.
 func (p *Pacer) Pause() {
-	if p != nil {
-		p.pause.Store(true)
+	if p == nil {
+		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.paused = true
+	p.wake()
 }
 
-// Resume paces the pacer's connections again.
+// Resume paces the pacer's connections again, unless they are hurried.
 func (p *Pacer) Resume() {
-	if p != nil {
-		p.pause.Store(false)
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.paused = false
+}
+
+// Hurry reads the pacer's connections as data arrives, until Relax.
+// Hurrying a hurried pacer changes nothing.
+func (p *Pacer) Hurry() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hurried.IsZero() {
+		p.hurried = p.now()
+		p.wake()
 	}
 }
 
-// Paused reports whether the pacing is paused.
-func (p *Pacer) Paused() bool { return p != nil && p.pause.Load() }
+// Relax paces the pacer's connections again, unless they are paused.
+func (p *Pacer) Relax() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hurried = time.Time{}
+}
+
+// HurriedFor is how long the pacer has been hurried, zero when it is not.
+// Hurried for an interval, its connections hold nothing that arrived
+// before: what waited out the interval was read when Hurry woke it.
+func (p *Pacer) HurriedFor() time.Duration {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hurried.IsZero() {
+		return 0
+	}
+	return max(p.now().Sub(p.hurried), time.Nanosecond)
+}
+
+// Paused reports whether the pacing is paused for a list.
+func (p *Pacer) Paused() bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.paused
+}
+
+// pacing reports whether reads are paced now, and a channel closed when
+// they stop being so. Both are read together: a Hurry or Pause after
+// this call closes the channel returned.
+func (p *Pacer) pacing() (woken <-chan struct{}, paced bool) {
+	if p == nil {
+		return nil, true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.woken, !p.paused && p.hurried.IsZero()
+}
+
+// wake ends the waits of reads pacing; p.mu is held.
+func (p *Pacer) wake() {
+	close(p.woken)
+	p.woken = make(chan struct{})
+}

@@ -45,7 +45,7 @@ type fakeTime struct {
 }
 
 func (f *fakeTime) now() time.Time { return f.t }
-func (f *fakeTime) sleep(d time.Duration, _ <-chan struct{}) {
+func (f *fakeTime) sleep(d time.Duration, _, _ <-chan struct{}) {
 	f.sleeps = append(f.sleeps, d)
 	f.t = f.t.Add(d)
 }
@@ -196,6 +196,101 @@ func TestAPausedPacerReadsAsDataArrives(t *testing.T) {
 	}
 	if len(clock.sleeps) != 1 {
 		t.Fatalf("a resumed connection waited %v, want once", clock.sleeps)
+	}
+}
+
+// A hurried pacer's connections read as data arrives, for as long as a
+// migration at work needs events as they come; relaxed, they wait out
+// their interval again. Hurry and Pause are independent: resuming after a
+// list leaves a hurried pacer hurried.
+func TestAHurriedPacerReadsAsDataArrives(t *testing.T) {
+	s := &script{chunks: [][]byte{chunk(10), chunk(10), chunk(10), chunk(10), chunk(10)}}
+	c, clock := paced(s, time.Second)
+	c.pacer = NewPacer(time.Second)
+	c.pacer.Hurry()
+	c.pacer.Pause()
+	c.pacer.Resume()
+	p := make([]byte, 100)
+	for range 3 {
+		if _, err := c.Read(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(clock.sleeps) != 0 {
+		t.Fatalf("a hurried connection waited %v", clock.sleeps)
+	}
+	c.pacer.Relax()
+	if _, err := c.Read(p); err != nil {
+		t.Fatal(err)
+	}
+	if len(clock.sleeps) != 1 {
+		t.Fatalf("a relaxed connection waited %v, want once", clock.sleeps)
+	}
+}
+
+// A read waiting out its interval is woken by Hurry, and by Pause: the
+// events that waited in the socket are read at once, not an interval late.
+func TestHurryAndPauseWakeAWaitingRead(t *testing.T) {
+	for name, stop := range map[string]func(*Pacer){"Hurry": (*Pacer).Hurry, "Pause": (*Pacer).Pause} {
+		t.Run(name, func(t *testing.T) {
+			client, server := net.Pipe()
+			defer server.Close()
+			pacer := NewPacer(time.Hour)
+			c := New(client, time.Hour)
+			c.pacer = pacer
+			defer c.Close()
+			go func() { _, _ = server.Write([]byte("first")) }()
+			if _, err := c.Read(make([]byte, 16)); err != nil {
+				t.Fatal(err)
+			}
+			go func() { _, _ = server.Write([]byte("second")) }()
+			done := make(chan string, 1)
+			go func() {
+				p := make([]byte, 16)
+				n, _ := c.Read(p)
+				done <- string(p[:n])
+			}()
+			stop(pacer)
+			select {
+			case got := <-done:
+				if got != "second" {
+					t.Fatalf("the woken read returned %q, want %q", got, "second")
+				}
+			case <-time.After(time.Minute):
+				t.Fatalf("%s did not wake a read waiting out an hour's interval", name)
+			}
+		})
+	}
+}
+
+// HurriedFor tells how long the pacer has been hurried: from the first
+// Hurry, not a later one, and zero once relaxed.
+func TestHurriedForCountsFromTheFirstHurry(t *testing.T) {
+	clock := &fakeTime{t: time.Unix(1e9, 0)}
+	p := NewPacer(100 * time.Millisecond)
+	p.now = clock.now
+	if d := p.HurriedFor(); d != 0 {
+		t.Fatalf("a pacer never hurried was hurried for %v", d)
+	}
+	p.Hurry()
+	if d := p.HurriedFor(); d <= 0 || d > time.Millisecond {
+		t.Fatalf("a pacer hurried just now was hurried for %v, want a moment", d)
+	}
+	clock.t = clock.t.Add(60 * time.Millisecond)
+	p.Hurry()
+	clock.t = clock.t.Add(60 * time.Millisecond)
+	if d := p.HurriedFor(); d != 120*time.Millisecond {
+		t.Fatalf("hurried for %v, want 120ms since the first Hurry", d)
+	}
+	p.Relax()
+	if d := p.HurriedFor(); d != 0 {
+		t.Fatalf("a relaxed pacer was hurried for %v", d)
+	}
+	var none *Pacer
+	none.Hurry()
+	none.Relax()
+	if none.HurriedFor() != 0 || none.Paused() {
+		t.Fatal("a nil pacer must be neither hurried nor paused")
 	}
 }
 

@@ -60,6 +60,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 		Scheme:             mgr.GetScheme(),
 		Recorder:           mgr.GetEventRecorder("placement-guard"),
 		UnschedulableGrace: opts.UnschedulableGrace,
+		FeedReadInterval:   controller.DefaultFeedReadInterval,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up the reconciler: %w", err)
 	}

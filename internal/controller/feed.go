@@ -1,0 +1,156 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/placement-guard/placement-guard/internal/pacing"
+)
+
+// feed is what the pod and node feeds share: a reflector of their own
+// whose store is the engine's snapshot, so that no informer cache holds a
+// second copy of what the engine keeps; a connection of their own, paced
+// between lists; and the end of their first list.
+type feed struct {
+	kind   string
+	lw     toolscache.ListerWatcher
+	synced chan struct{}
+	once   sync.Once
+	// pacer paces the feed's connection between lists; nil when unpaced.
+	pacer *pacing.Pacer
+}
+
+// newFeed feeds kind (pods, nodes) from lw; with a pacer, its lists pause
+// the pacing, and the store resumes it (listedAll).
+func newFeed(kind string, lw toolscache.ListerWatcher, pacer *pacing.Pacer) *feed {
+	if pacer != nil {
+		lw = listingPauses{lw: toolscache.ToListerWatcherWithContext(lw), pacer: pacer}
+	}
+	return &feed{kind: kind, lw: lw, synced: make(chan struct{}), pacer: pacer}
+}
+
+// feedConfig is cfg for a feed's client: protobuf, the cheapest form to
+// decode, uncompressed (a list of every object is large, and compressing
+// it costs both ends more CPU than the cluster's network saves), over
+// HTTP/1.1, on a connection of its own paced at readEvery (none when zero).
+//
+// HTTP/1.1: a feed makes one request at a time, and over HTTP/1.1 the
+// watch's own goroutine reads its body from the connection, where HTTP/2
+// hands every event over from a read loop and writes a flow-control
+// window back for every few KiB read. The watch body is read in bulk
+// (pacing.Streams).
+func feedConfig(cfg *rest.Config, readEvery time.Duration, codecs runtime.NegotiatedSerializer) (*rest.Config, *pacing.Pacer) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.DisableCompression = true
+	var pacer *pacing.Pacer
+	if readEvery > 0 {
+		// A connection of its own (client-go caches no transport with a
+		// custom dialer), so that the pacing delays this feed only.
+		pacer = pacing.NewPacer(readEvery)
+		cfg.Dial = pacer.Dial
+	}
+	cfg.NextProtos = []string{"http/1.1"}
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	cfg.NegotiatedSerializer = pacing.Streams{NegotiatedSerializer: codecs}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	return cfg, pacer
+}
+
+// run lists and watches into store until ctx ends.
+func (f *feed) run(ctx context.Context, expected runtime.Object, store toolscache.ReflectorStore) {
+	log := logf.FromContext(ctx).WithName(f.kind + "-feed")
+	r := toolscache.NewReflectorWithOptions(f.lw, expected, store, toolscache.ReflectorOptions{
+		Name: "placement-guard " + f.kind, Logger: &log,
+	})
+	r.RunWithContext(ctx)
+}
+
+// listedAll is called by the store once a list is in: the watch's events
+// trickle in from here on. It reports whether that was the first list.
+func (f *feed) listedAll() (first bool) {
+	f.pacer.Resume()
+	f.once.Do(func() {
+		first = true
+		close(f.synced)
+	})
+	return first
+}
+
+// NeedLeaderElection is false: every replica keeps its engine warm, so a
+// new leader answers at once.
+func (f *feed) NeedLeaderElection() bool { return false }
+
+// WaitForSync blocks until the engine holds everything of the first list.
+func (f *feed) WaitForSync(ctx context.Context) error {
+	if f.HasSynced() {
+		return nil
+	}
+	select {
+	case <-f.synced:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the %s feed to list every object: %w", f.kind, ctx.Err())
+	}
+}
+
+// HasSynced reports whether the first list has been taken in.
+func (f *feed) HasSynced() bool {
+	select {
+	case <-f.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// feeds are the engine's feeds, paced together: while a migration is at
+// work every one reads events as they arrive.
+type feeds []*feed
+
+// keepUp reads events as they arrive while a migration is at work, and at
+// the feeds' pace otherwise.
+func (fs feeds) keepUp(atWork bool) {
+	for _, f := range fs {
+		if atWork {
+			f.pacer.Hurry()
+		} else {
+			f.pacer.Relax()
+		}
+	}
+}
+
+// freshIn is how long until the engine is as current as unpaced feeds
+// keep it, hurrying the feeds that are not yet: zero for unpaced feeds or
+// ones hurried for an interval, whose connections then hold no event that
+// waited out their pace.
+func (fs feeds) freshIn() time.Duration {
+	var wait time.Duration
+	for _, f := range fs {
+		if f.pacer == nil {
+			continue
+		}
+		f.pacer.Hurry()
+		wait = max(wait, f.pacer.Every()-f.pacer.HurriedFor())
+	}
+	return wait
+}
+
+// WaitForSync blocks until every feed holds its first list.
+func (fs feeds) WaitForSync(ctx context.Context) error {
+	for _, f := range fs {
+		if err := f.WaitForSync(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
