@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -65,6 +66,7 @@ func main() {
 	flag.StringVar(&o.syncCPUProfile, "sync-cpuprofile", "", "write the manager's CPU profile over its first minute with every pod here: the first list")
 	flag.StringVar(&o.manager, "manager", "", "the manager binary; built from the tree when empty")
 	flag.BoolVar(&o.storeOnly, "store-only", false, "an API server and etcd alone, pod status written by the harness: memory and cache sync only")
+	flag.IntVar(&managerCPUs, "manager-cpus", 1, "GOMAXPROCS of the manager, as its container's CPU limit sets it (1 in config/manager); 0 leaves the machine's")
 	logPath := flag.String("manager-log", "", "append the managers' logs to this file")
 	flags := flag.String("manager-flags", "", "more flags for the manager, separated by spaces (--zap-log-level=5 logs every reconcile)")
 	flag.Parse()
@@ -266,6 +268,14 @@ type results struct {
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
+// gomaxprocs says what GOMAXPROCS the managers run with.
+func gomaxprocs() string {
+	if managerCPUs > 0 {
+		return fmt.Sprintf("GOMAXPROCS=%d, as its container's CPU limit of %d sets it", managerCPUs, managerCPUs)
+	}
+	return fmt.Sprintf("GOMAXPROCS=%d, the machine's", runtime.NumCPU())
+}
+
 func perPod(loaded, base int64, pods int) string {
 	return fmt.Sprintf("%.2f KiB", float64(loaded-base)/float64(pods)/1024)
 }
@@ -273,6 +283,7 @@ func perPod(loaded, base int64, pods int) string {
 func (r results) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## %d nodes, %d pods in %d namespaces\n\n", r.nodes, r.pods, r.namespaces)
+	fmt.Fprintf(&b, "The manager runs with %s.\n\n", gomaxprocs())
 	fmt.Fprintf(&b, "| figure | 0 pods | %d pods | per pod |\n|---|---|---|---|\n", r.pods)
 	fmt.Fprintf(&b, "| live heap | %s | %s | %s |\n", mib(r.base.live), mib(r.loaded.live), perPod(r.loaded.live, r.base.live, r.pods))
 	fmt.Fprintf(&b, "| heap in use | %s | %s | %s |\n", mib(r.base.inUse), mib(r.loaded.inUse), perPod(r.loaded.inUse, r.base.inUse, r.pods))

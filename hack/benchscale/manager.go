@@ -52,6 +52,10 @@ func startManager(binary, kubeconfig string) (*manager, error) {
 		"--zap-time-encoding=rfc3339nano",
 	}
 	m.cmd = exec.Command(binary, append(args, managerFlags...)...)
+	if managerCPUs > 0 {
+		// As in its container: Go sizes GOMAXPROCS to the CPU limit.
+		m.cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", managerCPUs))
+	}
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	logs, err := m.cmd.StderrPipe()
 	if err != nil {
@@ -71,6 +75,11 @@ var managerLog io.Writer
 
 // managerFlags (-manager-flags) are passed to every manager started.
 var managerFlags []string
+
+// managerCPUs (-manager-cpus) is the GOMAXPROCS the managers run with:
+// in its container, the Go runtime sets it to the CPU limit, 1 in
+// config/manager. 0 leaves the machine's.
+var managerCPUs int
 
 // read follows the manager's log: the first "Starting workers" is when
 // the controller's caches have synced.

@@ -243,16 +243,3 @@ func CacheOptions() cache.Options {
 		},
 	}
 }
-
-// trimNodeStatus keeps of a node's status what the engine reads: its
-// capacity, allocatable resources and conditions, not the images a kubelet
-// lists (up to 50 of them and several KB a node), its addresses and
-// versions.
-func trimNodeStatus(n *corev1.Node) {
-	n.Status = corev1.NodeStatus{
-		Capacity:    n.Status.Capacity,
-		Allocatable: n.Status.Allocatable,
-		Phase:       n.Status.Phase,
-		Conditions:  n.Status.Conditions,
-	}
-}

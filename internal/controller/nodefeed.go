@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/placement-guard/placement-guard/internal/pacing"
+	"github.com/placement-guard/placement-guard/internal/podwire"
 )
 
 // NodeFeed keeps the engine's nodes in step with the API server, as
@@ -30,9 +31,11 @@ type NodeFeed struct {
 var _ manager.LeaderElectionRunnable = (*NodeFeed)(nil)
 
 // NewNodeFeed returns the feed of every node of the cluster into state,
-// paced as the pod feed (NewPodFeed).
+// paced as the pod feed (NewPodFeed). Nodes are decoded by podwire, which
+// skips on the wire their managed fields, images, addresses and versions
+// (podwire.TrimNode): most of a heartbeat's bytes.
 func NewNodeFeed(cfg *rest.Config, state *ClusterState, readEvery time.Duration) (*NodeFeed, error) {
-	cfg, pacer := feedConfig(cfg, readEvery, clientgoscheme.Codecs.WithoutConversion())
+	cfg, pacer := feedConfig(cfg, readEvery, podwire.Serializer{NegotiatedSerializer: clientgoscheme.Codecs.WithoutConversion()})
 	cfg.APIPath = "/api"
 	cfg.GroupVersion = &corev1.SchemeGroupVersion
 	rc, err := rest.RESTClientFor(cfg)
@@ -99,8 +102,8 @@ func (c *ClusterState) upsertNode(obj any) {
 	if !ok {
 		return
 	}
-	n.ManagedFields = nil
-	trimNodeStatus(n)
+	// Decoded stripped already (podwire); a JSON answer is trimmed here.
+	podwire.TrimNode(n)
 	c.mu.Lock()
 	before, existed := c.snap.Node(n.Name)
 	c.snap.UpsertNode(n)

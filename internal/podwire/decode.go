@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -19,15 +20,8 @@ var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b 
 // envelope the API server wraps it in) into pod, skipping every field
 // TrimPod drops.
 func DecodePod(raw []byte, pod *corev1.Pod) error {
-	buf := buffers.Get().(*[]byte)
-	defer buffers.Put(buf)
-	stripped, err := appendKept((*buf)[:0], raw, podRules)
-	if err != nil {
-		return fmt.Errorf("decode pod: %w", err)
-	}
-	*buf = stripped
 	*pod = corev1.Pod{}
-	if err := pod.Unmarshal(stripped); err != nil {
+	if err := decodeKept(raw, podRules, pod.Unmarshal); err != nil {
 		return fmt.Errorf("decode pod: %w", err)
 	}
 	return nil
@@ -37,20 +31,9 @@ func DecodePod(raw []byte, pod *corev1.Pod) error {
 // DecodePod does.
 func DecodePodList(raw []byte, list *corev1.PodList) error {
 	*list = corev1.PodList{}
-	err := eachField(raw, func(num protowire.Number, typ protowire.Type, _, value []byte) error {
-		if typ != protowire.BytesType {
-			return nil
-		}
-		switch num {
-		case 1:
-			if err := list.ListMeta.Unmarshal(value); err != nil {
-				return fmt.Errorf("list metadata: %w", err)
-			}
-		case 2:
-			list.Items = append(list.Items, corev1.Pod{})
-			return DecodePod(value, &list.Items[len(list.Items)-1])
-		}
-		return nil
+	err := eachItem(raw, &list.ListMeta, func(item []byte) error {
+		list.Items = append(list.Items, corev1.Pod{})
+		return DecodePod(item, &list.Items[len(list.Items)-1])
 	})
 	if err != nil {
 		return fmt.Errorf("decode pod list: %w", err)
@@ -58,41 +41,94 @@ func DecodePodList(raw []byte, list *corev1.PodList) error {
 	return nil
 }
 
+// decodeKept unmarshals what rules keep of raw.
+func decodeKept(raw []byte, rules map[protowire.Number]rule, unmarshal func([]byte) error) error {
+	buf := buffers.Get().(*[]byte)
+	defer buffers.Put(buf)
+	stripped, err := appendKept((*buf)[:0], raw, rules)
+	if err != nil {
+		return err
+	}
+	*buf = stripped
+	return unmarshal(stripped)
+}
+
+// eachItem reads a list's protobuf: its metadata (1) into meta, and each
+// of its items (2) to item.
+func eachItem(raw []byte, meta *metav1.ListMeta, item func([]byte) error) error {
+	return eachField(raw, func(num protowire.Number, typ protowire.Type, _, value []byte) error {
+		if typ != protowire.BytesType {
+			return nil
+		}
+		switch num {
+		case 1:
+			if err := meta.Unmarshal(value); err != nil {
+				return fmt.Errorf("list metadata: %w", err)
+			}
+		case 2:
+			return item(value)
+		}
+		return nil
+	})
+}
+
 // protobufPrefix starts every object the API server sends in protobuf,
 // ahead of a runtime.Unknown that holds its kind and bytes.
 var protobufPrefix = []byte{0x6b, 0x38, 0x73, 0x00}
 
 var (
-	podKind     = corev1.SchemeGroupVersion.WithKind("Pod")
-	podListKind = corev1.SchemeGroupVersion.WithKind("PodList")
+	podKind      = corev1.SchemeGroupVersion.WithKind("Pod")
+	podListKind  = corev1.SchemeGroupVersion.WithKind("PodList")
+	nodeKind     = corev1.SchemeGroupVersion.WithKind("Node")
+	nodeListKind = corev1.SchemeGroupVersion.WithKind("NodeList")
 )
 
-// serializer is a protobuf serializer that decodes pods and pod lists with
-// DecodePod and hands every other object (a watch's error Status) to the
-// serializer it wraps.
+// serializer is a protobuf serializer that decodes pods and nodes, and
+// their lists, with DecodePod and DecodeNode, and hands every other object
+// (a watch's error Status) to the serializer it wraps.
 type serializer struct{ runtime.Serializer }
 
 func (s serializer) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	gvk, raw, ok := envelope(data)
-	if ok && gvk == podKind {
-		if pod, ok := orNew[corev1.Pod](into); ok {
-			if err := DecodePod(raw, pod); err != nil {
-				return nil, &gvk, err
-			}
-			pod.SetGroupVersionKind(gvk)
-			return pod, &gvk, nil
+	if ok {
+		var obj runtime.Object
+		var err error
+		switch gvk {
+		case podKind:
+			obj, err = decodeInto(into, raw, DecodePod)
+		case podListKind:
+			obj, err = decodeInto(into, raw, DecodePodList)
+		case nodeKind:
+			obj, err = decodeInto(into, raw, DecodeNode)
+		case nodeListKind:
+			obj, err = decodeInto(into, raw, DecodeNodeList)
 		}
-	}
-	if ok && gvk == podListKind {
-		if list, ok := orNew[corev1.PodList](into); ok {
-			if err := DecodePodList(raw, list); err != nil {
-				return nil, &gvk, err
-			}
-			list.SetGroupVersionKind(gvk)
-			return list, &gvk, nil
+		if err != nil {
+			return nil, &gvk, err
+		}
+		if obj != nil {
+			obj.GetObjectKind().SetGroupVersionKind(gvk)
+			return obj, &gvk, nil
 		}
 	}
 	return s.Serializer.Decode(data, defaults, into)
+}
+
+// decodeInto decodes raw with decode into into as a *T, or a new T when
+// into is nil; it returns nil, and decodes nothing, when into is of
+// another type, which the wrapped serializer then decodes.
+func decodeInto[T any, PT interface {
+	*T
+	runtime.Object
+}](into runtime.Object, raw []byte, decode func([]byte, PT) error) (runtime.Object, error) {
+	obj, ok := orNew[T, PT](into)
+	if !ok {
+		return nil, nil
+	}
+	if err := decode(raw, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
 }
 
 // orNew is into as a *T, or a new T when into is nil; ok is false when
@@ -152,19 +188,65 @@ func envelope(data []byte) (gvk schema.GroupVersionKind, raw []byte, ok bool) {
 }
 
 // Serializer is a negotiated serializer whose protobuf decoder decodes pods
-// with DecodePod. It is meant for a client that only lists and watches
-// pods: the pods it returns hold what TrimPod keeps and nothing more.
+// with DecodePod and nodes with DecodeNode, and whose watch streams are
+// decoded without copying each event's object (watchEvents). It is meant
+// for a client that only lists and watches pods or nodes: what it returns
+// holds what TrimPod and TrimNode keep and nothing more.
 type Serializer struct{ runtime.NegotiatedSerializer }
 
-// SupportedMediaTypes wraps the protobuf decoder of the serializer beneath.
+// SupportedMediaTypes wraps the protobuf decoders of the serializer
+// beneath.
 func (s Serializer) SupportedMediaTypes() []runtime.SerializerInfo {
 	infos := s.NegotiatedSerializer.SupportedMediaTypes()
 	out := make([]runtime.SerializerInfo, len(infos))
 	copy(out, infos)
 	for i := range out {
-		if out[i].MediaType == runtime.ContentTypeProtobuf {
-			out[i].Serializer = serializer{Serializer: out[i].Serializer}
+		if out[i].MediaType != runtime.ContentTypeProtobuf {
+			continue
+		}
+		out[i].Serializer = serializer{Serializer: out[i].Serializer}
+		if ss := out[i].StreamSerializer; ss != nil {
+			wrapped := *ss
+			wrapped.Serializer = watchEvents{Serializer: ss.Serializer}
+			out[i].StreamSerializer = &wrapped
 		}
 	}
 	return out
+}
+
+// watchEvents decodes the protobuf watch events of a stream (type 1,
+// object 2, a RawExtension whose raw is 1) without copying the object
+// each carries: its bytes stay in the frame the stream's decoder read
+// them into, and are decoded at once (client-go's rest/watch Decoder),
+// by decoders that copy what they keep, before that frame is reused.
+// The generated decoder would copy every event's bytes first.
+type watchEvents struct{ runtime.Serializer }
+
+func (w watchEvents) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	event, ok := into.(*metav1.WatchEvent)
+	if !ok {
+		return w.Serializer.Decode(data, defaults, into)
+	}
+	var typ string
+	var raw []byte
+	err := eachField(data, func(num protowire.Number, wire protowire.Type, _, value []byte) error {
+		switch {
+		case wire != protowire.BytesType:
+		case num == 1:
+			typ = string(value)
+		case num == 2:
+			return eachField(value, func(num protowire.Number, wire protowire.Type, _, value []byte) error {
+				if num == 1 && wire == protowire.BytesType {
+					raw = value
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return w.Serializer.Decode(data, defaults, into)
+	}
+	*event = metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: raw}}
+	return event, nil, nil
 }

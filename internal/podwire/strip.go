@@ -1,9 +1,11 @@
-// Package podwire decodes pods from their protobuf wire form keeping only
-// what placement-guard reads. A pod's environment, probes, images,
-// managedFields and most of its status are skipped on the wire, before
-// anything is allocated for them, so that watching every pod of a large
-// cluster costs the decoding of what placement.TrimPod keeps and little
-// more.
+// Package podwire decodes pods and nodes from their protobuf wire form
+// keeping only what placement-guard reads. A pod's environment, probes,
+// images, managedFields and most of its status, and a node's managed
+// fields, images, addresses and versions, are skipped on the wire, before
+// anything is allocated for them, so that watching every pod and node of
+// a large cluster costs the decoding of what placement.TrimPod and
+// TrimNode keep and little more. The objects of a watch stream are
+// decoded from the frame they arrive in, without a copy (watchEvents).
 //
 // The fields kept here are the fields TrimPod reads, by their numbers in
 // k8s.io/api's generated.proto. TestStrippedPodsTrimAsFullOnes holds the

@@ -1,0 +1,66 @@
+package podwire
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// What a node keeps on the wire: every field but its managed fields, and
+// of its status what the engine reads (TrimNode). A thousand nodes send
+// a heartbeat every few dozen seconds each; their images, addresses,
+// versions and managed fields are most of each heartbeat's bytes.
+var (
+	// Node: metadata 1, spec 2, status 3.
+	nodeRules = map[protowire.Number]rule{
+		1: {nested: nodeMetaRules},
+		2: keep,
+		3: {nested: nodeStatusRules},
+	}
+	// ObjectMeta: every field up to finalizers 14; managedFields 17 are
+	// dropped.
+	nodeMetaRules = map[protowire.Number]rule{
+		1: keep, 2: keep, 3: keep, 4: keep, 5: keep, 6: keep, 7: keep,
+		8: keep, 9: keep, 10: keep, 11: keep, 12: keep, 13: keep, 14: keep,
+	}
+	// NodeStatus: capacity 1, allocatable 2, phase 3, conditions 4.
+	nodeStatusRules = map[protowire.Number]rule{1: keep, 2: keep, 3: keep, 4: keep}
+)
+
+// TrimNode drops of a node what the engine never reads: its managed
+// fields, and of its status all but capacity, allocatable resources,
+// phase and conditions. DecodeNode keeps exactly what TrimNode keeps.
+func TrimNode(n *corev1.Node) {
+	n.ManagedFields = nil
+	n.Status = corev1.NodeStatus{
+		Capacity:    n.Status.Capacity,
+		Allocatable: n.Status.Allocatable,
+		Phase:       n.Status.Phase,
+		Conditions:  n.Status.Conditions,
+	}
+}
+
+// DecodeNode decodes the protobuf of a Node into node, skipping on the
+// wire what TrimNode drops.
+func DecodeNode(raw []byte, node *corev1.Node) error {
+	*node = corev1.Node{}
+	if err := decodeKept(raw, nodeRules, node.Unmarshal); err != nil {
+		return fmt.Errorf("decode node: %w", err)
+	}
+	return nil
+}
+
+// DecodeNodeList decodes the protobuf of a NodeList into list, each node
+// as DecodeNode does.
+func DecodeNodeList(raw []byte, list *corev1.NodeList) error {
+	*list = corev1.NodeList{}
+	err := eachItem(raw, &list.ListMeta, func(item []byte) error {
+		list.Items = append(list.Items, corev1.Node{})
+		return DecodeNode(item, &list.Items[len(list.Items)-1])
+	})
+	if err != nil {
+		return fmt.Errorf("decode node list: %w", err)
+	}
+	return nil
+}
