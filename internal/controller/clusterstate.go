@@ -187,25 +187,12 @@ func nodeChanged(a, b *corev1.Node) bool {
 	return !maps.Equal(a.Labels, b.Labels) ||
 		!slices.EqualFunc(a.Spec.Taints, b.Spec.Taints, sameTaint) ||
 		a.Spec.Unschedulable != b.Spec.Unschedulable ||
-		!sameResources(a.Status.Allocatable, b.Status.Allocatable) ||
+		!placement.EqualResources(a.Status.Allocatable, b.Status.Allocatable) ||
 		nodeReady(a) != nodeReady(b)
 }
 
 func sameTaint(a, b corev1.Taint) bool {
 	return a.Key == b.Key && a.Value == b.Value && a.Effect == b.Effect && a.TimeAdded.Equal(b.TimeAdded)
-}
-
-func sameResources(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, qa := range a {
-		qb, ok := b[name]
-		if !ok || qa.Cmp(qb) != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 func nodeReady(n *corev1.Node) bool {

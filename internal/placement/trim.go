@@ -141,10 +141,10 @@ func trimStatuses(ss []corev1.ContainerStatus, containers []corev1.Container) []
 	for i, s := range ss {
 		out[i] = corev1.ContainerStatus{Name: s.Name, Ready: s.Ready, RestartCount: s.RestartCount}
 		spec := specRequests(containers, s.Name)
-		if s.AllocatedResources != nil && !equalResources(s.AllocatedResources, spec) {
+		if s.AllocatedResources != nil && !EqualResources(s.AllocatedResources, spec) {
 			out[i].AllocatedResources = s.AllocatedResources
 		}
-		if s.Resources != nil && s.Resources.Requests != nil && !equalResources(s.Resources.Requests, spec) {
+		if s.Resources != nil && s.Resources.Requests != nil && !EqualResources(s.Resources.Requests, spec) {
 			out[i].Resources = &corev1.ResourceRequirements{Requests: s.Resources.Requests}
 		}
 	}
@@ -160,7 +160,8 @@ func specRequests(containers []corev1.Container, name string) corev1.ResourceLis
 	return nil
 }
 
-func equalResources(a, b corev1.ResourceList) bool {
+// EqualResources reports whether a and b hold the same quantities.
+func EqualResources(a, b corev1.ResourceList) bool {
 	if len(a) != len(b) {
 		return false
 	}
