@@ -9,8 +9,9 @@ import (
 
 // What a node keeps on the wire: every field but its managed fields, and
 // of its status what the engine reads (TrimNode). A thousand nodes send
-// a heartbeat every few dozen seconds each; their images, addresses,
-// versions and managed fields are most of each heartbeat's bytes.
+// a heartbeat every few dozen seconds each; their conditions, images,
+// addresses, versions and managed fields are most of each heartbeat's
+// bytes.
 var (
 	// Node: metadata 1, spec 2, status 3.
 	nodeRules = map[protowire.Number]rule{
@@ -24,21 +25,34 @@ var (
 		1: keep, 2: keep, 3: keep, 4: keep, 5: keep, 6: keep, 7: keep,
 		8: keep, 9: keep, 10: keep, 11: keep, 12: keep, 13: keep, 14: keep,
 	}
-	// NodeStatus: capacity 1, allocatable 2, phase 3, conditions 4.
-	nodeStatusRules = map[protowire.Number]rule{1: keep, 2: keep, 3: keep, 4: keep}
+	// NodeStatus: allocatable 2, and of conditions 4 the Ready one.
+	nodeStatusRules = map[protowire.Number]rule{2: keep, 4: {keepIf: isReadyCondition}}
 )
 
+// isReadyCondition reports whether a NodeCondition's type (1) is Ready.
+func isReadyCondition(condition []byte) (bool, error) {
+	ready := false
+	err := eachField(condition, func(num protowire.Number, typ protowire.Type, _, value []byte) error {
+		if num == 1 && typ == protowire.BytesType {
+			ready = string(value) == string(corev1.NodeReady)
+		}
+		return nil
+	})
+	return ready, err
+}
+
 // TrimNode drops of a node what the engine never reads: its managed
-// fields, and of its status all but capacity, allocatable resources,
-// phase and conditions. DecodeNode keeps exactly what TrimNode keeps.
+// fields, and of its status all but its allocatable resources and its
+// Ready condition. DecodeNode keeps exactly what TrimNode keeps.
 func TrimNode(n *corev1.Node) {
 	n.ManagedFields = nil
-	n.Status = corev1.NodeStatus{
-		Capacity:    n.Status.Capacity,
-		Allocatable: n.Status.Allocatable,
-		Phase:       n.Status.Phase,
-		Conditions:  n.Status.Conditions,
+	var ready []corev1.NodeCondition
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = append(ready, c)
+		}
 	}
+	n.Status = corev1.NodeStatus{Allocatable: n.Status.Allocatable, Conditions: ready}
 }
 
 // DecodeNode decodes the protobuf of a Node into node, skipping on the

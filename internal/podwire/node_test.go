@@ -22,9 +22,13 @@ import (
 // the two apart.
 func TestStrippedNodesTrimAsFullOnes(t *testing.T) {
 	f := newFiller(2)
-	for range 2000 {
+	for i := range 2000 {
 		n := &corev1.Node{}
 		f.Fill(n)
+		// A Ready condition now and then, among others, as kubelets post.
+		if len(n.Status.Conditions) > 0 && i%2 == 0 {
+			n.Status.Conditions[i/2%len(n.Status.Conditions)].Type = corev1.NodeReady
+		}
 		raw, err := n.Marshal()
 		if err != nil {
 			t.Fatal(err)
