@@ -96,6 +96,15 @@ var _ = Describe("F5: the node of a freshly rolled pod deleted during the hard s
 		env := newEnv(ctx, "f5")
 		operator("f5", nil)
 		s := newScenario(ctx, env, pgv1.KindDeployment, pgv1.StageHard, 3*time.Second)
+		// kwok makes pods Ready at once: a stage's rollout of two pods can
+		// be over between two looks. A new pod counts as available only
+		// after a few seconds here, so the hard stage lasts long enough to
+		// lose the node of one of its fresh pods.
+		d := s.workload(ctx).(*appsv1.Deployment)
+		slow := client.MergeFrom(d.DeepCopy())
+		d.Spec.MinReadySeconds = 3
+		Expect(k8sClient.Patch(ctx, d, slow)).To(Succeed())
+		s.generation = d.GetGeneration() // I5 counts the operator's writes from here
 		mon := s.watch(ctx)
 		s.waitFor(ctx, pgv1.PhaseWaitingForCapacity)
 		s.addCapacity(ctx)
