@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/pacing"
 )
 
@@ -153,4 +155,24 @@ func (fs feeds) WaitForSync(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// freshPodsIn is how long a migration about to act on its pods and nodes
+// waits for the feeds to catch up: a paced feed holds events back up to
+// one interval, and a migration created right after its Deployment would
+// otherwise be judged on pods missing. A migration at work (not settled,
+// its spec changed, or being deleted) is recorded as such first, which
+// hurries the feeds for as long as any is at work; it then waits once, an
+// interval, when the feeds were paced until now. A settled migration
+// judges at once: what woke it has reached the engine, and what comes
+// after wakes it again.
+func (r *PlacementMigrationReconciler) freshPodsIn(key types.NamespacedName, pm *pgv1.PlacementMigration) time.Duration {
+	settled := settledPhases[pm.Status.Phase] && pm.Generation == pm.Status.ObservedGeneration && pm.DeletionTimestamp.IsZero()
+	if settled {
+		return 0
+	}
+	if r.interests.settled(key) {
+		r.interests.set(key, atWork)
+	}
+	return r.feeds.freshIn()
 }

@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -153,26 +152,6 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 		metrics.RecordCapacity(pm.Namespace, pm.Name, int(c.QualifyingNodes), int(c.RequiredNodes))
 	}
 	return ctrl.Result{RequeueAfter: o.after}, nil
-}
-
-// freshPodsIn is how long a migration about to act on its pods waits for
-// the pod feed to catch up: a paced feed holds pod events back up to one
-// interval, and one created right after its Deployment would otherwise be
-// judged on pods missing. A migration at work (not settled, its spec
-// changed, or being deleted) is recorded as such first, which hurries the
-// feed for as long as any is at work; it then waits once, an interval,
-// when the feed was paced until now. A settled migration judges at once:
-// what woke it has reached the engine, and what comes after wakes it
-// again.
-func (r *PlacementMigrationReconciler) freshPodsIn(key types.NamespacedName, pm *pgv1.PlacementMigration) time.Duration {
-	settled := settledPhases[pm.Status.Phase] && pm.Generation == pm.Status.ObservedGeneration && pm.DeletionTimestamp.IsZero()
-	if settled {
-		return 0
-	}
-	if r.interests.settled(key) {
-		r.interests.set(key, atWork)
-	}
-	return r.feeds.freshIn()
 }
 
 // patchStatus writes the status if it changed, with an optimistic lock: a
