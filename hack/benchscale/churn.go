@@ -61,15 +61,6 @@ func (c churn) markdown() string {
 	return b.String()
 }
 
-func latencyMarkdown(sorted []time.Duration) string {
-	if len(sorted) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("\nNode schedulable to first apply, %d migrations: p50 %s, p99 %s, max %s.\n", len(sorted),
-		percentile(sorted, 0.5).Round(time.Millisecond), percentile(sorted, 0.99).Round(time.Millisecond),
-		sorted[len(sorted)-1].Round(time.Millisecond))
-}
-
 const (
 	requestsMetric   = "rest_client_requests_total"
 	reconcilesMetric = "controller_runtime_reconcile_total"

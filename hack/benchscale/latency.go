@@ -195,3 +195,12 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	i := int(float64(len(sorted)-1) * p)
 	return sorted[i]
 }
+
+func latencyMarkdown(sorted []time.Duration) string {
+	if len(sorted) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\nNode schedulable to first apply, %d migrations: p50 %s, p99 %s, max %s.\n", len(sorted),
+		percentile(sorted, 0.5).Round(time.Millisecond), percentile(sorted, 0.99).Round(time.Millisecond),
+		sorted[len(sorted)-1].Round(time.Millisecond))
+}
