@@ -238,6 +238,11 @@ func TestHurryAndPauseWakeAWaitingRead(t *testing.T) {
 			pacer := NewPacer(time.Hour)
 			c := New(client, time.Hour)
 			c.pacer = pacer
+			waiting := make(chan struct{})
+			c.sleep = func(d time.Duration, closed, woken <-chan struct{}) {
+				close(waiting)
+				sleep(d, closed, woken)
+			}
 			defer c.Close()
 			go func() { _, _ = server.Write([]byte("first")) }()
 			if _, err := c.Read(make([]byte, 16)); err != nil {
@@ -250,6 +255,7 @@ func TestHurryAndPauseWakeAWaitingRead(t *testing.T) {
 				n, _ := c.Read(p)
 				done <- string(p[:n])
 			}()
+			<-waiting // the read waits out its hour
 			stop(pacer)
 			select {
 			case got := <-done:

@@ -361,6 +361,18 @@ func checkSeed(t *testing.T, seed int64) {
 		s.DeleteNode(n.Name)
 		s.UpsertNode(n)
 	}
+	if len(objs.Nodes) > 0 && r.Intn(2) == 0 {
+		// A node seen with other labels while answers were given: what
+		// the snapshot cached of its labels must not outlive them.
+		n := objs.Nodes[r.Intn(len(objs.Nodes))]
+		relabelled := n.DeepCopy()
+		relabelled.Labels = map[string]string{corev1.LabelHostname: n.Name + "-before"}
+		s.UpsertNode(relabelled)
+		if _, err := s.Schedule(randomPod(r, "warm-up", objs.Nodes, false)); err != nil {
+			t.Fatal(err)
+		}
+		s.UpsertNode(n)
+	}
 	if len(objs.Pods) > 0 && r.Intn(2) == 0 {
 		k := r.Intn(len(objs.Pods))
 		s.DeletePod(objs.Pods[k].UID)

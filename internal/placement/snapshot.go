@@ -157,42 +157,6 @@ func (s *Snapshot) NodeCount() int { return len(s.nodeByName) }
 // PodCount is the number of pods in the snapshot.
 func (s *Snapshot) PodCount() int { return len(s.podByUID) }
 
-// UpsertNode adds a node or replaces it, keeping the pods bound to it.
-func (s *Snapshot) UpsertNode(n *corev1.Node) {
-	s.dropNodeCaches()
-	alloc := resourcesFrom(n.Status.Allocatable)
-	allowed := n.Status.Allocatable.Pods().Value()
-	if id, ok := s.nodeByName[n.Name]; ok {
-		ni := s.nodes[id]
-		ni.node, ni.allocatable, ni.allowedPods = n, alloc, allowed
-		return
-	}
-	ni := &nodeInfo{node: n, allocatable: alloc, allowedPods: allowed, pods: map[podID]struct{}{}}
-	id := store(&s.nodes, &s.freeNodes, ni)
-	s.nodeByName[n.Name] = id
-	for pid := range s.unboundByNode[n.Name] {
-		s.bind(pid, id)
-	}
-	delete(s.unboundByNode, n.Name)
-}
-
-// DeleteNode removes a node. Its pods stay in the snapshot, unbound, until
-// they are deleted too, as the scheduler's cache keeps them.
-func (s *Snapshot) DeleteNode(name string) {
-	id, ok := s.nodeByName[name]
-	if !ok {
-		return
-	}
-	s.dropNodeCaches()
-	for pid := range s.nodes[id].pods {
-		s.pods[pid].node = noNode
-		addTo(s.unboundByNode, name, pid)
-	}
-	s.nodes[id] = nil
-	delete(s.nodeByName, name)
-	s.freeNodes = append(s.freeNodes, id)
-}
-
 // UpsertPod adds a pod or replaces it. Pods that have finished (Succeeded or
 // Failed) hold no resources and are removed, as the scheduler ignores them;
 // so are placeholder pods, which hold capacity only until a real pod

@@ -1,6 +1,10 @@
 package placement
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // Node is the node of that name as last taken in; callers must not change
 // it.
@@ -19,4 +23,45 @@ func (s *Snapshot) NodeNames() []string {
 		out = append(out, name)
 	}
 	return out
+}
+
+// UpsertNode adds a node or replaces it, keeping the pods bound to it.
+// The cached node order and topology domains are built from nodes' names
+// and labels only: a node's heartbeat, the same labels again, keeps them.
+func (s *Snapshot) UpsertNode(n *corev1.Node) {
+	alloc := resourcesFrom(n.Status.Allocatable)
+	allowed := n.Status.Allocatable.Pods().Value()
+	if id, ok := s.nodeByName[n.Name]; ok {
+		ni := s.nodes[id]
+		if !maps.Equal(ni.node.Labels, n.Labels) {
+			s.dropNodeCaches()
+		}
+		ni.node, ni.allocatable, ni.allowedPods = n, alloc, allowed
+		return
+	}
+	s.dropNodeCaches()
+	ni := &nodeInfo{node: n, allocatable: alloc, allowedPods: allowed, pods: map[podID]struct{}{}}
+	id := store(&s.nodes, &s.freeNodes, ni)
+	s.nodeByName[n.Name] = id
+	for pid := range s.unboundByNode[n.Name] {
+		s.bind(pid, id)
+	}
+	delete(s.unboundByNode, n.Name)
+}
+
+// DeleteNode removes a node. Its pods stay in the snapshot, unbound, until
+// they are deleted too, as the scheduler's cache keeps them.
+func (s *Snapshot) DeleteNode(name string) {
+	id, ok := s.nodeByName[name]
+	if !ok {
+		return
+	}
+	s.dropNodeCaches()
+	for pid := range s.nodes[id].pods {
+		s.pods[pid].node = noNode
+		addTo(s.unboundByNode, name, pid)
+	}
+	s.nodes[id] = nil
+	delete(s.nodeByName, name)
+	s.freeNodes = append(s.freeNodes, id)
 }

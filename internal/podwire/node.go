@@ -2,6 +2,7 @@ package podwire
 
 import (
 	"fmt"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
@@ -46,11 +47,10 @@ func isReadyCondition(condition []byte) (bool, error) {
 // Ready condition. DecodeNode keeps exactly what TrimNode keeps.
 func TrimNode(n *corev1.Node) {
 	n.ManagedFields = nil
-	var ready []corev1.NodeCondition
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			ready = append(ready, c)
-		}
+	// In place: the feed trims every heartbeat, decoded stripped already.
+	ready := slices.DeleteFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type != corev1.NodeReady })
+	if len(ready) == 0 {
+		ready = nil
 	}
 	n.Status = corev1.NodeStatus{Allocatable: n.Status.Allocatable, Conditions: ready}
 }
