@@ -62,8 +62,16 @@ const (
 	// ReasonAutoscalerAPIMissing: the cluster serves no CapacityBuffer API;
 	// the migration waits as with mode None.
 	ReasonAutoscalerAPIMissing = "CapacityBufferAPIMissing"
-	// ReasonRequestFailed: the request could not be created or updated.
-	ReasonRequestFailed        = "CapacityRequestFailed"
+	// ReasonRequestFailed: the request could not be created or updated, or
+	// stands without serving (its placeholder pods cannot be created).
+	ReasonRequestFailed = "CapacityRequestFailed"
+	// ReasonRequestNameTaken: an object of the request's name exists that
+	// the migration did not create; it is left untouched and nothing is
+	// asked for.
+	ReasonRequestNameTaken = "CapacityRequestNameTaken"
+	// ReasonRequestRemovalFailed: a request no longer needed could not be
+	// deleted; it is tried again.
+	ReasonRequestRemovalFailed = "CapacityRequestRemovalFailed"
 	ReasonFeasible             = "RolloutFeasible"
 	ReasonHazardFound          = "HazardFound"
 	ReasonWaitingForPods       = "WaitingForStablePods"

@@ -147,23 +147,13 @@ func (r *PlacementMigrationReconciler) lastWriter(ctx context.Context, obj clien
 		if mf.Manager == ours || mf.Subresource != "" || mf.Time == nil {
 			continue
 		}
-		if _, migration := workloadpatch.MigrationOf(mf.Manager); migration && !ownsPlacementFields(mf) {
+		if _, migration := workloadpatch.MigrationOf(mf.Manager); migration && !workloadpatch.OwnsPlacementFields(mf) {
 			continue
 		}
-		owns := ownsPlacementFields(mf)
+		owns := workloadpatch.OwnsPlacementFields(mf)
 		if mf.Time.After(newest) || (mf.Time.Time.Equal(newest) && owns && !placementOwner) {
 			writer, newest, placementOwner = mf.Manager, mf.Time.Time, owns
 		}
 	}
 	return writer, nil
-}
-
-// ownsPlacementFields reports whether a managed fields entry holds pod
-// anti-affinity or spread constraints.
-func ownsPlacementFields(mf metav1.ManagedFieldsEntry) bool {
-	if mf.FieldsV1 == nil {
-		return false
-	}
-	raw := mf.FieldsV1.GetRawString()
-	return strings.Contains(raw, `"f:podAntiAffinity"`) || strings.Contains(raw, `"f:topologySpreadConstraints"`)
 }

@@ -64,7 +64,7 @@ func (s *scope) placementOwners(ctx context.Context, ref string) (string, error)
 	}
 	var owners []string
 	for _, mf := range live.GetManagedFields() {
-		if mf.Manager != s.manager && mf.Subresource == "" && ownsPlacementFields(mf) {
+		if mf.Manager != s.manager && mf.Subresource == "" && workloadpatch.OwnsPlacementFields(mf) {
 			owners = append(owners, mf.Manager)
 		}
 	}

@@ -76,10 +76,13 @@ type PlacementMigrationReconciler struct {
 // +kubebuilder:rbac:groups=placementguard.io,resources=placementmigrations/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch
-// Capacity requests (spec.capacity.provision): placeholder Deployments, and
-// a PodTemplate with a CapacityBuffer, created and deleted by the migration.
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=create;delete
-// +kubebuilder:rbac:groups="",resources=podtemplates,verbs=get;create;patch;delete
+// Capacity requests (spec.capacity.provision): a PodTemplate with a
+// CapacityBuffer, created and deleted by the migration. Neither runs a pod.
+// The placeholder Deployments of mode PlaceholderPods need the right to
+// create Deployments, which is the right to run any pod: that is the
+// opt-in ClusterRole in config/rbac/placeholders_role.yaml, bound only in
+// the namespaces that use it.
+// +kubebuilder:rbac:groups="",resources=podtemplates,verbs=get;create;delete
 // +kubebuilder:rbac:groups=autoscaling.x-k8s.io,resources=capacitybuffers,verbs=get;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods;nodes;namespaces;persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create

@@ -2,10 +2,13 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -33,11 +36,13 @@ func (s *scope) provision(ctx context.Context, o outcome) (outcome, error) {
 		s.request != nil && s.request.Shortfall > 0
 	kind := provision.KindFor(mode)
 	if recorded != nil && (!want || recorded.Kind != kind) {
-		if err := s.r.deleteRequest(ctx, pm.Namespace, recorded.Kind, recorded.Name); err != nil {
-			return o, fmt.Errorf("delete capacity request %s %s/%s: %w", recorded.Kind, pm.Namespace, recorded.Name, err)
+		leftAlone, err := s.r.deleteRequest(ctx, pm.Namespace, recorded.Kind, recorded.Name, pm.UID)
+		if err != nil {
+			// The outcome stands; what could not be removed is said, and
+			// tried again, instead of the status freezing on the error.
+			return s.removalFailed(o, recorded, err), nil
 		}
-		o.events = append(o.events, note{kind: corev1.EventTypeNormal, reason: "CapacityRequestDeleted",
-			message: fmt.Sprintf("Deleted %s %s, which asked for %d node(s): %s", recorded.Kind, recorded.Name, recorded.Replicas, releaseReason(pm, o))})
+		o.events = append(o.events, releaseNote(pm, o, recorded, leftAlone))
 		recorded = nil
 		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionCapacityRequested)
 	}
@@ -61,18 +66,30 @@ func (s *scope) provision(ctx context.Context, o outcome) (outcome, error) {
 	recorded = recorded.DeepCopy()
 	placeholders, nodes := req.Sized(int(qualifying-recorded.BaselineNodes), s.requestSpec().MaxNodes)
 	recorded.Replicas, recorded.Shortfall = int32(placeholders), int32(req.Shortfall)
-	word, err := s.r.ensureRequest(ctx, provision.Request{
+	word, failing, err := s.r.ensureRequest(ctx, provision.Request{
 		Mode: mode, Name: recorded.Name, Owner: pm, Template: req.Template, Replicas: recorded.Replicas,
 	})
+	taken, nameTaken := asNameTaken(err)
 	switch {
+	case nameTaken:
+		recorded.Replicas = 0
+		recorded.Autoscaler = "nothing was asked for: " + taken.Error()
+		s.warnRequest(&o, pgv1.ReasonRequestNameTaken, fmt.Sprintf(
+			"%s; it was left untouched and no capacity was asked for. Rename or delete that object, or rename this migration", taken))
+	case errors.Is(err, errStale):
+		return o, err
 	case provision.IsAPIMissing(err):
 		recorded.Autoscaler = "the cluster serves no CapacityBuffer API (autoscaling.x-k8s.io/v1beta1); waiting as with mode None"
 		setCondition(pm, s.now, pgv1.ConditionCapacityRequested, metav1.ConditionFalse, pgv1.ReasonAutoscalerAPIMissing,
 			"spec.capacity.provision.mode is CapacityBuffer, but the cluster serves no CapacityBuffer API (autoscaling.x-k8s.io/v1beta1): nothing was asked for, and the migration waits for nodes as with mode None. Install an autoscaler that serves it, or use mode PlaceholderPods")
 	case err != nil:
 		recorded.Autoscaler = truncate("the request could not be made: "+err.Error(), 1024)
-		setCondition(pm, s.now, pgv1.ConditionCapacityRequested, metav1.ConditionFalse, pgv1.ReasonRequestFailed,
-			fmt.Sprintf("%s %s could not be created or updated: %v", kind, recorded.Name, err))
+		s.warnRequest(&o, pgv1.ReasonRequestFailed, fmt.Sprintf(
+			"%s %s could not be created or updated: %v%s", kind, recorded.Name, err, forbiddenHint(err, kind, pm.Namespace)))
+	case failing:
+		recorded.Autoscaler = truncate(word, 1024)
+		s.warnRequest(&o, pgv1.ReasonRequestFailed, fmt.Sprintf(
+			"%s %s stands but asks for nothing: %s", kind, recorded.Name, word))
 	case nodes < req.Shortfall:
 		recorded.Autoscaler = truncate(word, 1024)
 		setCondition(pm, s.now, pgv1.ConditionCapacityRequested, metav1.ConditionTrue, pgv1.ReasonRequestCapped,
@@ -120,6 +137,48 @@ func (s *scope) describeRequest(o outcome, r *pgv1.CapacityRequestStatus) outcom
 		setCondition(s.pm, s.now, pgv1.ConditionCapacityAvailable, metav1.ConditionFalse, c.Reason, c.Message+"; "+what)
 	}
 	return o
+}
+
+// warnRequest records that the request cannot be made or removed, in the
+// CapacityRequested condition and, when that changes, in a Warning Event.
+func (s *scope) warnRequest(o *outcome, reason, msg string) {
+	c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionCapacityRequested)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != reason || c.Message != truncate(msg, 4096) {
+		o.events = append(o.events, note{kind: corev1.EventTypeWarning, reason: reason, message: msg})
+	}
+	setCondition(s.pm, s.now, pgv1.ConditionCapacityRequested, metav1.ConditionFalse, reason, msg)
+}
+
+// removalFailed reports a request that should go and could not be
+// removed. The step's outcome stands, the record stays and the removal is
+// tried again: a failing delete never freezes the migration's status.
+func (s *scope) removalFailed(o outcome, recorded *pgv1.CapacityRequestStatus, err error) outcome {
+	s.warnRequest(&o, pgv1.ReasonRequestRemovalFailed, fmt.Sprintf(
+		"%s %s is no longer needed (%s) but could not be removed; trying again every %s: %v%s",
+		recorded.Kind, recorded.Name, releaseReason(s.pm, o), requestPoll, err, forbiddenHint(err, recorded.Kind, s.pm.Namespace)))
+	if o.after == 0 || o.after > requestPoll {
+		o.after = requestPoll
+	}
+	return o
+}
+
+// releaseNote tells that a request was let go, and which objects of its
+// name were left alone because someone else made them.
+func releaseNote(pm *pgv1.PlacementMigration, o outcome, recorded *pgv1.CapacityRequestStatus, leftAlone []string) note {
+	msg := fmt.Sprintf("Deleted %s %s, which asked for %d node(s): %s", recorded.Kind, recorded.Name, recorded.Replicas, releaseReason(pm, o))
+	if len(leftAlone) > 0 {
+		msg = fmt.Sprintf("Let the request %s %s go (%s) without deleting %s, which this migration did not make",
+			recorded.Kind, recorded.Name, releaseReason(pm, o), strings.Join(leftAlone, ", "))
+	}
+	return note{kind: corev1.EventTypeNormal, reason: "CapacityRequestDeleted", message: msg}
+}
+
+// forbiddenHint tells how to grant what a refused request lacked.
+func forbiddenHint(err error, kind, namespace string) string {
+	if !apierrors.IsForbidden(err) || kind != provision.KindDeployment {
+		return ""
+	}
+	return fmt.Sprintf(". Placeholder pods need the opt-in ClusterRole %s bound to the operator's ServiceAccount in namespace %s (docs/operations.md, \"Placeholder pods\")", provision.PlaceholderRole, namespace)
 }
 
 // releaseReason says why a request is let go.

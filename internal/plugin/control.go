@@ -1,11 +1,9 @@
 package plugin
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -60,21 +58,26 @@ recorded.`,
 			return patchMigration(cmd.Context(), o, args[0], map[string]any{"metadata": map[string]any{"annotations": map[string]any{pgv1.RetryAnnotation: value}}}, "retry requested ("+value+")")
 		},
 	}
-	var yes bool
+	var ab abortOptions
 	abort := &cobra.Command{
 		Use:   "abort NAME",
 		Short: "Revert what the migration applied and delete it",
-		Long: `abort sets spec.onDelete to Revert and deletes the migration: the operator
-restores each target's template as it was before the migration, then lets the
-object go. It asks for confirmation unless --yes is given.`,
+		Long: `abort sets spec.onDelete to Revert and puts the operator's revert finalizer
+on the migration in one write, then deletes it: the operator restores each
+target's template as it was before the migration, and only then lets the
+object go. abort waits for that (--wait, up to --timeout) and says whether
+the revert was done; with --wait=false it says only that it was asked for.
+It asks for confirmation unless --yes is given.`,
 		Example:           "  kubectl placement abort -n db graphdb-apart --yes",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeMigrations(o),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runAbort(cmd.Context(), o, args[0], yes)
+			return runAbort(cmd.Context(), o, args[0], ab)
 		},
 	}
-	abort.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	abort.Flags().BoolVarP(&ab.yes, "yes", "y", false, "do not ask for confirmation")
+	abort.Flags().BoolVar(&ab.wait, "wait", true, "wait until the operator has reverted the targets and the migration is gone")
+	abort.Flags().DurationVar(&ab.timeout, "timeout", 5*time.Minute, "how long --wait waits")
 	return []*cobra.Command{pause, resume, retry, abort}
 }
 
@@ -98,32 +101,5 @@ func patchMigration(ctx context.Context, o *Options, name string, patch map[stri
 		return usageError{fmt.Errorf("patch PlacementMigration %s/%s: %w", ns, name, err)}
 	}
 	fmt.Fprintf(o.Out, "placementmigration.placementguard.io/%s %s\n", name, done)
-	return nil
-}
-
-func runAbort(ctx context.Context, o *Options, name string, yes bool) error {
-	pm, err := getMigration(ctx, o, name)
-	if err != nil {
-		return err
-	}
-	if !yes {
-		fmt.Fprintf(o.Out, "Abort PlacementMigration %s/%s (%s)? Its constraint is removed from %d target(s) and the object deleted. Type the name to confirm: ",
-			pm.Namespace, pm.Name, orNone(string(pm.Status.Phase)), len(pm.Status.Targets))
-		answer, _ := bufio.NewReader(o.In).ReadString('\n')
-		if strings.TrimSpace(answer) != name {
-			return usagef("not confirmed; nothing was changed")
-		}
-	}
-	if err := patchMigration(ctx, o, name, map[string]any{"spec": map[string]any{"onDelete": string(pgv1.DeletionRevert)}}, "set to revert on delete"); err != nil {
-		return err
-	}
-	c, err := o.client()
-	if err != nil {
-		return err
-	}
-	if err := c.Delete(ctx, pm); client.IgnoreNotFound(err) != nil {
-		return usageError{fmt.Errorf("delete PlacementMigration %s/%s: %w", pm.Namespace, name, err)}
-	}
-	fmt.Fprintf(o.Out, "placementmigration.placementguard.io/%s deleted; the operator reverts its targets before the object goes\n", name)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -246,11 +247,29 @@ func TestLiveClusterUnderLeastPrivilege(t *testing.T) {
 	if _, _, code = plugin(t, kubeconfig, sa, "web-apart-typo\n", "abort", "-n", "shop", "web-apart"); code != ExitUsage || get().Spec.OnDelete == pgv1.DeletionRevert {
 		t.Fatalf("an unconfirmed abort must change nothing: exit %d", code)
 	}
-	if _, errOut, code = plugin(t, kubeconfig, sa, "web-apart\n", "abort", "-n", "shop", "web-apart"); code != ExitOK {
-		t.Fatalf("abort: exit %d %s", code, errOut)
+	// No operator runs here: abort must leave the migration deleting with
+	// the revert finalizer on and onDelete Revert, whatever it was, so that
+	// the operator reverts whenever it comes; and, waiting, must say that
+	// nothing was reverted yet rather than claim it.
+	out, errOut, code = plugin(t, kubeconfig, sa, "web-apart\n", "abort", "-n", "shop", "web-apart", "--timeout", "2s")
+	if code != ExitUsage || !strings.Contains(errOut, "still there after 2s") || !strings.Contains(errOut, "is it running?") || strings.Contains(out, "reverted") {
+		t.Fatalf("abort with no operator must not claim a revert: exit %d\n%s%s", code, out, errOut)
+	}
+	aborted := get()
+	if aborted.DeletionTimestamp.IsZero() || aborted.Spec.OnDelete != pgv1.DeletionRevert || !slices.Contains(aborted.Finalizers, pgv1.RevertFinalizer) {
+		t.Fatalf("abort must delete a migration holding the revert finalizer with onDelete Revert: %+v %s", aborted.Finalizers, aborted.Spec.OnDelete)
+	}
+	out, errOut, code = plugin(t, kubeconfig, sa, "", "abort", "-n", "shop", "web-apart", "--yes", "--wait=false")
+	if code != ExitOK || !strings.Contains(out, "the operator removes the constraint") {
+		t.Fatalf("abort again, not waiting: exit %d %s %s", code, out, errOut)
+	}
+	patch := client.MergeFrom(aborted.DeepCopy())
+	aborted.Finalizers = nil
+	if err := c.Patch(ctx, aborted, patch); err != nil {
+		t.Fatal(err)
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(pm), &pgv1.PlacementMigration{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("the aborted migration still exists: %v", err)
+		t.Fatalf("the aborted migration still exists once its finalizer is gone: %v", err)
 	}
 }
 

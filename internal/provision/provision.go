@@ -5,7 +5,10 @@
 package provision
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
@@ -36,6 +40,12 @@ const (
 	doNotDisrupt = "karpenter.sh/do-not-disrupt"
 
 	nameSuffix = "-capacity"
+
+	// PlaceholderRole is the opt-in ClusterRole that lets the operator
+	// create and delete the Deployments of placeholder pods, bound only in
+	// the namespaces whose migrations use mode PlaceholderPods: the right
+	// to create Deployments is the right to run pods.
+	PlaceholderRole = "placement-guard-placeholders"
 )
 
 // CapacityBufferGVK is the CapacityBuffer API that cluster-autoscaler and
@@ -62,13 +72,45 @@ func KindFor(mode pgv1.ProvisionMode) string {
 	return ""
 }
 
-// Name is the request's name for a migration: its name and "-capacity",
-// shortened to a valid object name.
+// Name is the request's name for a migration: its name and "-capacity".
+// A name too long for that is shortened and given a digest of the whole
+// name, so that two long migration names sharing a prefix never name the
+// same request.
 func Name(migration string) string {
-	if max := validation.DNS1123SubdomainMaxLength - len(nameSuffix); len(migration) > max {
-		migration = strings.TrimRight(migration[:max], "-.")
+	if len(migration)+len(nameSuffix) <= validation.DNS1123SubdomainMaxLength {
+		return migration + nameSuffix
 	}
-	return migration + nameSuffix
+	sum := sha256.Sum256([]byte(migration))
+	digest := hex.EncodeToString(sum[:])[:10]
+	keep := validation.DNS1123SubdomainMaxLength - len(nameSuffix) - len(digest) - 1
+	return strings.TrimRight(migration[:keep], "-.") + "-" + digest + nameSuffix
+}
+
+// OwnedBy reports whether obj is a request object of the migration with
+// uid owner: it names that migration as its controller. An object of the
+// request's name without it was made by someone else, and the operator
+// neither resizes nor deletes it.
+func OwnedBy(obj metav1.Object, owner types.UID) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && ref.UID == owner && ref.Kind == "PlacementMigration" && strings.HasPrefix(ref.APIVersion, pgv1.GroupVersion.Group+"/")
+}
+
+// Owner describes who an object of the request's name belongs to, for a
+// person: its controller, else the field managers that wrote it.
+func Owner(obj metav1.Object) string {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		return fmt.Sprintf("controlled by %s %s", ref.Kind, ref.Name)
+	}
+	var managers []string
+	for _, mf := range obj.GetManagedFields() {
+		if !slices.Contains(managers, mf.Manager) {
+			managers = append(managers, mf.Manager)
+		}
+	}
+	if len(managers) == 0 {
+		return "not made by this migration"
+	}
+	return "written by " + strings.Join(managers, ", ")
 }
 
 // Objects are the objects of a request, in the order they are written: for
@@ -154,10 +196,36 @@ func meta0(r Request) metav1.ObjectMeta {
 }
 
 func podTemplate(r Request) *corev1.PodTemplate {
+	tmpl := *r.Template.DeepCopy()
+	restrict(&tmpl.Spec)
 	return &corev1.PodTemplate{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PodTemplate"},
 		ObjectMeta: meta0(r),
-		Template:   r.Template,
+		Template:   tmpl,
+	}
+}
+
+// placeholderUser is the pause image's own unprivileged user.
+const placeholderUser = 65535
+
+// restrict makes a placeholder pass the restricted Pod Security Standard,
+// so that a namespace enforcing it admits the placeholders instead of
+// leaving the request standing with no pod behind it: non-root, no
+// privilege escalation, every capability dropped, the runtime's seccomp
+// profile. None of it changes where the pod can be scheduled.
+func restrict(spec *corev1.PodSpec) {
+	spec.SecurityContext = &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To[int64](placeholderUser),
+		RunAsGroup:     ptr.To[int64](placeholderUser),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	for i := range spec.Containers {
+		spec.Containers[i].SecurityContext = &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		}
 	}
 }
 
@@ -182,6 +250,7 @@ func placeholders(r Request) *appsv1.Deployment {
 	tmpl.Spec.PriorityClassName = PriorityClassName
 	// Placeholders never run anything; a token would only be a liability.
 	tmpl.Spec.AutomountServiceAccountToken = ptr.To(false)
+	restrict(&tmpl.Spec)
 	if tmpl.Annotations == nil {
 		tmpl.Annotations = map[string]string{}
 	}
@@ -201,10 +270,11 @@ func placeholders(r Request) *appsv1.Deployment {
 }
 
 // Word is the autoscaler's latest word on a request, from its primary
-// object as the API server has it.
-func Word(live *unstructured.Unstructured) string {
+// object as the API server has it, and whether it says the request cannot
+// be served as it stands (the placeholder pods cannot be created).
+func Word(live *unstructured.Unstructured) (string, bool) {
 	if live.GetKind() == KindCapacityBuffer {
-		return bufferWord(live)
+		return bufferWord(live), false
 	}
 	return placeholderWord(live)
 }
@@ -236,20 +306,21 @@ func bufferWord(live *unstructured.Unstructured) string {
 }
 
 // placeholderWord reads the placeholders' Deployment: how many run, and why
-// pods cannot be created when that is the case.
-func placeholderWord(live *unstructured.Unstructured) string {
+// pods cannot be created when that is the case (a quota, a Pod Security
+// admission refusal), which leaves the request asking for nothing.
+func placeholderWord(live *unstructured.Unstructured) (string, bool) {
 	d := &appsv1.Deployment{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, d); err != nil {
-		return "placeholders unreadable: " + err.Error()
+		return "placeholders unreadable: " + err.Error(), false
 	}
 	for _, c := range d.Status.Conditions {
 		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
-			return "placeholder pods cannot be created: " + c.Message
+			return "placeholder pods cannot be created: " + c.Message, true
 		}
 	}
 	want := int32(0)
 	if d.Spec.Replicas != nil {
 		want = *d.Spec.Replicas
 	}
-	return fmt.Sprintf("%d of %d placeholder pod(s) running, %d waiting for a node", d.Status.ReadyReplicas, want, max(0, want-d.Status.ReadyReplicas))
+	return fmt.Sprintf("%d of %d placeholder pod(s) running, %d waiting for a node", d.Status.ReadyReplicas, want, max(0, want-d.Status.ReadyReplicas)), false
 }

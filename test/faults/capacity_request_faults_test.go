@@ -20,6 +20,7 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/test/faultproxy"
+	"github.com/placement-guard/placement-guard/test/utils"
 )
 
 // installPlaceholderPriorityClass creates the PriorityClass config/ ships
@@ -65,6 +66,7 @@ var _ = Describe("F12: the operator killed at each step of a capacity request's 
 	It("keeps one placeholder Deployment of the recorded size while it waits, and none once the capacity qualifies", func(ctx SpecContext) {
 		installPlaceholderPriorityClass(ctx)
 		env := newEnv(ctx, "f12")
+		Expect(utils.BindPlaceholderRole(ctx, k8sClient, env.Namespace)).To(Succeed())
 		placeholders := "web-apart-capacity"
 		mgr, proxy := operator("f12", nil)
 		var mu sync.Mutex

@@ -16,8 +16,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -198,4 +200,113 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestSteerRoleMayOnlySteer binds the plugin's steer role (patch and
+// delete on migrations, nothing on workloads) as config/plugin ships it
+// and tries every field of a migration: pause, resume, onDelete, retry
+// and delete pass; anything that changes what the operator writes, or how
+// carefully, needs patch on the targets.
+func TestSteerRoleMayOnlySteer(t *testing.T) {
+	cfg, scheme, stop := startWithPolicy(t, "migration-requires-patch.yaml")
+	defer stop()
+	ctx := context.Background()
+	admin := mustClient(t, cfg, scheme, "")
+	steer := steerRole(t)
+	must(t, admin.Create(ctx, steer))
+	bind(t, admin, "sam", steer.Name)
+	sam := mustClient(t, cfg, scheme, "sam")
+
+	base := &pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Name: "controllers-apart", Namespace: ns}, Spec: pgv1.PlacementMigrationSpec{
+		Targets:      []pgv1.TargetRef{{Kind: pgv1.KindDeployment, Name: "web"}},
+		Constraint:   pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{TopologyKey: corev1.LabelTopologyZone}},
+		FinalStage:   pgv1.StageSoft,
+		SoakDuration: &metav1.Duration{Duration: 10 * time.Minute},
+		Guards: &pgv1.Guards{MinPodAge: &metav1.Duration{Duration: 5 * time.Minute}, Disruptions: pgv1.DisruptionBlock,
+			ProtectedPods: pgv1.Labels(map[string]string{"app": "broker"})},
+		DryRun: true,
+	}}
+	must(t, admin.Create(ctx, base))
+	current := func() *pgv1.PlacementMigration {
+		pm := &pgv1.PlacementMigration{}
+		must(t, admin.Get(ctx, client.ObjectKeyFromObject(base), pm))
+		return pm
+	}
+	// The API server loads a new policy asynchronously: wait until it
+	// refuses sam a change of the final stage.
+	var refusal error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if refusal = sam.Patch(ctx, current(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"finalStage":"Hard"}}`))); refusal != nil {
+			break
+		}
+		back := current()
+		back.Spec.FinalStage = pgv1.StageSoft
+		must(t, admin.Update(ctx, back))
+	}
+	if refusal == nil || !strings.Contains(refusal.Error(), "(it changes spec.finalStage)") {
+		t.Fatalf("sam may not make the final stage Hard: %v", refusal)
+	}
+
+	// Each change as a merge patch from the object read, as kubectl patch,
+	// kubectl edit and the Go clients send it.
+	for _, c := range []struct {
+		field  string
+		change func(*pgv1.PlacementMigrationSpec)
+	}{
+		{"constraint", func(s *pgv1.PlacementMigrationSpec) { s.Constraint.TopologySpread.MaxSkew = 2 }},
+		{"targets", func(s *pgv1.PlacementMigrationSpec) {
+			s.Targets = append(s.Targets, pgv1.TargetRef{Kind: pgv1.KindDeployment, Name: "api"})
+		}},
+		{"capacity", func(s *pgv1.PlacementMigrationSpec) {
+			s.Capacity = &pgv1.Capacity{Provision: &pgv1.Provision{Mode: pgv1.ProvisionPlaceholderPods, MaxNodes: ptr.To[int32](1000)}}
+		}},
+		{"soakDuration", func(s *pgv1.PlacementMigrationSpec) { s.SoakDuration = &metav1.Duration{} }},
+		{"stageTimeout", func(s *pgv1.PlacementMigrationSpec) { s.StageTimeout = &metav1.Duration{Duration: 24 * time.Hour} }},
+		{"guards", func(s *pgv1.PlacementMigrationSpec) { s.Guards.Disruptions = pgv1.DisruptionIgnore }},
+		{"guards", func(s *pgv1.PlacementMigrationSpec) { s.Guards.EvictStuckPods = true }},
+		{"guards", func(s *pgv1.PlacementMigrationSpec) { s.Guards.MinPodAge = &metav1.Duration{} }},
+		{"guards", func(s *pgv1.PlacementMigrationSpec) { s.Guards.ProtectedPods = nil }},
+		{"guards", func(s *pgv1.PlacementMigrationSpec) { s.Guards.MaxRestarts = ptr.To[int32](100) }},
+		{"dryRun", func(s *pgv1.PlacementMigrationSpec) { s.DryRun = false }},
+	} {
+		pm := current()
+		patch := client.MergeFrom(pm.DeepCopy())
+		c.change(&pm.Spec)
+		err := sam.Patch(ctx, pm, patch)
+		if err == nil || !strings.Contains(err.Error(), "(it changes spec."+c.field+")") {
+			t.Errorf("sam, who may not patch web, changing spec.%s: want refused naming the field, got %v", c.field, err)
+		}
+	}
+
+	// Steering stays open: a merge patch, as the plugin sends.
+	for _, c := range []struct{ name, patch string }{
+		{"pause", `{"spec":{"paused":true}}`},
+		{"resume", `{"spec":{"paused":null}}`},
+		{"retry", `{"metadata":{"annotations":{"` + pgv1.RetryAnnotation + `":"2026-11-25T10:00:00Z"}}}`},
+		{"abort's first write", `{"metadata":{"finalizers":["` + pgv1.RevertFinalizer + `"]},"spec":{"onDelete":"Revert"}}`},
+		{"onDelete back to Retain", `{"spec":{"onDelete":"Retain"}}`},
+	} {
+		if err := sam.Patch(ctx, current(), client.RawPatch(types.MergePatchType, []byte(c.patch))); err != nil {
+			t.Errorf("the steer role must be able to %s: %v", c.name, err)
+		}
+	}
+	if err := sam.Delete(ctx, current()); err != nil {
+		t.Errorf("the steer role must be able to delete (abort): %v", err)
+	}
+}
+
+// steerRole is the plugin's steer ClusterRole as config/plugin ships it.
+func steerRole(t *testing.T) *rbacv1.ClusterRole {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "plugin", "rbac.yaml"))
+	must(t, err)
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		role := &rbacv1.ClusterRole{}
+		must(t, yaml.Unmarshal([]byte(doc), role))
+		if role.Name == "placement-guard-plugin-steer" {
+			return role
+		}
+	}
+	t.Fatal("config/plugin/rbac.yaml has no placement-guard-plugin-steer")
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -76,6 +77,26 @@ func decodeFile(path string, into any) error {
 	defer f.Close()
 	if err := yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(into); err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
+	}
+	return nil
+}
+
+// PlaceholderRole is the opt-in ClusterRole of config/rbac that lets the
+// operator create and delete placeholder Deployments, before config/default
+// prefixes it.
+const PlaceholderRole = "placeholders"
+
+// BindPlaceholderRole binds PlaceholderRole to OperatorAccount in one
+// namespace, as docs/operations.md tells a user whose migrations there use
+// mode PlaceholderPods.
+func BindPlaceholderRole(ctx context.Context, c client.Client, namespace string) error {
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "placement-guard-placeholders"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: OperatorAccountNamespace, Name: OperatorAccountName}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: PlaceholderRole},
+	}
+	if err := c.Create(ctx, rb); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("bind ClusterRole %s in %s: %w", PlaceholderRole, namespace, err)
 	}
 	return nil
 }
