@@ -151,6 +151,9 @@ func (s *scope) analyze(group []*target, stages []placement.Stage) ([]placement.
 			return fmt.Errorf("compute the capacity request: %w", err)
 		}
 		s.request = &req
+		if s.asked != nil {
+			s.launched = snap.LaunchedFor(req, s.asked.Since.Time)
+		}
 		return nil
 	})
 	for _, a := range answers {

@@ -64,7 +64,12 @@ func (s *scope) provision(ctx context.Context, o outcome) (outcome, error) {
 		return s.describeRequest(o, recorded), nil
 	}
 	recorded = recorded.DeepCopy()
-	placeholders, nodes := req.Sized(int(qualifying-recorded.BaselineNodes), s.requestSpec().MaxNodes)
+	// A node launched for the request counts from the moment it
+	// registers, qualifying or not yet: the request must shrink before the
+	// migration's pods can take the node, or the autoscaler provisions
+	// another for the placeholder they displace.
+	launched := max(int(qualifying-recorded.BaselineNodes), s.launched)
+	placeholders, nodes := req.Sized(launched, s.requestSpec().MaxNodes)
 	recorded.Replicas, recorded.Shortfall = int32(placeholders), int32(req.Shortfall)
 	word, failing, err := s.r.ensureRequest(ctx, provision.Request{
 		Mode: mode, Name: recorded.Name, Owner: pm, Template: req.Template, Replicas: recorded.Replicas,
@@ -93,8 +98,8 @@ func (s *scope) provision(ctx context.Context, o outcome) (outcome, error) {
 	case nodes < req.Shortfall:
 		recorded.Autoscaler = truncate(word, 1024)
 		setCondition(pm, s.now, pgv1.ConditionCapacityRequested, metav1.ConditionTrue, pgv1.ReasonRequestCapped,
-			fmt.Sprintf("Asked for %d of the %d node(s) missing through %s %s: spec.capacity.provision.maxNodes is %d, and %d node(s) qualified since the request was made",
-				nodes, req.Shortfall, kind, recorded.Name, s.requestSpec().MaxNodes, max(0, qualifying-recorded.BaselineNodes)))
+			fmt.Sprintf("Asked for %d of the %d node(s) missing through %s %s: spec.capacity.provision.maxNodes is %d, and %d node(s) joined for it since the request was made",
+				nodes, req.Shortfall, kind, recorded.Name, s.requestSpec().MaxNodes, max(0, launched)))
 	default:
 		recorded.Autoscaler = truncate(word, 1024)
 		setCondition(pm, s.now, pgv1.ConditionCapacityRequested, metav1.ConditionTrue, pgv1.ReasonCapacityRequested,

@@ -39,6 +39,9 @@ type scope struct {
 	// request what the engine says the final stage lacks, when it was asked.
 	asked   *pgv1.CapacityRequestStatus
 	request *placement.CapacityRequest
+	// launched counts the nodes created since the request was made that
+	// its placeholders could land on.
+	launched int
 }
 
 // target is one workload of the migration: the workload behind one type,

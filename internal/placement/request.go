@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
 
 // PlaceholderImage is the container image of placeholder pods: it runs
@@ -62,6 +64,29 @@ func (r CapacityRequest) Capped() bool { return r.Replicas-r.Resident < r.Shortf
 func (r CapacityRequest) Sized(launched, maxNodes int) (placeholders, nodes int) {
 	nodes = min(r.Shortfall, max(0, maxNodes-max(0, launched)))
 	return r.Resident + nodes, nodes
+}
+
+// LaunchedFor counts the nodes created since a request was made on which
+// its placeholders could land by node selection alone, Ready or not, tainted
+// or not: the nodes an autoscaler launched for it. They count against
+// maxNodes from the moment they register, before they qualify and before
+// the migration's own pods can take them, so that the request shrinks
+// while the autoscaler still counts the node as the request's. Times are
+// compared as the API server records them, to the second: a node of the
+// request's own second is not counted, and is once it qualifies.
+func (s *Snapshot) LaunchedFor(req CapacityRequest, since time.Time) int {
+	affinity := nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: req.Template.Spec})
+	since = since.Truncate(time.Second)
+	n := 0
+	for _, info := range s.nodes {
+		if info == nil || info.node == nil || !info.node.CreationTimestamp.Time.After(since) {
+			continue
+		}
+		if ok, _ := affinity.Match(info.node); ok {
+			n++
+		}
+	}
+	return n
 }
 
 // RequestCapacity computes what to ask an autoscaler for, from final, the

@@ -3,10 +3,12 @@ package placement
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 var placeholderLabels = map[string]string{"placementguard.io/capacity-request": "uid-1"}
@@ -247,5 +249,47 @@ func TestPlaceholderPodsHoldNoCapacity(t *testing.T) {
 				t.Fatalf("data-2 qualifies=%v with the pod counted=%v: %+v", qualifies, tc.counted, c)
 			}
 		})
+	}
+}
+
+// A node launched for a request counts against maxNodes from the moment it
+// registers, Ready or not and tainted or not, and only if the placeholders
+// could land on it by node selection.
+func TestLaunchedForCountsNodesTheRequestCouldLandOnSinceItWasMade(t *testing.T) {
+	objs := Objects{
+		Nodes: []*corev1.Node{mkNode("data-1", label("role", "data")), mkNode("app-1", label("role", "app"))},
+		Pods:  []*corev1.Pod{mkPod("ns", "search-0", on("data-1"), withLabels("app", "search"))},
+	}
+	apart := Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname, Selector: selector("app", "search")}}
+	graph := func(o Objects) *Workload {
+		return withSelector(deployment(o, "graphdb", 1, appsv1.DeploymentStrategy{}, nodeSelector("role", "data")))
+	}
+	req, s := requestFor(t, objs, graph, apart, CapacitySpec{NodeSelector: selector("role", "data")}, 1)
+	made := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	joined := func(name string, at time.Time, labels ...string) {
+		n := mkNode(name, label(labels[0], labels[1]))
+		n.CreationTimestamp = metav1.NewTime(at)
+		n.Spec.Taints = []corev1.Taint{{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute}}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}
+		s.UpsertNode(n)
+	}
+	for _, c := range []struct {
+		name string
+		join func()
+		want int
+	}{
+		{"nothing joined", func() {}, 0},
+		{"an app node joined: not for the request", func() { joined("app-2", made.Add(time.Second), "role", "app") }, 0},
+		{"a data node from before the request", func() { joined("data-0", made.Add(-time.Hour), "role", "data") }, 0},
+		{"a data node registering, tainted and not Ready", func() { joined("data-2", made.Add(2*time.Second), "role", "data") }, 1},
+		{"a second one", func() { joined("data-3", made.Add(3*time.Second), "role", "data") }, 2},
+	} {
+		c.join()
+		if got := s.LaunchedFor(req, made); got != c.want {
+			t.Errorf("%s: %d nodes launched for the request, want %d", c.name, got, c.want)
+		}
+	}
+	if placeholders, nodes := req.Sized(s.LaunchedFor(req, made), 1); placeholders != 0 || nodes != 0 {
+		t.Fatalf("maxNodes 1 with nodes launched asks for nothing more: %d placeholders, %d nodes", placeholders, nodes)
 	}
 }

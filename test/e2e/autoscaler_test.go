@@ -38,21 +38,21 @@ var (
 // once, and installs the placeholder PriorityClass that config/ ships.
 func startKarpenter(ctx context.Context) {
 	karpenterOnce.Do(func() {
-		if karpenterErr = cluster.StartKarpenter(ctx); karpenterErr != nil {
-			return
-		}
-		pc := &schedulingv1.PriorityClass{}
-		data, err := os.ReadFile(filepath.Join("..", "..", "config", "manager", "priorityclass.yaml"))
-		if karpenterErr = err; err != nil {
-			return
-		}
-		if karpenterErr = sigsyaml.Unmarshal(data, pc); karpenterErr != nil {
-			return
-		}
-		pc.Name = "placement-guard-" + pc.Name // config/default's namePrefix
-		karpenterErr = client.IgnoreAlreadyExists(k8sClient.Create(ctx, pc))
+		karpenterErr = cluster.StartKarpenter(ctx)
 	})
 	Expect(karpenterErr).NotTo(HaveOccurred())
+	installPlaceholderPriorityClass(ctx)
+}
+
+// installPlaceholderPriorityClass creates the PriorityClass config/ ships
+// for placeholder pods, under config/default's name prefix.
+func installPlaceholderPriorityClass(ctx context.Context) {
+	pc := &schedulingv1.PriorityClass{}
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "manager", "priorityclass.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(sigsyaml.Unmarshal(data, pc)).To(Succeed())
+	pc.Name = "placement-guard-" + pc.Name // config/default's namePrefix
+	Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, pc))).To(Succeed())
 }
 
 // dataNodePool makes Karpenter launch role=data nodes into the spec's pool;
@@ -117,7 +117,7 @@ func readyLaunchedNode(ctx context.Context, env *utils.Env) (string, time.Time) 
 
 // seed000 is incident 000's namespace: one data node shared by the search
 // engine and the graph DB, one app node with the broker.
-func seed000(ctx context.Context, env *utils.Env) map[string]incarnation {
+func seed000(ctx context.Context, env *utils.Env, mutate ...func(*appsv1.Deployment) *appsv1.Deployment) map[string]incarnation {
 	_, err := env.AddNode(ctx, "data-1", map[string]string{"role": "data"})
 	Expect(err).NotTo(HaveOccurred())
 	_, err = env.AddNode(ctx, "app-1", map[string]string{"role": "app"})
@@ -125,6 +125,9 @@ func seed000(ctx context.Context, env *utils.Env) map[string]incarnation {
 	for name, role := range map[string]string{"search": "data", "graphdb": "data", "broker": "app"} {
 		d := utils.Deployment(env.Namespace, name, env.Pool(), 1, nil)
 		d.Spec.Template.Spec.NodeSelector["role"] = role
+		for _, m := range mutate {
+			d = m(d)
+		}
 		Expect(k8sClient.Create(ctx, d)).To(Succeed())
 	}
 	allRunning(ctx, env.Namespace, nil, 3)
@@ -185,11 +188,13 @@ var _ = Describe("Asking a real Karpenter for the capacity a migration waits for
 	} {
 		It(fmt.Sprintf("seed 000 with mode %s: asks for one data node, lets the request go once it qualifies, and succeeds", tc.mode), func(ctx SpecContext) {
 			env := newEnv(ctx, "autoscale-"+strings.ToLower(string(tc.mode)))
+			Expect(utils.BindPlaceholderRole(ctx, k8sClient, env.Namespace)).To(Succeed())
 			dataNodePool(ctx, env, "30s")
 			before := seed000(ctx, env)
 
+			claims := countNodeClaims(ctx, env)
 			created := time.Now()
-			migration(ctx, env.Namespace, "graphdb-apart", seed000Spec(tc.mode, 3))
+			migration(ctx, env.Namespace, "graphdb-apart", seed000Spec(tc.mode, 1))
 			name := "graphdb-apart-capacity"
 
 			By("waiting for capacity, the request is recorded and created, owned by the migration")
@@ -239,6 +244,8 @@ var _ = Describe("Asking a real Karpenter for the capacity a migration waits for
 					Expect(after).To(HaveKeyWithValue(podName, inc), podName)
 				}
 			}
+			By("maxNodes 1 asked for one node, and Karpenter launched no other, whatever the timing")
+			Consistently(claims).WithTimeout(15 * time.Second).WithPolling(time.Second).Should(HaveLen(1))
 			AddReportEntry(fmt.Sprintf("autoscaler timing %s", tc.mode), fmt.Sprintf("creation to node Ready %.1fs, to Succeeded %.1fs",
 				readyAt.Sub(created).Seconds(), succeededAt.Sub(created).Seconds()), ReportEntryVisibilityAlways)
 		})
@@ -261,6 +268,7 @@ var _ = Describe("Asking a real Karpenter for the capacity a migration waits for
 
 	It("caps a larger shortfall at maxNodes and says so; deleting the migration mid-wait removes the request, and Karpenter consolidates its node", func(ctx SpecContext) {
 		env := newEnv(ctx, "autoscale-cap")
+		Expect(utils.BindPlaceholderRole(ctx, k8sClient, env.Namespace)).To(Succeed())
 		dataNodePool(ctx, env, "5s")
 		seed000(ctx, env)
 		spec := seed000Spec(pgv1.ProvisionPlaceholderPods, 1)
@@ -295,6 +303,44 @@ var _ = Describe("Asking a real Karpenter for the capacity a migration waits for
 		Eventually(func() []string { return launchedNodes(ctx, env) }).WithTimeout(2 * time.Minute).Should(BeEmpty())
 	})
 })
+
+// countNodeClaims watches, for the rest of the spec, the NodeClaims
+// Karpenter makes for the spec's NodePool, and returns the names of every
+// one seen so far, gone ones included: maxNodes bounds them all.
+func countNodeClaims(ctx SpecContext, env *utils.Env) func() []string {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	look := func() {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Group: "karpenter.sh", Version: "v1", Kind: "NodeClaimList"})
+		if err := k8sClient.List(ctx, list, client.MatchingLabels{"karpenter.sh/nodepool": env.Namespace}); err != nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range list.Items {
+			seen[c.GetName()] = true
+		}
+	}
+	watchCtx, stop := context.WithCancel(ctx)
+	DeferCleanup(stop)
+	go func() {
+		for watchCtx.Err() == nil {
+			look()
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	return func() []string {
+		look()
+		mu.Lock()
+		defer mu.Unlock()
+		var names []string
+		for n := range seen {
+			names = append(names, n)
+		}
+		return names
+	}
+}
 
 func findCondition(pm *pgv1.PlacementMigration, conditionType string) *metav1.Condition {
 	for i := range pm.Status.Conditions {

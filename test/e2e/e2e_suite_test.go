@@ -55,6 +55,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// them alone.
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	Expect(utils.GrantOperatorRBAC(ctx, k8sClient, filepath.Join("..", "..", "config", "rbac"))).To(Succeed())
+	// The admission policies users are told to install are in force for
+	// the whole suite: every operator spec also proves that the operator
+	// writes nothing they refuse.
+	Expect(utils.InstallPolicies(ctx, k8sClient, filepath.Join("..", "..", "config", "policies"), utils.OperatorUser())).To(Succeed())
 	stop, err := utils.RunOperator(context.Background(), cluster.Config, utils.OperatorOptions{
 		CRDDir:             filepath.Join("..", "..", "config", "crd", "bases"),
 		UnschedulableGrace: operatorGrace,

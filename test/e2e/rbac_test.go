@@ -35,6 +35,11 @@ var _ = Describe("The operator's ServiceAccount", Label("operator", "rbac"), fun
 		Entry("not read Secrets", "", "secrets", "get", false),
 		Entry("not list Secrets", "", "secrets", "list", false),
 		Entry("not create pods", "", "pods", "create", false),
+		// Creating a Deployment is running any pod: placeholder pods need
+		// the opt-in placeholders role, bound where a migration uses them.
+		Entry("not create Deployments", "apps", "deployments", "create", false),
+		Entry("not delete Deployments", "apps", "deployments", "delete", false),
+		Entry("not create StatefulSets", "apps", "statefulsets", "create", false),
 		Entry("not delete pods", "", "pods", "delete", false),
 		Entry("not patch nodes", "", "nodes", "patch", false),
 		Entry("read pods", "", "pods", "list", true),

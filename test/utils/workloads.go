@@ -86,3 +86,21 @@ func StatefulSet(namespace, name, pool string, replicas int32) *appsv1.StatefulS
 		},
 	}
 }
+
+// Restricted makes a Deployment's pods pass the restricted Pod Security
+// Standard, for specs in namespaces that enforce it.
+func Restricted(d *appsv1.Deployment) *appsv1.Deployment {
+	spec := &d.Spec.Template.Spec
+	spec.SecurityContext = &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To[int64](1000),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	for i := range spec.Containers {
+		spec.Containers[i].SecurityContext = &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		}
+	}
+	return d
+}
