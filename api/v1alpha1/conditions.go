@@ -112,10 +112,21 @@ const (
 	// the qualifying nodes, a node lost), as both the scheduler and the
 	// engine say.
 	ReasonConstraintUnsatisfied = "ConstraintUnsatisfied"
-	// ReasonTargetPodsPending: after success, target pods stay Pending for
-	// a reason the constraint does not cause (resources, taints, volumes),
-	// so that nobody is told to remove a constraint that is not the problem.
+	// ReasonTargetPodsPending: target pods stay Pending for a reason the
+	// constraint does not cause (their own node selection, resources,
+	// taints, volumes), so that nobody is told to remove a constraint that
+	// is not the problem. Before success the migration waits, Stalled, and
+	// goes on by itself once they are placed.
 	ReasonTargetPodsPending = "TargetPodsPending"
+	// ReasonTargetRolloutFailed: a target's own rollout gave up (its
+	// progress deadline passed) for a change the migration did not make.
+	ReasonTargetRolloutFailed = "TargetRolloutFailed"
+	// ReasonTargetPaused: a target is paused (a Deployment's spec.paused):
+	// no stage is written, and no stage timeout runs, until it resumes.
+	ReasonTargetPaused = "TargetPaused"
+	// ReasonRollbackStalled: a rollback has not rolled out within
+	// stageTimeout, or its rollout gave up; it is watched until it does.
+	ReasonRollbackStalled = "RollbackStalled"
 	// ReasonDisruptionsTolerated: every simulated disruption keeps the
 	// targets placed.
 	ReasonDisruptionsTolerated = "DisruptionsTolerated"

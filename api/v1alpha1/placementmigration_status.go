@@ -109,11 +109,54 @@ type PlacementMigrationStatus struct {
 	// +optional
 	DriftCorrections int32 `json:"driftCorrections,omitempty"`
 
+	// halt records that the migration stopped at a generation after undoing
+	// or giving up on a write: a stage rolled back, drift given up on, the
+	// write budget spent. It holds until the spec changes or a retry is
+	// asked for. A migration blocked before it wrote anything has none: it
+	// resumes by itself once the cause is gone.
+	// +optional
+	Halt *Halt `json:"halt,omitempty"`
+
 	// lastHandledRetry is the value of the placementguard.io/retry
 	// annotation last acted on, so that a value triggers one retry.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	LastHandledRetry string `json:"lastHandledRetry,omitempty"`
+}
+
+// HaltOutcome is how a halted migration ended.
+// +kubebuilder:validation:Enum=RolledBack;Failed
+type HaltOutcome string
+
+const (
+	// HaltRolledBack: a stage was rolled back and the rollback rolled out.
+	HaltRolledBack HaltOutcome = "RolledBack"
+	// HaltFailed: the operator gave up on a write (drift kept undoing it,
+	// or the write budget was spent).
+	HaltFailed HaltOutcome = "Failed"
+)
+
+// Halt is the milestone of a migration that stopped for good at a
+// generation.
+type Halt struct {
+	// outcome is RolledBack or Failed.
+	// +required
+	Outcome HaltOutcome `json:"outcome"`
+	// reason says why, in one word.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason"`
+	// message says why and what to do, for people.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Message string `json:"message,omitempty"`
+	// generation is the migration's generation it halted at; an edited
+	// spec lifts it.
+	// +required
+	Generation int64 `json:"generation"`
+	// at is when it halted.
+	// +required
+	At metav1.Time `json:"at"`
 }
 
 // OperationAction is what an operation writes into the targets.
@@ -168,6 +211,17 @@ type Operation struct {
 	// counts from here.
 	// +required
 	StartedAt metav1.Time `json:"startedAt"`
+
+	// timeoutFrom is when the stage timeout counts from, when not from
+	// startedAt: startedAt moved on by the time a target spent paused,
+	// since a paused workload does not roll out.
+	// +optional
+	TimeoutFrom *metav1.Time `json:"timeoutFrom,omitempty"`
+
+	// pausedAt is when a target of the operation was first seen paused,
+	// while it is; its rollout and the stage timeout wait for it.
+	// +optional
+	PausedAt *metav1.Time `json:"pausedAt,omitempty"`
 
 	// generation is the migration's generation the operation was decided
 	// under; a spec edited since is acted on once it has finished.

@@ -249,6 +249,7 @@ type Constraint struct {
 }
 
 // PodAntiAffinityConstraint becomes a podAntiAffinity term on each target.
+// +kubebuilder:validation:XValidation:rule="!has(self.matchLabelKeys) || !has(self.labelSelector) || self.matchLabelKeys.all(k, !(has(self.labelSelector.matchLabels) && k in self.labelSelector.matchLabels) && !(has(self.labelSelector.matchExpressions) && self.labelSelector.matchExpressions.exists(e, e.key == k)))",message="a key of matchLabelKeys may not also be in labelSelector: the API server refuses such a pod template"
 type PodAntiAffinityConstraint struct {
 	// topologyKey is the node label whose values are the domains pods are kept
 	// apart in, for example kubernetes.io/hostname.
@@ -266,11 +267,12 @@ type PodAntiAffinityConstraint struct {
 
 	// matchLabelKeys are pod label keys whose values, taken from the incoming
 	// pod, are added to the selector; pod-template-hash scopes the term to one
-	// revision of a Deployment.
+	// revision of a Deployment. A key may not also be in labelSelector.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=10
 	// +kubebuilder:validation:items:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="matchLabelKeys items must be valid label keys, such as pod-template-hash"
 	MatchLabelKeys []string `json:"matchLabelKeys,omitempty"`
 
 	// namespaces the selected pods may be in; the target's namespace when
@@ -279,6 +281,7 @@ type PodAntiAffinityConstraint struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.all(n, !format.dns1123Label().validate(n).hasValue())",message="namespaces items must be namespace names: lower case letters, digits and '-', starting and ending with a letter or digit"
 	Namespaces []string `json:"namespaces,omitempty"`
 
 	// namespaceSelector selects further namespaces the selected pods may be in.
@@ -287,6 +290,7 @@ type PodAntiAffinityConstraint struct {
 }
 
 // TopologySpreadConstraint becomes a topologySpreadConstraints entry on each target.
+// +kubebuilder:validation:XValidation:rule="!has(self.matchLabelKeys) || !has(self.labelSelector) || self.matchLabelKeys.all(k, !(has(self.labelSelector.matchLabels) && k in self.labelSelector.matchLabels) && !(has(self.labelSelector.matchExpressions) && self.labelSelector.matchExpressions.exists(e, e.key == k)))",message="a key of matchLabelKeys may not also be in labelSelector: the API server refuses such a pod template"
 // +kubebuilder:validation:XValidation:rule="!has(self.matchLabelKeys) || !has(self.revisionScope)",message="set either matchLabelKeys or revisionScope: matchLabelKeys already says which pods the spread counts"
 type TopologySpreadConstraint struct {
 	// topologyKey is the node label whose values are the domains to spread
@@ -320,11 +324,12 @@ type TopologySpreadConstraint struct {
 	// pod, are added to the selector; pod-template-hash keeps blue and green
 	// revisions from being counted together. When unset on a Deployment
 	// target, the operator writes matchLabelKeys: [pod-template-hash] (see
-	// revisionScope).
+	// revisionScope). A key may not also be in labelSelector.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=10
 	// +kubebuilder:validation:items:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="matchLabelKeys items must be valid label keys, such as pod-template-hash"
 	MatchLabelKeys []string `json:"matchLabelKeys,omitempty"`
 
 	// revisionScope says which pods of a Deployment target the spread counts

@@ -164,6 +164,35 @@ var _ = Describe("PlacementMigration validation", func() {
 				return s
 			}(),
 			"constraint.topologySpread.minDomains needs finalStage Hard"),
+		Entry("an anti-affinity namespace that is not a namespace name",
+			func() map[string]any {
+				s := validSpec()
+				s["constraint"] = map[string]any{"podAntiAffinity": map[string]any{"topologyKey": "kubernetes.io/hostname", "namespaces": []any{"payments", "Search_Team"}}}
+				return s
+			}(),
+			"namespaces items must be namespace names"),
+		Entry("a spread matchLabelKeys item that is not a label key",
+			spreadSpec(map[string]any{"topologyKey": "topology.kubernetes.io/zone", "matchLabelKeys": []any{"pod template hash"}}),
+			"matchLabelKeys items must be valid label keys"),
+		Entry("an anti-affinity matchLabelKeys item that is not a label key",
+			func() map[string]any {
+				s := validSpec()
+				s["constraint"] = map[string]any{"podAntiAffinity": map[string]any{"topologyKey": "kubernetes.io/hostname", "matchLabelKeys": []any{"-bad"}}}
+				return s
+			}(),
+			"matchLabelKeys items must be valid label keys"),
+		Entry("a spread matchLabelKeys key also in the selector's labels",
+			spreadSpec(map[string]any{"topologyKey": "topology.kubernetes.io/zone", "matchLabelKeys": []any{"app"},
+				"labelSelector": map[string]any{"matchLabels": map[string]any{"app": "web"}}}),
+			"a key of matchLabelKeys may not also be in labelSelector"),
+		Entry("an anti-affinity matchLabelKeys key also in the selector's expressions",
+			func() map[string]any {
+				s := validSpec()
+				s["constraint"] = map[string]any{"podAntiAffinity": map[string]any{"topologyKey": "kubernetes.io/hostname", "matchLabelKeys": []any{"track"},
+					"labelSelector": map[string]any{"matchExpressions": []any{map[string]any{"key": "track", "operator": "Exists"}}}}}
+				return s
+			}(),
+			"a key of matchLabelKeys may not also be in labelSelector"),
 		Entry("an unknown final stage",
 			with("finalStage", "Firm"),
 			`supported values: "Soft", "Hard"`),

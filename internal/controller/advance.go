@@ -31,8 +31,16 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 		return o, nil
 	}
 	lowering := rank(stage) < rank(s.verified(group[0]))
+	if o, ok := s.waitForPaused(group, string(stage), waiting); ok {
+		return o, nil
+	}
 	var answers []placement.Answer
 	if !lowering {
+		o, stuck, recheck := s.stuckOutside(group)
+		if stuck {
+			return o, nil
+		}
+		s.lookAgainIn(recheck)
 		stages := []placement.Stage{stage}
 		if stage != final {
 			stages = append(stages, final)

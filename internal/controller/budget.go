@@ -49,7 +49,9 @@ func (b *WriteBudget) Reset(workload string) {
 	delete(b.writes, workload)
 }
 
-// recent drops the writes older than the window; b.mu is held.
+// recent drops the writes older than the window, and forgets a workload
+// with none left, so that the budget holds only workloads written within
+// the window; b.mu is held.
 func (b *WriteBudget) recent(workload string, now time.Time) []time.Time {
 	kept := b.writes[workload][:0]
 	for _, t := range b.writes[workload] {
@@ -57,8 +59,17 @@ func (b *WriteBudget) recent(workload string, now time.Time) []time.Time {
 			kept = append(kept, t)
 		}
 	}
-	if b.writes != nil {
-		b.writes[workload] = kept
+	if len(kept) == 0 {
+		delete(b.writes, workload)
+		return nil
 	}
+	b.writes[workload] = kept
 	return kept
+}
+
+// Len is how many workloads the budget remembers writes of.
+func (b *WriteBudget) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.writes)
 }

@@ -47,21 +47,25 @@ func (s *scope) watchDrift(ctx context.Context) (outcome, bool, error) {
 		msg := fmt.Sprintf("%s, after %d re-applies. Commit the constraint where %s is defined (its chart or Git source) so that %q stops removing it, then set the %s annotation",
 			what, pm.Status.DriftCorrections, first, writer, pgv1.RetryAnnotation)
 		setCondition(pm, s.now, pgv1.ConditionConstraintInSync, metav1.ConditionFalse, pgv1.ReasonDriftRetriesExceeded, msg)
-		return outcome{phase: pgv1.PhaseFailed, reason: pgv1.ReasonDriftRetriesExceeded, message: msg,
-			events: []note{{kind: corev1.EventTypeWarning, reason: pgv1.ReasonDriftRetriesExceeded, message: msg}}}, true, nil
+		return s.halt(outcome{phase: pgv1.PhaseFailed, reason: pgv1.ReasonDriftRetriesExceeded, message: msg,
+			events: []note{{kind: corev1.EventTypeWarning, reason: pgv1.ReasonDriftRetriesExceeded, message: msg}}}), true, nil
 	}
+	// Until the entry is written again the migration is not where it was
+	// asked to be: Ready is False, and the phase says the stage is being
+	// applied again, not that it succeeded.
+	again := applyingPhase(stage)
 	backoff := 5 * time.Second << pm.Status.DriftCorrections
 	c := meta.FindStatusCondition(pm.Status.Conditions, pgv1.ConditionConstraintInSync)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != pgv1.ReasonDrifted {
 		msg := fmt.Sprintf("%s; writing it again after %s", what, backoff)
 		setCondition(pm, s.now, pgv1.ConditionConstraintInSync, metav1.ConditionFalse, pgv1.ReasonDrifted, msg)
-		return outcome{phase: pm.Status.Phase, reason: pgv1.ReasonDrifted, message: msg, after: backoff,
+		return outcome{phase: again, reason: pgv1.ReasonDrifted, message: msg, after: backoff,
 			events: []note{{kind: corev1.EventTypeWarning, reason: pgv1.ReasonDrifted, message: what}}}, true, nil
 	}
 	if wait := c.LastTransitionTime.Add(backoff).Sub(s.now); wait > 0 {
-		return outcome{phase: pm.Status.Phase, reason: pgv1.ReasonDrifted, message: c.Message, after: wait}, true, nil
+		return outcome{phase: again, reason: pgv1.ReasonDrifted, message: c.Message, after: wait}, true, nil
 	}
-	if o, ok := s.checkOthers(drifted, pm.Status.Phase); ok {
+	if o, ok := s.checkOthers(drifted, again); ok {
 		return o, true, nil
 	}
 	op := s.newOperation(pgv1.ActionReapply, s.carried(first, s.status(first.Ref)), stage)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -46,9 +47,14 @@ func (s *scope) finalize(ctx context.Context) (outcome, error) {
 	} else if len(unwritten(op)) > 0 {
 		return s.write(ctx, op, unwritten(op))
 	}
-	patch := client.MergeFrom(pm.DeepCopy())
+	// Locked to the migration as read: a finalizer list changed since (a
+	// user's, another controller's) is read again, not overwritten.
+	patch := client.MergeFromWithOptions(pm.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(pm, pgv1.RevertFinalizer)
 	if err := s.r.Patch(ctx, pm, patch); err != nil {
+		if apierrors.IsConflict(err) {
+			return outcome{}, fmt.Errorf("remove finalizer of PlacementMigration %s/%s: %w", pm.Namespace, pm.Name, errStale)
+		}
 		return outcome{}, fmt.Errorf("remove finalizer of PlacementMigration %s/%s: %w", pm.Namespace, pm.Name, err)
 	}
 	n := 0
@@ -86,13 +92,19 @@ func (r *PlacementMigrationReconciler) syncFinalizer(ctx context.Context, pm *pg
 	if want == controllerutil.ContainsFinalizer(pm, pgv1.RevertFinalizer) || !pm.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	patch := client.MergeFrom(pm.DeepCopy())
+	// Locked to the migration as read: a stale read (onDelete since set to
+	// Revert with the finalizer, as kubectl placement abort does in one
+	// write) must not take the finalizer off.
+	patch := client.MergeFromWithOptions(pm.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if want {
 		controllerutil.AddFinalizer(pm, pgv1.RevertFinalizer)
 	} else {
 		controllerutil.RemoveFinalizer(pm, pgv1.RevertFinalizer)
 	}
 	if err := r.Patch(ctx, pm, patch); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("update finalizer of PlacementMigration %s/%s: %w", pm.Namespace, pm.Name, errStale)
+		}
 		return fmt.Errorf("update finalizer of PlacementMigration %s/%s: %w", pm.Namespace, pm.Name, err)
 	}
 	return nil

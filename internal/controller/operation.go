@@ -116,9 +116,23 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 			continue
 		}
 		key := s.key(ref)
-		// A rollback undoes harm and is always written; it is counted.
-		if op.Action != pgv1.ActionRollBack && !s.r.Budget.Allow(key, s.now) {
+		// A rollback or a revert undoes what the migration wrote and is
+		// always written, never held by the budget (a revert held during
+		// a deletion would wait on nothing that wakes it); it is counted.
+		if op.Action != pgv1.ActionRollBack && op.Action != pgv1.ActionRevert && !s.r.Budget.Allow(key, s.now) {
 			return s.budgetExceeded(ref), nil
+		}
+		if op.Action == pgv1.ActionRevert {
+			same, err := s.r.sameWorkload(ctx, s.pm.Namespace, ot)
+			if err != nil {
+				return outcome{}, err
+			}
+			if !same {
+				// Deleted, or re-created under the same name: the new
+				// workload carries nothing of ours and is left alone.
+				ot.AppliedGeneration = 1
+				continue
+			}
 		}
 		wt := workloadpatch.Target{Kind: placement.WorkloadKind(ot.Kind), Namespace: s.pm.Namespace, Name: ot.Name, UID: types.UID(ot.UID)}
 		ac, err := workloadpatch.ApplyConfiguration(wt, entryOf(ot.Entry))
@@ -128,7 +142,7 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 		log.Info("Writing the migration's entry", "migration", klog.KObj(s.pm), "target", planning.RefKey(ref), "action", op.Action,
 			"stage", op.Stage, "generation", ot.GenerationBefore, "fieldManager", s.manager)
 		if err := s.r.Apply(ctx, ac, client.FieldOwner(s.manager)); err != nil {
-			if _, field := workloadpatch.AsConflict(err); apierrors.IsConflict(err) && !field && op.Action == pgv1.ActionRevert {
+			if op.Action == pgv1.ActionRevert && workloadpatch.IsOtherObject(err) {
 				// The uid precondition failed: the workload is gone or a
 				// new one, and carries nothing of ours.
 				ot.AppliedGeneration = 1
@@ -155,6 +169,22 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 	}
 	return outcome{phase: phase, reason: pgv1.ReasonStageApplied,
 		message: fmt.Sprintf("Wrote the %s stage into %s (%s); waiting for the rollout", op.Stage, strings.Join(written, ", "), op.Action)}, nil
+}
+
+// sameWorkload reports whether the workload an operation recorded still
+// exists as the object it recorded (its uid), read from the API server: a
+// workload deleted and re-created under the same name is another one.
+func (r *PlacementMigrationReconciler) sameWorkload(ctx context.Context, namespace string, ot *pgv1.OperationTarget) (bool, error) {
+	live := &metav1.PartialObjectMetadata{}
+	live.SetGroupVersionKind(ot.Kind.GroupVersionKind())
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ot.Name}, live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read %s/%s before reverting it: %w", ot.Kind, ot.Name, err)
+	}
+	return ot.UID == "" || string(live.UID) == ot.UID, nil
 }
 
 // refused handles a write the API server refused for good: a field
@@ -197,8 +227,8 @@ func (s *scope) refusal(ref pgv1.TargetRef, stage placement.Stage, err error) (o
 func (s *scope) budgetExceeded(ref pgv1.TargetRef) outcome {
 	msg := fmt.Sprintf("%s was written %d times within %s, the operator's write budget; the write recorded in status.operation is held. Find what keeps changing the workload, then set the %s annotation to retry",
 		planning.RefKey(ref), s.r.Budget.Max, s.r.Budget.Window, pgv1.RetryAnnotation)
-	return outcome{phase: pgv1.PhaseFailed, reason: pgv1.ReasonWriteBudgetExceeded, message: msg,
-		events: []note{{kind: corev1.EventTypeWarning, reason: pgv1.ReasonWriteBudgetExceeded, message: msg}}}
+	return s.halt(outcome{phase: pgv1.PhaseFailed, reason: pgv1.ReasonWriteBudgetExceeded, message: msg,
+		events: []note{{kind: corev1.EventTypeWarning, reason: pgv1.ReasonWriteBudgetExceeded, message: msg}}})
 }
 
 // completeRevert ends a revert: the removed targets are forgotten.

@@ -153,8 +153,11 @@ func mentionsAny(msg string, phrases []string) bool {
 
 // shortest is the sooner of two timers, 0 standing for none.
 func shortest(a, b time.Duration) time.Duration {
-	if a == 0 || b < a {
+	switch {
+	case a == 0:
 		return b
+	case b == 0:
+		return a
 	}
-	return a
+	return min(a, b)
 }

@@ -113,6 +113,9 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	}
 	metrics.CountReconcile(req.Namespace, req.Name)
 	if err := r.syncFinalizer(ctx, pm); err != nil {
+		if errors.Is(err, errStale) {
+			return ctrl.Result{RequeueAfter: staleRetry}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	s, err := r.newScope(ctx, pm)
@@ -154,7 +157,7 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if c := pm.Status.Capacity; c != nil {
 		metrics.RecordCapacity(pm.Namespace, pm.Name, int(c.QualifyingNodes), int(c.RequiredNodes))
 	}
-	return ctrl.Result{RequeueAfter: o.after}, nil
+	return ctrl.Result{RequeueAfter: shortest(o.after, s.recheck)}, nil
 }
 
 // patchStatus writes the status if it changed, with an optimistic lock: a
@@ -206,7 +209,7 @@ func (r *PlacementMigrationReconciler) announce(before, after *pgv1.PlacementMig
 	old := meta.FindStatusCondition(before.Status.Conditions, pgv1.ConditionReady)
 	if o.phase != "" && (before.Status.Phase != after.Status.Phase || old == nil || old.Reason != o.reason) {
 		kind := corev1.EventTypeNormal
-		if stalledPhases[o.phase] {
+		if stalledPhases[o.phase] || o.stalled {
 			kind = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(after, nil, kind, o.reason, string(o.phase), "%s", truncate(o.message, 1000))

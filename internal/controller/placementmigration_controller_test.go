@@ -416,6 +416,9 @@ var _ = Describe("PlacementMigration reconciler", func() {
 		Eventually(func() metav1.Condition { return fc.condition("web-soft", pgv1.ConditionConstraintInSync) }).Should(And(
 			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", pgv1.ReasonDrifted), HaveField("Message", ContainSubstring(`field manager "helm"`))))
 		Eventually(fc.eventReasons("web-soft")).Should(ContainElement(pgv1.ReasonDrifted))
+		By("not Ready while the entry waits out the backoff: a dashboard must not read success over a missing constraint")
+		Expect(fc.condition("web-soft", pgv1.ConditionReady)).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", pgv1.ReasonDrifted)))
+		Expect(fc.condition("web-soft", pgv1.ConditionReconciling).Status).To(Equal(metav1.ConditionTrue))
 
 		By("re-applying after the backoff")
 		Eventually(func() *corev1.PodAntiAffinity { return fc.antiAffinityOf("web") }, "10s").ShouldNot(BeNil())

@@ -28,6 +28,7 @@ func (s *scope) retry() outcome {
 			message: fmt.Sprintf("Retry %q recorded; the migration was not stalled", pm.Status.LastHandledRetry)}
 	}
 	meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionStalled)
+	pm.Status.Halt = nil
 	pm.Status.DriftCorrections = 0
 	meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionConstraintInSync)
 	for _, t := range s.targets {

@@ -61,7 +61,13 @@ func (s *scope) rollbackSoak(group []*target, reason, cause string) outcome {
 // replace a pod that never became Ready, so a pod stuck Pending with the
 // rolled-back template is named, or evicted when the spec allows.
 func (s *scope) verifyRollback(ctx context.Context, op *pgv1.Operation) (outcome, error) {
-	var waiting []string
+	if paused := s.pauseClock(op); len(paused) > 0 {
+		return outcome{phase: pgv1.PhaseRollingBack, reason: pgv1.ReasonTargetPaused, message: fmt.Sprintf(
+			"Rolling the %s stage back (%s): %s is paused (spec.paused), and the restored template rolls out once it resumes (kubectl rollout resume)",
+			op.From, op.Message, firstFew(paused, 3))}, nil
+	}
+	var waiting, pending []string
+	failed := false
 	for _, ot := range op.Targets {
 		t := s.target(ot.Kind, ot.Name)
 		if t.Generation() < ot.AppliedGeneration {
@@ -75,11 +81,14 @@ func (s *scope) verifyRollback(ctx context.Context, op *pgv1.Operation) (outcome
 		if progress.StuckPod != "" {
 			return s.unstick(ctx, t, progress.StuckPod)
 		}
+		failed = failed || progress.Failed
 		waiting = append(waiting, progress.Message)
+		if why := pendingWhy(t.Pods); why != "" {
+			pending = append(pending, fmt.Sprintf("%s: %s", t, why))
+		}
 	}
 	if len(waiting) > 0 {
-		return outcome{phase: pgv1.PhaseRollingBack, reason: pgv1.ReasonRollingBack,
-			message: fmt.Sprintf("Rolling the %s stage back (%s): %s", op.From, op.Message, firstFew(waiting, 3))}, nil
+		return s.rollbackWaits(op, waiting, pending, failed), nil
 	}
 	at := metav1.NewTime(s.now)
 	for _, ot := range op.Targets {
@@ -100,19 +109,43 @@ func (s *scope) verifyRollback(ctx context.Context, op *pgv1.Operation) (outcome
 	return s.rolledBack(op), nil
 }
 
+// rollbackWaits reports a rollback whose rollout has not completed. Past
+// the stage timeout, or once the rollout has given up, it cannot finish by
+// itself: the migration says so, Stalled, naming what holds the rollout
+// (its Pending pods and the scheduler's word), and keeps watching, so that
+// it completes the rollback once the cause is gone.
+func (s *scope) rollbackWaits(op *pgv1.Operation, waiting, pending []string, failed bool) outcome {
+	deadline := s.deadline(op)
+	if !failed && s.now.Before(deadline) {
+		return outcome{phase: pgv1.PhaseRollingBack, reason: pgv1.ReasonRollingBack, after: deadline.Sub(s.now),
+			message: fmt.Sprintf("Rolling the %s stage back (%s): %s", op.From, op.Message, firstFew(waiting, 3))}
+	}
+	why := "its rollout gave up"
+	if !failed {
+		why = fmt.Sprintf("it has not rolled out within stageTimeout %s", s.pm.Spec.Timeout())
+	}
+	held := firstFew(waiting, 3)
+	if len(pending) > 0 {
+		held = firstFew(pending, 3)
+	}
+	return outcome{phase: pgv1.PhaseRollingBack, reason: pgv1.ReasonRollbackStalled, stalled: true, message: fmt.Sprintf(
+		"The rollback of the %s stage (%s) cannot finish by itself: %s; %s. The restored template does not carry the %s stage, so that stage is not what holds it; fix the cause and the rollback completes",
+		op.From, op.Message, why, held, op.From)}
+}
+
 // rolledBack is the end of a rollback: the migration stalls with its cause
 // until a person fixes it and edits the spec or asks for a retry.
 func (s *scope) rolledBack(op *pgv1.Operation) outcome {
-	return outcome{phase: pgv1.PhaseRolledBack, reason: op.Reason, message: fmt.Sprintf(
+	return s.halt(outcome{phase: pgv1.PhaseRolledBack, reason: op.Reason, message: fmt.Sprintf(
 		"Rolled the %s stage back to %s: %s. Fix the cause, then set the %s annotation (or edit the spec) to try again",
-		op.From, restoredName(op.Stage), op.Message, pgv1.RetryAnnotation)}
+		op.From, restoredName(op.Stage), op.Message, pgv1.RetryAnnotation)})
 }
 
 // unstick names the pod an OrderedReady StatefulSet waits for, or evicts
 // it when guards.evictStuckPods allows.
 func (s *scope) unstick(ctx context.Context, t *target, pod string) (outcome, error) {
 	if !s.pm.Spec.EvictStuck() {
-		return outcome{phase: pgv1.PhaseRollingBack, reason: pgv1.ReasonStuckPod, message: fmt.Sprintf(
+		return outcome{phase: pgv1.PhaseRollingBack, reason: pgv1.ReasonStuckPod, stalled: true, message: fmt.Sprintf(
 			"%s: pod %s is not Ready and the StatefulSet controller does not replace it (kubernetes#67250), so the restored template cannot roll out: delete pod %s, or set spec.guards.evictStuckPods",
 			t, pod, pod)}, nil
 	}

@@ -42,6 +42,14 @@ type scope struct {
 	// launched counts the nodes created since the request was made that
 	// its placeholders could land on.
 	launched int
+	// recheck asks for another look once a timer a step noticed runs out,
+	// whatever the step's outcome: a Pending pod's grace.
+	recheck time.Duration
+}
+
+// lookAgainIn asks for another look after d; 0 asks for none.
+func (s *scope) lookAgainIn(d time.Duration) {
+	s.recheck = shortest(s.recheck, d)
 }
 
 // target is one workload of the migration: the workload behind one type,

@@ -23,6 +23,10 @@ type outcome struct {
 	// pendingByConstraint and pendingOther count the target pods Pending
 	// after success, by cause, for the metric.
 	pendingByConstraint, pendingOther int
+	// stalled says a person is needed whatever the phase: a rollback that
+	// cannot finish, a pod the controller will not replace, a target
+	// stuck for a cause outside the migration.
+	stalled bool
 }
 
 // note is one Event beyond the phase change.
@@ -71,7 +75,7 @@ func summarize(pm *pgv1.PlacementMigration, o outcome, now time.Time) {
 		set(pgv1.ConditionReady, metav1.ConditionTrue)
 		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionReconciling)
 		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionStalled)
-	case stalledPhases[o.phase]:
+	case stalledPhases[o.phase] || o.stalled:
 		set(pgv1.ConditionReady, metav1.ConditionFalse)
 		set(pgv1.ConditionStalled, metav1.ConditionTrue)
 		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionReconciling)
@@ -91,38 +95,53 @@ func setCondition(pm *pgv1.PlacementMigration, now time.Time, t string, s metav1
 	})
 }
 
-// terminalReasons are the reasons a Stalled migration keeps until a person
-// edits the spec or asks for a retry: a rollback done, drift given up on,
-// the write budget spent.
-var terminalReasons = map[string]bool{
-	pgv1.ReasonStageTimedOut:        true,
-	pgv1.ReasonProgressDeadline:     true,
-	pgv1.ReasonPodsUnschedulable:    true,
-	pgv1.ReasonProtectedPodChanged:  true,
-	pgv1.ReasonPodsRestarted:        true,
-	pgv1.ReasonDriftRetriesExceeded: true,
-	pgv1.ReasonWriteBudgetExceeded:  true,
-}
-
-// terminal reports whether the migration stalled for good at this
-// generation, and the phase it stalled in.
+// terminal reports whether the migration halted at this generation (a
+// stage rolled back, drift given up on, the write budget spent), and the
+// phase it halted in. Only the halt milestone decides: a migration blocked
+// before it wrote anything is not halted, whatever its reason.
 func terminal(pm *pgv1.PlacementMigration) (pgv1.Phase, bool) {
-	c := meta.FindStatusCondition(pm.Status.Conditions, pgv1.ConditionStalled)
-	if c == nil || c.Status != metav1.ConditionTrue || !terminalReasons[c.Reason] || c.ObservedGeneration != pm.Generation {
+	h := pm.Status.Halt
+	if h == nil || h.Generation != pm.Generation {
 		return "", false
 	}
-	switch c.Reason {
-	case pgv1.ReasonDriftRetriesExceeded, pgv1.ReasonWriteBudgetExceeded:
+	if h.Outcome == pgv1.HaltFailed {
 		return pgv1.PhaseFailed, true
 	}
 	return pgv1.PhaseRolledBack, true
 }
 
-// hold repeats the outcome the Ready condition records.
-func hold(pm *pgv1.PlacementMigration, phase pgv1.Phase) outcome {
-	o := outcome{phase: phase}
-	if c := meta.FindStatusCondition(pm.Status.Conditions, pgv1.ConditionReady); c != nil {
-		o.reason, o.message = c.Reason, c.Message
+// adoptLegacyHalt records the halt of a migration that halted under an
+// operator from before the halt milestone, which recorded it only as a
+// Stalled condition of a RolledBack or Failed migration: an upgrade must
+// not turn a rolled-back migration into one that tries its stage again.
+func adoptLegacyHalt(pm *pgv1.PlacementMigration) {
+	if pm.Status.Halt != nil || (pm.Status.Phase != pgv1.PhaseRolledBack && pm.Status.Phase != pgv1.PhaseFailed) {
+		return
 	}
+	c := meta.FindStatusCondition(pm.Status.Conditions, pgv1.ConditionStalled)
+	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != pm.Generation {
+		return
+	}
+	outcome := pgv1.HaltRolledBack
+	if pm.Status.Phase == pgv1.PhaseFailed {
+		outcome = pgv1.HaltFailed
+	}
+	pm.Status.Halt = &pgv1.Halt{Outcome: outcome, Reason: c.Reason, Message: truncate(c.Message, 2048), Generation: pm.Generation, At: c.LastTransitionTime}
+}
+
+// hold repeats the outcome the halt records.
+func hold(pm *pgv1.PlacementMigration, phase pgv1.Phase) outcome {
+	h := pm.Status.Halt
+	return outcome{phase: phase, reason: h.Reason, message: h.Message}
+}
+
+// halt records that the migration stops at this generation with o, until
+// the spec changes or a retry is asked for.
+func (s *scope) halt(o outcome) outcome {
+	outcome := pgv1.HaltRolledBack
+	if o.phase == pgv1.PhaseFailed {
+		outcome = pgv1.HaltFailed
+	}
+	s.pm.Status.Halt = &pgv1.Halt{Outcome: outcome, Reason: o.reason, Message: truncate(o.message, 2048), Generation: s.pm.Generation, At: metav1.NewTime(s.now)}
 	return o
 }

@@ -35,9 +35,12 @@ func (s *scope) step(ctx context.Context) (outcome, error) {
 	if op := pm.Status.Operation; op != nil {
 		return s.continueOperation(ctx, op)
 	}
+	adoptLegacyHalt(pm)
 	if phase, ok := terminal(pm); ok {
 		return hold(pm, phase), nil
 	}
+	// An edited spec lifts a halt of an earlier generation.
+	pm.Status.Halt = nil
 	if gone := s.removed(); len(gone) > 0 {
 		return s.releaseRemoved(gone), nil
 	}

@@ -22,7 +22,12 @@ func (s *scope) verifyStage(op *pgv1.Operation) (outcome, error) {
 	if o, hurt, err := s.guardOperation(op); hurt || err != nil {
 		return o, err
 	}
-	deadline := op.StartedAt.Add(s.pm.Spec.Timeout())
+	if paused := s.pauseClock(op); len(paused) > 0 {
+		return outcome{phase: applyingPhase(stage), reason: pgv1.ReasonTargetPaused, message: fmt.Sprintf(
+			"%s is paused (spec.paused): the %s stage rolls out once it resumes (kubectl rollout resume); the stage timeout waits for it",
+			firstFew(paused, 3), stage)}, nil
+	}
+	deadline := s.deadline(op)
 	grace := s.r.UnschedulableGrace
 	var waiting, notes []string
 	next := deadline
@@ -53,7 +58,11 @@ func (s *scope) verifyStage(op *pgv1.Operation) (outcome, error) {
 	}
 	if len(waiting) > 0 {
 		if !s.now.Before(deadline) {
-			return s.startRollback(op, pgv1.ReasonStageTimedOut, fmt.Sprintf("the %s stage did not complete within stageTimeout %s: %s", stage, s.pm.Spec.Timeout(), firstFew(waiting, 2))), nil
+			cause := fmt.Sprintf("the %s stage did not complete within stageTimeout %s: %s", stage, s.pm.Spec.Timeout(), firstFew(waiting, 2))
+			if why := s.pendingOf(op); why != "" {
+				cause += "; " + why
+			}
+			return s.startRollback(op, pgv1.ReasonStageTimedOut, cause), nil
 		}
 		return outcome{phase: applyingPhase(stage), reason: pgv1.ReasonRolloutInProgress, message: firstFew(waiting, 3), after: next.Sub(s.now)}, nil
 	}
@@ -72,6 +81,19 @@ func (s *scope) verifyStage(op *pgv1.Operation) (outcome, error) {
 		summary += "; " + strings.Join(notes, "; ")
 	}
 	return s.completeStage(op, summary), nil
+}
+
+// pendingOf names a Pending pod of the operation's targets and the
+// scheduler's word on it.
+func (s *scope) pendingOf(op *pgv1.Operation) string {
+	for _, ot := range op.Targets {
+		if t := s.target(ot.Kind, ot.Name); t != nil {
+			if why := pendingWhy(t.Pods); why != "" {
+				return fmt.Sprintf("%s: %s", t, why)
+			}
+		}
+	}
+	return ""
 }
 
 // completeStage records the stage verified on every target of the

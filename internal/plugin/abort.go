@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,7 +97,7 @@ func checkReverted(ctx context.Context, c client.Client, pm *pgv1.PlacementMigra
 		}
 		ref := string(ts.Kind) + "/" + ts.Name
 		obj := &metav1.PartialObjectMetadata{}
-		obj.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind(string(ts.Kind)))
+		obj.SetGroupVersionKind(ts.Kind.GroupVersionKind())
 		err := c.Get(ctx, client.ObjectKey{Namespace: pm.Namespace, Name: ts.Name}, obj)
 		switch {
 		case apierrors.IsNotFound(err):

@@ -63,6 +63,12 @@ func (t *Target) UID() types.UID { return t.Object().GetUID() }
 // Generation is the workload object's generation.
 func (t *Target) Generation() int64 { return t.Object().GetGeneration() }
 
+// Paused reports a workload whose controller is told not to roll out a
+// changed template: a Deployment with spec.paused.
+func (t *Target) Paused() bool {
+	return t.deployment != nil && t.deployment.Spec.Paused
+}
+
 // Template is the live pod template.
 func (t *Target) Template() *corev1.PodTemplateSpec { return &t.Workload.Template }
 

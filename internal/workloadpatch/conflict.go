@@ -57,3 +57,23 @@ func AsConflict(err error) (*Conflict, bool) {
 	sort.Strings(c.Fields)
 	return c, true
 }
+
+// IsOtherObject reports a write refused because the workload is not the
+// object the write named: its uid precondition failed (409 without a
+// field manager conflict), or the API server refused to change the uid
+// (422 on metadata.uid). The workload was deleted and re-created since.
+func IsOtherObject(err error) bool {
+	if _, field := AsConflict(err); apierrors.IsConflict(err) && !field {
+		return true
+	}
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
+}
