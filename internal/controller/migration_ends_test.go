@@ -193,7 +193,9 @@ var _ = Describe("The ends of a migration", func() {
 		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhasePaused))
 		old := fc.get("web")
 		Expect(k8sClient.Delete(ctx, old)).To(Succeed())
-		Eventually(func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(old), &appsv1.Deployment{})) }).Should(BeTrue())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(old), &appsv1.Deployment{}))
+		}).Should(BeTrue())
 		fc.deployment("web", 1)
 		recreated := fc.get("web")
 		Expect(recreated.UID).NotTo(Equal(old.UID))
