@@ -125,6 +125,8 @@ var _ = Describe("StatefulSet rollouts under a migration", Label("operator", "st
 			Equal(pgv1.ReasonStuckPod), explain(ctx, env.Namespace, "db-apart"))
 		Expect(conditionOf(ctx, env.Namespace, "db-apart", pgv1.ConditionReady).Message).To(ContainSubstring("delete pod db-1"))
 		Expect(getMigration(ctx, env.Namespace, "db-apart").Status.Phase).To(Equal(pgv1.PhaseRollingBack))
+		Expect(conditionOf(ctx, env.Namespace, "db-apart", pgv1.ConditionStalled)).To(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", pgv1.ReasonStuckPod)), "a person must delete the pod: kubectl wait --for=condition=Stalled says so")
 
 		By("evicting it once the spec allows")
 		pm := getMigration(ctx, env.Namespace, "db-apart")
