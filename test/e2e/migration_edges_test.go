@@ -153,7 +153,9 @@ var _ = Describe("The ends of a migration", Label("operator", "edges"), func() {
 
 		old := getDeployment(ctx, env.Namespace, "web")
 		Expect(k8sClient.Delete(ctx, old)).To(Succeed())
-		Eventually(func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(old), &appsv1.Deployment{})) }).Should(BeTrue())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(old), &appsv1.Deployment{}))
+		}).Should(BeTrue())
 		Expect(k8sClient.Create(ctx, utils.Deployment(env.Namespace, "web", env.Pool(), 2, nil))).To(Succeed())
 		Expect(k8sClient.Delete(ctx, getMigration(ctx, env.Namespace, "web-apart"))).To(Succeed())
 		Eventually(func() bool {
