@@ -83,6 +83,19 @@ type PlacementMigrationStatus struct {
 	// +kubebuilder:validation:MaxItems=50
 	Targets []TargetStatus `json:"targets,omitempty"`
 
+	// retained are the workloads that stopped being targets with
+	// onDelete Retain and still carry the entry the migration wrote into
+	// them. Their pods are counted with the targets', never as another
+	// workload's: they spread by the same rule. A workload is dropped from
+	// the list once it no longer carries the entry, is gone, or is a target
+	// again.
+	// +optional
+	// +listType=map
+	// +listMapKey=kind
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=50
+	Retained []RetainedTarget `json:"retained,omitempty"`
+
 	// hazards are the findings of the last feasibility analysis.
 	// +optional
 	// +listType=atomic
@@ -339,6 +352,24 @@ type CapacityRequestStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Autoscaler string `json:"autoscaler,omitempty"`
+}
+
+// RetainedTarget is a former target that keeps the migration's entry.
+type RetainedTarget struct {
+	// kind is Deployment or StatefulSet.
+	// +required
+	Kind WorkloadKind `json:"kind"`
+	// name is the workload's name.
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+	// uid is the workload's uid; a workload re-created since is another.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	UID string `json:"uid,omitempty"`
+	// applied is the entry the migration wrote into it and it keeps.
+	// +optional
+	Applied *PlacementSnapshot `json:"applied,omitempty"`
 }
 
 // TargetStatus is what the migration knows about one workload.

@@ -147,7 +147,8 @@ func (s *scope) analyze(group []*target, stages []placement.Stage) ([]placement.
 	err := s.r.State.With(func(snap *placement.Snapshot) error {
 		var err error
 		capacity := planning.CapacityFromSpec(s.pm.Spec.Capacity)
-		if answers, err = planning.Ask(snap, workloads, s.constraint, capacity, stages); err != nil {
+		q := placement.Question{Workloads: workloads, Constraint: s.constraint, Capacity: capacity, Companions: s.companions()}
+		if answers, err = planning.Ask(snap, q, stages); err != nil {
 			return err
 		}
 		if s.pm.Spec.Capacity.ProvisionMode() == pgv1.ProvisionNone {

@@ -123,10 +123,11 @@ func (s *scope) releaseRemoved(gone []pgv1.TargetStatus) outcome {
 	}
 	if s.pm.Spec.OnDelete != pgv1.DeletionRevert {
 		for _, ts := range gone {
+			s.retain(ts)
 			s.forget(ts.Kind, ts.Name)
 		}
 		return outcome{phase: pgv1.PhasePending, reason: pgv1.ReasonTargetRemoved,
-			message: fmt.Sprintf("%s no longer selected; the constraint stays on it (onDelete: Retain)", strings.Join(names, ", "))}
+			message: fmt.Sprintf("%s no longer selected; the constraint stays on it (onDelete: Retain), and its pods are counted with the targets'", strings.Join(names, ", "))}
 	}
 	op := s.newOperation(pgv1.ActionRevert, placement.StageOfEntry(entryOf(gone[0].Applied)), placement.StageNone)
 	for _, ts := range gone {

@@ -18,35 +18,14 @@ import (
 // the cache's controller index: what a reconcile reads grows with its
 // targets, not with the namespace.
 func (s *scope) loadTargets(ctx context.Context, refs []pgv1.TargetRef) error {
-	r, ns := s.r, s.pm.Namespace
 	for _, ref := range refs {
-		key := client.ObjectKey{Namespace: ns, Name: ref.Name}
-		var t *targets.Target
-		switch ref.Kind {
-		case pgv1.KindDeployment:
-			d := &appsv1.Deployment{}
-			if err := r.Get(ctx, key, d); err != nil {
-				if apierrors.IsNotFound(err) {
-					s.missing = append(s.missing, string(ref.Kind)+"/"+ref.Name)
-					continue
-				}
-				return fmt.Errorf("get Deployment %s: %w", key, err)
-			}
-			replicaSets, err := r.ownedReplicaSets(ctx, d)
-			if err != nil {
-				return err
-			}
-			t = targets.NewDeployment(d, replicaSets, r.State.PodsControlledBy(ns, uidsOf(replicaSets)...))
-		case pgv1.KindStatefulSet:
-			st := &appsv1.StatefulSet{}
-			if err := r.Get(ctx, key, st); err != nil {
-				if apierrors.IsNotFound(err) {
-					s.missing = append(s.missing, string(ref.Kind)+"/"+ref.Name)
-					continue
-				}
-				return fmt.Errorf("get StatefulSet %s: %w", key, err)
-			}
-			t = targets.NewStatefulSet(st, r.State.PodsControlledBy(ns, st.UID))
+		t, err := s.loadWorkload(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if t == nil {
+			s.missing = append(s.missing, string(ref.Kind)+"/"+ref.Name)
+			continue
 		}
 		s.targets = append(s.targets, &target{&planning.Target{Target: t, Ref: ref}})
 	}
@@ -55,7 +34,54 @@ func (s *scope) loadTargets(ctx context.Context, refs []pgv1.TargetRef) error {
 		found[i] = t.Target
 	}
 	planning.Render(found, s.constraint)
+	for _, t := range s.targets {
+		if ts := s.recorded(t.Ref); ts != nil && ts.UID == string(t.UID()) && ts.Verified != nil {
+			planning.KeepRecorded(t.Target, s.constraint, entryOf(ts.Applied))
+		}
+	}
 	return nil
+}
+
+// recorded is the status entry of a target, nil when it has none.
+func (s *scope) recorded(ref pgv1.TargetRef) *pgv1.TargetStatus {
+	for i := range s.pm.Status.Targets {
+		if ts := &s.pm.Status.Targets[i]; ts.Kind == ref.Kind && ts.Name == ref.Name {
+			return ts
+		}
+	}
+	return nil
+}
+
+// loadWorkload reads one workload, its ReplicaSets and pods from the
+// cache; nil when it does not exist.
+func (s *scope) loadWorkload(ctx context.Context, ref pgv1.TargetRef) (*targets.Target, error) {
+	r, ns := s.r, s.pm.Namespace
+	key := client.ObjectKey{Namespace: ns, Name: ref.Name}
+	switch ref.Kind {
+	case pgv1.KindDeployment:
+		d := &appsv1.Deployment{}
+		if err := r.Get(ctx, key, d); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("get Deployment %s: %w", key, err)
+		}
+		replicaSets, err := r.ownedReplicaSets(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		return targets.NewDeployment(d, replicaSets, r.State.PodsControlledBy(ns, uidsOf(replicaSets)...)), nil
+	case pgv1.KindStatefulSet:
+		st := &appsv1.StatefulSet{}
+		if err := r.Get(ctx, key, st); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("get StatefulSet %s: %w", key, err)
+		}
+		return targets.NewStatefulSet(st, r.State.PodsControlledBy(ns, st.UID)), nil
+	}
+	return nil, fmt.Errorf("unknown workload kind %q", ref.Kind)
 }
 
 // targetRefs lists the workloads the spec names or selects, in a stable order.

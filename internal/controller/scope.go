@@ -12,6 +12,7 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
+	"github.com/placement-guard/placement-guard/internal/targets"
 	"github.com/placement-guard/placement-guard/internal/workloadpatch"
 )
 
@@ -42,6 +43,10 @@ type scope struct {
 	// launched counts the nodes created since the request was made that
 	// its placeholders could land on.
 	launched int
+	// retained are the former targets that keep the migration's entry,
+	// and retainedKept their records.
+	retained     []*targets.Target
+	retainedKept []pgv1.RetainedTarget
 	// recheck asks for another look once a timer a step noticed runs out,
 	// whatever the step's outcome: a Pending pod's grace.
 	recheck time.Duration
@@ -87,6 +92,9 @@ func (r *PlacementMigrationReconciler) newScope(ctx context.Context, pm *pgv1.Pl
 		return s, nil
 	}
 	if err := s.loadTargets(ctx, refs); err != nil {
+		return nil, err
+	}
+	if err := s.loadRetained(ctx); err != nil {
 		return nil, err
 	}
 	var list pgv1.PlacementMigrationList
@@ -135,6 +143,7 @@ func (s *scope) observeTargets() {
 		ts.Stage = pgv1.Stage(s.carried(t, ts))
 	}
 	s.pm.Status.FieldManager = s.manager
+	s.observeRetained()
 }
 
 // carried is the stage of the migration's entry the live template carries:

@@ -16,6 +16,10 @@ type Question struct {
 	Constraint Constraint
 	Stage      Stage
 	Capacity   CapacitySpec
+	// Companions are workloads outside the question whose pods are counted
+	// as the workloads' own, never as strangers: former targets that left
+	// the set keeping the constraint (onDelete Retain).
+	Companions []*Workload
 }
 
 // Answer is the engine's judgement.
@@ -74,7 +78,7 @@ func (s *Snapshot) Analyze(q Question) (Answer, error) {
 		a.Duration = time.Since(start)
 		return a, nil
 	}
-	targets := podsOf(q.Workloads)
+	targets := podsOf(q.Workloads, q.Companions)
 	for _, w := range q.Workloads {
 		c := q.Constraint.RenderFor(w, q.Workloads)
 		if h := unpredicted(w); h != nil {
@@ -125,7 +129,7 @@ func (s *Snapshot) Analyze(q Question) (Answer, error) {
 // already has, and a selector that also selects other workloads' pods.
 // They are what can be said of manifests alone.
 func (s *Snapshot) Findings(q Question) []Hazard {
-	targets := podsOf(q.Workloads)
+	targets := podsOf(q.Workloads, q.Companions)
 	var out []Hazard
 	for _, w := range q.Workloads {
 		if h := unpredicted(w); h != nil {
@@ -162,11 +166,13 @@ func (s *Snapshot) staticHazard(w *Workload, q Question, targets map[types.UID]b
 }
 
 // podsOf is the set of the workloads' pods.
-func podsOf(workloads []*Workload) map[types.UID]bool {
+func podsOf(sets ...[]*Workload) map[types.UID]bool {
 	out := map[types.UID]bool{}
-	for _, w := range workloads {
-		for _, uid := range w.Pods {
-			out[uid] = true
+	for _, workloads := range sets {
+		for _, w := range workloads {
+			for _, uid := range w.Pods {
+				out[uid] = true
+			}
 		}
 	}
 	return out

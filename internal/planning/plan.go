@@ -17,10 +17,11 @@ func Stages(final pgv1.Stage) []placement.Stage {
 
 // Ask asks the engine about each stage, against one snapshot, for the
 // workloads as they are now.
-func Ask(snap *placement.Snapshot, workloads []*placement.Workload, c placement.Constraint, capacity placement.CapacitySpec, stages []placement.Stage) ([]placement.Answer, error) {
+func Ask(snap *placement.Snapshot, q placement.Question, stages []placement.Stage) ([]placement.Answer, error) {
 	answers := make([]placement.Answer, 0, len(stages))
 	for _, stage := range stages {
-		a, err := snap.Analyze(placement.Question{Workloads: workloads, Constraint: c, Stage: stage, Capacity: capacity})
+		q.Stage = stage
+		a, err := snap.Analyze(q)
 		if err != nil {
 			return nil, fmt.Errorf("analyze the %s stage: %w", stage, err)
 		}

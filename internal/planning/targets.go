@@ -113,6 +113,27 @@ func Render(ts []*Target, c placement.Constraint) {
 	}
 }
 
+// KeepRecorded renders the constraint for a target as it was written into
+// it, when its recorded entry (applied) is one of the constraint's
+// renderings: counted with the other targets, or scoped to one revision.
+// Which rendering a target gets is decided when it is first written and
+// kept: a target that joins or leaves the set must not make a verified
+// target's entry look foreign, or it would be written, and its pods
+// rolled, again.
+func KeepRecorded(t *Target, c placement.Constraint, applied *corev1.PodSpec) {
+	if applied == nil {
+		return
+	}
+	stage := placement.StageOfEntry(applied)
+	for _, r := range []placement.Constraint{t.Rendered, c, c.ForWorkload(t.Kind())} {
+		entry, err := r.Entry(t.Selector(), stage)
+		if err == nil && placement.Carries(entry, applied) && placement.Carries(applied, entry) {
+			t.Rendered = r
+			return
+		}
+	}
+}
+
 func byName[T interface{ GetName() string }](items []T, name string) T {
 	var zero T
 	for _, it := range items {

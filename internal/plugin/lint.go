@@ -110,7 +110,7 @@ func judge(snap *placement.Snapshot, withNodes bool, ws []*placement.Workload, c
 		}
 		return hs, nil
 	}
-	answers, err := planning.Ask(snap, ws, c, capacity, stages)
+	answers, err := planning.Ask(snap, placement.Question{Workloads: ws, Constraint: c, Capacity: capacity}, stages)
 	if err != nil {
 		return nil, err
 	}

@@ -103,7 +103,7 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 	}
 	capacity := planning.CapacityFromSpec(pm.Spec.Capacity)
 	for _, stage := range planning.Stages(pm.Spec.Final()) {
-		answers, err := planning.Ask(snap, workloads, constraint, capacity, []placement.Stage{stage})
+		answers, err := planning.Ask(snap, placement.Question{Workloads: workloads, Constraint: constraint, Capacity: capacity}, []placement.Stage{stage})
 		if err != nil {
 			return report, err
 		}

@@ -169,3 +169,50 @@ var _ = Describe("The ends of a migration", Label("operator", "edges"), func() {
 		}
 	})
 })
+
+var _ = Describe("A target leaving a shared spread", Label("operator", "edges", "incident-004"), func() {
+	It("keeps the leaver's spread and counts its pods with the set: the migration stays Succeeded and the target that stays is not written again", func(ctx SpecContext) {
+		env := newEnv(ctx, "leaver")
+		_, err := env.AddZones(ctx, []string{"a", "b"}, 1)
+		Expect(err).NotTo(HaveOccurred())
+		partOf := map[string]string{"app.kubernetes.io/part-of": "flux"}
+		for _, name := range []string{"source-controller", "kustomize-controller"} {
+			Expect(k8sClient.Create(ctx, utils.Deployment(env.Namespace, name, env.Pool(), 1, partOf))).To(Succeed())
+		}
+		allRunning(ctx, env.Namespace, partOf, 2)
+		migration(ctx, env.Namespace, "flux-spread", pgv1.PlacementMigrationSpec{
+			TargetSelector: &pgv1.TargetSelector{Selector: *pgv1.Labels(partOf)},
+			Constraint: pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{TopologyKey: utils.ZoneLabel, MaxSkew: 1,
+				LabelSelector: pgv1.Labels(partOf)}},
+		})
+		Eventually(phaseOf(ctx, env.Namespace, "flux-spread")).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "flux-spread"))
+		stays := getDeployment(ctx, env.Namespace, "source-controller")
+
+		By("kustomize-controller loses the part-of label on the Deployment object")
+		leaver := getDeployment(ctx, env.Namespace, "kustomize-controller")
+		patch := client.MergeFrom(leaver.DeepCopy())
+		delete(leaver.Labels, "app.kubernetes.io/part-of")
+		Expect(k8sClient.Patch(ctx, leaver, patch)).To(Succeed())
+		Eventually(func() []pgv1.RetainedTarget { return getMigration(ctx, env.Namespace, "flux-spread").Status.Retained }).Should(ConsistOf(
+			And(HaveField("Kind", pgv1.KindDeployment), HaveField("Name", "kustomize-controller"))), explain(ctx, env.Namespace, "flux-spread"))
+		Eventually(phaseOf(ctx, env.Namespace, "flux-spread")).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "flux-spread"))
+		Consistently(func(g Gomega) {
+			pm := getMigration(ctx, env.Namespace, "flux-spread")
+			g.Expect(pm.Status.Phase).To(Equal(pgv1.PhaseSucceeded))
+			g.Expect(getDeployment(ctx, env.Namespace, "source-controller").Generation).To(Equal(stays.Generation), "the target that stays is not written again")
+		}).WithTimeout(5 * time.Second).Should(Succeed(), explain(ctx, env.Namespace, "flux-spread"))
+		kept := getDeployment(ctx, env.Namespace, "kustomize-controller").Spec.Template.Spec.TopologySpreadConstraints
+		Expect(kept).To(ContainElement(HaveField("TopologyKey", utils.ZoneLabel)), "onDelete Retain keeps the leaver's spread")
+
+		By("it joins again: verified as it is, not written")
+		generation := getDeployment(ctx, env.Namespace, "kustomize-controller").Generation
+		leaver = getDeployment(ctx, env.Namespace, "kustomize-controller")
+		patch = client.MergeFrom(leaver.DeepCopy())
+		leaver.Labels["app.kubernetes.io/part-of"] = "flux"
+		Expect(k8sClient.Patch(ctx, leaver, patch)).To(Succeed())
+		Eventually(func() []pgv1.RetainedTarget { return getMigration(ctx, env.Namespace, "flux-spread").Status.Retained }).Should(BeEmpty())
+		Eventually(phaseOf(ctx, env.Namespace, "flux-spread")).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "flux-spread"))
+		Expect(getDeployment(ctx, env.Namespace, "kustomize-controller").Generation).To(Equal(generation))
+		Expect(getDeployment(ctx, env.Namespace, "source-controller").Generation).To(Equal(stays.Generation))
+	})
+})
