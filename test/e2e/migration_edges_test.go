@@ -200,7 +200,7 @@ var _ = Describe("A target leaving a shared spread", Label("operator", "edges", 
 			pm := getMigration(ctx, env.Namespace, "flux-spread")
 			g.Expect(pm.Status.Phase).To(Equal(pgv1.PhaseSucceeded))
 			g.Expect(getDeployment(ctx, env.Namespace, "source-controller").Generation).To(Equal(stays.Generation), "the target that stays is not written again")
-		}).WithTimeout(5 * time.Second).Should(Succeed(), explain(ctx, env.Namespace, "flux-spread"))
+		}).WithTimeout(5*time.Second).Should(Succeed(), explain(ctx, env.Namespace, "flux-spread"))
 		kept := getDeployment(ctx, env.Namespace, "kustomize-controller").Spec.Template.Spec.TopologySpreadConstraints
 		Expect(kept).To(ContainElement(HaveField("TopologyKey", utils.ZoneLabel)), "onDelete Retain keeps the leaver's spread")
 
