@@ -108,6 +108,13 @@ func TestLintGolden(t *testing.T) {
 			[]string{"SpreadEndsSkewed", "spread-all-revisions.yaml:12"}},
 		{"lint-spread-new-revision.txt", []string{"lint", "--nodes", "3", "-", "testdata/lint/spread-new-revision.yaml"}, "", ExitOK,
 			[]string{"No placement hazards found."}},
+		// A zone spread is never failed for zones lint did not assume.
+		{"lint-zone-spread-no-zones.txt", []string{"lint", "--nodes", "3", "testdata/lint/zone-spread.yaml"}, "", ExitOK,
+			[]string{"No placement hazards found."}},
+		{"lint-zone-spread.txt", []string{"lint", "--nodes", "6", "--zones", "a,b,c", "testdata/lint/zone-spread.yaml"}, "", ExitOK,
+			[]string{"No placement hazards found."}},
+		{"lint-zone-spread-four-domains.txt", []string{"lint", "--nodes", "6", "--zones", "a,b,c", "testdata/lint/zone-spread-four-domains.yaml"}, "", ExitHazards,
+			[]string{"InsufficientCapacity", "3 of 4"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -32,6 +32,9 @@ type LintOptions struct {
 	// snapshot; 0 for none, which limits lint to the findings that need
 	// no nodes.
 	Nodes int
+	// Zones are the zones the assumed nodes are spread over, round robin;
+	// none leaves them without a zone, and zone constraints unjudged.
+	Zones []string
 	// Cluster is a snapshot of the cluster the manifests go to; nil for none.
 	Cluster *Cluster
 }
@@ -58,7 +61,7 @@ func Lint(docs []Document, opts LintOptions) ([]Finding, error) {
 	if opts.Cluster != nil {
 		base, existing = opts.Cluster.Objects, opts.Cluster
 	} else {
-		base.Nodes = syntheticNodes(opts.Nodes)
+		base.Nodes = syntheticNodes(opts.Nodes, opts.Zones)
 	}
 	snap, err := placement.NewSnapshot(base)
 	if err != nil {
@@ -79,7 +82,7 @@ func Lint(docs []Document, opts LintOptions) ([]Finding, error) {
 			}
 			w.Template = *w.Template.DeepCopy()
 			w.Template.Spec = *spec
-			hs, err := judge(snap, withNodes, []*placement.Workload{&w}, c, []placement.Stage{placement.StageHard}, placement.CapacitySpec{})
+			hs, err := judge(snap, withNodes && opts.knows(c), []*placement.Workload{&w}, c, []placement.Stage{placement.StageHard}, placement.CapacitySpec{})
 			if err != nil {
 				return nil, err
 			}
@@ -90,7 +93,7 @@ func Lint(docs []Document, opts LintOptions) ([]Finding, error) {
 	}
 	for _, d := range docs {
 		if pm, ok := d.Object.(*pgv1.PlacementMigration); ok {
-			fs, err := lintMigration(snap, withNodes, d, pm, workloads, opts.Namespace)
+			fs, err := lintMigration(snap, withNodes && opts.knows(planning.ConstraintFromSpec(pm.Spec.Constraint)), d, pm, workloads, opts.Namespace)
 			if err != nil {
 				return nil, err
 			}
@@ -98,6 +101,12 @@ func Lint(docs []Document, opts LintOptions) ([]Finding, error) {
 		}
 	}
 	return uniqueFindings(findings), nil
+}
+
+// knows reports whether lint knows the topology a constraint is over: a
+// snapshot's nodes, or the keys its synthetic nodes carry.
+func (o LintOptions) knows(c placement.Constraint) bool {
+	return o.Cluster != nil || syntheticKeys(o.Zones)[c.TopologyKey()]
 }
 
 // judge asks the engine: the whole analysis when nodes are known, else

@@ -13,6 +13,7 @@ func newLintCommand(o *Options) *cobra.Command {
 	var (
 		output   string
 		nodes    int
+		zones    []string
 		snapshot string
 	)
 	cmd := &cobra.Command{
@@ -31,9 +32,15 @@ the operator's engine:
   - a hard constraint the cluster lacks the capacity for (--snapshot).
 
 Without --nodes or --snapshot only the findings that need no nodes are
-reported. Exits 1 when a blocking hazard is found.`,
+reported. The nodes --nodes assumes carry a hostname each and, with --zones,
+a zone each (round robin); a constraint over any other topology key is judged
+as without nodes, never against a topology lint made up. lint says on
+standard error what it assumed. Exits 1 when a blocking hazard is found.`,
 		Example: `  # In CI, on a chart's output, assuming three nodes
   helm template web ./chart | kubectl placement lint --nodes 3 -o github -
+
+  # A chart with a zone spread: six nodes over three zones
+  helm template web ./chart | kubectl placement lint --nodes 6 --zones a,b,c -
 
   # Against a saved snapshot of the cluster the manifests go to
   kubectl placement lint --snapshot snap/ deploy/*.yaml`,
@@ -49,6 +56,12 @@ reported. Exits 1 when a blocking hazard is found.`,
 			}
 			if nodes > 0 && snapshot != "" {
 				return usagef("give either --nodes or --snapshot, not both")
+			}
+			if len(zones) > 0 && nodes == 0 {
+				return usagef("--zones spreads the nodes of --nodes; give --nodes too")
+			}
+			if len(zones) > nodes {
+				return usagef("--zones names %d zones for %d nodes: every zone needs a node", len(zones), nodes)
 			}
 			ns, err := o.Namespace()
 			if err != nil {
@@ -67,16 +80,16 @@ reported. Exits 1 when a blocking hazard is found.`,
 				}
 				docs = append(docs, d...)
 			}
-			opts := LintOptions{Namespace: ns, Nodes: nodes}
-			if nodes == 0 && snapshot == "" {
-				fmt.Fprintln(o.ErrOut, "note: without --nodes or --snapshot, rollouts and capacity are not judged; only selector overlap and clobbering are")
-			}
+			opts := LintOptions{Namespace: ns, Nodes: nodes, Zones: zones}
 			if snapshot != "" {
 				sdocs, err := ReadDir(snapshot)
 				if err != nil {
 					return usageError{err}
 				}
 				opts.Cluster = ClusterOf(sdocs)
+			}
+			if note := opts.Assumptions(); note != "" {
+				fmt.Fprintln(o.ErrOut, "note: "+note)
 			}
 			findings, err := Lint(docs, opts)
 			if err != nil {
@@ -95,6 +108,7 @@ reported. Exits 1 when a blocking hazard is found.`,
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", outputTable, "output format: table, json, yaml or github (workflow annotations)")
 	cmd.Flags().IntVar(&nodes, "nodes", 0, "assume this many identical nodes, one hostname each")
+	cmd.Flags().StringSliceVar(&zones, "zones", nil, "spread the assumed nodes over these zones (topology.kubernetes.io/zone), round robin")
 	cmd.Flags().StringVar(&snapshot, "snapshot", "", "judge against this directory of cluster YAML")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputTable, outputJSON, outputYAML, outputGitHub}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagDirname("snapshot")

@@ -3,6 +3,7 @@ package plugin
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
+	"github.com/placement-guard/placement-guard/internal/targets"
 )
 
 // placeWorkloads adds the pods of every workload of the manifests to the
@@ -109,23 +111,16 @@ func placePods(snap *placement.Snapshot, w *placement.Workload) ([]*corev1.Pod, 
 }
 
 // workloadOf is the engine's view of a manifest's Deployment or
-// StatefulSet, with no pods yet.
+// StatefulSet, with no pods yet, built as the operator builds it.
 func workloadOf(o any, defaultNS string) *placement.Workload {
-	var w *placement.Workload
-	switch o := o.(type) {
-	case *appsv1.Deployment:
-		d := o.DeepCopy()
-		d.Namespace = namespaceOr(d.Namespace, defaultNS)
-		w = &placement.Workload{Kind: placement.Deployment, Namespace: d.Namespace, Name: d.Name, Replicas: replicasOf(d.Spec.Replicas),
-			Selector: d.Spec.Selector, Template: d.Spec.Template, Strategy: d.Spec.Strategy, RevisionLabel: appsv1.DefaultDeploymentUniqueLabelKey}
-	case *appsv1.StatefulSet:
-		s := o.DeepCopy()
-		s.Namespace = namespaceOr(s.Namespace, defaultNS)
-		w = &placement.Workload{Kind: placement.StatefulSet, Namespace: s.Namespace, Name: s.Name, Replicas: replicasOf(s.Spec.Replicas),
-			Selector: s.Spec.Selector, Template: s.Spec.Template, UpdateStrategy: s.Spec.UpdateStrategy,
-			VolumeClaimTemplates: s.Spec.VolumeClaimTemplates, RevisionLabel: appsv1.ControllerRevisionHashLabelKey}
+	w := targets.WorkloadOf(o)
+	if w == nil {
+		return nil
 	}
-	return w
+	copied := *w
+	copied.Namespace = namespaceOr(w.Namespace, defaultNS)
+	copied.Template = *w.Template.DeepCopy()
+	return &copied
 }
 
 func replicasOf(r *int32) int32 {
@@ -143,13 +138,18 @@ func namespaceOr(ns, def string) string {
 }
 
 // syntheticNodes are n identical nodes, each its own hostname, with room
-// for any pod: lint with --nodes judges placement, not resources.
-func syntheticNodes(n int) []*corev1.Node {
+// for any pod, spread round robin over zones when lint is given some:
+// lint with --nodes judges placement, not resources.
+func syntheticNodes(n int, zones []string) []*corev1.Node {
 	nodes := make([]*corev1.Node, n)
 	for i := range nodes {
 		name := fmt.Sprintf("node-%d", i+1)
+		labels := map[string]string{corev1.LabelHostname: name}
+		if len(zones) > 0 {
+			labels[corev1.LabelTopologyZone] = zones[i%len(zones)]
+		}
 		nodes[i] = &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 			Status: corev1.NodeStatus{
 				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("1Ti"), corev1.ResourcePods: resource.MustParse("1000")},
 				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
@@ -157,4 +157,32 @@ func syntheticNodes(n int) []*corev1.Node {
 		}
 	}
 	return nodes
+}
+
+// syntheticKeys are the topology keys the synthetic nodes carry: a
+// constraint over another key would be judged against a topology lint
+// made up, and is judged without nodes instead.
+func syntheticKeys(zones []string) map[string]bool {
+	keys := map[string]bool{corev1.LabelHostname: true}
+	if len(zones) > 0 {
+		keys[corev1.LabelTopologyZone] = true
+	}
+	return keys
+}
+
+// Assumptions says what lint assumed of the cluster, for its note.
+func (o LintOptions) Assumptions() string {
+	switch {
+	case o.Cluster != nil:
+		return ""
+	case o.Nodes == 0:
+		return "without --nodes or --snapshot, rollouts and capacity are not judged; only selector overlap and clobbering are"
+	}
+	what := fmt.Sprintf("assumed %d identical nodes with room for every pod, one %s each", o.Nodes, corev1.LabelHostname)
+	if len(o.Zones) > 0 {
+		what += fmt.Sprintf(", spread round robin over %s %s", corev1.LabelTopologyZone, strings.Join(o.Zones, ", "))
+	} else {
+		what += fmt.Sprintf(", and no %s (give --zones to judge zone constraints)", corev1.LabelTopologyZone)
+	}
+	return what + "; a constraint over any other key is judged without nodes: selector overlap and clobbering only"
 }

@@ -84,3 +84,18 @@ func controlledBy(refs []metav1.OwnerReference, uid types.UID) bool {
 	}
 	return false
 }
+
+// WorkloadOf is the engine's view of a workload object of any kind the
+// project migrates, with no pods: a manifest's Deployment or StatefulSet
+// as lint reads it. nil for any other object. Each kind's fields are read
+// in FromDeployment and FromStatefulSet only, so lint and the operator
+// judge the same workload.
+func WorkloadOf(obj any) *placement.Workload {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return FromDeployment(o, nil, nil)
+	case *appsv1.StatefulSet:
+		return FromStatefulSet(o, nil)
+	}
+	return nil
+}
