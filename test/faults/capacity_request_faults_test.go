@@ -52,7 +52,9 @@ func requestWrite(req faultproxy.Request, name string) requestKill {
 	switch {
 	case req.Group == "apps" && req.Resource == "deployments" && req.Name == name && req.Method == "DELETE":
 		return killDeleted
-	case req.Group == "apps" && req.Resource == "deployments" && req.Name == name:
+	case req.Group == "apps" && req.Resource == "deployments" && req.Name == name,
+		// A request is created, never applied: the name is in the body.
+		req.Group == "apps" && req.Resource == "deployments" && req.Method == "POST" && bytes.Contains(req.Body, []byte(`"name":"`+name+`"`)):
 		return killCreated
 	case req.Group == "placementguard.io" && req.Subresource == "status" && bytes.Contains(req.Body, []byte(`"request":{`)):
 		return killRecorded
