@@ -68,6 +68,15 @@ func (s *scope) watchDrift(ctx context.Context) (outcome, bool, error) {
 	if o, ok := s.checkOthers(drifted, again); ok {
 		return o, true, nil
 	}
+	// A write the API server would refuse (a field another manager took
+	// over) is not made, nor counted as a correction: the migration is
+	// Blocked, naming the owner, and writes again once it is not refused.
+	for _, t := range drifted {
+		o, refused, err := s.dryRun(ctx, t, entryOf(s.status(t.Ref).Applied), stage)
+		if refused || err != nil {
+			return o, true, err
+		}
+	}
 	op := s.newOperation(pgv1.ActionReapply, s.carried(first, s.status(first.Ref)), stage)
 	for _, t := range drifted {
 		ts := s.status(t.Ref)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -78,15 +79,8 @@ func (s *scope) plan(ctx context.Context, group []*target, stage placement.Stage
 	var plan []pgv1.TargetPlan
 	recreated := map[string][]string{}
 	for _, t := range group {
-		ac, err := workloadpatch.ApplyConfiguration(t.patchTarget(), t.entry(stage))
-		if err != nil {
-			return nil, nil, outcome{}, false, err
-		}
-		if err := s.r.Apply(ctx, ac, client.FieldOwner(s.manager), client.DryRunAll); err != nil {
-			if o, refused := s.refusal(t.Ref, stage, err); refused {
-				return nil, nil, o, true, nil
-			}
-			return nil, nil, outcome{}, false, fmt.Errorf("dry-run the %s stage on %s: %w", stage, t, err)
+		if o, refused, err := s.dryRun(ctx, t, t.entry(stage), stage); refused || err != nil {
+			return nil, nil, o, refused, err
 		}
 		entry, all := planning.TargetPlan(t.Target, stage, answers)
 		if all != nil {
@@ -95,6 +89,23 @@ func (s *scope) plan(ctx context.Context, group []*target, stage placement.Stage
 		plan = append(plan, entry)
 	}
 	return plan, recreated, outcome{}, false, nil
+}
+
+// dryRun applies entry to the target as a server-side dry run: a write
+// the API server would refuse for good (a field another manager owns, a
+// change it rejects) is an outcome, and nothing is written.
+func (s *scope) dryRun(ctx context.Context, t *target, entry *corev1.PodSpec, stage placement.Stage) (outcome, bool, error) {
+	ac, err := workloadpatch.ApplyConfiguration(t.patchTarget(), entry)
+	if err != nil {
+		return outcome{}, false, err
+	}
+	if err := s.r.Apply(ctx, ac, client.FieldOwner(s.manager), client.DryRunAll); err != nil {
+		if o, refused := s.refusal(t.Ref, stage, err); refused {
+			return o, true, nil
+		}
+		return outcome{}, false, fmt.Errorf("dry-run the %s stage on %s: %w", stage, t, err)
+	}
+	return outcome{}, false, nil
 }
 
 func planSummary(stage placement.Stage, plan []pgv1.TargetPlan) string {
