@@ -58,6 +58,17 @@ func (fc *fakeCluster) rolledBackByTimeout(name string) {
 	Eventually(fc.phase(name)).Should(Equal(pgv1.PhaseRollingBack), fc.explain(name))
 }
 
+// soaking starts migration name on the simplest target and plays its soft
+// stage's rollout, up to a ten-minute soak.
+func (fc *fakeCluster) soaking(name string) {
+	fc.webWithRoomToSpread()
+	fc.migration(name, pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil),
+		SoakDuration: &metav1.Duration{Duration: 10 * time.Minute}})
+	Eventually(fc.phase(name)).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain(name))
+	fc.rollOut("web", "n1")
+	Eventually(fc.phase(name)).Should(Equal(pgv1.PhaseSoaking), fc.explain(name))
+}
+
 // clearRecords plays the loss of every record of the migration: its status
 // as if the operator died before it wrote any.
 func (fc *fakeCluster) clearRecords(name string) {
@@ -72,12 +83,7 @@ var _ = Describe("A guarded migration", func() {
 	BeforeEach(func() { fc = newFakeCluster() })
 
 	It("verifies and soaks again a soft stage whose record was lost, before the hard stage", func() {
-		fc.webWithRoomToSpread()
-		fc.migration("web-apart", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil),
-			SoakDuration: &metav1.Duration{Duration: 10 * time.Minute}})
-		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-apart"))
-		fc.rollOut("web", "n1")
-		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseSoaking), fc.explain("web-apart"))
+		fc.soaking("web-apart")
 
 		By("losing every record, as if the operator had died before writing them")
 		fc.clearRecords("web-apart")

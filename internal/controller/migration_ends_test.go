@@ -96,12 +96,7 @@ var _ = Describe("The ends of a migration", func() {
 	})
 
 	It("stalls, naming the scheduler's word, when the target's pods stay Pending for a cause of its own during the soak, and goes on once they are placed", func() {
-		fc.webWithRoomToSpread()
-		fc.migration("web-apart", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil),
-			SoakDuration: &metav1.Duration{Duration: 10 * time.Minute}})
-		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-apart"))
-		fc.rollOut("web", "n1")
-		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseSoaking), fc.explain("web-apart"))
+		fc.soaking("web-apart")
 
 		By("another team points the Deployment at a pool with no nodes; its new pod stays Pending")
 		stuck := fc.pendingPod("web", "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.")
@@ -162,12 +157,7 @@ var _ = Describe("The ends of a migration", func() {
 	})
 
 	It("lets a Revert migration go when its target was deleted, creating nothing", func() {
-		fc.webWithRoomToSpread()
-		fc.migration("web-apart", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil), FinalStage: pgv1.StageSoft,
-			OnDelete: pgv1.DeletionRevert})
-		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-apart"))
-		fc.rollOut("web", "n1")
-		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("web-apart"))
+		revertSucceeded(fc, "web-apart")
 		old := fc.get("web")
 		Expect(k8sClient.Delete(ctx, old)).To(Succeed())
 		Expect(k8sClient.Delete(ctx, fc.pm("web-apart"))).To(Succeed())
@@ -180,12 +170,7 @@ var _ = Describe("The ends of a migration", func() {
 	})
 
 	It("lets a Revert migration go when its target was deleted and re-created under the same name, leaving the new workload alone", func() {
-		fc.webWithRoomToSpread()
-		fc.migration("web-apart", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil), FinalStage: pgv1.StageSoft,
-			OnDelete: pgv1.DeletionRevert})
-		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-apart"))
-		fc.rollOut("web", "n1")
-		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("web-apart"))
+		revertSucceeded(fc, "web-apart")
 		Expect(fc.pm("web-apart").Finalizers).To(ContainElement(pgv1.RevertFinalizer))
 
 		By("the Deployment is deleted and created again, without the constraint")
@@ -216,6 +201,17 @@ var _ = Describe("The ends of a migration", func() {
 		}
 	})
 })
+
+// revertSucceeded takes an onDelete Revert migration of the simplest
+// target to success at the soft stage.
+func revertSucceeded(fc *fakeCluster, name string) {
+	fc.webWithRoomToSpread()
+	fc.migration(name, pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil), FinalStage: pgv1.StageSoft,
+		OnDelete: pgv1.DeletionRevert})
+	Eventually(fc.phase(name)).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain(name))
+	fc.rollOut("web", "n1")
+	Eventually(fc.phase(name)).Should(Equal(pgv1.PhaseSucceeded), fc.explain(name))
+}
 
 // setPaused pauses or resumes a Deployment, as kubectl rollout pause does.
 func setPaused(fc *fakeCluster, name string, paused bool) {

@@ -39,16 +39,25 @@ func GrantOperatorRBAC(ctx context.Context, c client.Client, rbacDir string) err
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: OperatorAccountNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
+	return createKustomized(ctx, c, rbacDir, nil)
+}
+
+// createKustomized creates every object of the files a kustomization in
+// dir lists, each file's text passed through edit first when it is set.
+func createKustomized(ctx context.Context, c client.Client, dir string, edit func([]byte) []byte) error {
 	var kustomization struct {
 		Resources []string `json:"resources"`
 	}
-	if err := decodeFile(filepath.Join(rbacDir, "kustomization.yaml"), &kustomization); err != nil {
+	if err := decodeFile(filepath.Join(dir, "kustomization.yaml"), &kustomization); err != nil {
 		return err
 	}
 	for _, file := range kustomization.Resources {
-		raw, err := os.ReadFile(filepath.Join(rbacDir, file))
+		raw, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil {
 			return err
+		}
+		if edit != nil {
+			raw = edit(raw)
 		}
 		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
 		for {
