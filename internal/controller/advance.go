@@ -115,23 +115,18 @@ func (s *scope) currentEntry(t *target) *corev1.PodSpec {
 // checkOthers waits for, or stops before, the other migrations of the
 // group's targets.
 func (s *scope) checkOthers(group []*target, waiting pgv1.Phase) (outcome, bool) {
-	if o, t := s.claimedBy(group); o != nil {
-		return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonTargetClaimed, message: fmt.Sprintf(
-			"%s is also a target of PlacementMigration %s, whose constraint writes the same field (%s); one migration writes a field at a time, and %s came first. Nothing was written: delete one of the two, or spread on another key",
-			t, o.Name, fieldOf(s.pm.Spec.Constraint), o.Name)}, true
+	refs := make([]pgv1.TargetRef, len(group))
+	for i, t := range group {
+		refs[i] = t.Ref
+	}
+	if claim := planning.ClaimOf(s.pm, s.others, refs); claim != nil {
+		return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonTargetClaimed, message: claim.Message()}, true
 	}
 	if name, t := s.inFlightOn(group); name != "" {
 		return outcome{phase: waiting, reason: pgv1.ReasonWaitingForMigration, message: fmt.Sprintf(
 			"Waiting for PlacementMigration %s, which has a write in flight on %s: one migration changes a workload at a time", name, t)}, true
 	}
 	return outcome{}, false
-}
-
-func fieldOf(c pgv1.Constraint) string {
-	if c.PodAntiAffinity != nil {
-		return "the pod anti-affinity term lists"
-	}
-	return "the spread on " + c.TopologySpread.TopologyKey
 }
 
 // analyze asks the engine about each stage, against one snapshot. Each
@@ -174,21 +169,5 @@ func (s *scope) analyze(group []*target, stages []placement.Stage) ([]placement.
 // withOthers is the target's workload with the final stage of every other
 // compatible migration of it added to the template.
 func (s *scope) withOthers(t *target) *placement.Workload {
-	w := t.Workload
-	for i := range s.others {
-		o := &s.others[i]
-		if !targetsOf(o, t.Ref) || !compatible(s.pm.Spec.Constraint, o.Spec.Constraint) || !o.DeletionTimestamp.IsZero() {
-			continue
-		}
-		c := planning.ConstraintFromSpec(o.Spec.Constraint).RenderFor(w, []*placement.Workload{w})
-		spec, err := c.Apply(&w.Template.Spec, w.Selector, placement.Stage(o.Spec.Final()))
-		if err != nil {
-			continue
-		}
-		copied := *w
-		copied.Template = *w.Template.DeepCopy()
-		copied.Template.Spec = *spec
-		w = &copied
-	}
-	return w
+	return planning.WithOthers(s.pm, s.others, t.Target)
 }

@@ -7,82 +7,11 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
-// Several migrations may target one workload. Each writes with its own
-// field manager, so compatible constraints (a zone spread and a hostname
-// spread) live side by side. Two constraints that would write the same
-// field cannot: the pod anti-affinity term lists are atomic (a writer owns
-// a list whole), and spread constraints are keyed by topologyKey and
-// whenUnsatisfiable. The migration that holds the field keeps it; the
-// other is Blocked, naming it, and writes nothing. And at most one
-// migration has a write in flight on a workload at a time, so that each
-// stage's rollout is judged alone.
-
-// compatible reports whether two constraints can share a workload.
-func compatible(a, b pgv1.Constraint) bool {
-	switch {
-	case a.PodAntiAffinity != nil && b.PodAntiAffinity != nil:
-		return false
-	case a.TopologySpread != nil && b.TopologySpread != nil:
-		return a.TopologySpread.TopologyKey != b.TopologySpread.TopologyKey
-	}
-	return true
-}
-
-// holds reports whether migration o has written, or is writing, target ref.
-func holds(o *pgv1.PlacementMigration, ref pgv1.TargetRef) bool {
-	if o.Status.Operation != nil {
-		for _, ot := range o.Status.Operation.Targets {
-			if ot.Kind == ref.Kind && ot.Name == ref.Name {
-				return true
-			}
-		}
-	}
-	for _, ts := range o.Status.Targets {
-		if ts.Kind == ref.Kind && ts.Name == ref.Name && (ts.Applied != nil || (ts.Stage != "" && ts.Stage != pgv1.StageNone)) {
-			return true
-		}
-	}
-	return false
-}
-
-// targetsOf reports whether migration o has target ref among its targets.
-func targetsOf(o *pgv1.PlacementMigration, ref pgv1.TargetRef) bool {
-	for _, ts := range o.Status.Targets {
-		if ts.Kind == ref.Kind && ts.Name == ref.Name {
-			return true
-		}
-	}
-	return false
-}
-
-// olderThan orders migrations by creation, then name: the older one takes
-// a field neither holds yet.
-func olderThan(a, b *pgv1.PlacementMigration) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Name < b.Name
-}
-
-// claimedBy is the other migration that holds, or goes first for, a field
-// this migration would write on one of the group's targets.
-func (s *scope) claimedBy(group []*target) (*pgv1.PlacementMigration, *target) {
-	for i := range s.others {
-		o := &s.others[i]
-		if !o.DeletionTimestamp.IsZero() || compatible(s.pm.Spec.Constraint, o.Spec.Constraint) {
-			continue
-		}
-		for _, t := range group {
-			if holds(o, t.Ref) && !holds(s.pm, t.Ref) {
-				return o, t
-			}
-			if targetsOf(o, t.Ref) && !holds(s.pm, t.Ref) && olderThan(o, s.pm) {
-				return o, t
-			}
-		}
-	}
-	return nil, nil
-}
+// Which migration may write a field of a shared target is planning's
+// question (planning.ClaimOf), asked alike by the operator, plan and lint.
+// The operator adds what only it knows: at most one migration has a write
+// in flight on a workload at a time, so that each stage's rollout is
+// judged alone.
 
 // inFlightOn is the other migration with a write in flight on one of the
 // group's targets, from the cache or, for a write recorded since the cache

@@ -148,6 +148,16 @@ func (c *Cluster) add(o any) {
 	}
 }
 
+// migrationsIn are the namespace's PlacementMigrations, as the operator
+// lists them to judge one against the others.
+func (c *Cluster) migrationsIn(namespace string) []pgv1.PlacementMigration {
+	var out []pgv1.PlacementMigration
+	for _, pm := range inNamespace(c.Migrations, namespace) {
+		out = append(out, *pm)
+	}
+	return out
+}
+
 // Inventory is the namespace's part of the cluster the targets resolve in.
 func (c *Cluster) Inventory(namespace string) planning.Inventory {
 	return planning.Inventory{
@@ -196,7 +206,8 @@ func ReadCluster(ctx context.Context, c client.Reader, namespaces ...string) (*C
 		lists = append(lists,
 			list{"deployments in " + ns, &appsv1.DeploymentList{}, in},
 			list{"statefulsets in " + ns, &appsv1.StatefulSetList{}, in},
-			list{"replicasets in " + ns, &appsv1.ReplicaSetList{}, in})
+			list{"replicasets in " + ns, &appsv1.ReplicaSetList{}, in},
+			list{"placementmigrations in " + ns, &pgv1.PlacementMigrationList{}, in})
 	}
 	for _, l := range lists {
 		if err := c.List(ctx, l.list, l.opts...); err != nil {

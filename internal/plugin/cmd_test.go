@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // Mistakes in the command line or the input exit 2 with a message that
@@ -164,5 +166,28 @@ func TestPlanSkipsWhatItCannotIndex(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "warning: skipped") || !strings.Contains(errOut, "other/broken") || !strings.Contains(errOut, "Bogus") {
 		t.Fatalf("stderr %q does not name the skipped pod and why", errOut)
+	}
+}
+
+// plan asks what the operator asks: another migration that holds the
+// field this one would write blocks it, named; a compatible one is judged
+// with its constraint in place.
+func TestPlanNamesTheMigrationThatHoldsTheField(t *testing.T) {
+	out, errOut, code := run(t, "", "plan", "-f", "testdata/claimed/migration.yaml", "--snapshot", "testdata/claimed/cluster", "-o", "json")
+	if code != ExitHazards {
+		t.Fatalf("exit %d, want %d: %s %s", code, ExitHazards, out, errOut)
+	}
+	var report Report
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range report.Stages {
+		if len(s.Hazards) != 1 || s.Hazards[0].Type != pgv1.ReasonTargetClaimed || !strings.Contains(s.Hazards[0].Message, "PlacementMigration web-zones,") {
+			t.Fatalf("stage %s: want TargetClaimed naming web-zones, got %+v", s.Stage, s.Hazards)
+		}
+	}
+	out, errOut, code = run(t, "", "plan", "-f", "testdata/claimed/migration-compatible.yaml", "--snapshot", "testdata/claimed/cluster")
+	if strings.Contains(out, pgv1.ReasonTargetClaimed) {
+		t.Fatalf("a spread on another key shares the workload: exit %d\n%s%s", code, out, errOut)
 	}
 }

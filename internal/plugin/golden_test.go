@@ -108,6 +108,8 @@ func TestLintGolden(t *testing.T) {
 			[]string{"SpreadEndsSkewed", "spread-all-revisions.yaml:12"}},
 		{"lint-spread-new-revision.txt", []string{"lint", "--nodes", "3", "-", "testdata/lint/spread-new-revision.yaml"}, "", ExitOK,
 			[]string{"No placement hazards found."}},
+		{"lint-two-migrations.txt", []string{"lint", "--nodes", "3", "testdata/lint/two-migrations.yaml"}, "", ExitHazards,
+			[]string{"TargetClaimed", "PlacementMigration/web-apart-zones", "PlacementMigration web-apart,"}},
 		// A zone spread is never failed for zones lint did not assume.
 		{"lint-zone-spread-no-zones.txt", []string{"lint", "--nodes", "3", "testdata/lint/zone-spread.yaml"}, "", ExitOK,
 			[]string{"No placement hazards found."}},

@@ -91,9 +91,10 @@ func Lint(docs []Document, opts LintOptions) ([]Finding, error) {
 			findings = append(findings, findingsAt(at, hs)...)
 		}
 	}
+	migrations := manifestMigrations(docs, opts)
 	for _, d := range docs {
 		if pm, ok := d.Object.(*pgv1.PlacementMigration); ok {
-			fs, err := lintMigration(snap, withNodes && opts.knows(planning.ConstraintFromSpec(pm.Spec.Constraint)), d, pm, workloads, opts.Namespace)
+			fs, err := lintMigration(snap, withNodes && opts.knows(planning.ConstraintFromSpec(pm.Spec.Constraint)), d, pm, workloads, migrations, opts.Namespace)
 			if err != nil {
 				return nil, err
 			}
@@ -128,7 +129,7 @@ func judge(snap *placement.Snapshot, withNodes bool, ws []*placement.Workload, c
 
 // lintMigration judges a migration of the manifests against the manifests'
 // workloads it targets, at both stages.
-func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv1.PlacementMigration, workloads []manifestWorkload, defaultNS string) ([]Finding, error) {
+func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv1.PlacementMigration, workloads []manifestWorkload, migrations []pgv1.PlacementMigration, defaultNS string) ([]Finding, error) {
 	ns := namespaceOr(pm.Namespace, defaultNS)
 	var deployments []*appsv1.Deployment
 	var statefulSets []*appsv1.StatefulSet
@@ -149,6 +150,15 @@ func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv
 	if err != nil {
 		return []Finding{{File: d.File, Line: d.Line, Object: objectName(d), Type: "InvalidSpec", Blocking: true, Message: err.Error()}}, nil
 	}
+	var others []pgv1.PlacementMigration
+	for _, o := range migrations {
+		if o.Namespace == ns {
+			others = append(others, o)
+		}
+	}
+	if claim := planning.ClaimOf(pm, others, refs); claim != nil {
+		return []Finding{{File: d.File, Line: d.Line, Object: objectName(d), Type: pgv1.ReasonTargetClaimed, Blocking: true, Message: claim.Message()}}, nil
+	}
 	var ws []*placement.Workload
 	for _, ref := range refs {
 		if w := byRef[planning.RefKey(ref)]; w != nil {
@@ -164,6 +174,37 @@ func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv
 		return nil, err
 	}
 	return findingsAt(d, hs), nil
+}
+
+// manifestMigrations are the migrations lint judges each one against:
+// those of the snapshot (what runs) and those of the manifests, each in its
+// namespace, a manifest's replacing the snapshot's of the same name.
+func manifestMigrations(docs []Document, opts LintOptions) []pgv1.PlacementMigration {
+	byKey := map[string]pgv1.PlacementMigration{}
+	var order []string
+	add := func(pm pgv1.PlacementMigration) {
+		pm.Namespace = namespaceOr(pm.Namespace, opts.Namespace)
+		key := pm.Namespace + "/" + pm.Name
+		if _, seen := byKey[key]; !seen {
+			order = append(order, key)
+		}
+		byKey[key] = pm
+	}
+	if opts.Cluster != nil {
+		for _, pm := range opts.Cluster.Migrations {
+			add(*pm)
+		}
+	}
+	for _, d := range docs {
+		if pm, ok := d.Object.(*pgv1.PlacementMigration); ok {
+			add(*pm)
+		}
+	}
+	out := make([]pgv1.PlacementMigration, len(order))
+	for i, key := range order {
+		out[i] = byKey[key]
+	}
+	return out
 }
 
 // hardConstraints are the spec's required anti-affinity terms and

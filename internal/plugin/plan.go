@@ -93,13 +93,24 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 	if len(found) == 0 {
 		return report, nil
 	}
+	// Another migration of the same targets that holds the field this one
+	// would write blocks every stage, as the operator blocks it before it
+	// asks the engine anything.
+	others := c.migrationsIn(ns)
+	if claim := planning.ClaimOf(pm, others, refs); claim != nil {
+		for _, stage := range planning.Stages(pm.Spec.Final()) {
+			report.Stages = append(report.Stages, StageReport{Stage: pgv1.Stage(stage), Hazards: []pgv1.Hazard{{
+				Type: pgv1.ReasonTargetClaimed, Target: planning.RefKey(claim.Target), Severity: pgv1.SeverityBlocking, Message: claim.Message()}}})
+		}
+		return report, nil
+	}
 	snap, err := c.Snapshot()
 	if err != nil {
 		return report, err
 	}
 	workloads := make([]*placement.Workload, len(found))
 	for i, t := range found {
-		workloads[i] = t.Workload
+		workloads[i] = planning.WithOthers(pm, others, t)
 	}
 	capacity := planning.CapacityFromSpec(pm.Spec.Capacity)
 	for _, stage := range planning.Stages(pm.Spec.Final()) {
