@@ -173,7 +173,7 @@ var _ = Describe("The ends of a migration", Label("operator", "edges"), func() {
 var _ = Describe("A target leaving a shared spread", Label("operator", "edges", "incident-004"), func() {
 	It("keeps the leaver's spread and counts its pods with the set: the migration stays Succeeded and the target that stays is not written again", func(ctx SpecContext) {
 		env := newEnv(ctx, "leaver")
-		_, err := env.AddZones(ctx, []string{"a", "b"}, 1)
+		_, err := env.AddZones(ctx, []string{"a", "b", "c"}, 1)
 		Expect(err).NotTo(HaveOccurred())
 		partOf := map[string]string{"app.kubernetes.io/part-of": "flux"}
 		for _, name := range []string{"source-controller", "kustomize-controller"} {
@@ -184,6 +184,10 @@ var _ = Describe("A target leaving a shared spread", Label("operator", "edges", 
 			TargetSelector: &pgv1.TargetSelector{Selector: *pgv1.Labels(partOf)},
 			Constraint: pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{TopologyKey: utils.ZoneLabel, MaxSkew: 1,
 				LabelSelector: pgv1.Labels(partOf)}},
+			// Soft, as seed 004's fix was: the targets of one stage roll
+			// out together, and a hard spread over the set can end skewed
+			// when their surge pods all take the emptiest zone.
+			FinalStage: pgv1.StageSoft,
 		})
 		Eventually(phaseOf(ctx, env.Namespace, "flux-spread")).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "flux-spread"))
 		stays := getDeployment(ctx, env.Namespace, "source-controller")
@@ -202,7 +206,7 @@ var _ = Describe("A target leaving a shared spread", Label("operator", "edges", 
 			g.Expect(getDeployment(ctx, env.Namespace, "source-controller").Generation).To(Equal(stays.Generation), "the target that stays is not written again")
 		}).WithTimeout(5*time.Second).Should(Succeed(), explain(ctx, env.Namespace, "flux-spread"))
 		kept := getDeployment(ctx, env.Namespace, "kustomize-controller").Spec.Template.Spec.TopologySpreadConstraints
-		Expect(kept).To(ContainElement(HaveField("TopologyKey", utils.ZoneLabel)), "onDelete Retain keeps the leaver's spread")
+		Expect(kept).To(ContainElement(And(HaveField("TopologyKey", utils.ZoneLabel), HaveField("WhenUnsatisfiable", corev1.ScheduleAnyway))), "onDelete Retain keeps the leaver's spread")
 
 		By("it joins again: verified as it is, not written")
 		generation := getDeployment(ctx, env.Namespace, "kustomize-controller").Generation
