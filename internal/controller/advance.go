@@ -23,15 +23,11 @@ import (
 func (s *scope) advance(ctx context.Context, group []*target, stage placement.Stage) (outcome, error) {
 	pm := s.pm
 	final := placement.Stage(pm.Spec.Final())
-	waiting := pgv1.PhasePending
-	if stage == placement.StageHard {
-		waiting = pgv1.PhaseSoaking
-	}
-	if o, ok := s.checkOthers(group, waiting); ok {
+	if o, ok := s.checkOthers(group); ok {
 		return o, nil
 	}
 	lowering := rank(stage) < rank(s.verified(group[0]))
-	if o, ok := s.waitForPaused(group, string(stage), waiting); ok {
+	if o, ok := s.waitForPaused(group, string(stage)); ok {
 		return o, nil
 	}
 	var answers []placement.Answer
@@ -55,7 +51,7 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 		if o, ok, err := s.checkFeasible(ctx, answers, stages); ok || err != nil {
 			return o, err
 		}
-		if o, ok := s.checkPodsStable(group, waiting); ok {
+		if o, ok := s.checkPodsStable(group); ok {
 			return o, nil
 		}
 	}
@@ -81,11 +77,11 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 		return outcome{}, err
 	}
 	if hit := recreatesProtected(recreated, protected); hit != "" {
-		return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonProtectedPodChanged, message: fmt.Sprintf(
+		return outcome{blocked: true, reason: pgv1.ReasonProtectedPodChanged, message: fmt.Sprintf(
 			"The %s stage would recreate protected pod(s) %s; remove the workload from the targets or the pods from guards.protectedPods", stage, hit)}, nil
 	}
 	if pm.Spec.DryRun {
-		return outcome{phase: pgv1.PhasePlanned, reason: pgv1.ReasonPlanned, message: planSummary(stage, plan) + "; dry run, nothing was changed"}, nil
+		return outcome{done: true, reason: pgv1.ReasonPlanned, message: planSummary(stage, plan) + "; dry run, nothing was changed"}, nil
 	}
 	for _, t := range group {
 		if !s.r.Budget.Allow(s.key(t.Ref), s.now) {
@@ -98,7 +94,7 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 	}
 	pm.Status.ProtectedPods = protectedRecordOf(protected, s.now)
 	setCondition(pm, s.now, stageCondition(stage), metav1.ConditionFalse, pgv1.ReasonIntentRecorded, fmt.Sprintf("The %s stage is recorded and about to be written", stage))
-	return s.recordIntent(op, outcome{phase: applyingPhase(stage), reason: pgv1.ReasonIntentRecorded,
+	return s.recordIntent(op, outcome{reason: pgv1.ReasonIntentRecorded,
 		message: fmt.Sprintf("Recorded the %s stage for %s; writing it next", stage, targetNames(group)), events: warnings}), nil
 }
 
@@ -114,16 +110,16 @@ func (s *scope) currentEntry(t *target) *corev1.PodSpec {
 
 // checkOthers waits for, or stops before, the other migrations of the
 // group's targets.
-func (s *scope) checkOthers(group []*target, waiting pgv1.Phase) (outcome, bool) {
+func (s *scope) checkOthers(group []*target) (outcome, bool) {
 	refs := make([]pgv1.TargetRef, len(group))
 	for i, t := range group {
 		refs[i] = t.Ref
 	}
 	if claim := planning.ClaimOf(s.pm, s.others, refs); claim != nil {
-		return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonTargetClaimed, message: claim.Message()}, true
+		return outcome{blocked: true, reason: pgv1.ReasonTargetClaimed, message: claim.Message()}, true
 	}
 	if name, t := s.inFlightOn(group); name != "" {
-		return outcome{phase: waiting, reason: pgv1.ReasonWaitingForMigration, message: fmt.Sprintf(
+		return outcome{reason: pgv1.ReasonWaitingForMigration, message: fmt.Sprintf(
 			"Waiting for PlacementMigration %s, which has a write in flight on %s: one migration changes a workload at a time", name, t)}, true
 	}
 	return outcome{}, false

@@ -31,7 +31,7 @@ func (s *scope) checkCapacity(c placement.Capacity, stage placement.Stage) (outc
 		setCondition(pm, s.now, pgv1.ConditionCapacityAvailable, metav1.ConditionFalse, pgv1.ReasonInsufficientCapacity, msg)
 		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionFeasible)
 		pm.Status.Hazards = nil
-		return outcome{phase: pgv1.PhaseWaitingForCapacity, reason: pgv1.ReasonWaitingForCapacity, message: msg}, true
+		return outcome{reason: pgv1.ReasonWaitingForCapacity, message: msg}, true
 	}
 	setCondition(pm, s.now, pgv1.ConditionCapacityAvailable, metav1.ConditionTrue, pgv1.ReasonCapacityFound,
 		fmt.Sprintf("%d of %d qualifying nodes over %d of %d domains", c.QualifyingNodes, c.RequiredNodes, c.QualifyingDomains, c.RequiredDomains))

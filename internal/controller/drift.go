@@ -47,25 +47,24 @@ func (s *scope) watchDrift(ctx context.Context) (outcome, bool, error) {
 		msg := fmt.Sprintf("%s, after %d re-applies. Commit the constraint where %s is defined (its chart or Git source) so that %q stops removing it, then set the %s annotation",
 			what, pm.Status.DriftCorrections, first, writer, pgv1.RetryAnnotation)
 		setCondition(pm, s.now, pgv1.ConditionConstraintInSync, metav1.ConditionFalse, pgv1.ReasonDriftRetriesExceeded, msg)
-		return s.halt(outcome{phase: pgv1.PhaseFailed, reason: pgv1.ReasonDriftRetriesExceeded, message: msg,
+		return s.halt(pgv1.HaltFailed, outcome{reason: pgv1.ReasonDriftRetriesExceeded, message: msg,
 			events: []note{{kind: corev1.EventTypeWarning, reason: pgv1.ReasonDriftRetriesExceeded, message: msg}}}), true, nil
 	}
 	// Until the entry is written again the migration is not where it was
-	// asked to be: Ready is False, and the phase says the stage is being
-	// applied again, not that it succeeded.
-	again := applyingPhase(stage)
+	// asked to be: Ready is False, and the phase (derive) says the stage is
+	// being applied again, not that it succeeded.
 	backoff := 5 * time.Second << pm.Status.DriftCorrections
 	c := meta.FindStatusCondition(pm.Status.Conditions, pgv1.ConditionConstraintInSync)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != pgv1.ReasonDrifted {
 		msg := fmt.Sprintf("%s; writing it again after %s", what, backoff)
 		setCondition(pm, s.now, pgv1.ConditionConstraintInSync, metav1.ConditionFalse, pgv1.ReasonDrifted, msg)
-		return outcome{phase: again, reason: pgv1.ReasonDrifted, message: msg, after: backoff,
+		return outcome{reason: pgv1.ReasonDrifted, message: msg, after: backoff,
 			events: []note{{kind: corev1.EventTypeWarning, reason: pgv1.ReasonDrifted, message: what}}}, true, nil
 	}
 	if wait := c.LastTransitionTime.Add(backoff).Sub(s.now); wait > 0 {
-		return outcome{phase: again, reason: pgv1.ReasonDrifted, message: c.Message, after: wait}, true, nil
+		return outcome{reason: pgv1.ReasonDrifted, message: c.Message, after: wait}, true, nil
 	}
-	if o, ok := s.checkOthers(drifted, again); ok {
+	if o, ok := s.checkOthers(drifted); ok {
 		return o, true, nil
 	}
 	// A write the API server would refuse (a field another manager took
@@ -85,7 +84,7 @@ func (s *scope) watchDrift(ctx context.Context) (outcome, bool, error) {
 	pm.Status.DriftCorrections++
 	msg := fmt.Sprintf("%s; writing it again (%d of %d)", what, pm.Status.DriftCorrections, maxDriftCorrections)
 	setCondition(pm, s.now, pgv1.ConditionConstraintInSync, metav1.ConditionFalse, pgv1.ReasonDrifted, msg)
-	return s.recordIntent(op, outcome{phase: applyingPhase(stage), reason: pgv1.ReasonDrifted, message: msg,
+	return s.recordIntent(op, outcome{reason: pgv1.ReasonDrifted, message: msg,
 		events: []note{{kind: corev1.EventTypeWarning, reason: pgv1.ReasonDrifted, message: msg}}}), true, nil
 }
 
@@ -111,14 +110,14 @@ func (s *scope) adoptUnverified() (outcome, bool) {
 	if len(group) == 0 {
 		return outcome{}, false
 	}
-	if o, ok := s.checkOthers(group, pgv1.PhaseVerifying); ok {
+	if o, ok := s.checkOthers(group); ok {
 		return o, true
 	}
 	op := s.newOperation(pgv1.ActionVerify, s.verified(group[0]), stage)
 	for _, t := range group {
 		op.Targets = append(op.Targets, s.operationTarget(t, t.entry(stage), t.entry(s.verified(t))))
 	}
-	return s.recordIntent(op, outcome{phase: pgv1.PhaseVerifying, reason: pgv1.ReasonUnverified, message: fmt.Sprintf(
+	return s.recordIntent(op, outcome{reason: pgv1.ReasonUnverified, message: fmt.Sprintf(
 		"%s carries the %s stage, but no verified record of it was found; verifying it (and soaking a Soft stage) before anything stronger", targetNames(group), stage)}), true
 }
 
@@ -135,14 +134,14 @@ func (s *scope) releaseRemoved(gone []pgv1.TargetStatus) outcome {
 			s.retain(ts)
 			s.forget(ts.Kind, ts.Name)
 		}
-		return outcome{phase: pgv1.PhasePending, reason: pgv1.ReasonTargetRemoved,
+		return outcome{reason: pgv1.ReasonTargetRemoved,
 			message: fmt.Sprintf("%s no longer selected; the constraint stays on it (onDelete: Retain), and its pods are counted with the targets'", strings.Join(names, ", "))}
 	}
 	op := s.newOperation(pgv1.ActionRevert, placement.StageOfEntry(entryOf(gone[0].Applied)), placement.StageNone)
 	for _, ts := range gone {
 		op.Targets = append(op.Targets, pgv1.OperationTarget{Kind: ts.Kind, Name: ts.Name, UID: ts.UID, Previous: ts.Applied})
 	}
-	return s.recordIntent(op, outcome{phase: pgv1.PhasePending, reason: pgv1.ReasonTargetRemoved,
+	return s.recordIntent(op, outcome{reason: pgv1.ReasonTargetRemoved,
 		message: fmt.Sprintf("%s no longer selected; removing the constraint from it (onDelete: Revert)", strings.Join(names, ", "))})
 }
 

@@ -36,9 +36,9 @@ func (s *scope) checkFeasible(ctx context.Context, answers []placement.Answer, s
 				// the autoscaler for them: wait for them, as for capacity.
 				msg = fmt.Sprintf("%s; %s", r.Why, msg)
 				setCondition(s.pm, s.now, pgv1.ConditionCapacityAvailable, metav1.ConditionFalse, pgv1.ReasonInsufficientCapacity, msg)
-				return outcome{phase: pgv1.PhaseWaitingForCapacity, reason: pgv1.ReasonWaitingForCapacity, message: truncate(msg, 2048)}, true, nil
+				return outcome{reason: pgv1.ReasonWaitingForCapacity, message: truncate(msg, 2048)}, true, nil
 			}
-			return outcome{phase: pgv1.PhaseBlocked, reason: b.Type, message: truncate(msg, 2048)}, true, nil
+			return outcome{blocked: true, reason: b.Type, message: truncate(msg, 2048)}, true, nil
 		}
 	}
 	names := make([]string, len(stages))

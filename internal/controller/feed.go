@@ -167,8 +167,7 @@ func (fs feeds) WaitForSync(ctx context.Context) error {
 // judges at once: what woke it has reached the engine, and what comes
 // after wakes it again.
 func (r *PlacementMigrationReconciler) freshPodsIn(key types.NamespacedName, pm *pgv1.PlacementMigration) time.Duration {
-	settled := settledPhases[pm.Status.Phase] && pm.Generation == pm.Status.ObservedGeneration && pm.DeletionTimestamp.IsZero()
-	if settled {
+	if settled(pm) {
 		return 0
 	}
 	if r.interests.settled(key) {

@@ -23,7 +23,7 @@ func (s *scope) finalize(ctx context.Context) (outcome, error) {
 	pm := s.pm
 	metrics.Forget(pm.Namespace, pm.Name)
 	if !controllerutil.ContainsFinalizer(pm, pgv1.RevertFinalizer) {
-		return outcome{}, nil
+		return outcome{silent: true}, nil
 	}
 	op := pm.Status.Operation
 	if op == nil || op.Action != pgv1.ActionRevert {
@@ -41,7 +41,7 @@ func (s *scope) finalize(ctx context.Context) (outcome, error) {
 			}
 		}
 		if len(revert.Targets) > 0 {
-			return s.recordIntent(revert, outcome{phase: pm.Status.Phase, reason: pgv1.ReasonTargetRemoved,
+			return s.recordIntent(revert, outcome{reason: pgv1.ReasonTargetRemoved,
 				message: fmt.Sprintf("Deleting: removing the constraint from %d workload(s) (onDelete: Revert)", len(revert.Targets))}), nil
 		}
 	} else if len(unwritten(op)) > 0 {
@@ -61,7 +61,7 @@ func (s *scope) finalize(ctx context.Context) (outcome, error) {
 	if op != nil {
 		n = len(op.Targets)
 	}
-	return outcome{phase: pm.Status.Phase, reason: pgv1.ReasonTargetRemoved,
+	return outcome{reason: pgv1.ReasonTargetRemoved,
 		events: []note{{kind: corev1.EventTypeNormal, reason: "Reverted", message: fmt.Sprintf("Removed the constraint from %d workload(s) (onDelete: Revert)", n)}}}, nil
 }
 

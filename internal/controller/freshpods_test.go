@@ -11,9 +11,16 @@ import (
 	"github.com/placement-guard/placement-guard/internal/pacing"
 )
 
-func migrationIn(phase pgv1.Phase, generation, observed int64) *pgv1.PlacementMigration {
+// migrationIn is a migration of one target, the spec of generation
+// observed at observed, verified at the final stage when succeeded.
+func migrationIn(succeeded bool, generation, observed int64) *pgv1.PlacementMigration {
 	pm := &pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Generation: generation}}
-	pm.Status.Phase, pm.Status.ObservedGeneration = phase, observed
+	pm.Status.ObservedGeneration = observed
+	ts := pgv1.TargetStatus{Kind: pgv1.KindDeployment, Name: "web"}
+	if succeeded {
+		ts.Verified = &pgv1.StageMilestone{Stage: pm.Spec.Final()}
+	}
+	pm.Status.Targets = []pgv1.TargetStatus{ts}
 	return pm
 }
 
@@ -31,7 +38,7 @@ func TestAMigrationGoingToWorkWaitsForThePodsHeldBack(t *testing.T) {
 
 	r.interests.set(settled, &interest{settled: true})
 	r.interests.markAtWork(settled)
-	if wait := r.freshPodsIn(settled, migrationIn(pgv1.PhaseSucceeded, 1, 1)); wait != 0 || pacer.HurriedFor() != 0 {
+	if wait := r.freshPodsIn(settled, migrationIn(true, 1, 1)); wait != 0 || pacer.HurriedFor() != 0 {
 		t.Fatalf("a settled migration waited %v and hurried the feed for %v; it must judge at once, the feed paced", wait, pacer.HurriedFor())
 	}
 
@@ -39,14 +46,14 @@ func TestAMigrationGoingToWorkWaitsForThePodsHeldBack(t *testing.T) {
 	if pacer.HurriedFor() == 0 || nodes.HurriedFor() == 0 {
 		t.Fatal("a new migration, at work, did not hurry both feeds")
 	}
-	first := r.freshPodsIn(fresh, migrationIn("", 1, 0))
+	first := r.freshPodsIn(fresh, migrationIn(false, 1, 0))
 	if first <= every-time.Minute || first > every {
 		t.Fatalf("a new migration waits %v, want the interval the feed was paced for", first)
 	}
 
 	// Its spec changed, the settled migration goes to work: it waits what
 	// is left of the same interval, and keeps the feed hurried.
-	changed := r.freshPodsIn(settled, migrationIn(pgv1.PhaseSucceeded, 2, 1))
+	changed := r.freshPodsIn(settled, migrationIn(true, 2, 1))
 	if changed <= 0 || changed > first {
 		t.Fatalf("a migration whose spec changed waits %v, want what is left of %v", changed, first)
 	}
@@ -68,13 +75,13 @@ func TestAMigrationGoingToWorkWaitsForThePodsHeldBack(t *testing.T) {
 	}
 
 	unpaced := &PlacementMigrationReconciler{feeds: feeds{{}, {}}}
-	if wait := unpaced.freshPodsIn(fresh, migrationIn("", 1, 0)); wait != 0 {
+	if wait := unpaced.freshPodsIn(fresh, migrationIn(false, 1, 0)); wait != 0 {
 		t.Fatalf("a migration waited %v on an unpaced feed", wait)
 	}
 }
 
 func deleting() *pgv1.PlacementMigration {
-	pm := migrationIn(pgv1.PhaseSucceeded, 1, 1)
+	pm := migrationIn(true, 1, 1)
 	pm.DeletionTimestamp = &metav1.Time{Time: time.Unix(1e9, 0)}
 	return pm
 }

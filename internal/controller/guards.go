@@ -12,7 +12,7 @@ import (
 
 // checkPodsStable waits until every pod of the group is Ready and has run
 // without a restart for guards.minPodAge.
-func (s *scope) checkPodsStable(group []*target, waiting pgv1.Phase) (outcome, bool) {
+func (s *scope) checkPodsStable(group []*target) (outcome, bool) {
 	var pods []*corev1.Pod
 	for _, t := range group {
 		pods = append(pods, t.Pods...)
@@ -24,7 +24,7 @@ func (s *scope) checkPodsStable(group []*target, waiting pgv1.Phase) (outcome, b
 		return outcome{}, false
 	}
 	setCondition(s.pm, s.now, pgv1.ConditionPodsStable, metav1.ConditionFalse, pgv1.ReasonWaitingForPods, why)
-	o := outcome{phase: waiting, reason: pgv1.ReasonWaitingForPods, message: why}
+	o := outcome{reason: pgv1.ReasonWaitingForPods, message: why}
 	if !next.IsZero() {
 		o.after = next.Sub(s.now)
 	}

@@ -7,8 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // interest is what a change in its namespace must touch to concern one
@@ -26,16 +24,6 @@ type interest struct {
 	// pods select the pods whose change can change a verdict: the
 	// targets', those the constraint counts and the protected ones.
 	pods []labels.Selector
-}
-
-// settledPhases are the phases in which a migration takes no step until
-// something it depends on changes. Every other phase hangs on the
-// namespace's pods (capacity, rollout progress, soak, guards).
-var settledPhases = map[pgv1.Phase]bool{
-	pgv1.PhaseSucceeded:  true,
-	pgv1.PhaseDegraded:   true,
-	pgv1.PhaseRolledBack: true,
-	pgv1.PhaseFailed:     true,
 }
 
 // atWork is the interest of a migration that is not settled, or not yet
@@ -183,7 +171,7 @@ func labelSet(m map[string]string) labels.Set {
 // it has settled. A selector that does not parse cannot narrow anything:
 // the migration is then told of every change, as one at work is.
 func (s *scope) interestOf() *interest {
-	if !settledPhases[s.pm.Status.Phase] || s.pm.DeletionTimestamp != nil {
+	if !settled(s.pm) {
 		return atWork
 	}
 	in := &interest{settled: true, workloads: map[string]bool{}}

@@ -26,9 +26,11 @@ func names(reqs []reconcile.Request) []string {
 	return out
 }
 
+// settledScope is a migration whose one target is verified at the final
+// stage, nothing in flight: what a Succeeded migration has recorded.
 func settledScope(name string, spec pgv1.PlacementMigrationSpec, c placement.Constraint) *scope {
 	pm := &pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}, Spec: spec}
-	pm.Status.Phase = pgv1.PhaseSucceeded
+	pm.Status.Targets = []pgv1.TargetStatus{{Kind: pgv1.KindDeployment, Name: "web", Verified: &pgv1.StageMilestone{Stage: spec.Final()}}}
 	return &scope{pm: pm, constraint: c}
 }
 
@@ -101,15 +103,38 @@ func TestAChangeReachesOnlyTheMigrationsItConcerns(t *testing.T) {
 // namespace; one known keeps its interest while it is looked at again.
 func TestOnlySettledMigrationsNarrowWhatConcernsThem(t *testing.T) {
 	s := settledScope("web-apart", pgv1.PlacementMigrationSpec{Targets: []pgv1.TargetRef{{Kind: pgv1.KindDeployment, Name: "web"}}}, placement.Constraint{})
-	for _, phase := range []pgv1.Phase{pgv1.PhaseWaitingForCapacity, pgv1.PhaseApplyingHard, pgv1.PhaseSoaking, pgv1.PhaseBlocked, pgv1.PhasePaused, pgv1.PhaseRollingBack} {
-		s.pm.Status.Phase = phase
-		if s.interestOf().settled {
-			t.Errorf("%s narrows what concerns it", phase)
-		}
+	at := func(stage pgv1.Stage) func(*pgv1.PlacementMigration) {
+		return func(pm *pgv1.PlacementMigration) { pm.Status.Targets[0].Verified = &pgv1.StageMilestone{Stage: stage} }
 	}
-	s.pm.Status.Phase = pgv1.PhaseSucceeded
+	for _, c := range []struct {
+		name   string
+		record func(*pgv1.PlacementMigration)
+	}{
+		{"nothing verified yet (waiting for capacity, blocked)", func(pm *pgv1.PlacementMigration) { pm.Status.Targets[0].Verified = nil }},
+		{"the soft stage verified, soaking", at(pgv1.StageSoft)},
+		{"a stage in flight", func(pm *pgv1.PlacementMigration) {
+			pm.Status.Operation = &pgv1.Operation{Action: pgv1.ActionApplyStage, Stage: pgv1.StageHard}
+		}},
+		{"a rollback in flight", func(pm *pgv1.PlacementMigration) {
+			pm.Status.Operation = &pgv1.Operation{Action: pgv1.ActionRollBack, Stage: pgv1.StageSoft}
+		}},
+		{"paused", func(pm *pgv1.PlacementMigration) { pm.Spec.Paused = true }},
+		{"a spec not observed yet", func(pm *pgv1.PlacementMigration) { pm.Generation++ }},
+	} {
+		before := s.pm.DeepCopy()
+		c.record(s.pm)
+		if s.interestOf().settled {
+			t.Errorf("%s: narrows what concerns it", c.name)
+		}
+		s.pm = before
+	}
 	if !s.interestOf().settled {
 		t.Fatal("a Succeeded migration does not narrow what concerns it")
+	}
+	s.pm.Status.Halt = &pgv1.Halt{Outcome: pgv1.HaltRolledBack, Generation: s.pm.Generation}
+	s.pm.Status.Targets[0].Verified = nil
+	if !s.interestOf().settled {
+		t.Fatal("a halted migration does not narrow what concerns it")
 	}
 	now := metav1.Now()
 	s.pm.DeletionTimestamp = &now

@@ -93,9 +93,9 @@ func (s *scope) abandonIfGone(op *pgv1.Operation) (outcome, bool) {
 		s.forget(ot.Kind, ot.Name)
 		msg := fmt.Sprintf("%s/%s was deleted or re-created while its %s operation was in flight; the migration starts over for it", ot.Kind, ot.Name, op.Action)
 		if t == nil {
-			return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonTargetNotFound, message: msg + "; " + missingMessage([]string{string(ot.Kind) + "/" + ot.Name}, s.pm.Namespace)}, true
+			return outcome{blocked: true, reason: pgv1.ReasonTargetNotFound, message: msg + "; " + missingMessage([]string{string(ot.Kind) + "/" + ot.Name}, s.pm.Namespace)}, true
 		}
-		return outcome{phase: pgv1.PhasePending, reason: pgv1.ReasonProgressing, message: msg}, true
+		return outcome{reason: pgv1.ReasonProgressing, message: msg}, true
 	}
 	return outcome{}, false
 }
@@ -160,14 +160,7 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 	if op.Action == pgv1.ActionVerify {
 		return s.continueOperation(ctx, op)
 	}
-	phase := applyingPhase(placement.Stage(op.Stage))
-	switch op.Action {
-	case pgv1.ActionRollBack:
-		phase = pgv1.PhaseRollingBack
-	case pgv1.ActionRevert:
-		phase = pgv1.PhasePending
-	}
-	return outcome{phase: phase, reason: pgv1.ReasonStageApplied,
+	return outcome{reason: pgv1.ReasonStageApplied,
 		message: fmt.Sprintf("Wrote the %s stage into %s (%s); waiting for the rollout", op.Stage, strings.Join(written, ", "), op.Action)}, nil
 }
 
@@ -208,17 +201,17 @@ func (s *scope) refusal(ref pgv1.TargetRef, stage placement.Stage, err error) (o
 	if c, ok := workloadpatch.AsConflict(err); ok {
 		for _, m := range c.Managers {
 			if other, ours := workloadpatch.MigrationOf(m); ours {
-				return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonTargetClaimed, message: fmt.Sprintf(
+				return outcome{blocked: true, reason: pgv1.ReasonTargetClaimed, message: fmt.Sprintf(
 					"%s: the %s stage would change %s, written by PlacementMigration %s; one migration writes a field at a time. Delete one of the two migrations, or spread on another key",
 					planning.RefKey(ref), stage, strings.Join(c.Fields, ", "), other)}, true
 			}
 		}
-		return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonFieldConflict, message: fmt.Sprintf(
+		return outcome{blocked: true, reason: pgv1.ReasonFieldConflict, message: fmt.Sprintf(
 			"%s: the %s stage would change %s, owned by field manager %s; placement-guard never takes fields over. Remove them where %s is defined, or let that manager apply the constraint",
 			planning.RefKey(ref), stage, strings.Join(c.Fields, ", "), quoteAll(c.Managers), planning.RefKey(ref))}, true
 	}
 	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
-		return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonApplyFailed, message: truncate(err.Error(), 2048)}, true
+		return outcome{blocked: true, reason: pgv1.ReasonApplyFailed, message: truncate(err.Error(), 2048)}, true
 	}
 	return outcome{}, false
 }
@@ -227,7 +220,7 @@ func (s *scope) refusal(ref pgv1.TargetRef, stage placement.Stage, err error) (o
 func (s *scope) budgetExceeded(ref pgv1.TargetRef) outcome {
 	msg := fmt.Sprintf("%s was written %d times within %s, the operator's write budget; the write recorded in status.operation is held. Find what keeps changing the workload, then set the %s annotation to retry",
 		planning.RefKey(ref), s.r.Budget.Max, s.r.Budget.Window, pgv1.RetryAnnotation)
-	return s.halt(outcome{phase: pgv1.PhaseFailed, reason: pgv1.ReasonWriteBudgetExceeded, message: msg,
+	return s.halt(pgv1.HaltFailed, outcome{reason: pgv1.ReasonWriteBudgetExceeded, message: msg,
 		events: []note{{kind: corev1.EventTypeWarning, reason: pgv1.ReasonWriteBudgetExceeded, message: msg}}})
 }
 
@@ -242,7 +235,7 @@ func (s *scope) completeRevert(ctx context.Context, op *pgv1.Operation) (outcome
 	if !s.pm.DeletionTimestamp.IsZero() {
 		return s.finalize(ctx)
 	}
-	return outcome{phase: pgv1.PhasePending, reason: pgv1.ReasonTargetRemoved,
+	return outcome{reason: pgv1.ReasonTargetRemoved,
 		message: fmt.Sprintf("Removed the constraint from %d workload(s) that are no longer targets (onDelete: Revert)", len(op.Targets))}, nil
 }
 

@@ -31,12 +31,12 @@ func pausedTargets(ts []*target) []string {
 // waitForPaused holds a stage while a target of the group is paused: a
 // template written into a paused Deployment does not roll out, and its
 // stage would time out and be rolled back for a pause.
-func (s *scope) waitForPaused(group []*target, stage string, waiting pgv1.Phase) (outcome, bool) {
+func (s *scope) waitForPaused(group []*target, stage string) (outcome, bool) {
 	paused := pausedTargets(group)
 	if len(paused) == 0 {
 		return outcome{}, false
 	}
-	return outcome{phase: waiting, reason: pgv1.ReasonTargetPaused, message: fmt.Sprintf(
+	return outcome{reason: pgv1.ReasonTargetPaused, message: fmt.Sprintf(
 		"%s is paused (spec.paused): the %s stage is not written while it is, since it would not roll out; it is written once the target resumes (kubectl rollout resume)",
 		firstFew(paused, 3), stage)}, true
 }
@@ -54,7 +54,7 @@ func (s *scope) stuckOutside(group []*target) (outcome, bool, time.Duration) {
 	var recheck time.Duration
 	for _, t := range group {
 		if p := t.Progress(t.Generation()); p.Failed {
-			return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonTargetRolloutFailed, stalled: true, message: fmt.Sprintf(
+			return outcome{blocked: true, reason: pgv1.ReasonTargetRolloutFailed, message: fmt.Sprintf(
 				"%s: its own rollout gave up (%s), for a change the migration did not make; the migration writes nothing until it rolls out, and goes on by itself then",
 				t, p.Message)}, true, 0
 		}
@@ -68,7 +68,7 @@ func (s *scope) stuckOutside(group []*target) (outcome, bool, time.Duration) {
 				recheck = shortest(recheck, grace-waited)
 				continue
 			}
-			return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonTargetPodsPending, stalled: true, message: fmt.Sprintf(
+			return outcome{blocked: true, reason: pgv1.ReasonTargetPodsPending, message: fmt.Sprintf(
 				"%s: pod %s has been Pending for %s for a reason the migration's constraint does not cause: %s. The migration writes nothing until the target's pods are placed, and goes on by itself then",
 				t, pod.Name, waited.Round(time.Second), msg)}, true, 0
 		}

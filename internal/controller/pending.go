@@ -103,7 +103,7 @@ func (s *scope) pendingAfterSuccess(final placement.Stage) (outcome, bool, error
 // problem.
 func (s *scope) degraded(final placement.Stage, found []pendingPods) outcome {
 	var ours, theirs []string
-	o := outcome{phase: pgv1.PhaseDegraded}
+	o := outcome{degraded: true}
 	for _, pp := range found {
 		t := pp.target
 		if n := len(pp.byConstraint); n > 0 {

@@ -138,8 +138,8 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 		// Keep what the step recorded before it failed (a write made),
 		// but not a verdict it did not reach.
 		pm.Status.Conditions, pm.Status.Phase, pm.Status.ObservedGeneration = before.Status.Conditions, before.Status.Phase, before.Status.ObservedGeneration
-	} else if o.phase != "" {
-		summarize(pm, o, s.now)
+	} else if !o.silent {
+		o.health = s.summarize(o)
 	}
 	if perr := r.patchStatus(ctx, before, pm); perr != nil {
 		if apierrors.IsConflict(perr) && err == nil {
@@ -207,12 +207,12 @@ func (r *PlacementMigrationReconciler) announce(before, after *pgv1.PlacementMig
 		return
 	}
 	old := meta.FindStatusCondition(before.Status.Conditions, pgv1.ConditionReady)
-	if o.phase != "" && (before.Status.Phase != after.Status.Phase || old == nil || old.Reason != o.reason) {
+	if !o.silent && (before.Status.Phase != after.Status.Phase || old == nil || old.Reason != o.reason) {
 		kind := corev1.EventTypeNormal
-		if stalledPhases[o.phase] || o.stalled {
+		if o.health == stalled {
 			kind = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(after, nil, kind, o.reason, string(o.phase), "%s", truncate(o.message, 1000))
+		r.Recorder.Eventf(after, nil, kind, o.reason, string(after.Status.Phase), "%s", truncate(o.message, 1000))
 	}
 	for _, e := range o.events {
 		r.Recorder.Eventf(after, nil, e.kind, e.reason, string(after.Status.Phase), "%s", truncate(e.message, 1000))

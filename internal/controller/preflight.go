@@ -86,7 +86,7 @@ func (s *scope) applyPreflight(v disruptionVerdict) (outcome, bool) {
 		return outcome{}, false
 	}
 	if s.pm.Spec.DisruptionCheck() == pgv1.DisruptionBlock {
-		return outcome{phase: pgv1.PhaseBlocked, reason: v.reason,
+		return outcome{blocked: true, reason: v.reason,
 			message: v.message + "; the Soft stage stays applied (guards.disruptions: Block; set Warn to apply the Hard stage anyway)"}, true
 	}
 	return outcome{events: []note{{kind: corev1.EventTypeWarning, reason: v.reason,

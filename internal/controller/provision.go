@@ -32,7 +32,8 @@ func (s *scope) provision(ctx context.Context, o outcome) (outcome, error) {
 	defer func() { s.keepRequest(recorded) }()
 	mode := pm.Spec.Capacity.ProvisionMode()
 	// A dry run changes nothing in the cluster, a capacity request included.
-	want := mode != pgv1.ProvisionNone && !pm.Spec.DryRun && pm.DeletionTimestamp.IsZero() && o.phase == pgv1.PhaseWaitingForCapacity &&
+	phase, _ := s.derive(o)
+	want := mode != pgv1.ProvisionNone && !pm.Spec.DryRun && pm.DeletionTimestamp.IsZero() && phase == pgv1.PhaseWaitingForCapacity &&
 		s.request != nil && s.request.Shortfall > 0
 	kind := provision.KindFor(mode)
 	if recorded != nil && (!want || recorded.Kind != kind) {
@@ -40,9 +41,9 @@ func (s *scope) provision(ctx context.Context, o outcome) (outcome, error) {
 		if err != nil {
 			// The outcome stands; what could not be removed is said, and
 			// tried again, instead of the status freezing on the error.
-			return s.removalFailed(o, recorded, err), nil
+			return s.removalFailed(o, recorded, releaseReason(pm, phase), err), nil
 		}
-		o.events = append(o.events, releaseNote(pm, o, recorded, leftAlone))
+		o.events = append(o.events, releaseNote(recorded, releaseReason(pm, phase), leftAlone))
 		recorded = nil
 		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionCapacityRequested)
 	}
@@ -157,10 +158,10 @@ func (s *scope) warnRequest(o *outcome, reason, msg string) {
 // removalFailed reports a request that should go and could not be
 // removed. The step's outcome stands, the record stays and the removal is
 // tried again: a failing delete never freezes the migration's status.
-func (s *scope) removalFailed(o outcome, recorded *pgv1.CapacityRequestStatus, err error) outcome {
+func (s *scope) removalFailed(o outcome, recorded *pgv1.CapacityRequestStatus, why string, err error) outcome {
 	s.warnRequest(&o, pgv1.ReasonRequestRemovalFailed, fmt.Sprintf(
 		"%s %s is no longer needed (%s) but could not be removed; trying again every %s: %v%s",
-		recorded.Kind, recorded.Name, releaseReason(s.pm, o), requestPoll, err, forbiddenHint(err, recorded.Kind, s.pm.Namespace)))
+		recorded.Kind, recorded.Name, why, requestPoll, err, forbiddenHint(err, recorded.Kind, s.pm.Namespace)))
 	if o.after == 0 || o.after > requestPoll {
 		o.after = requestPoll
 	}
@@ -169,11 +170,11 @@ func (s *scope) removalFailed(o outcome, recorded *pgv1.CapacityRequestStatus, e
 
 // releaseNote tells that a request was let go, and which objects of its
 // name were left alone because someone else made them.
-func releaseNote(pm *pgv1.PlacementMigration, o outcome, recorded *pgv1.CapacityRequestStatus, leftAlone []string) note {
-	msg := fmt.Sprintf("Deleted %s %s, which asked for %d node(s): %s", recorded.Kind, recorded.Name, recorded.Replicas, releaseReason(pm, o))
+func releaseNote(recorded *pgv1.CapacityRequestStatus, why string, leftAlone []string) note {
+	msg := fmt.Sprintf("Deleted %s %s, which asked for %d node(s): %s", recorded.Kind, recorded.Name, recorded.Replicas, why)
 	if len(leftAlone) > 0 {
 		msg = fmt.Sprintf("Let the request %s %s go (%s) without deleting %s, which this migration did not make",
-			recorded.Kind, recorded.Name, releaseReason(pm, o), strings.Join(leftAlone, ", "))
+			recorded.Kind, recorded.Name, why, strings.Join(leftAlone, ", "))
 	}
 	return note{kind: corev1.EventTypeNormal, reason: "CapacityRequestDeleted", message: msg}
 }
@@ -186,12 +187,13 @@ func forbiddenHint(err error, kind, namespace string) string {
 	return fmt.Sprintf(". Placeholder pods need the opt-in ClusterRole %s bound to the operator's ServiceAccount in namespace %s (docs/operations.md, \"Placeholder pods\")", provision.PlaceholderRole, namespace)
 }
 
-// releaseReason says why a request is let go.
-func releaseReason(pm *pgv1.PlacementMigration, o outcome) string {
+// releaseReason says why a request is let go, in the words of the phase
+// the migration is in.
+func releaseReason(pm *pgv1.PlacementMigration, phase pgv1.Phase) string {
 	if !pm.DeletionTimestamp.IsZero() {
 		return "the migration is being deleted"
 	}
-	switch o.phase {
+	switch phase {
 	case pgv1.PhaseWaitingForCapacity:
 		if pm.Spec.DryRun {
 			return "the migration is a dry run"

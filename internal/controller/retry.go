@@ -24,7 +24,7 @@ func (s *scope) retry() outcome {
 	pm.Status.LastHandledRetry = pm.Annotations[pgv1.RetryAnnotation]
 	phase, stalled := terminal(pm)
 	if !stalled {
-		return outcome{phase: pgv1.PhasePending, reason: pgv1.ReasonRetried,
+		return outcome{reason: pgv1.ReasonRetried,
 			message: fmt.Sprintf("Retry %q recorded; the migration was not stalled", pm.Status.LastHandledRetry)}
 	}
 	meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionStalled)
@@ -34,6 +34,6 @@ func (s *scope) retry() outcome {
 	for _, t := range s.targets {
 		s.r.Budget.Reset(s.key(t.Ref))
 	}
-	return outcome{phase: pgv1.PhasePending, reason: pgv1.ReasonRetried, message: fmt.Sprintf(
+	return outcome{reason: pgv1.ReasonRetried, message: fmt.Sprintf(
 		"Retrying from the %s stage after %s (%s %q)", s.weakestVerified(), phase, pgv1.RetryAnnotation, pm.Status.LastHandledRetry)}
 }

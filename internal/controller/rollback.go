@@ -40,7 +40,7 @@ func (s *scope) startRollback(op *pgv1.Operation, reason, cause string) outcome 
 		s.pm.Status.Operation = nil
 		return s.rolledBack(back)
 	}
-	return s.recordIntent(back, outcome{phase: pgv1.PhaseRollingBack, reason: pgv1.ReasonRollingBack, message: msg,
+	return s.recordIntent(back, outcome{reason: pgv1.ReasonRollingBack, message: msg,
 		events: []note{{kind: corev1.EventTypeWarning, reason: reason, message: msg}}})
 }
 
@@ -62,7 +62,7 @@ func (s *scope) rollbackSoak(group []*target, reason, cause string) outcome {
 // rolled-back template is named, or evicted when the spec allows.
 func (s *scope) verifyRollback(ctx context.Context, op *pgv1.Operation) (outcome, error) {
 	if paused := s.pauseClock(op); len(paused) > 0 {
-		return outcome{phase: pgv1.PhaseRollingBack, reason: pgv1.ReasonTargetPaused, message: fmt.Sprintf(
+		return outcome{reason: pgv1.ReasonTargetPaused, message: fmt.Sprintf(
 			"Rolling the %s stage back (%s): %s is paused (spec.paused), and the restored template rolls out once it resumes (kubectl rollout resume)",
 			op.From, op.Message, firstFew(paused, 3))}, nil
 	}
@@ -71,7 +71,7 @@ func (s *scope) verifyRollback(ctx context.Context, op *pgv1.Operation) (outcome
 	for _, ot := range op.Targets {
 		t := s.target(ot.Kind, ot.Name)
 		if t.Generation() < ot.AppliedGeneration {
-			return outcome{phase: pgv1.PhaseRollingBack, reason: pgv1.ReasonRollingBack,
+			return outcome{reason: pgv1.ReasonRollingBack,
 				message: fmt.Sprintf("%s: waiting to observe generation %d", t, ot.AppliedGeneration)}, nil
 		}
 		progress := t.Progress(ot.AppliedGeneration)
@@ -117,7 +117,7 @@ func (s *scope) verifyRollback(ctx context.Context, op *pgv1.Operation) (outcome
 func (s *scope) rollbackWaits(op *pgv1.Operation, waiting, pending []string, failed bool) outcome {
 	deadline := s.deadline(op)
 	if !failed && s.now.Before(deadline) {
-		return outcome{phase: pgv1.PhaseRollingBack, reason: pgv1.ReasonRollingBack, after: deadline.Sub(s.now),
+		return outcome{reason: pgv1.ReasonRollingBack, after: deadline.Sub(s.now),
 			message: fmt.Sprintf("Rolling the %s stage back (%s): %s", op.From, op.Message, firstFew(waiting, 3))}
 	}
 	why := "its rollout gave up"
@@ -128,7 +128,7 @@ func (s *scope) rollbackWaits(op *pgv1.Operation, waiting, pending []string, fai
 	if len(pending) > 0 {
 		held = firstFew(pending, 3)
 	}
-	return outcome{phase: pgv1.PhaseRollingBack, reason: pgv1.ReasonRollbackStalled, stalled: true, message: fmt.Sprintf(
+	return outcome{reason: pgv1.ReasonRollbackStalled, stalled: true, message: fmt.Sprintf(
 		"The rollback of the %s stage (%s) cannot finish by itself: %s; %s. The restored template does not carry the %s stage, so that stage is not what holds it; fix the cause and the rollback completes",
 		op.From, op.Message, why, held, op.From)}
 }
@@ -136,7 +136,7 @@ func (s *scope) rollbackWaits(op *pgv1.Operation, waiting, pending []string, fai
 // rolledBack is the end of a rollback: the migration stalls with its cause
 // until a person fixes it and edits the spec or asks for a retry.
 func (s *scope) rolledBack(op *pgv1.Operation) outcome {
-	return s.halt(outcome{phase: pgv1.PhaseRolledBack, reason: op.Reason, message: fmt.Sprintf(
+	return s.halt(pgv1.HaltRolledBack, outcome{reason: op.Reason, message: fmt.Sprintf(
 		"Rolled the %s stage back to %s: %s. Fix the cause, then set the %s annotation (or edit the spec) to try again",
 		op.From, restoredName(op.Stage), op.Message, pgv1.RetryAnnotation)})
 }
@@ -145,7 +145,7 @@ func (s *scope) rolledBack(op *pgv1.Operation) outcome {
 // it when guards.evictStuckPods allows.
 func (s *scope) unstick(ctx context.Context, t *target, pod string) (outcome, error) {
 	if !s.pm.Spec.EvictStuck() {
-		return outcome{phase: pgv1.PhaseRollingBack, reason: pgv1.ReasonStuckPod, stalled: true, message: fmt.Sprintf(
+		return outcome{reason: pgv1.ReasonStuckPod, stalled: true, message: fmt.Sprintf(
 			"%s: pod %s is not Ready and the StatefulSet controller does not replace it (kubernetes#67250), so the restored template cannot roll out: delete pod %s, or set spec.guards.evictStuckPods",
 			t, pod, pod)}, nil
 	}
@@ -154,7 +154,7 @@ func (s *scope) unstick(ctx context.Context, t *target, pod string) (outcome, er
 	if err := s.r.SubResource("eviction").Create(ctx, &corev1.Pod{ObjectMeta: ev.ObjectMeta}, ev); err != nil && !apierrors.IsNotFound(err) {
 		return outcome{}, fmt.Errorf("evict pod %s/%s blocking the rollback of %s: %w", s.pm.Namespace, pod, t, err)
 	}
-	return outcome{phase: pgv1.PhaseRollingBack, reason: pgv1.ReasonStuckPod,
+	return outcome{reason: pgv1.ReasonStuckPod,
 		message: fmt.Sprintf("%s: evicted pod %s, which the StatefulSet controller would not replace (guards.evictStuckPods)", t, pod)}, nil
 }
 

@@ -63,7 +63,7 @@ func (s *scope) soakOrSucceed(ctx context.Context) (outcome, error) {
 			if final == placement.StageSoft {
 				next = "success"
 			}
-			return outcome{phase: pgv1.PhaseSoaking, reason: pgv1.ReasonSoaking,
+			return outcome{reason: pgv1.ReasonSoaking,
 				message: fmt.Sprintf("The Soft stage holds; soaking until %s before %s", until.UTC().Format(time.RFC3339), next),
 				after:   until.Sub(s.now)}, nil
 		}
@@ -85,6 +85,6 @@ func (s *scope) succeed(final placement.Stage) outcome {
 	s.pm.Status.Plan = nil
 	s.pm.Status.Stage = s.weakestVerified()
 	setCondition(s.pm, s.now, pgv1.ConditionConstraintInSync, metav1.ConditionTrue, pgv1.ReasonInSync, fmt.Sprintf("Every target carries the %s constraint", final))
-	return outcome{phase: pgv1.PhaseSucceeded, reason: pgv1.ReasonSucceeded,
+	return outcome{done: true, reason: pgv1.ReasonSucceeded,
 		message: fmt.Sprintf("The %s stage is applied and verified on %s", final, targetNames(s.targets))}
 }

@@ -9,10 +9,10 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
-// outcome is what one reconcile concluded: the phase it leaves the migration
-// in and why, in words a person can act on.
+// outcome is what one reconcile concluded, in words a person can act on,
+// and the step's verdict on what it found; the phase and the kstatus
+// conditions are derived from it and from what is recorded (derive).
 type outcome struct {
-	phase   pgv1.Phase
 	reason  string
 	message string
 	// after asks for another look once a timer runs out: a soak, a stage
@@ -23,10 +23,24 @@ type outcome struct {
 	// pendingByConstraint and pendingOther count the target pods Pending
 	// after success, by cause, for the metric.
 	pendingByConstraint, pendingOther int
-	// stalled says a person is needed whatever the phase: a rollback that
-	// cannot finish, a pod the controller will not replace, a target
-	// stuck for a cause outside the migration.
+
+	// blocked: nothing can be written until the cause is gone or a person
+	// acts (a hazard, a claim, a refusal, a target missing or stuck).
+	blocked bool
+	// stalled: a person is needed, whatever the phase (a rollback that
+	// cannot finish, a pod the controller will not replace).
 	stalled bool
+	// done: the migration is where its spec asks (the final stage
+	// verified, or a dry run's plan recorded).
+	done bool
+	// degraded: done, but target pods stay Pending since.
+	degraded bool
+	// settling: a stage rolled out and its placement does not hold yet.
+	settling bool
+	// silent: nothing to record (a deletion without a finalizer).
+	silent bool
+	// health is what summarize derived, for the Event.
+	health health
 }
 
 // note is one Event beyond the phase change.
@@ -34,24 +48,10 @@ type note struct {
 	kind, reason, message string
 }
 
-// stalledPhases need a person: a hazard the operator must not work around,
-// a rollback it performed, or a failure it cannot retry.
-var stalledPhases = map[pgv1.Phase]bool{
-	pgv1.PhaseBlocked:    true,
-	pgv1.PhaseDegraded:   true,
-	pgv1.PhaseRolledBack: true,
-	pgv1.PhaseFailed:     true,
-}
-
-// readyPhases are the ends a migration is meant to reach.
-var readyPhases = map[pgv1.Phase]bool{
-	pgv1.PhaseSucceeded: true,
-	pgv1.PhasePlanned:   true,
-}
-
 // summarize sets the phase, observedGeneration and the kstatus conditions
-// from an outcome, so that kubectl wait, Flux, Argo CD and Helm read the
-// migration the way they read any resource:
+// from the recorded milestones and the outcome, so that kubectl wait,
+// Flux, Argo CD and Helm read the migration the way they read any
+// resource:
 //   - Ready is True only at Succeeded, or Planned for a dry run;
 //   - Stalled is present, True, only when a person must act;
 //   - Reconciling is present, True, whenever it is neither: while working,
@@ -60,22 +60,29 @@ var readyPhases = map[pgv1.Phase]bool{
 //
 // A condition's transition time changes only when its status does, so a
 // migration whose outcome repeats writes nothing.
-func summarize(pm *pgv1.PlacementMigration, o outcome, now time.Time) {
+func (s *scope) summarize(o outcome) health {
+	phase, h := s.derive(o)
+	summarize(s.pm, o, phase, h, s.now)
+	return h
+}
+
+// summarize records phase and h, derived from o, in the status.
+func summarize(pm *pgv1.PlacementMigration, o outcome, phase pgv1.Phase, h health, now time.Time) {
 	pm.Status.ObservedGeneration = pm.Generation
-	pm.Status.Phase = o.phase
-	set := func(t string, s metav1.ConditionStatus) {
-		setCondition(pm, now, t, s, o.reason, o.message)
+	pm.Status.Phase = phase
+	set := func(t string, st metav1.ConditionStatus) {
+		setCondition(pm, now, t, st, o.reason, o.message)
 	}
-	if o.phase != pgv1.PhaseSucceeded && o.phase != pgv1.PhaseDegraded {
+	if !o.done && !o.degraded {
 		// The verdict on disruptions is about the constraint in place.
 		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionDisruptionReady)
 	}
-	switch {
-	case readyPhases[o.phase]:
+	switch h {
+	case ready:
 		set(pgv1.ConditionReady, metav1.ConditionTrue)
 		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionReconciling)
 		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionStalled)
-	case stalledPhases[o.phase] || o.stalled:
+	case stalled:
 		set(pgv1.ConditionReady, metav1.ConditionFalse)
 		set(pgv1.ConditionStalled, metav1.ConditionTrue)
 		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionReconciling)
@@ -130,18 +137,15 @@ func adoptLegacyHalt(pm *pgv1.PlacementMigration) {
 }
 
 // hold repeats the outcome the halt records.
-func hold(pm *pgv1.PlacementMigration, phase pgv1.Phase) outcome {
+func hold(pm *pgv1.PlacementMigration) outcome {
 	h := pm.Status.Halt
-	return outcome{phase: phase, reason: h.Reason, message: h.Message}
+	return outcome{reason: h.Reason, message: h.Message}
 }
 
 // halt records that the migration stops at this generation with o, until
-// the spec changes or a retry is asked for.
-func (s *scope) halt(o outcome) outcome {
-	outcome := pgv1.HaltRolledBack
-	if o.phase == pgv1.PhaseFailed {
-		outcome = pgv1.HaltFailed
-	}
-	s.pm.Status.Halt = &pgv1.Halt{Outcome: outcome, Reason: o.reason, Message: truncate(o.message, 2048), Generation: s.pm.Generation, At: metav1.NewTime(s.now)}
+// the spec changes or a retry is asked for: RolledBack after a rollback
+// rolled out, Failed after giving up on a write.
+func (s *scope) halt(how pgv1.HaltOutcome, o outcome) outcome {
+	s.pm.Status.Halt = &pgv1.Halt{Outcome: how, Reason: o.reason, Message: truncate(o.message, 2048), Generation: s.pm.Generation, At: metav1.NewTime(s.now)}
 	return o
 }

@@ -21,7 +21,7 @@ func (s *scope) step(ctx context.Context) (outcome, error) {
 		return s.finalize(ctx)
 	}
 	if s.selected > maxTargets {
-		return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonTooManyTargets, message: fmt.Sprintf(
+		return outcome{blocked: true, reason: pgv1.ReasonTooManyTargets, message: fmt.Sprintf(
 			"spec.targetSelector selects %d workloads; a migration records at most %d. Narrow the selector or split the migration; nothing was changed", s.selected, maxTargets)}, nil
 	}
 	s.observeTargets()
@@ -29,15 +29,15 @@ func (s *scope) step(ctx context.Context) (outcome, error) {
 		return s.retry(), nil
 	}
 	if pm.Spec.Paused {
-		return outcome{phase: pgv1.PhasePaused, reason: pgv1.ReasonPaused,
+		return outcome{reason: pgv1.ReasonPaused,
 			message: fmt.Sprintf("Paused with the %s stage verified; nothing is patched until spec.paused is false", s.weakestVerified())}, nil
 	}
 	if op := pm.Status.Operation; op != nil {
 		return s.continueOperation(ctx, op)
 	}
 	adoptLegacyHalt(pm)
-	if phase, ok := terminal(pm); ok {
-		return hold(pm, phase), nil
+	if _, halted := terminal(pm); halted {
+		return hold(pm), nil
 	}
 	// An edited spec lifts a halt of an earlier generation.
 	pm.Status.Halt = nil
@@ -45,10 +45,10 @@ func (s *scope) step(ctx context.Context) (outcome, error) {
 		return s.releaseRemoved(gone), nil
 	}
 	if len(s.missing) > 0 {
-		return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonTargetNotFound, message: missingMessage(s.missing, pm.Namespace)}, nil
+		return outcome{blocked: true, reason: pgv1.ReasonTargetNotFound, message: missingMessage(s.missing, pm.Namespace)}, nil
 	}
 	if len(s.targets) == 0 {
-		return outcome{phase: pgv1.PhaseBlocked, reason: pgv1.ReasonNoTargets,
+		return outcome{blocked: true, reason: pgv1.ReasonNoTargets,
 			message: fmt.Sprintf("spec.targetSelector selects no workload in namespace %s; label the workloads or correct the selector", pm.Namespace)}, nil
 	}
 	if o, ok, err := s.watchDrift(ctx); ok || err != nil {

@@ -23,7 +23,7 @@ func (s *scope) verifyStage(op *pgv1.Operation) (outcome, error) {
 		return o, err
 	}
 	if paused := s.pauseClock(op); len(paused) > 0 {
-		return outcome{phase: applyingPhase(stage), reason: pgv1.ReasonTargetPaused, message: fmt.Sprintf(
+		return outcome{reason: pgv1.ReasonTargetPaused, message: fmt.Sprintf(
 			"%s is paused (spec.paused): the %s stage rolls out once it resumes (kubectl rollout resume); the stage timeout waits for it",
 			firstFew(paused, 3), stage)}, nil
 	}
@@ -36,7 +36,7 @@ func (s *scope) verifyStage(op *pgv1.Operation) (outcome, error) {
 		if t.Generation() < ot.AppliedGeneration {
 			// The cache has not seen the write yet; its event brings the
 			// next look.
-			return outcome{phase: applyingPhase(stage), reason: pgv1.ReasonRolloutInProgress,
+			return outcome{reason: pgv1.ReasonRolloutInProgress,
 				message: fmt.Sprintf("%s: waiting to observe generation %d", t, ot.AppliedGeneration)}, nil
 		}
 		progress := t.Progress(ot.AppliedGeneration)
@@ -64,7 +64,7 @@ func (s *scope) verifyStage(op *pgv1.Operation) (outcome, error) {
 			}
 			return s.startRollback(op, pgv1.ReasonStageTimedOut, cause), nil
 		}
-		return outcome{phase: applyingPhase(stage), reason: pgv1.ReasonRolloutInProgress, message: firstFew(waiting, 3), after: next.Sub(s.now)}, nil
+		return outcome{reason: pgv1.ReasonRolloutInProgress, message: firstFew(waiting, 3), after: next.Sub(s.now)}, nil
 	}
 	summary, holds, err := s.measure(op)
 	if err != nil {
@@ -74,7 +74,7 @@ func (s *scope) verifyStage(op *pgv1.Operation) (outcome, error) {
 		if !s.now.Before(deadline) {
 			return s.startRollback(op, pgv1.ReasonStageTimedOut, "the placement did not come to hold within stageTimeout: "+summary), nil
 		}
-		return outcome{phase: pgv1.PhaseVerifying, reason: pgv1.ReasonRolloutInProgress,
+		return outcome{settling: true, reason: pgv1.ReasonRolloutInProgress,
 			message: "Rolled out, but the placement does not yet hold: " + summary, after: deadline.Sub(s.now)}, nil
 	}
 	if len(notes) > 0 {
@@ -119,11 +119,7 @@ func (s *scope) completeStage(op *pgv1.Operation, summary string) outcome {
 	if op.Action == pgv1.ActionReapply {
 		setCondition(s.pm, s.now, pgv1.ConditionConstraintInSync, metav1.ConditionTrue, pgv1.ReasonInSync, fmt.Sprintf("Every target carries the %s constraint again", stage))
 	}
-	phase := pgv1.PhaseSoaking
-	if stage == placement.StageHard {
-		phase = pgv1.PhaseVerifying
-	}
-	return outcome{phase: phase, reason: pgv1.ReasonStageVerified, message: msg}
+	return outcome{reason: pgv1.ReasonStageVerified, message: msg}
 }
 
 // measure judges the targets' actual placement against the entries the
