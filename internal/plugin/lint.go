@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -74,21 +73,14 @@ func Lint(docs []Document, opts LintOptions) ([]Finding, error) {
 	}
 	var findings []Finding
 	for _, mw := range workloads {
-		for _, c := range hardConstraints(&mw.workload.Template.Spec) {
-			w := *mw.workload
-			spec, err := c.Apply(&w.Template.Spec, w.Selector, placement.StageNone)
-			if err != nil {
-				return nil, err
-			}
-			w.Template = *w.Template.DeepCopy()
-			w.Template.Spec = *spec
-			hs, err := judge(snap, withNodes && opts.knows(c), []*placement.Workload{&w}, c, []placement.Stage{placement.StageHard}, placement.CapacitySpec{})
-			if err != nil {
-				return nil, err
-			}
+		judged, err := planning.JudgeTemplate(snap, mw.workload, func(c placement.Constraint) bool { return withNodes && opts.knows(c) })
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range judged {
 			at := mw.doc
-			at.Line = mw.doc.LineOf(fieldOf(c))
-			findings = append(findings, findingsAt(at, hs)...)
+			at.Line = mw.doc.LineOf(fieldOf(f.Constraint))
+			findings = append(findings, findingsAt(at, f.Hazards)...)
 		}
 	}
 	migrations := manifestMigrations(docs, opts)
@@ -108,23 +100,6 @@ func Lint(docs []Document, opts LintOptions) ([]Finding, error) {
 // snapshot's nodes, or the keys its synthetic nodes carry.
 func (o LintOptions) knows(c placement.Constraint) bool {
 	return o.Cluster != nil || syntheticKeys(o.Zones)[c.TopologyKey()]
-}
-
-// judge asks the engine: the whole analysis when nodes are known, else
-// the findings that need none.
-func judge(snap *placement.Snapshot, withNodes bool, ws []*placement.Workload, c placement.Constraint, stages []placement.Stage, capacity placement.CapacitySpec) ([]placement.Hazard, error) {
-	if !withNodes {
-		var hs []placement.Hazard
-		for _, st := range stages {
-			hs = append(hs, snap.Findings(placement.Question{Workloads: ws, Constraint: c, Stage: st})...)
-		}
-		return hs, nil
-	}
-	answers, err := planning.Ask(snap, placement.Question{Workloads: ws, Constraint: c, Capacity: capacity}, stages)
-	if err != nil {
-		return nil, err
-	}
-	return planning.UniqueHazards(answers), nil
 }
 
 // lintMigration judges a migration of the manifests against the manifests'
@@ -169,7 +144,7 @@ func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv
 		return nil, nil
 	}
 	c := planning.ConstraintFromSpec(pm.Spec.Constraint)
-	hs, err := judge(snap, withNodes, ws, c, planning.Stages(pm.Spec.Final()), planning.CapacityFromSpec(pm.Spec.Capacity))
+	hs, err := planning.Judge(snap, withNodes, placement.Question{Workloads: ws, Constraint: c, Capacity: planning.CapacityFromSpec(pm.Spec.Capacity)}, planning.Stages(pm.Spec.Final()))
 	if err != nil {
 		return nil, err
 	}
@@ -203,29 +178,6 @@ func manifestMigrations(docs []Document, opts LintOptions) []pgv1.PlacementMigra
 	out := make([]pgv1.PlacementMigration, len(order))
 	for i, key := range order {
 		out[i] = byKey[key]
-	}
-	return out
-}
-
-// hardConstraints are the spec's required anti-affinity terms and
-// DoNotSchedule spreads, each as a constraint judged as written: a
-// spread counts the revisions its matchLabelKeys say, no more.
-func hardConstraints(spec *corev1.PodSpec) []placement.Constraint {
-	var out []placement.Constraint
-	if spec.Affinity != nil && spec.Affinity.PodAntiAffinity != nil {
-		for _, t := range spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			entry := &corev1.PodSpec{Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{t}}}}
-			out = append(out, placement.ConstraintOf(entry))
-		}
-	}
-	for _, t := range spec.TopologySpreadConstraints {
-		if t.WhenUnsatisfiable != corev1.DoNotSchedule {
-			continue
-		}
-		c := placement.ConstraintOf(&corev1.PodSpec{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{t}})
-		c.Spread.AllRevisions = true
-		out = append(out, c)
 	}
 	return out
 }

@@ -65,7 +65,7 @@ func liveWorkload(c *Cluster, w *placement.Workload) *placement.Workload {
 // where the engine's simulated rollout puts them.
 func placePods(snap *placement.Snapshot, w *placement.Workload) ([]*corev1.Pod, error) {
 	spec := w.Template.Spec.DeepCopy()
-	for _, c := range hardConstraints(spec) {
+	for _, c := range planning.HardConstraints(spec) {
 		s, err := c.Apply(spec, w.Selector, placement.StageNone)
 		if err != nil {
 			return nil, err

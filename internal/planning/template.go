@@ -1,0 +1,84 @@
+package planning
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/placement-guard/placement-guard/internal/placement"
+)
+
+// A workload's own hard constraints, judged as written: lint asks this of
+// every Deployment and StatefulSet of rendered manifests, and the
+// admission check of every change that comes straight to the API server.
+
+// HardConstraints are the spec's required anti-affinity terms and
+// DoNotSchedule spreads, each as a constraint judged as written: a spread
+// counts the revisions its matchLabelKeys say, no more.
+func HardConstraints(spec *corev1.PodSpec) []placement.Constraint {
+	var out []placement.Constraint
+	if spec.Affinity != nil && spec.Affinity.PodAntiAffinity != nil {
+		for _, t := range spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			entry := &corev1.PodSpec{Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{t}}}}
+			out = append(out, placement.ConstraintOf(entry))
+		}
+	}
+	for _, t := range spec.TopologySpreadConstraints {
+		if t.WhenUnsatisfiable != corev1.DoNotSchedule {
+			continue
+		}
+		c := placement.ConstraintOf(&corev1.PodSpec{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{t}})
+		c.Spread.AllRevisions = true
+		out = append(out, c)
+	}
+	return out
+}
+
+// ConstraintFinding is what the engine says of one hard constraint of a
+// workload's template.
+type ConstraintFinding struct {
+	Constraint placement.Constraint
+	Hazards    []placement.Hazard
+}
+
+// JudgeTemplate asks the engine about each hard constraint of w's
+// template as a rollout that adds it to the workload as it runs without
+// it: whether the nodes exist, whether the rollout completes, where it
+// leaves the pods, what else the selector counts. withNodes says, per
+// constraint, whether the snapshot's nodes can tell (a topology they carry);
+// without, only the findings that need no nodes are asked for.
+func JudgeTemplate(snap *placement.Snapshot, w *placement.Workload, withNodes func(placement.Constraint) bool) ([]ConstraintFinding, error) {
+	var out []ConstraintFinding
+	for _, c := range HardConstraints(&w.Template.Spec) {
+		without := *w
+		spec, err := c.Apply(&w.Template.Spec, w.Selector, placement.StageNone)
+		if err != nil {
+			return nil, err
+		}
+		without.Template = *w.Template.DeepCopy()
+		without.Template.Spec = *spec
+		hs, err := Judge(snap, withNodes(c), placement.Question{Workloads: []*placement.Workload{&without}, Constraint: c}, []placement.Stage{placement.StageHard})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ConstraintFinding{Constraint: c, Hazards: hs})
+	}
+	return out, nil
+}
+
+// Judge asks the engine q at each stage: the whole analysis when the nodes
+// can tell, else the findings that need none.
+func Judge(snap *placement.Snapshot, withNodes bool, q placement.Question, stages []placement.Stage) ([]placement.Hazard, error) {
+	if !withNodes {
+		var hs []placement.Hazard
+		for _, st := range stages {
+			q.Stage = st
+			hs = append(hs, snap.Findings(q)...)
+		}
+		return hs, nil
+	}
+	answers, err := Ask(snap, q, stages)
+	if err != nil {
+		return nil, err
+	}
+	return UniqueHazards(answers), nil
+}
