@@ -244,10 +244,14 @@ var _ = Describe("F8: another field manager owns the anti-affinity terms before 
 		_, proxy := operator("f8", nil)
 		s := newScenario(ctx, env, pgv1.KindDeployment, pgv1.StageHard, 2*time.Second)
 		By("a chart applying its own preferred anti-affinity term")
-		d := s.workload(ctx).(*appsv1.Deployment)
-		d.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
-			Weight: 10, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "broker"}}}}}}}
-		Expect(k8sClient.Update(ctx, d, client.FieldOwner("helm"))).To(Succeed())
+		// An update of the whole object, read again when the Deployment
+		// controller wrote its status in between.
+		Eventually(func() error {
+			d := s.workload(ctx).(*appsv1.Deployment)
+			d.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+				Weight: 10, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "broker"}}}}}}}
+			return k8sClient.Update(ctx, d, client.FieldOwner("helm"))
+		}).Should(Succeed())
 		generation := s.workload(ctx).GetGeneration()
 		s.addCapacity(ctx)
 		s.waitFor(ctx, pgv1.PhaseBlocked)
