@@ -1,0 +1,123 @@
+package admission
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
+)
+
+// The API server keeps each admission warning to 256 characters and all of
+// a response's warnings to 4 KiB; longer ones are cut or dropped.
+const (
+	maxWarning  = 256
+	maxWarnings = 4096
+)
+
+// Finding is one hazard of a change, worded for an admission response: at
+// most 256 characters, naming the fix.
+type Finding struct {
+	Type     string
+	Blocking bool
+	Message  string
+}
+
+// Judge asks the engine about every hard constraint of w, the workload as
+// the change leaves it with the pods it runs now, against the cluster in
+// snap: pods that cannot be placed (the qualifying nodes counted), a
+// rollout that deadlocks, a selector that counts other workloads' pods, a
+// spread that ends skewed, volumes that pin pods. Blocking findings come
+// first.
+func Judge(snap *placement.Snapshot, w *placement.Workload) ([]Finding, error) {
+	withNodes := snap.NodeCount() > 0
+	judged, err := planning.JudgeTemplate(snap, w, func(placement.Constraint) bool { return withNodes })
+	if err != nil {
+		return nil, err
+	}
+	ref := fmt.Sprintf("%s/%s", w.Kind, w.Name)
+	var out []Finding
+	seen := map[string]bool{}
+	for _, cf := range judged {
+		for _, h := range cf.Hazards {
+			f := Finding{Type: h.Type, Blocking: h.Blocking, Message: word(ref, cf.Constraint, h)}
+			if !seen[f.Message] {
+				seen[f.Message] = true
+				out = append(out, f)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Blocking && !out[j].Blocking })
+	return out, nil
+}
+
+// fixes name, per hazard, the change that removes it, in few words.
+var fixes = map[string]string{
+	placement.HazardInsufficientCapacity: "add the nodes first, or make it a PlacementMigration that waits for them (kubectl placement plan)",
+	placement.HazardRolloutDeadlock:      "set maxUnavailable: 1 (or maxSurge: 0), or add a node",
+	placement.HazardSelectorOverlap:      "set matchLabelKeys: [pod-template-hash], or narrow the labelSelector",
+	placement.HazardSpreadEndsSkewed:     "set matchLabelKeys: [pod-template-hash]",
+	placement.HazardVolumeZonePinning:    "keep the spread soft (ScheduleAnyway) or move the volumes first",
+	placement.HazardUnschedulable:        "add matching nodes first, or make it a PlacementMigration (kubectl placement plan)",
+}
+
+// word puts a hazard into one warning: the workload, the constraint, the
+// engine's first clause, the fix.
+func word(ref string, c placement.Constraint, h placement.Hazard) string {
+	what := firstClause(strings.TrimPrefix(h.Message, ref+": "))
+	head := fmt.Sprintf("%s: %s %s: ", ref, describe(c), h.Type)
+	tail := ""
+	if fix, ok := fixes[h.Type]; ok {
+		tail = ". Fix: " + fix
+	}
+	// The fix is what a person acts on: the engine's words give way first.
+	room := maxWarning - utf8.RuneCountInString(head) - utf8.RuneCountInString(tail)
+	return clip(head+clip(what, max(room, 16))+tail, maxWarning)
+}
+
+// describe names a constraint in a few words.
+func describe(c placement.Constraint) string {
+	if c.Spread != nil {
+		return "DoNotSchedule spread on " + c.Spread.TopologyKey
+	}
+	return "required anti-affinity on " + c.TopologyKey()
+}
+
+// firstClause is a message up to its first full stop or semicolon.
+func firstClause(msg string) string {
+	end := len(msg)
+	for _, sep := range []string{"; ", ". "} {
+		if i := strings.Index(msg, sep); i >= 0 && i < end {
+			end = i
+		}
+	}
+	return strings.TrimSuffix(msg[:end], ".")
+}
+
+// clip cuts s to n characters at most, marking the cut.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// Warnings are the findings as admission warnings: the most important
+// first, each within 256 characters and all within 4 KiB, the last saying
+// how many were left out.
+func Warnings(fs []Finding) []string {
+	var out []string
+	total := 0
+	for i, f := range fs {
+		if total+len(f.Message) > maxWarnings-64 {
+			out = append(out, fmt.Sprintf("placement-guard: %d more finding(s) left out; kubectl placement lint shows them all", len(fs)-i))
+			break
+		}
+		out = append(out, f.Message)
+		total += len(f.Message)
+	}
+	return out
+}

@@ -1,0 +1,184 @@
+package admission
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/targets"
+)
+
+func node(name string, labels map[string]string) *corev1.Node {
+	l := map[string]string{corev1.LabelHostname: name}
+	for k, v := range labels {
+		l[k] = v
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}, Status: corev1.NodeStatus{
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi"), corev1.ResourcePods: resource.MustParse("110")},
+		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+	}}
+}
+
+func runningPod(name, nodeName string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID(name), Labels: labels},
+		Spec:   corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "c", Image: "x"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+}
+
+func deployment(name string, replicas int32, mutate ...func(*appsv1.Deployment)) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x:1"}}}},
+	}}
+	for _, m := range mutate {
+		m(d)
+	}
+	return d
+}
+
+func requiredApart(labels map[string]string) func(*appsv1.Deployment) {
+	return func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}}}}
+	}
+}
+
+// withPods is the workload of d running the given pods.
+func withPods(d *appsv1.Deployment, pods ...*corev1.Pod) *placement.Workload {
+	w := targets.FromDeployment(d, nil, nil)
+	for _, p := range pods {
+		w.Pods = append(w.Pods, p.UID)
+	}
+	w.Revision = "old"
+	return w
+}
+
+func TestRelevantChanges(t *testing.T) {
+	plain := withPods(deployment("web", 2))
+	apart := withPods(deployment("web", 2, requiredApart(map[string]string{"app": "web"})))
+	image := withPods(deployment("web", 2, requiredApart(map[string]string{"app": "web"}), func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "x:2" }))
+	scaled := withPods(deployment("web", 3, requiredApart(map[string]string{"app": "web"})))
+	plainScaled := withPods(deployment("web", 3))
+	soft := withPods(deployment("web", 2, func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}}}
+	}))
+	strategy := withPods(deployment("web", 2, requiredApart(map[string]string{"app": "web"}), func(d *appsv1.Deployment) {
+		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: ptr.To(intstr.FromInt32(1))}}
+	}))
+	for _, c := range []struct {
+		name     string
+		old, new *placement.Workload
+		want     bool
+	}{
+		{"a create without a hard constraint", nil, plain, false},
+		{"a create with one", nil, apart, true},
+		{"a required anti-affinity added", plain, apart, true},
+		{"an image changed beside it", apart, image, false},
+		{"a scale of a workload that carries one", apart, scaled, true},
+		{"a scale of one that carries none", plain, plainScaled, false},
+		{"a strategy changed beside it", apart, strategy, true},
+		{"a preferred term added", plain, soft, false},
+		{"the hard constraint removed", apart, plain, false},
+	} {
+		if got := Relevant(c.old, c.new); got != c.want {
+			t.Errorf("%s: Relevant = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// Seed 000's change applied straight to the graph DB: a required
+// anti-affinity against the search engine with one data node.
+func TestJudgeSeed000NamesTheQualifyingNodes(t *testing.T) {
+	search := runningPod("search-0", "data-1", map[string]string{"app": "search"})
+	graph := runningPod("graphdb-0", "data-1", map[string]string{"app": "graphdb"})
+	snap, err := placement.NewSnapshot(placement.Objects{
+		Nodes: []*corev1.Node{node("data-1", map[string]string{"role": "data"}), node("app-1", map[string]string{"role": "app"})},
+		Pods:  []*corev1.Pod{search, graph},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := deployment("graphdb", 1, requiredApart(map[string]string{"app": "search"}), func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.NodeSelector = map[string]string{"role": "data"}
+	})
+	fs, err := Judge(snap, withPods(d, graph))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) == 0 || !fs[0].Blocking {
+		t.Fatalf("seed 000 must be a blocking finding: %+v", fs)
+	}
+	if !strings.Contains(fs[0].Message, "1 of 2 qualifying nodes") {
+		t.Fatalf("the warning counts the qualifying nodes: %q", fs[0].Message)
+	}
+	if !strings.HasPrefix(fs[0].Message, "Deployment/graphdb: required anti-affinity on kubernetes.io/hostname") || !strings.Contains(fs[0].Message, "Fix:") {
+		t.Fatalf("the warning names the workload, the constraint and the fix: %q", fs[0].Message)
+	}
+}
+
+// Seed 001's shape: two replicas on two nodes, maxSurge 1, maxUnavailable
+// 0, a required hostname anti-affinity against each other.
+func TestJudgeSeed001NamesTheDeadlockAndItsFix(t *testing.T) {
+	a, b := runningPod("web-a", "n1", map[string]string{"app": "web"}), runningPod("web-b", "n2", map[string]string{"app": "web"})
+	snap, err := placement.NewSnapshot(placement.Objects{Nodes: []*corev1.Node{node("n1", nil), node("n2", nil)}, Pods: []*corev1.Pod{a, b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := deployment("web", 2, requiredApart(map[string]string{"app": "web"}), func(d *appsv1.Deployment) {
+		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+			MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}}
+	})
+	fs, err := Judge(snap, withPods(d, a, b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) == 0 || fs[0].Type != placement.HazardRolloutDeadlock || !fs[0].Blocking || !strings.Contains(fs[0].Message, "maxUnavailable: 1") {
+		t.Fatalf("want a blocking RolloutDeadlock naming maxUnavailable: 1, got %+v", fs)
+	}
+
+	// Three nodes: room for the surge pod, nothing to say.
+	snap.UpsertNode(node("n3", nil))
+	fs, err = Judge(snap, withPods(d, a, b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 0 {
+		t.Fatalf("a change that fits is admitted silently: %+v", fs)
+	}
+}
+
+// Every warning fits the API server's 256 characters, and all of them its
+// 4 KiB, however many there are.
+func TestWarningsStayWithinTheAPIServersBounds(t *testing.T) {
+	var fs []Finding
+	for i := range 60 {
+		fs = append(fs, Finding{Type: "X", Blocking: i%2 == 0, Message: word("Deployment/web", placement.Constraint{AntiAffinity: &placement.AntiAffinity{TopologyKey: corev1.LabelHostname}},
+			placement.Hazard{Type: placement.HazardRolloutDeadlock, Message: strings.Repeat(fmt.Sprintf("finding %d is long ", i), 40)})})
+	}
+	ws := Warnings(fs)
+	total := 0
+	for _, w := range ws {
+		if n := utf8.RuneCountInString(w); n > maxWarning {
+			t.Fatalf("a warning of %d characters: %q", n, w)
+		}
+		total += len(w)
+	}
+	if total > maxWarnings {
+		t.Fatalf("%d bytes of warnings", total)
+	}
+	if !strings.Contains(ws[len(ws)-1], "more finding(s) left out") {
+		t.Fatalf("the cut is said: %q", ws[len(ws)-1])
+	}
+}
