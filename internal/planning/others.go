@@ -96,11 +96,12 @@ func (c Claim) Message() string {
 
 // ClaimOf is the first other migration of the namespace that holds, or
 // goes first for, a field pm would write on one of refs; nil when none
-// does. Migrations being deleted claim nothing.
+// does. Migrations being deleted, and dry runs, which never write, claim
+// nothing.
 func ClaimOf(pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration, refs []pgv1.TargetRef) *Claim {
 	for i := range others {
 		o := &others[i]
-		if o.Name == pm.Name || !o.DeletionTimestamp.IsZero() || Compatible(pm.Spec.Constraint, o.Spec.Constraint) {
+		if o.Name == pm.Name || !o.DeletionTimestamp.IsZero() || o.Spec.DryRun || Compatible(pm.Spec.Constraint, o.Spec.Constraint) {
 			continue
 		}
 		for _, ref := range refs {
@@ -130,7 +131,7 @@ func WithOthers(pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration, t
 	w := t.Workload
 	for i := range others {
 		o := &others[i]
-		if o.Name == pm.Name || !targetsOf(o, t.Ref) || !Compatible(pm.Spec.Constraint, o.Spec.Constraint) || !o.DeletionTimestamp.IsZero() {
+		if o.Name == pm.Name || o.Spec.DryRun || !targetsOf(o, t.Ref) || !Compatible(pm.Spec.Constraint, o.Spec.Constraint) || !o.DeletionTimestamp.IsZero() {
 			continue
 		}
 		c := ConstraintFromSpec(o.Spec.Constraint).RenderFor(w, []*placement.Workload{w})

@@ -53,6 +53,12 @@ func TestClaimOf(t *testing.T) {
 			t.Errorf("%s: want claimed by %s, got %+v", c.name, c.want, got)
 		}
 	}
+	dry := migration("a", at(0), hostname, true)
+	dry.Spec.DryRun = true
+	if got := ClaimOf(&pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Name: "b", CreationTimestamp: at(5)}, Spec: pgv1.PlacementMigrationSpec{Constraint: hostname}},
+		[]pgv1.PlacementMigration{dry}, []pgv1.TargetRef{web}); got != nil {
+		t.Errorf("a dry run, which never writes, claims nothing: %+v", got)
+	}
 	deleting := migration("a", at(0), zones, true)
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	if got := ClaimOf(&pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Name: "b", CreationTimestamp: at(5)}, Spec: pgv1.PlacementMigrationSpec{Constraint: zonesLoose}},

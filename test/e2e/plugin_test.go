@@ -192,3 +192,38 @@ var _ = Describe("kubectl placement on the live cluster", Label("plugin"), func(
 		Expect(incarnations(ctx, env.Namespace, map[string]string{"app": "web"})).To(Equal(after), "a retry of a healthy migration changes no pod")
 	})
 })
+
+var _ = Describe("kubectl placement plan and the operator ask one question", Label("plugin", "one-question"), func() {
+	It("names the migration that holds the field, as the operator does when given the same manifest", func(ctx SpecContext) {
+		env := newEnv(ctx, "plan-claimed")
+		_, err := env.AddZones(ctx, []string{"a", "b"}, 1)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(k8sClient.Create(ctx, utils.Deployment(env.Namespace, "web", env.Pool(), 2, nil))).To(Succeed())
+		allRunning(ctx, env.Namespace, map[string]string{"app": "web"}, 2)
+		grantPlugin(ctx, env.Namespace, "planner")
+		kp := kubectlPlacement(ctx, "system:serviceaccount:"+env.Namespace+":planner")
+		zones := func(maxSkew int32) pgv1.Constraint {
+			return pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{TopologyKey: utils.ZoneLabel, MaxSkew: maxSkew}}
+		}
+		migration(ctx, env.Namespace, "web-zones", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: zones(1), FinalStage: pgv1.StageSoft})
+		Eventually(phaseOf(ctx, env.Namespace, "web-zones")).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "web-zones"))
+
+		looser := pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: zones(2), FinalStage: pgv1.StageSoft}
+		manifest, err := yaml.Marshal(&pgv1.PlacementMigration{
+			TypeMeta:   metav1.TypeMeta{APIVersion: pgv1.GroupVersion.String(), Kind: "PlacementMigration"},
+			ObjectMeta: metav1.ObjectMeta{Name: "web-zones-looser", Namespace: env.Namespace}, Spec: looser})
+		Expect(err).NotTo(HaveOccurred())
+		out, errOut, code := kp(string(manifest), "plan", "-f", "-", "-o", "json")
+		Expect(code).To(Equal(plugin.ExitHazards), out+errOut)
+		var report plugin.Report
+		Expect(json.Unmarshal([]byte(out), &report)).To(Succeed())
+		Expect(report.Stages).NotTo(BeEmpty())
+		Expect(report.Stages[0].Hazards).To(ConsistOf(And(HaveField("Type", pgv1.ReasonTargetClaimed),
+			HaveField("Message", ContainSubstring("PlacementMigration web-zones,")))))
+
+		migration(ctx, env.Namespace, "web-zones-looser", looser)
+		Eventually(func() metav1.Condition { return conditionOf(ctx, env.Namespace, "web-zones-looser", pgv1.ConditionReady) }).Should(And(
+			HaveField("Reason", pgv1.ReasonTargetClaimed), HaveField("Message", Equal(report.Stages[0].Hazards[0].Message))),
+			explain(ctx, env.Namespace, "web-zones-looser"))
+	})
+})
