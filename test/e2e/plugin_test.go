@@ -222,7 +222,9 @@ var _ = Describe("kubectl placement plan and the operator ask one question", Lab
 			HaveField("Message", ContainSubstring("PlacementMigration web-zones,")))))
 
 		migration(ctx, env.Namespace, "web-zones-looser", looser)
-		Eventually(func() metav1.Condition { return conditionOf(ctx, env.Namespace, "web-zones-looser", pgv1.ConditionReady) }).Should(And(
+		Eventually(func() metav1.Condition {
+			return conditionOf(ctx, env.Namespace, "web-zones-looser", pgv1.ConditionReady)
+		}).Should(And(
 			HaveField("Reason", pgv1.ReasonTargetClaimed), HaveField("Message", Equal(report.Stages[0].Hazards[0].Message))),
 			explain(ctx, env.Namespace, "web-zones-looser"))
 	})
