@@ -3,9 +3,13 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
 	"flag"
+	"fmt"
+	"net/http"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -20,11 +24,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/controller"
 	"github.com/placement-guard/placement-guard/internal/leadership"
 	"github.com/placement-guard/placement-guard/internal/memlimit"
+	"github.com/placement-guard/placement-guard/internal/webhook"
 
 	// Registers placement-guard's metrics with the manager's registry.
 	_ "github.com/placement-guard/placement-guard/internal/metrics"
@@ -59,6 +65,12 @@ func main() {
 		memoryRatio   float64
 		pprofAddr     string
 		feedRead      time.Duration
+		admissionMode string
+		webhookPort   int
+		certPath      string
+		certName      string
+		certKey       string
+		skipNS        string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
@@ -74,8 +86,19 @@ func main() {
 	flag.DurationVar(&feedRead, "feed-read-interval", controller.DefaultFeedReadInterval, "While every migration is settled, read the pod and node watches at most this often, taking in every event of the interval at one wake-up: less than half the CPU that pod churn and node heartbeats cost. While a migration is at work, and while a list streams, events are read as they arrive; a migration going to work waits one interval, once, for the events held back. 0 reads each event as it arrives, always.")
 	flag.Float64Var(&memoryRatio, "memory-limit-ratio", 0.9, "The share of the container's memory limit set as the Go runtime's soft memory limit (0 leaves it unset; GOMEMLIMIT in the environment wins).")
 	opts := zap.Options{Development: false}
+	flag.StringVar(&admissionMode, "admission-mode", string(webhook.ModeWarn), "What the admission check of Deployments and StatefulSets does with a change that would strand pods or deadlock its rollout: Warn (admit it with warnings), Deny (refuse it with the same words) or Off; a namespace's placementguard.io/admission label overrides it.")
+	flag.IntVar(&webhookPort, "webhook-port", 9443, "The port the admission webhook is served on.")
+	flag.StringVar(&certPath, "webhook-cert-path", "", "The directory of the webhook's serving certificate and key (watched and reloaded when they change); controller-runtime's default directory when empty.")
+	flag.StringVar(&certName, "webhook-cert-name", "tls.crt", "The webhook certificate's file name.")
+	flag.StringVar(&certKey, "webhook-cert-key", "tls.key", "The webhook key's file name.")
+	flag.StringVar(&skipNS, "admission-skip-namespaces", "kube-system", "Comma-separated namespaces whose workloads the admission check never judges; the operator's own namespace is always skipped.")
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	mode, err := webhook.ParseMode(admissionMode)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "--admission-mode:", err)
+		os.Exit(2)
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
 	setMemoryLimit(log, memoryRatio)
@@ -110,6 +133,15 @@ func main() {
 		RenewDeadline:          ptr.To(renewDeadline),
 		RetryPeriod:            ptr.To(retryPeriod),
 	}
+	// The admission check is served where a serving certificate is given:
+	// the webhook configuration that sends requests to it is installed with
+	// the certificate (docs/operations.md, "The admission check").
+	serveAdmission := certPath != ""
+	if serveAdmission {
+		options.WebhookServer = ctrlwebhook.NewServer(ctrlwebhook.Options{
+			Port: webhookPort, CertDir: certPath, CertName: certName, KeyName: certKey, TLSOpts: tlsOpts,
+		})
+	}
 	if leaderElect {
 		// A replica frozen while it led must not write when it thaws: every
 		// write of the manager's client waits for a fresh lease.
@@ -132,7 +164,7 @@ func main() {
 		log.Error(err, "Unable to create the manager")
 		os.Exit(1)
 	}
-	if err := (&controller.PlacementMigrationReconciler{
+	reconciler := &controller.PlacementMigrationReconciler{
 		Client:             mgr.GetClient(),
 		APIReader:          mgr.GetAPIReader(),
 		Scheme:             mgr.GetScheme(),
@@ -140,15 +172,33 @@ func main() {
 		UnschedulableGrace: grace,
 		Budget:             &controller.WriteBudget{Max: budgetWrites, Window: budgetWindow},
 		FeedReadInterval:   feedRead,
-	}).SetupWithManager(mgr); err != nil {
+	}
+	if err := reconciler.SetupWithManager(mgr); err != nil {
 		log.Error(err, "Unable to set up the controller", "controller", "PlacementMigration")
 		os.Exit(1)
+	}
+	cluster := reconciler.AdmissionCluster()
+	if serveAdmission {
+		webhook.Register(mgr, cluster, webhook.Options{Mode: mode, Skip: skippedNamespaces(skipNS), Budget: webhook.DefaultBudget})
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			log.Error(err, "Unable to set up the readiness check")
+			os.Exit(1)
+		}
+	} else {
+		log.Info("The admission check is not served: no --webhook-cert-path")
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		log.Error(err, "Unable to set up the health check")
 		os.Exit(1)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	// Ready once the engine knows the cluster: a replica judges nothing,
+	// and acts on nothing, from an empty snapshot.
+	if err := mgr.AddReadyzCheck("synced", func(*http.Request) error {
+		if !cluster.Synced() {
+			return errors.New("the pod and node feeds have not taken in their first list")
+		}
+		return nil
+	}); err != nil {
 		log.Error(err, "Unable to set up the readiness check")
 		os.Exit(1)
 	}
@@ -157,6 +207,21 @@ func main() {
 		log.Error(err, "The manager stopped with an error")
 		os.Exit(1)
 	}
+}
+
+// skippedNamespaces are the namespaces the admission check never judges:
+// those of the flag and the operator's own, read from its ServiceAccount.
+func skippedNamespaces(flagValue string) []string {
+	var out []string
+	for _, ns := range strings.Split(flagValue, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	if own, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		out = append(out, strings.TrimSpace(string(own)))
+	}
+	return out
 }
 
 // setMemoryLimit sets the runtime's soft memory limit below the

@@ -161,6 +161,11 @@ const (
 	ReasonTargetRemoved = "TargetRemoved"
 )
 
+// AdmissionLabel sets, on a namespace, how the admission check treats
+// changes to its Deployments and StatefulSets: Warn, Deny or Off (the
+// manager's --admission-mode when absent); on a workload, Off opts it out.
+const AdmissionLabel = "placementguard.io/admission"
+
 // RevertFinalizer restores the recorded constraints before a
 // PlacementMigration with onDelete: Revert is deleted.
 const RevertFinalizer = "placementguard.io/revert"

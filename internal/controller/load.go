@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -55,33 +56,38 @@ func (s *scope) recorded(ref pgv1.TargetRef) *pgv1.TargetStatus {
 // loadWorkload reads one workload, its ReplicaSets and pods from the
 // cache; nil when it does not exist.
 func (s *scope) loadWorkload(ctx context.Context, ref pgv1.TargetRef) (*targets.Target, error) {
-	r, ns := s.r, s.pm.Namespace
-	key := client.ObjectKey{Namespace: ns, Name: ref.Name}
-	switch ref.Kind {
-	case pgv1.KindDeployment:
-		d := &appsv1.Deployment{}
-		if err := r.Get(ctx, key, d); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("get Deployment %s: %w", key, err)
+	obj, err := targets.NewObject(string(ref.Kind))
+	if err != nil {
+		return nil, err
+	}
+	key := client.ObjectKey{Namespace: s.pm.Namespace, Name: ref.Name}
+	if err := s.r.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
 		}
-		replicaSets, err := r.ownedReplicaSets(ctx, d)
-		if err != nil {
+		return nil, fmt.Errorf("get %s %s: %w", ref.Kind, key, err)
+	}
+	return s.r.live(ctx, obj)
+}
+
+// live is the Target of a workload object with what it controls now: its
+// ReplicaSets from the cache's controller index, and the pods of it or of
+// them from the engine's records. An object not created yet has none.
+func (r *PlacementMigrationReconciler) live(ctx context.Context, obj client.Object) (*targets.Target, error) {
+	var replicaSets []*appsv1.ReplicaSet
+	owners := []types.UID{}
+	if uid := obj.GetUID(); uid != "" {
+		var err error
+		if replicaSets, err = r.ownedReplicaSets(ctx, obj); err != nil {
 			return nil, err
 		}
-		return targets.NewDeployment(d, replicaSets, r.State.PodsControlledBy(ns, uidsOf(replicaSets)...)), nil
-	case pgv1.KindStatefulSet:
-		st := &appsv1.StatefulSet{}
-		if err := r.Get(ctx, key, st); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("get StatefulSet %s: %w", key, err)
-		}
-		return targets.NewStatefulSet(st, r.State.PodsControlledBy(ns, st.UID)), nil
+		owners = append(uidsOf(replicaSets), uid)
 	}
-	return nil, fmt.Errorf("unknown workload kind %q", ref.Kind)
+	t := targets.Build(obj, replicaSets, r.State.PodsControlledBy(obj.GetNamespace(), owners...))
+	if t == nil {
+		return nil, fmt.Errorf("%T is not a workload placement-guard migrates", obj)
+	}
+	return t, nil
 }
 
 // targetRefs lists the workloads the spec names or selects, in a stable order.

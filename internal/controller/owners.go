@@ -32,12 +32,13 @@ func controllerUID(o client.Object) []string {
 	return nil
 }
 
-// ownedReplicaSets are the ReplicaSets a Deployment controls, read from
-// the cache without a deep copy: nothing may change them.
-func (r *PlacementMigrationReconciler) ownedReplicaSets(ctx context.Context, d *appsv1.Deployment) ([]*appsv1.ReplicaSet, error) {
+// ownedReplicaSets are the ReplicaSets a workload controls (a
+// Deployment's; none of any other kind), read from the cache without a
+// deep copy: nothing may change them.
+func (r *PlacementMigrationReconciler) ownedReplicaSets(ctx context.Context, owner client.Object) ([]*appsv1.ReplicaSet, error) {
 	var list appsv1.ReplicaSetList
-	if err := r.List(ctx, &list, client.InNamespace(d.Namespace), client.MatchingFields{controllerUIDField: string(d.UID)}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list ReplicaSets of Deployment %s/%s: %w", d.Namespace, d.Name, err)
+	if err := r.List(ctx, &list, client.InNamespace(owner.GetNamespace()), client.MatchingFields{controllerUIDField: string(owner.GetUID())}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list ReplicaSets of %s/%s: %w", owner.GetNamespace(), owner.GetName(), err)
 	}
 	return pointers(list.Items), nil
 }

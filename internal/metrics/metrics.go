@@ -74,6 +74,17 @@ var (
 		Help: "Pod watch events the pod feed took into the placement engine, by type (added, modified, deleted): the pod churn the operator absorbs.",
 	}, []string{"type"})
 
+	admissionFindings = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "admission_findings_total",
+		Help: "Findings of the admission check of Deployments and StatefulSets, by namespace, kind, hazard and mode (Warn, Deny); the operator records each as an Event on the workload too.",
+	}, []string{labelNamespace, "kind", "hazard", "mode"})
+
+	admissionDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "admission_duration_seconds",
+		Help:    "Time the admission check took to answer, by kind, mode (Off for a change it did not judge) and whether it admitted.",
+		Buckets: prometheus.ExponentialBuckets(0.00001, 4, 10),
+	}, []string{"kind", "mode", "allowed"})
+
 	// The feed counts every pod event: resolved once, not per event.
 	podsAdded    = podFeedEvents.WithLabelValues("added")
 	podsModified = podFeedEvents.WithLabelValues("modified")
@@ -81,7 +92,8 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(migrationPhase, qualifyingNodes, requiredNodes, stageDuration, rollbacks, evaluationDuration, pendingPods, disruptionSimulations, reconciles, podFeedEvents)
+	ctrlmetrics.Registry.MustRegister(migrationPhase, qualifyingNodes, requiredNodes, stageDuration, rollbacks, evaluationDuration, pendingPods, disruptionSimulations, reconciles, podFeedEvents,
+		admissionFindings, admissionDuration)
 }
 
 // Names are the metric names the operator exports, for dashboards and
@@ -97,6 +109,22 @@ var Names = []string{
 	namespace + "_disruption_simulations_total",
 	namespace + "_migration_reconciles_total",
 	namespace + "_pod_feed_events_total",
+	namespace + "_admission_findings_total",
+	namespace + "_admission_duration_seconds",
+}
+
+// CountFinding counts one finding of the admission check.
+func CountFinding(ns, kind, hazard, mode string) {
+	admissionFindings.WithLabelValues(ns, kind, hazard, mode).Inc()
+}
+
+// ObserveAdmission records how long the admission check took to answer.
+func ObserveAdmission(kind, mode string, allowed bool, d time.Duration) {
+	a := "false"
+	if allowed {
+		a = "true"
+	}
+	admissionDuration.WithLabelValues(kind, mode, a).Observe(d.Seconds())
 }
 
 // RecordPhase sets the migration's phase, removing its previous one.

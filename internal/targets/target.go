@@ -226,3 +226,16 @@ func firstFew(items []string, n int) string {
 	}
 	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
 }
+
+// Build is the Target of a workload object of any kind the project
+// migrates, from the ReplicaSets it controls (none but a Deployment's) and
+// the pods that may be its; nil for any other object.
+func Build(obj client.Object, replicaSets []*appsv1.ReplicaSet, pods []*corev1.Pod) *Target {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return NewDeployment(o, replicaSets, pods)
+	case *appsv1.StatefulSet:
+		return NewStatefulSet(o, pods)
+	}
+	return nil
+}

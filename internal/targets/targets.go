@@ -4,10 +4,14 @@
 package targets
 
 import (
+	"encoding/json"
+	"fmt"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placement-guard/placement-guard/internal/placement"
 )
@@ -98,4 +102,24 @@ func WorkloadOf(obj any) *placement.Workload {
 		return FromStatefulSet(o, nil)
 	}
 	return nil
+}
+
+// NewObject is an empty object of a workload kind the project migrates.
+func NewObject(kind string) (client.Object, error) {
+	switch kind {
+	case string(placement.Deployment):
+		return &appsv1.Deployment{}, nil
+	case string(placement.StatefulSet):
+		return &appsv1.StatefulSet{}, nil
+	}
+	return nil, fmt.Errorf("kind %q is not a workload placement-guard migrates", kind)
+}
+
+// NewObjectFor is an empty object of the kind a serialized object names.
+func NewObjectFor(raw []byte) (client.Object, error) {
+	var tm metav1.TypeMeta
+	if err := json.Unmarshal(raw, &tm); err != nil {
+		return nil, fmt.Errorf("read the object's kind: %w", err)
+	}
+	return NewObject(tm.Kind)
 }

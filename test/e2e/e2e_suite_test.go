@@ -26,6 +26,8 @@ import (
 var (
 	cluster   *localcluster.Cluster
 	k8sClient client.Client
+	// webhookPort is where the suite's operator serves the admission check.
+	webhookPort int
 )
 
 func TestE2E(t *testing.T) {
@@ -59,13 +61,25 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// the whole suite: every operator spec also proves that the operator
 	// writes nothing they refuse.
 	Expect(utils.InstallPolicies(ctx, k8sClient, filepath.Join("..", "..", "config", "policies"), utils.OperatorUser())).To(Succeed())
+	// It serves the admission check too, registered by URL as a manager
+	// running outside the cluster is: every Deployment and StatefulSet the
+	// suite writes goes through it, in Warn mode but where a spec's
+	// namespace says otherwise.
+	certDir := GinkgoT().TempDir()
+	caBundle, err := utils.ServingCert(certDir)
+	Expect(err).NotTo(HaveOccurred())
+	webhookPort, err = localcluster.FreePort()
+	Expect(err).NotTo(HaveOccurred())
 	stop, err := utils.RunOperator(context.Background(), cluster.Config, utils.OperatorOptions{
 		CRDDir:             filepath.Join("..", "..", "config", "crd", "bases"),
 		UnschedulableGrace: operatorGrace,
 		AsUser:             utils.OperatorUser(),
+		WebhookPort:        webhookPort,
+		CertDir:            certDir,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
+	Expect(utils.RegisterWebhook(ctx, k8sClient, "placement-guard-e2e", webhookPort, caBundle)).To(Succeed())
 }, NodeTimeout(3*time.Minute))
 
 // operatorGrace is how long a pod may stay Pending because of a stage's

@@ -144,3 +144,13 @@ func waitFor(ctx context.Context, what string, procs []*process, check func(cont
 		}
 	}
 }
+
+// FreePort is a free TCP port on 127.0.0.1, for a server a test starts
+// beside the cluster.
+func FreePort() (int, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return 0, err
+	}
+	return ports[0], nil
+}

@@ -12,9 +12,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/controller"
+	"github.com/placement-guard/placement-guard/internal/webhook"
 )
 
 // OperatorOptions tune the operator run in-process by tests and the demo.
@@ -27,6 +29,12 @@ type OperatorOptions struct {
 	// runs with that user's permissions only (the CRDs are installed with
 	// cfg's).
 	AsUser string
+	// WebhookPort and CertDir, when set, serve the admission check on
+	// 127.0.0.1:WebhookPort with the certificate in CertDir, in
+	// AdmissionMode (Warn when empty).
+	WebhookPort   int
+	CertDir       string
+	AdmissionMode webhook.Mode
 }
 
 // RunOperator installs the CRDs and runs the operator's manager, as
@@ -44,25 +52,37 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 		cfg = rest.CopyConfig(cfg)
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: opts.AsUser}
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	options := ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  controller.CacheOptions(),
 		Client:                 controller.ClientOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-	})
+	}
+	if opts.CertDir != "" {
+		options.WebhookServer = ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: opts.WebhookPort, CertDir: opts.CertDir})
+	}
+	mgr, err := ctrl.NewManager(cfg, options)
 	if err != nil {
 		return nil, fmt.Errorf("create the manager: %w", err)
 	}
-	if err := (&controller.PlacementMigrationReconciler{
+	reconciler := &controller.PlacementMigrationReconciler{
 		Client:             mgr.GetClient(),
 		APIReader:          mgr.GetAPIReader(),
 		Scheme:             mgr.GetScheme(),
 		Recorder:           mgr.GetEventRecorder("placement-guard"),
 		UnschedulableGrace: opts.UnschedulableGrace,
 		FeedReadInterval:   controller.DefaultFeedReadInterval,
-	}).SetupWithManager(mgr); err != nil {
+	}
+	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up the reconciler: %w", err)
+	}
+	if opts.CertDir != "" {
+		mode := opts.AdmissionMode
+		if mode == "" {
+			mode = webhook.ModeWarn
+		}
+		webhook.Register(mgr, reconciler.AdmissionCluster(), webhook.Options{Mode: mode, Skip: []string{"kube-system"}, Budget: webhook.DefaultBudget})
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

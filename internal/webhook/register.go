@@ -1,0 +1,31 @@
+package webhook
+
+import (
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// DefaultBudget bounds one judgement: well inside the webhook's timeout,
+// so that a slow answer admits the change, with a warning, rather than
+// making the API server wait or fail.
+const DefaultBudget = 2 * time.Second
+
+// Options configure the check as the manager's flags say.
+type Options struct {
+	Mode   Mode
+	Skip   []string
+	Budget time.Duration
+}
+
+// Register serves the check at Path on the manager's webhook server,
+// reading namespaces from the manager's cache.
+func Register(mgr manager.Manager, cluster Cluster, opts Options) {
+	v := &Validator{
+		Cluster: cluster, Namespaces: mgr.GetCache(), Decoder: admission.NewDecoder(mgr.GetScheme()),
+		Default: opts.Mode, Skip: opts.Skip, Budget: opts.Budget,
+	}
+	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: v})
+}

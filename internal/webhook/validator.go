@@ -1,0 +1,247 @@
+// Package webhook serves the admission check of Deployments and
+// StatefulSets: it reads the request, finds the mode that applies, asks
+// internal/admission, and answers with warnings or a refusal. It has no
+// side effects (sideEffects: None): the findings are recorded as Events by
+// the operator once a change lands.
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	pgadmission "github.com/placement-guard/placement-guard/internal/admission"
+	"github.com/placement-guard/placement-guard/internal/metrics"
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/targets"
+	"github.com/placement-guard/placement-guard/internal/workloadpatch"
+)
+
+// Path is where the manager serves the check.
+const Path = "/validate-workloads"
+
+// Mode is what the check does with a finding.
+type Mode string
+
+const (
+	// ModeWarn admits the change with warnings (the default).
+	ModeWarn Mode = "Warn"
+	// ModeDeny refuses a change with a blocking finding, in the same words.
+	ModeDeny Mode = "Deny"
+	// ModeOff judges nothing.
+	ModeOff Mode = "Off"
+)
+
+// ParseMode reads a mode as the flag and the label write it.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeWarn, ModeDeny, ModeOff:
+		return m, nil
+	}
+	return "", fmt.Errorf("admission mode %q: want Warn, Deny or Off", s)
+}
+
+// Cluster is what the check reads: the engine's snapshot, kept warm by the
+// operator's feeds, and a workload as it runs now.
+type Cluster interface {
+	// With runs f with the snapshot held still.
+	With(f func(*placement.Snapshot) error) error
+	// Live is obj's workload with the pods and revision of the object of
+	// that uid as it runs now (none for an object not created yet).
+	Live(ctx context.Context, obj client.Object) (*placement.Workload, error)
+}
+
+// Validator is the admission check.
+type Validator struct {
+	Cluster Cluster
+	// Namespaces reads the namespaces' labels, from the manager's cache.
+	Namespaces client.Reader
+	Decoder    admission.Decoder
+	// Default is the mode of a namespace without the label.
+	Default Mode
+	// Skip are namespaces never judged: kube-system, the operator's own.
+	Skip []string
+	// Budget bounds a judgement; a change the engine cannot judge within it
+	// is admitted with a warning that says so.
+	Budget time.Duration
+}
+
+var _ admission.Handler = &Validator{}
+
+// Handle judges one request.
+func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	resp, mode, kind := v.handle(ctx, req)
+	metrics.ObserveAdmission(kind, string(mode), resp.Allowed, time.Since(start))
+	return resp
+}
+
+func (v *Validator) handle(ctx context.Context, req admission.Request) (admission.Response, Mode, string) {
+	kind := req.Kind.Kind
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed(""), ModeOff, kind
+	}
+	if v.skipped(req) {
+		return admission.Allowed(""), ModeOff, kind
+	}
+	newObj, newW, err := v.decode(req.Object)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s: %w", kind, err)), ModeOff, kind
+	}
+	if newObj.GetLabels()[pgv1.AdmissionLabel] == string(ModeOff) {
+		return admission.Allowed(""), ModeOff, kind
+	}
+	var oldW *placement.Workload
+	if req.Operation == admissionv1.Update {
+		if _, oldW, err = v.decode(req.OldObject); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s replaced: %w", kind, err)), ModeOff, kind
+		}
+	}
+	if !pgadmission.Relevant(oldW, newW) {
+		return admission.Allowed(""), ModeOff, kind
+	}
+	mode, err := v.mode(ctx, req.Namespace)
+	if err != nil {
+		// A namespace the cache has not heard of yet (created a moment
+		// ago) is judged in the default mode, not let through unjudged.
+		logf.FromContext(ctx).Info("Judging in the default mode", "namespace", req.Namespace, "reason", err.Error())
+	}
+	if mode == ModeOff {
+		return admission.Allowed(""), ModeOff, kind
+	}
+	findings, err := v.judge(ctx, newObj)
+	if err != nil {
+		logf.FromContext(ctx).Info("Admitted a change that was not judged", "kind", kind, "namespace", req.Namespace, "name", req.Name, "reason", err.Error())
+		return admission.Allowed("").WithWarnings(fmt.Sprintf("placement-guard: the change was not judged (%v); kubectl placement lint judges it offline", err)), mode, kind
+	}
+	for _, f := range findings {
+		metrics.CountFinding(req.Namespace, kind, f.Type, string(mode))
+	}
+	warnings := pgadmission.Warnings(findings)
+	if mode == ModeDeny && blocking(findings) {
+		return deny(warnings), mode, kind
+	}
+	return admission.Allowed("").WithWarnings(warnings...), mode, kind
+}
+
+// skipped reports requests never judged: system and own namespaces, and
+// a migration's own writes (its field manager), which the migration judged
+// before it made them.
+func (v *Validator) skipped(req admission.Request) bool {
+	for _, ns := range v.Skip {
+		if req.Namespace == ns {
+			return true
+		}
+	}
+	var opts struct {
+		FieldManager string `json:"fieldManager"`
+	}
+	if len(req.Options.Raw) > 0 && json.Unmarshal(req.Options.Raw, &opts) == nil {
+		_, migration := workloadpatch.MigrationOf(opts.FieldManager)
+		return migration
+	}
+	return false
+}
+
+// decode reads a workload object of the request.
+func (v *Validator) decode(raw runtime.RawExtension) (client.Object, *placement.Workload, error) {
+	if len(raw.Raw) == 0 {
+		return nil, nil, errors.New("the request carries no object")
+	}
+	obj, err := targets.NewObjectFor(raw.Raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := v.Decoder.DecodeRaw(raw, obj); err != nil {
+		return nil, nil, err
+	}
+	w := targets.WorkloadOf(obj)
+	if w == nil {
+		return nil, nil, fmt.Errorf("%T is not a workload placement-guard judges", obj)
+	}
+	return obj, w, nil
+}
+
+// mode is the namespace's mode: its label, else the default.
+func (v *Validator) mode(ctx context.Context, namespace string) (Mode, error) {
+	ns := &corev1.Namespace{}
+	if err := v.Namespaces.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return v.Default, fmt.Errorf("read namespace %s: %w", namespace, err)
+	}
+	label, ok := ns.Labels[pgv1.AdmissionLabel]
+	if !ok {
+		return v.Default, nil
+	}
+	mode, err := ParseMode(label)
+	if err != nil {
+		return v.Default, fmt.Errorf("namespace %s: label %s: %w", namespace, pgv1.AdmissionLabel, err)
+	}
+	return mode, nil
+}
+
+// judge asks the engine, within the budget, about the workload as the
+// change leaves it.
+func (v *Validator) judge(ctx context.Context, obj client.Object) ([]pgadmission.Finding, error) {
+	if v.Budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, v.Budget)
+		defer cancel()
+	}
+	type result struct {
+		findings []pgadmission.Finding
+		err      error
+	}
+	done := make(chan result, 1)
+	go func() {
+		w, err := v.Cluster.Live(ctx, obj)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		var fs []pgadmission.Finding
+		err = v.Cluster.With(func(snap *placement.Snapshot) error {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			var err error
+			fs, err = pgadmission.Judge(snap, w)
+			return err
+		})
+		done <- result{fs, err}
+	}()
+	select {
+	case r := <-done:
+		return r.findings, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("no answer within %s", v.Budget)
+	}
+}
+
+func blocking(fs []pgadmission.Finding) bool {
+	for _, f := range fs {
+		if f.Blocking {
+			return true
+		}
+	}
+	return false
+}
+
+// deny refuses a change with the findings' words: kubectl, Helm and the
+// GitOps tools print the message of a refusal.
+func deny(warnings []string) admission.Response {
+	resp := admission.Denied("placement-guard: " + strings.Join(warnings, " | "))
+	resp.Result.Code = http.StatusForbidden
+	return resp
+}

@@ -1,0 +1,206 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/targets"
+	"github.com/placement-guard/placement-guard/internal/workloadpatch"
+)
+
+// twoNodes is seed 001's cluster: web's two pods on two nodes.
+type twoNodes struct {
+	snap  *placement.Snapshot
+	delay time.Duration
+}
+
+func newTwoNodes(t *testing.T) *twoNodes {
+	t.Helper()
+	node := func(name string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}}, Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")},
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	}
+	pod := func(name, nodeName string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: k8stypes.UID("uid-" + name), Labels: map[string]string{"app": "web"}},
+			Spec:   corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "c", Image: "x"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+	}
+	snap, err := placement.NewSnapshot(placement.Objects{Nodes: []*corev1.Node{node("n1"), node("n2")}, Pods: []*corev1.Pod{pod("web-a", "n1"), pod("web-b", "n2")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &twoNodes{snap: snap}
+}
+
+func (c *twoNodes) With(f func(*placement.Snapshot) error) error {
+	time.Sleep(c.delay)
+	return f(c.snap)
+}
+
+func (c *twoNodes) Live(_ context.Context, obj client.Object) (*placement.Workload, error) {
+	w := targets.WorkloadOf(obj)
+	w.Pods, w.Revision = []k8stypes.UID{"uid-web-a", "uid-web-b"}, "old"
+	return w, nil
+}
+
+func web(mutate ...func(*appsv1.Deployment)) *appsv1.Deployment {
+	labels := map[string]string{"app": "web"}
+	d := &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "d-web"},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+				MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x:1"}}}}}}
+	for _, m := range mutate {
+		m(d)
+	}
+	return d
+}
+
+func apart(d *appsv1.Deployment) {
+	d.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+		TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}}
+}
+
+func request(t *testing.T, op admissionv1.Operation, old, obj client.Object, fieldManager string) admission.Request {
+	t.Helper()
+	raw := func(o client.Object) runtime.RawExtension {
+		if o == nil {
+			return runtime.RawExtension{}
+		}
+		data, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runtime.RawExtension{Raw: data}
+	}
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: op, Namespace: "shop", Name: "web", Kind: metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
+		Object: raw(obj), OldObject: raw(old),
+	}}
+	if fieldManager != "" {
+		req.Options = runtime.RawExtension{Raw: []byte(`{"fieldManager":"` + fieldManager + `"}`)}
+	}
+	return req
+}
+
+func validator(t *testing.T, namespaceMode string, mode Mode) (*Validator, *twoNodes) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{}}}
+	if namespaceMode != "" {
+		ns.Labels[pgv1.AdmissionLabel] = namespaceMode
+	}
+	cluster := newTwoNodes(t)
+	return &Validator{Cluster: cluster, Namespaces: fake.NewClientBuilder().WithScheme(scheme).WithObjects(ns).Build(),
+		Decoder: admission.NewDecoder(scheme), Default: mode, Skip: []string{"kube-system"}, Budget: time.Second}, cluster
+}
+
+// Which requests are judged, and what each mode answers: seed 001's shape
+// is warned of, refused in Deny, and nothing else is touched.
+func TestWhatTheCheckAnswers(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name          string
+		namespaceMode string
+		mode          Mode
+		req           func(t *testing.T) admission.Request
+		allowed       bool
+		says          string
+	}{
+		{"seed 001 in Warn: admitted with the deadlock and its fix", "", ModeWarn,
+			func(t *testing.T) admission.Request { return request(t, admissionv1.Update, web(), web(apart), "kubectl") }, true, "maxUnavailable: 1"},
+		{"seed 001 in a Deny namespace: refused with the same words", "Deny", ModeWarn,
+			func(t *testing.T) admission.Request { return request(t, admissionv1.Update, web(), web(apart), "kubectl") }, false, "RolloutDeadlock"},
+		{"a namespace Off in a Deny cluster: admitted silently", "Off", ModeDeny,
+			func(t *testing.T) admission.Request { return request(t, admissionv1.Update, web(), web(apart), "") }, true, ""},
+		{"an image change: admitted silently, never judged", "Deny", ModeDeny,
+			func(t *testing.T) admission.Request {
+				return request(t, admissionv1.Update, web(apart), web(apart, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "x:2" }), "")
+			}, true, ""},
+		{"a workload that opts out", "Deny", ModeDeny,
+			func(t *testing.T) admission.Request {
+				return request(t, admissionv1.Update, web(), web(apart, func(d *appsv1.Deployment) { d.Labels = map[string]string{pgv1.AdmissionLabel: "Off"} }), "")
+			}, true, ""},
+		{"a migration's own write", "Deny", ModeDeny,
+			func(t *testing.T) admission.Request {
+				return request(t, admissionv1.Update, web(), web(apart), workloadpatch.FieldManager("web-apart"))
+			}, true, ""},
+		{"kube-system", "Deny", ModeDeny,
+			func(t *testing.T) admission.Request {
+				r := request(t, admissionv1.Update, web(), web(apart), "")
+				r.Namespace = "kube-system"
+				return r
+			}, true, ""},
+		{"a delete", "Deny", ModeDeny,
+			func(t *testing.T) admission.Request { return request(t, admissionv1.Delete, web(apart), nil, "") }, true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v, _ := validator(t, c.namespaceMode, c.mode)
+			resp := v.Handle(ctx, c.req(t))
+			if resp.Allowed != c.allowed {
+				t.Fatalf("allowed %v, want %v: %+v", resp.Allowed, c.allowed, resp.Result)
+			}
+			said := strings.Join(resp.Warnings, "\n")
+			if resp.Result != nil {
+				said += resp.Result.Message
+			}
+			if c.says == "" && said != "" {
+				t.Fatalf("want silence, said %q", said)
+			}
+			if !strings.Contains(said, c.says) {
+				t.Fatalf("want %q said, got %q", c.says, said)
+			}
+			for _, w := range resp.Warnings {
+				if len([]rune(w)) > 256 {
+					t.Fatalf("a warning of %d characters", len([]rune(w)))
+				}
+			}
+		})
+	}
+}
+
+// A malformed object is answered with an error, never a panic; an answer
+// the engine cannot give within the budget admits the change and says so.
+func TestTheCheckCannotHurtTheCluster(t *testing.T) {
+	ctx := context.Background()
+	v, cluster := validator(t, "Deny", ModeDeny)
+	bad := request(t, admissionv1.Update, web(), web(apart), "")
+	bad.Object.Raw = []byte(`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":"many"}}`)
+	if resp := v.Handle(ctx, bad); resp.Allowed || resp.Result == nil || resp.Result.Code != 400 {
+		t.Fatalf("a malformed object: %+v", resp)
+	}
+	unknown := request(t, admissionv1.Create, nil, web(apart), "")
+	unknown.Object.Raw = []byte(`{"apiVersion":"apps/v1","kind":"DaemonSet"}`)
+	if resp := v.Handle(ctx, unknown); resp.Allowed || resp.Result.Code != 400 {
+		t.Fatalf("a kind it does not judge: %+v", resp)
+	}
+	cluster.delay = 300 * time.Millisecond
+	v.Budget = 50 * time.Millisecond
+	resp := v.Handle(ctx, request(t, admissionv1.Update, web(), web(apart), ""))
+	if !resp.Allowed || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "not judged") {
+		t.Fatalf("an answer past the budget admits, saying so: %+v", resp)
+	}
+}

@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/test/localcluster"
+	"github.com/placement-guard/placement-guard/test/utils"
+)
+
+// kubectlApply applies objects with the cluster's kubectl, as a user or a
+// pipeline would, and returns its output and exit code.
+func kubectlApply(ctx SpecContext, namespace string, extra []string, objs ...client.Object) (string, string, int) {
+	bin, err := localcluster.FindBinaries()
+	Expect(err).NotTo(HaveOccurred())
+	var manifest bytes.Buffer
+	for _, o := range objs {
+		o.SetManagedFields(nil)
+		o.SetResourceVersion("")
+		o.SetUID("")
+		o.SetCreationTimestamp(metav1.Time{})
+		data, err := yaml.Marshal(o)
+		Expect(err).NotTo(HaveOccurred())
+		manifest.WriteString("---\n")
+		manifest.Write(data)
+	}
+	args := append([]string{"--kubeconfig", cluster.Kubeconfig, "-n", namespace, "apply", "--server-side", "--force-conflicts", "-f", "-"}, extra...)
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), args...)
+	cmd.Stdin = &manifest
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	code := 0
+	if err := cmd.Run(); err != nil {
+		exit, ok := err.(*exec.ExitError)
+		Expect(ok).To(BeTrue(), "kubectl: %v", err)
+		code = exit.ExitCode()
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+// labelNamespace sets the admission mode of a spec's namespace.
+func labelNamespace(ctx SpecContext, namespace string, mode string) {
+	ns := &corev1.Namespace{}
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Name: namespace}, ns)).To(Succeed())
+	patch := client.MergeFrom(ns.DeepCopy())
+	ns.Labels[pgv1.AdmissionLabel] = mode
+	Expect(k8sClient.Patch(ctx, ns, patch)).To(Succeed())
+}
+
+var _ = Describe("The admission check of changes that do not come as a migration", Label("operator", "admission"), func() {
+	It("warns of seed 000's change applied straight to the graph DB, naming the qualifying nodes, and admits it (Warn)", func(ctx SpecContext) {
+		env := newEnv(ctx, "admit-000")
+		seed000(ctx, env)
+		graph := getDeployment(ctx, env.Namespace, "graphdb")
+		graph.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(map[string]string{"app": "search"})
+		graph.APIVersion, graph.Kind = "apps/v1", "Deployment"
+		out, errOut, code := kubectlApply(ctx, env.Namespace, nil, graph)
+		Expect(code).To(Equal(0), out+errOut)
+		Expect(errOut).To(And(ContainSubstring("Warning: Deployment/graphdb: required anti-affinity on kubernetes.io/hostname InsufficientCapacity"),
+			MatchRegexp(`have \d of 2 qualifying nodes`), ContainSubstring("Fix:")))
+		Expect(getDeployment(ctx, env.Namespace, "graphdb").Spec.Template.Spec.Affinity).NotTo(BeNil(), "Warn admits the change")
+	})
+
+	It("refuses seed 001's shape with its fix in Deny mode, through a server dry run too, and lets an image change and a change that fits through", func(ctx SpecContext) {
+		env := newEnv(ctx, "admit-001")
+		labelNamespace(ctx, env.Namespace, "Deny")
+		for _, n := range []string{"n1", "n2"} {
+			_, err := env.AddNode(ctx, n, nil)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		web := utils.Deployment(env.Namespace, "web", env.Pool(), 2, nil)
+		web.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+			MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}}
+		Expect(k8sClient.Create(ctx, web)).To(Succeed())
+		allRunning(ctx, env.Namespace, map[string]string{"app": "web"}, 2)
+
+		apart := getDeployment(ctx, env.Namespace, "web")
+		apart.APIVersion, apart.Kind = "apps/v1", "Deployment"
+		apart.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(map[string]string{"app": "web"})
+		for _, extra := range [][]string{{"--dry-run=server"}, nil} {
+			Eventually(func(g Gomega) {
+				out, errOut, code := kubectlApply(ctx, env.Namespace, extra, apart.DeepCopy())
+				g.Expect(code).NotTo(Equal(0), out)
+				g.Expect(errOut).To(And(ContainSubstring("denied the request"), ContainSubstring("RolloutDeadlock"), ContainSubstring("maxUnavailable: 1")))
+			}).Should(Succeed(), "kubectl apply %v", extra)
+		}
+		Expect(getDeployment(ctx, env.Namespace, "web").Spec.Template.Spec.Affinity).To(BeNil(), "nothing was written")
+
+		By("an image change of the same Deployment goes through without a word")
+		image := getDeployment(ctx, env.Namespace, "web")
+		image.APIVersion, image.Kind = "apps/v1", "Deployment"
+		image.Spec.Template.Spec.Containers[0].Image = "registry.invalid/web:2"
+		start := time.Now()
+		_, errOut, code := kubectlApply(ctx, env.Namespace, nil, image)
+		Expect(code).To(Equal(0), errOut)
+		Expect(errOut).NotTo(ContainSubstring("Warning"))
+		AddReportEntry("image change through the admission check", time.Since(start).String())
+		allRunning(ctx, env.Namespace, map[string]string{"app": "web"}, 2)
+
+		By("with maxUnavailable 1 the same anti-affinity fits, and is admitted silently")
+		fits := getDeployment(ctx, env.Namespace, "web")
+		fits.APIVersion, fits.Kind = "apps/v1", "Deployment"
+		fits.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(map[string]string{"app": "web"})
+		fits.Spec.Strategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+		_, errOut, code = kubectlApply(ctx, env.Namespace, nil, fits)
+		Expect(code).To(Equal(0), errOut)
+		Expect(strings.ToLower(errOut)).NotTo(ContainSubstring("warning"))
+	})
+
+	It("never judges a workload that opts out, nor a migration's own writes", func(ctx SpecContext) {
+		env := newEnv(ctx, "admit-optout")
+		labelNamespace(ctx, env.Namespace, "Deny")
+		_, err := env.AddNode(ctx, "only", nil)
+		Expect(err).NotTo(HaveOccurred())
+		web := utils.Deployment(env.Namespace, "web", env.Pool(), 2, map[string]string{pgv1.AdmissionLabel: "Off"})
+		web.APIVersion, web.Kind = "apps/v1", "Deployment"
+		web.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(map[string]string{"app": "web"})
+		_, errOut, code := kubectlApply(ctx, env.Namespace, nil, web)
+		Expect(code).To(Equal(0), errOut)
+
+		By("a migration in a Deny namespace goes through its stages: its writes are its own, judged before it made them")
+		_, err = env.AddNode(ctx, "second", nil)
+		Expect(err).NotTo(HaveOccurred())
+		db := utils.Deployment(env.Namespace, "db", env.Pool(), 1, nil)
+		Expect(k8sClient.Create(ctx, db)).To(Succeed())
+		allRunning(ctx, env.Namespace, map[string]string{"app": "db"}, 1)
+		migration(ctx, env.Namespace, "db-apart", pgv1.PlacementMigrationSpec{Targets: targetsNamed("db"), Constraint: hostnameApart(nil)})
+		Eventually(phaseOf(ctx, env.Namespace, "db-apart")).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "db-apart"))
+	})
+})
