@@ -131,9 +131,13 @@ func TestWhatTheCheckAnswers(t *testing.T) {
 		says          string
 	}{
 		{"seed 001 in Warn: admitted with the deadlock and its fix", "", ModeWarn,
-			func(t *testing.T) admission.Request { return request(t, admissionv1.Update, web(), web(apart), "kubectl") }, true, "maxUnavailable: 1"},
+			func(t *testing.T) admission.Request {
+				return request(t, admissionv1.Update, web(), web(apart), "kubectl")
+			}, true, "maxUnavailable: 1"},
 		{"seed 001 in a Deny namespace: refused with the same words", "Deny", ModeWarn,
-			func(t *testing.T) admission.Request { return request(t, admissionv1.Update, web(), web(apart), "kubectl") }, false, "RolloutDeadlock"},
+			func(t *testing.T) admission.Request {
+				return request(t, admissionv1.Update, web(), web(apart), "kubectl")
+			}, false, "RolloutDeadlock"},
 		{"a namespace Off in a Deny cluster: admitted silently", "Off", ModeDeny,
 			func(t *testing.T) admission.Request { return request(t, admissionv1.Update, web(), web(apart), "") }, true, ""},
 		{"an image change: admitted silently, never judged", "Deny", ModeDeny,
