@@ -187,6 +187,13 @@ func main() {
 	} else {
 		log.Info("The admission check is not served: no --webhook-cert-path")
 	}
+	if mode != webhook.ModeOff {
+		if err := (&controller.FindingsReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("placement-guard"), Cluster: cluster,
+			Skip: skippedNamespaces(skipNS)}).SetupWithManager(mgr); err != nil {
+			log.Error(err, "Unable to set up the controller", "controller", "admissionfindings")
+			os.Exit(1)
+		}
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		log.Error(err, "Unable to set up the health check")
 		os.Exit(1)

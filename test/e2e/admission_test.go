@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -73,6 +74,19 @@ var _ = Describe("The admission check of changes that do not come as a migration
 		Expect(errOut).To(And(ContainSubstring("Warning: Deployment/graphdb: required anti-affinity on kubernetes.io/hostname InsufficientCapacity"),
 			MatchRegexp(`have \d of 2 qualifying nodes`), ContainSubstring("Fix:")))
 		Expect(getDeployment(ctx, env.Namespace, "graphdb").Spec.Template.Spec.Affinity).NotTo(BeNil(), "Warn admits the change")
+
+		By("the finding persists as an Event on the Deployment, for those whose tools drop warnings")
+		Eventually(func(g Gomega) {
+			var list eventsv1.EventList
+			g.Expect(k8sClient.List(ctx, &list, client.InNamespace(env.Namespace))).To(Succeed())
+			var notes []string
+			for _, e := range list.Items {
+				if e.Regarding.Kind == "Deployment" && e.Regarding.Name == "graphdb" && e.Reason == "InsufficientCapacity" {
+					notes = append(notes, e.Note)
+				}
+			}
+			g.Expect(notes).To(ContainElement(ContainSubstring("qualifying nodes")))
+		}).Should(Succeed())
 	})
 
 	It("refuses seed 001's shape with its fix in Deny mode, through a server dry run too, and lets an image change and a change that fits through", func(ctx SpecContext) {

@@ -83,6 +83,10 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 			mode = webhook.ModeWarn
 		}
 		webhook.Register(mgr, reconciler.AdmissionCluster(), webhook.Options{Mode: mode, Skip: []string{"kube-system"}, Budget: webhook.DefaultBudget})
+		if err := (&controller.FindingsReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("placement-guard"),
+			Cluster: reconciler.AdmissionCluster(), Skip: []string{"kube-system"}}).SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("set up the admission findings: %w", err)
+		}
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -1,0 +1,172 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/admission"
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
+	"github.com/placement-guard/placement-guard/internal/targets"
+)
+
+// FindingsReconciler records the admission check's findings as Events on
+// the workload once a change lands. Helm drops admission warnings, Argo CD
+// and Flux only log them; an Event is what `kubectl describe`, dashboards
+// and alerting see. The webhook itself has no side effects: this
+// controller judges the change again, on the leader, from the same
+// snapshot, and records each finding once per generation.
+type FindingsReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	Cluster  AdmissionCluster
+	// Skip are namespaces never judged, as the admission check skips them.
+	Skip []string
+
+	mu sync.Mutex
+	// told remembers, per workload, the generation last judged.
+	told map[types.UID]int64
+}
+
+// Reconcile judges a workload whose placement-relevant fields changed.
+func (r *FindingsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	for _, kind := range []pgv1.WorkloadKind{pgv1.KindDeployment, pgv1.KindStatefulSet} {
+		obj, err := targets.NewObject(string(kind))
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return ctrl.Result{}, fmt.Errorf("get %s %s: %w", kind, req.NamespacedName, err)
+		}
+		if err := r.record(ctx, obj); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// record judges obj once per generation and tells each finding.
+func (r *FindingsReconciler) record(ctx context.Context, obj client.Object) error {
+	if slices.Contains(r.Skip, obj.GetNamespace()) || obj.GetLabels()[pgv1.AdmissionLabel] == "Off" {
+		return nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Get(ctx, client.ObjectKey{Name: obj.GetNamespace()}, ns); err == nil && ns.Labels[pgv1.AdmissionLabel] == "Off" {
+		return nil
+	}
+	if !r.firstTime(obj) {
+		return nil
+	}
+	targeted, err := r.migrated(ctx, obj)
+	if err != nil || targeted {
+		return err
+	}
+	w, err := r.Cluster.Live(ctx, obj)
+	if err != nil {
+		return err
+	}
+	var findings []admission.Finding
+	err = r.Cluster.With(func(snap *placement.Snapshot) error {
+		var err error
+		findings, err = admission.Judge(snap, w)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("judge %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	for _, f := range findings {
+		kind := corev1.EventTypeNormal
+		if f.Blocking {
+			kind = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(obj, nil, kind, f.Type, "Judged", "%s", f.Message)
+	}
+	return nil
+}
+
+// firstTime reports whether the workload's generation was not judged yet,
+// and remembers it.
+func (r *FindingsReconciler) firstTime(obj client.Object) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.told == nil {
+		r.told = map[types.UID]int64{}
+	}
+	if r.told[obj.GetUID()] >= obj.GetGeneration() {
+		return false
+	}
+	r.told[obj.GetUID()] = obj.GetGeneration()
+	return true
+}
+
+// migrated reports a workload a PlacementMigration of its namespace
+// targets: the migration judges it, and says so in its own status.
+func (r *FindingsReconciler) migrated(ctx context.Context, obj client.Object) (bool, error) {
+	var list pgv1.PlacementMigrationList
+	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return false, fmt.Errorf("list PlacementMigrations in %s: %w", obj.GetNamespace(), err)
+	}
+	ref := pgv1.TargetRef{Kind: pgv1.WorkloadKind(objectKind(obj)), Name: obj.GetName()}
+	for i := range list.Items {
+		pm := &list.Items[i]
+		if planning.Holds(pm, ref) {
+			return true, nil
+		}
+		for _, t := range pm.Spec.Targets {
+			if t == ref {
+				return true, nil
+			}
+		}
+		for _, ts := range pm.Status.Targets {
+			if ts.Kind == ref.Kind && ts.Name == ref.Name {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// objectKind is the workload kind of an object the cache returned.
+func objectKind(obj client.Object) string {
+	if w := targets.WorkloadOf(obj); w != nil {
+		return string(w.Kind)
+	}
+	return ""
+}
+
+// SetupWithManager watches the workloads whose change the admission check
+// would judge: a create carrying a hard constraint, an update that changes
+// one, or the replicas or strategy beside one.
+func (r *FindingsReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	relevant := predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return admission.Relevant(nil, targets.WorkloadOf(e.Object)) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return admission.Relevant(targets.WorkloadOf(e.ObjectOld), targets.WorkloadOf(e.ObjectNew))
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("admissionfindings").
+		For(&appsv1.Deployment{}, builder.WithPredicates(relevant)).
+		Watches(&appsv1.StatefulSet{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(relevant)).
+		Complete(r)
+}
