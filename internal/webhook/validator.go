@@ -96,6 +96,21 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 	if v.skipped(req) {
 		return admission.Allowed(""), ModeOff, kind
 	}
+	// The fast path: a workload that certainly carries no hard constraint,
+	// or a change that leaves every judged field as it was, is admitted
+	// before the objects are decoded.
+	newFields, err := readPlacement(req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s: %w", kind, err)), ModeOff, kind
+	}
+	if !newFields.mayBeHard() || newFields.Metadata.Labels[pgv1.AdmissionLabel] == string(ModeOff) {
+		return admission.Allowed(""), ModeOff, kind
+	}
+	if req.Operation == admissionv1.Update {
+		if oldFields, err := readPlacement(req.OldObject.Raw); err == nil && unchanged(oldFields, newFields) {
+			return admission.Allowed(""), ModeOff, kind
+		}
+	}
 	newObj, newW, err := v.decode(req.Object)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s: %w", kind, err)), ModeOff, kind

@@ -191,13 +191,18 @@ func TestWhatTheCheckAnswers(t *testing.T) {
 func TestTheCheckCannotHurtTheCluster(t *testing.T) {
 	ctx := context.Background()
 	v, cluster := validator(t, "Deny", ModeDeny)
-	bad := request(t, admissionv1.Update, web(), web(apart), "")
-	bad.Object.Raw = []byte(`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":"many"}}`)
-	if resp := v.Handle(ctx, bad); resp.Allowed || resp.Result == nil || resp.Result.Code != 400 {
-		t.Fatalf("a malformed object: %+v", resp)
+	for _, raw := range []string{
+		`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":"many","template":{"spec":{"topologySpreadConstraints":[{"whenUnsatisfiable":"DoNotSchedule"}]}}}}`,
+		`{"apiVersion":"apps/v1","kind":"Deployment","spec":`,
+	} {
+		bad := request(t, admissionv1.Update, web(), web(apart), "")
+		bad.Object.Raw = []byte(raw)
+		if resp := v.Handle(ctx, bad); resp.Allowed || resp.Result == nil || resp.Result.Code != 400 {
+			t.Fatalf("a malformed object %s: %+v", raw, resp)
+		}
 	}
 	unknown := request(t, admissionv1.Create, nil, web(apart), "")
-	unknown.Object.Raw = []byte(`{"apiVersion":"apps/v1","kind":"DaemonSet"}`)
+	unknown.Object.Raw = []byte(`{"apiVersion":"apps/v1","kind":"DaemonSet","spec":{"template":{"spec":{"affinity":{"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"topologyKey":"x"}]}}}}}}`)
 	if resp := v.Handle(ctx, unknown); resp.Allowed || resp.Result.Code != 400 {
 		t.Fatalf("a kind it does not judge: %+v", resp)
 	}

@@ -1,0 +1,39 @@
+package webhook
+
+import (
+	"context"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
+)
+
+// BenchmarkImageChange is the common request: a change that touches no
+// placement field of a workload carrying a hard constraint, answered
+// without asking the engine (docs/performance.md: ≤ 50 µs).
+func BenchmarkImageChange(b *testing.B) {
+	t := &testing.T{}
+	v, _ := validator(t, "Deny", ModeDeny)
+	req := request(t, admissionv1.Update, web(apart), web(apart, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "x:2" }), "")
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if resp := v.Handle(ctx, req); !resp.Allowed {
+			b.Fatal("refused")
+		}
+	}
+}
+
+// BenchmarkSeed001 is a judged request: seed 001's shape on two nodes.
+func BenchmarkSeed001(b *testing.B) {
+	t := &testing.T{}
+	v, _ := validator(t, "Deny", ModeDeny)
+	req := request(t, admissionv1.Update, web(), web(apart), "")
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if resp := v.Handle(ctx, req); resp.Allowed {
+			b.Fatal("admitted")
+		}
+	}
+}
