@@ -7,13 +7,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -29,6 +32,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/test/localcluster"
@@ -68,8 +72,22 @@ func run(ctx context.Context) error {
 		say("Stopping the operator and the cluster")
 		cluster.Stop()
 	}()
-	say("Installing the PlacementMigration CRD and starting placement-guard (operator log: %s)", logFile.Name())
-	stop, err := utils.RunOperator(ctx, cluster.Config, utils.OperatorOptions{CRDDir: filepath.Join("config", "crd", "bases"), UnschedulableGrace: 10 * time.Second})
+	say("Installing the PlacementMigration CRD and starting placement-guard, with its admission check (operator log: %s)", logFile.Name())
+	certDir, err := os.MkdirTemp("", "placement-guard-demo-certs-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(certDir)
+	caBundle, err := utils.ServingCert(certDir)
+	if err != nil {
+		return err
+	}
+	port, err := localcluster.FreePort()
+	if err != nil {
+		return err
+	}
+	stop, err := utils.RunOperator(ctx, cluster.Config, utils.OperatorOptions{CRDDir: filepath.Join("config", "crd", "bases"), UnschedulableGrace: 10 * time.Second,
+		WebhookPort: port, CertDir: certDir})
 	if err != nil {
 		return err
 	}
@@ -83,7 +101,65 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return play(ctx, c, cluster)
+	if err := utils.RegisterWebhook(ctx, c, "placement-guard-demo", port, caBundle); err != nil {
+		return err
+	}
+	if err := play(ctx, c, cluster); err != nil {
+		return err
+	}
+	return direct(ctx, c, cluster)
+}
+
+// direct plays incident 000 once more, as it happened: the constraint
+// merged straight into the graph DB's Deployment, no migration, one data
+// node. kubectl apply goes through, and kubectl prints what the admission
+// check found.
+func direct(ctx context.Context, c client.Client, cluster *localcluster.Cluster) error {
+	const ns = "demo-direct"
+	say("The same change once more, as it happened: kubectl apply straight to the graph DB, no migration, one data node (namespace %s)", ns)
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return err
+	}
+	if _, err := cluster.AddNode(ctx, localcluster.Node{Name: "direct-data-1", Labels: map[string]string{"role": "direct-data"}}); err != nil {
+		return err
+	}
+	for _, name := range []string{"search", "graphdb"} {
+		d := deployment(name, "direct-data")
+		d.Namespace = ns
+		if err := c.Create(ctx, d); err != nil {
+			return err
+		}
+	}
+	graph := deployment("graphdb", "direct-data")
+	graph.Namespace = ns
+	graph.APIVersion, graph.Kind = "apps/v1", "Deployment"
+	graph.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(map[string]string{"app": "search"})
+	manifest, err := sigsyaml.Marshal(graph)
+	if err != nil {
+		return err
+	}
+	bin, err := localcluster.FindBinaries()
+	if err != nil {
+		return err
+	}
+	if _, err := waitRunningIn(ctx, c, ns, 2); err != nil {
+		return err
+	}
+	say("kubectl apply --server-side -f graphdb.yaml   (requiredDuringScheduling anti-affinity against app=search)")
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), "--kubeconfig", cluster.Kubeconfig, "apply", "--server-side", "-f", "-")
+	cmd.Stdin = bytes.NewReader(manifest)
+	out, err := cmd.CombinedOutput()
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fmt.Printf("           %s\n", line)
+	}
+	if err != nil {
+		return fmt.Errorf("kubectl apply: %w", err)
+	}
+	if !strings.Contains(string(out), "Warning: Deployment/graphdb") {
+		return errors.New("kubectl printed no warning of the admission check")
+	}
+	say("Admitted with that warning (Warn mode); with placementguard.io/admission=Deny on the namespace it is refused, and helm upgrade fails at once with the same words")
+	return nil
 }
 
 func play(ctx context.Context, c client.Client, cluster *localcluster.Cluster) error {
@@ -262,10 +338,14 @@ func deployment(name, role string) *appsv1.Deployment {
 }
 
 func waitRunning(ctx context.Context, c client.Client, n int) ([]corev1.Pod, error) {
+	return waitRunningIn(ctx, c, namespace, n)
+}
+
+func waitRunningIn(ctx context.Context, c client.Client, ns string, n int) ([]corev1.Pod, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	for {
-		pods, err := utils.PodsOf(ctx, c, namespace, nil)
+		pods, err := utils.PodsOf(ctx, c, ns, nil)
 		if err != nil {
 			return nil, err
 		}
