@@ -37,6 +37,8 @@ func TestEveryMetricIsServedFromTheManagerRegistry(t *testing.T) {
 	RecordPendingPods("ns", "m", 0, 0)
 	CountReconcile("ns", "m")
 	CountPodAdded()
+	CountFinding("ns", "Deployment", "RolloutDeadlock", "Warn")
+	ObserveAdmission("Deployment", "Off", true, 10*time.Microsecond)
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
