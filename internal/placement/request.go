@@ -79,7 +79,7 @@ func (s *Snapshot) LaunchedFor(req CapacityRequest, since time.Time) int {
 	since = since.Truncate(time.Second)
 	n := 0
 	for _, info := range s.nodes {
-		if info == nil || info.node == nil || !info.node.CreationTimestamp.Time.After(since) {
+		if info == nil || info.node == nil || !info.node.CreationTimestamp.After(since) {
 			continue
 		}
 		if ok, _ := affinity.Match(info.node); ok {

@@ -123,13 +123,6 @@ func workloadOf(o any, defaultNS string) *placement.Workload {
 	return &copied
 }
 
-func replicasOf(r *int32) int32 {
-	if r == nil {
-		return 1
-	}
-	return *r
-}
-
 func namespaceOr(ns, def string) string {
 	if ns == "" {
 		return def
