@@ -2,6 +2,7 @@ package placement
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -42,8 +43,8 @@ func TrimPod(p *corev1.Pod) *corev1.Pod {
 		Status: corev1.PodStatus{
 			Phase:                 p.Status.Phase,
 			Conditions:            trimConditions(p.Status.Conditions),
-			ContainerStatuses:     trimStatuses(p.Status.ContainerStatuses, p.Spec.Containers),
-			InitContainerStatuses: trimStatuses(p.Status.InitContainerStatuses, p.Spec.InitContainers),
+			ContainerStatuses:     trimStatuses(p.Status.ContainerStatuses, p.Spec.Containers, resourcehelper.IsPodResizeInfeasible(p)),
+			InitContainerStatuses: trimStatuses(p.Status.InitContainerStatuses, p.Spec.InitContainers, resourcehelper.IsPodResizeInfeasible(p)),
 		},
 	}
 	return out
@@ -133,7 +134,7 @@ func trimConditions(cs []corev1.PodCondition) []corev1.PodCondition {
 // allocated and actuated requests where they differ from its spec: an
 // in-place resize in flight, which the scheduler counts (resources.go).
 // Where they equal the spec they change nothing and are dropped.
-func trimStatuses(ss []corev1.ContainerStatus, containers []corev1.Container) []corev1.ContainerStatus {
+func trimStatuses(ss []corev1.ContainerStatus, containers []corev1.Container, infeasible bool) []corev1.ContainerStatus {
 	if len(ss) == 0 {
 		return nil
 	}
@@ -141,10 +142,14 @@ func trimStatuses(ss []corev1.ContainerStatus, containers []corev1.Container) []
 	for i, s := range ss {
 		out[i] = corev1.ContainerStatus{Name: s.Name, Ready: s.Ready, RestartCount: s.RestartCount}
 		spec := specRequests(containers, s.Name)
-		if s.AllocatedResources != nil && !EqualResources(s.AllocatedResources, spec) {
+		// Requests equal to the spec say nothing the spec does not, and are
+		// dropped, but for a pod whose resize is Infeasible: the scheduler
+		// then counts only what is allocated and actuated, never the spec,
+		// so a container without them counts for nothing.
+		if s.AllocatedResources != nil && (infeasible || !EqualResources(s.AllocatedResources, spec)) {
 			out[i].AllocatedResources = s.AllocatedResources
 		}
-		if s.Resources != nil && s.Resources.Requests != nil && !EqualResources(s.Resources.Requests, spec) {
+		if s.Resources != nil && s.Resources.Requests != nil && (infeasible || !EqualResources(s.Resources.Requests, spec)) {
 			out[i].Resources = &corev1.ResourceRequirements{Requests: s.Resources.Requests}
 		}
 	}

@@ -384,6 +384,12 @@ func (g *gen) resizeInFlight(p *corev1.Pod) {
 	if g.r.IntN(3) == 0 {
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonInfeasible}}
 	}
+	// The kubelet reports its init containers' resources too: allocated as
+	// their spec asks, which an Infeasible resize counts in place of the spec.
+	for _, c := range p.Spec.InitContainers {
+		p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses, corev1.ContainerStatus{Name: c.Name,
+			AllocatedResources: c.Resources.Requests, Resources: &corev1.ResourceRequirements{Requests: c.Resources.Requests}})
+	}
 }
 
 // claim gives the pod a claim of one of the shapes VolumeBinding,
