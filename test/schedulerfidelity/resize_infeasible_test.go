@@ -18,7 +18,9 @@ func TestResizeInfeasibleCountsWhatIsAllocated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu := func(m string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(m)} }
+	cpu := func(m string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(m)}
+	}
 	for _, variant := range []string{"no init status", "init allocated", "init actuated", "init allocated smaller", "in progress"} {
 		base := generate(1)
 		base.existing = nil
