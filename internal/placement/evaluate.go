@@ -43,7 +43,10 @@ type evaluator struct {
 	// not depend on other pods, per position; "" passes.
 	nodeReason   []string
 	volumeReason []string
-	affinityOK   []bool
+	// volumeAlso is VolumeBinding's second reason for a node, when both
+	// a bound and an unbound claim fail there.
+	volumeAlso []string
+	affinityOK []bool
 
 	// The pods a simulation added to (positive) or removed from (negative)
 	// each node, on top of the snapshot.
@@ -142,6 +145,7 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 	e.preFilterMsg = pre
 	e.nodeReason = make([]string, n)
 	e.volumeReason = make([]string, n)
+	e.volumeAlso = make([]string, n)
 	e.affinityOK = make([]bool, n)
 	for i, id := range e.order {
 		node := e.node(id)
@@ -151,7 +155,7 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 		}
 		e.affinityOK[i], _ = aff.Match(node)
 		if pre == "" {
-			e.volumeReason[i] = volumeFilter(vols, node)
+			e.volumeReason[i], e.volumeAlso[i] = volumeFilter(vols, node)
 		}
 	}
 	e.gated = len(pod.Spec.SchedulingGates) > 0
@@ -216,6 +220,9 @@ func (e *evaluator) reasons(i int) []string {
 		return []string{ReasonMaxVolumeCount}
 	}
 	if r := e.volumeReason[i]; r != "" {
+		if also := e.volumeAlso[i]; also != "" {
+			return []string{r, also}
+		}
 		return []string{r}
 	}
 	if r := e.spreadReason(i); r != "" {

@@ -246,9 +246,9 @@ func (e *evaluator) useVolumesOf(pod *corev1.Pod) {
 	vols, pre := e.s.volumePreFilter(pod)
 	e.preFilterMsg = pre
 	for i, id := range e.order {
-		e.volumeReason[i] = ""
+		e.volumeReason[i], e.volumeAlso[i] = "", ""
 		if pre == "" {
-			e.volumeReason[i] = volumeFilter(vols, e.s.nodes[id].node)
+			e.volumeReason[i], e.volumeAlso[i] = volumeFilter(vols, e.s.nodes[id].node)
 		}
 	}
 	e.resetCandidates()

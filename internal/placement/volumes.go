@@ -137,24 +137,34 @@ func (s *Snapshot) volumesOfClass(class string) []*corev1.PersistentVolume {
 // pod's volumes: bound volumes' node affinity must admit the node, each
 // WaitForFirstConsumer claim must find a volume there or be provisionable
 // there, and the bound volumes' zone labels must match the node's.
-func volumeFilter(pv podVolumes, node *corev1.Node) string {
+// VolumeBinding judges the bound and the unbound claims both and reports
+// a reason for each that fails: then is the second, "" when there is
+// none. VolumeZone is asked only when VolumeBinding admits the node.
+func volumeFilter(pv podVolumes, node *corev1.Node) (first, then string) {
 	if len(pv.missing) > 0 {
-		return ReasonVolumeMissing
+		return ReasonVolumeMissing, ""
 	}
 	for _, v := range pv.bound {
 		if v.Spec.NodeAffinity != nil && v.Spec.NodeAffinity.Required != nil {
 			if ok, _ := nodeaffinity.NewLazyErrorNodeSelector(v.Spec.NodeAffinity.Required).Match(node); !ok {
-				return ReasonVolumeNodeAffinity
+				first = ReasonVolumeNodeAffinity
+				break
 			}
 		}
 	}
 	if reason := delayedClaimsSatisfied(pv.delayed, pv.storage, node); reason != "" {
-		return reason
+		if first == "" {
+			return reason, ""
+		}
+		return first, reason
+	}
+	if first != "" {
+		return first, ""
 	}
 	if !volumeZonesMatch(pv.bound, node) {
-		return ReasonVolumeZone
+		return ReasonVolumeZone, ""
 	}
-	return ""
+	return "", ""
 }
 
 // delayedClaimsSatisfied is VolumeBinding's check of the claims it would
