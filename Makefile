@@ -198,8 +198,9 @@ fuzz-fidelity: ## Fuzz the in-process comparison with kube-scheduler's plugins f
 	cd test/schedulerfidelity && $(GO) test -run '^$$' -fuzz '^FuzzFidelity$$' -fuzztime $(FUZZTIME) .
 
 .PHONY: bench
-bench: $(BENCHSTAT) ## Run the placement engine's benchmarks on one core, 6 samples, and summarise them with benchstat.
+bench: $(BENCHSTAT) ## Run the placement engine's and the admission check's benchmarks on one core, 6 samples, and summarise them with benchstat.
 	$(GO) test ./internal/placement/ -run '^$$' -bench . -benchtime 10x -count 6 -cpu 1 $(GOTEST_FLAGS) | tee bench.txt
+	$(GO) test ./internal/webhook/ -run '^$$' -bench . -benchmem -count 6 -cpu 1 $(GOTEST_FLAGS) | tee -a bench.txt
 	$(BENCHSTAT) bench.txt
 
 BENCH_SCALE_ARGS ?=
