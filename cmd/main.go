@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -71,6 +72,10 @@ func main() {
 		certName      string
 		certKey       string
 		skipNS        string
+		certSecret    string
+		webhookConfig string
+		certHosts     string
+		certValidity  time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
@@ -91,6 +96,10 @@ func main() {
 	flag.StringVar(&certPath, "webhook-cert-path", "", "The directory of the webhook's serving certificate and key (watched and reloaded when they change); controller-runtime's default directory when empty.")
 	flag.StringVar(&certName, "webhook-cert-name", "tls.crt", "The webhook certificate's file name.")
 	flag.StringVar(&certKey, "webhook-cert-key", "tls.key", "The webhook key's file name.")
+	flag.StringVar(&certSecret, "webhook-cert-secret", "", "The Secret (NAME in the manager's namespace, or NAMESPACE/NAME) in which the manager keeps the webhook's serving certificate and the authority that signs it, renewing them itself; the certificate is served from memory and --webhook-cert-path is not read. Empty: the certificate is in --webhook-cert-path, kept by someone else (cert-manager).")
+	flag.StringVar(&webhookConfig, "webhook-configuration", "placement-guard-validating-webhook-configuration", "The ValidatingWebhookConfiguration whose caBundle the manager keeps, with --webhook-cert-secret.")
+	flag.StringVar(&certHosts, "webhook-cert-hosts", "", "Comma-separated DNS names and IP addresses the serving certificate is for, with --webhook-cert-secret: the webhook Service's name.namespace.svc in a cluster.")
+	flag.DurationVar(&certValidity, "webhook-cert-validity", webhook.DefaultCertValidity, "A serving certificate's life, with --webhook-cert-secret; the authority lives ten of them, and each is renewed in its last third.")
 	flag.StringVar(&skipNS, "admission-skip-namespaces", "kube-system", "Comma-separated namespaces whose workloads the admission check never judges; the operator's own namespace is always skipped.")
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -133,10 +142,18 @@ func main() {
 		RenewDeadline:          ptr.To(renewDeadline),
 		RetryPeriod:            ptr.To(retryPeriod),
 	}
-	// The admission check is served where a serving certificate is given:
-	// the webhook configuration that sends requests to it is installed with
-	// the certificate (docs/operations.md, "The admission check").
-	serveAdmission := certPath != ""
+	// The admission check is served where a serving certificate is given or
+	// kept: the webhook configuration that sends requests to it is
+	// installed with it (docs/operations.md, "The admission check").
+	var rotator *webhook.CertRotator
+	if certSecret != "" {
+		if rotator, err = certRotator(cfg, certSecret, webhookConfig, certHosts, certValidity); err != nil {
+			fmt.Fprintln(os.Stderr, "--webhook-cert-secret:", err)
+			os.Exit(2)
+		}
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.GetCertificate = rotator.GetCertificate })
+	}
+	serveAdmission := certPath != "" || rotator != nil
 	if serveAdmission {
 		options.WebhookServer = ctrlwebhook.NewServer(ctrlwebhook.Options{
 			Port: webhookPort, CertDir: certPath, CertName: certName, KeyName: certKey, TLSOpts: tlsOpts,
@@ -185,7 +202,18 @@ func main() {
 			os.Exit(1)
 		}
 	} else {
-		log.Info("The admission check is not served: no --webhook-cert-path")
+		log.Info("The admission check is not served: neither --webhook-cert-secret nor --webhook-cert-path")
+	}
+	if rotator != nil {
+		rotator.Log = ctrl.Log.WithName("webhook-cert")
+		if err := mgr.Add(rotator); err != nil {
+			log.Error(err, "Unable to set up the webhook's certificate")
+			os.Exit(1)
+		}
+		if err := mgr.AddReadyzCheck("webhook-cert", rotator.Ready); err != nil {
+			log.Error(err, "Unable to set up the readiness check")
+			os.Exit(1)
+		}
 	}
 	if mode != webhook.ModeOff {
 		if err := (&controller.FindingsReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("placement-guard"), Cluster: cluster,
@@ -216,6 +244,44 @@ func main() {
 	}
 }
 
+// certRotator keeps the webhook's certificate in secret (NAME or
+// NAMESPACE/NAME), reading and writing it with a client of its own: no
+// cache of every Secret, no leader's fence, as every replica serves.
+func certRotator(cfg *rest.Config, secret, configuration, hosts string, validity time.Duration) (*webhook.CertRotator, error) {
+	key := types.NamespacedName{Name: secret}
+	if ns, name, ok := strings.Cut(secret, "/"); ok {
+		key = types.NamespacedName{Namespace: ns, Name: name}
+	} else if key.Namespace = ownNamespace(); key.Namespace == "" {
+		return nil, errors.New("outside a pod the Secret needs a namespace: NAMESPACE/NAME")
+	}
+	var hostList []string
+	for _, h := range strings.Split(hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hostList = append(hostList, h)
+		}
+	}
+	if len(hostList) == 0 {
+		return nil, errors.New("--webhook-cert-hosts names no host for the certificate")
+	}
+	if validity < time.Minute {
+		return nil, fmt.Errorf("--webhook-cert-validity %s is under a minute", validity)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	return &webhook.CertRotator{Client: c, Secret: key, Configuration: configuration, Hosts: hostList, Validity: validity, Now: time.Now}, nil
+}
+
+// ownNamespace is the manager's namespace: its ServiceAccount's, else
+// POD_NAMESPACE's; "" outside a pod.
+func ownNamespace() string {
+	if own, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		return strings.TrimSpace(string(own))
+	}
+	return os.Getenv("POD_NAMESPACE")
+}
+
 // skippedNamespaces are the namespaces the admission check never judges:
 // those of the flag and the operator's own, read from its ServiceAccount.
 func skippedNamespaces(flagValue string) []string {
@@ -225,8 +291,8 @@ func skippedNamespaces(flagValue string) []string {
 			out = append(out, ns)
 		}
 	}
-	if own, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
-		out = append(out, strings.TrimSpace(string(own)))
+	if own := ownNamespace(); own != "" {
+		out = append(out, own)
 	}
 	return out
 }
