@@ -72,8 +72,8 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRD and the RBAC ClusterRole from the kubebuilder markers.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/...;./internal/...;./cmd/..." output:crd:artifacts:config=config/crd/bases
+manifests: $(CONTROLLER_GEN) ## Generate the CRD, the RBAC ClusterRole and the webhook configuration from the kubebuilder markers.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./api/...;./internal/...;./cmd/..." output:crd:artifacts:config=config/crd/bases
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types.

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -47,6 +48,7 @@ func Generate(rendered []byte, src Sources) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	servedByOLM(deployment)
 	clusterRules, namespaceRules := rulesBoundTo(objs, account)
 	if len(clusterRules) == 0 {
 		return nil, fmt.Errorf("no ClusterRole is bound to ServiceAccount %s", account)
@@ -60,6 +62,9 @@ func Generate(rendered []byte, src Sources) (map[string][]byte, error) {
 			"deployments":        []any{map[string]any{"name": deployment.Name, "label": deployment.Labels, "spec": deployment.Spec}},
 		},
 	}
+	if spec["webhookdefinitions"], err = webhookDefinitions(objs, deployment.Name); err != nil {
+		return nil, err
+	}
 	examples, err := samples(src.SamplesDir)
 	if err != nil {
 		return nil, err
@@ -72,6 +77,9 @@ func Generate(rendered []byte, src Sources) (map[string][]byte, error) {
 		case "CustomResourceDefinition":
 			files["manifests/"+o.GetName()+".yaml"], err = marshal(o.Object)
 		case "Service":
+			if strings.HasSuffix(o.GetName(), webhookServiceSuffix) {
+				continue // OLM makes the webhook's Service
+			}
 			// OLM creates Services of the bundle in the install namespace.
 			o.SetNamespace("")
 			files["manifests/"+o.GetName()+"_v1_service.yaml"], err = marshal(o.Object)
@@ -126,6 +134,9 @@ func managerDeployment(objs []*unstructured.Unstructured) (*appsv1.Deployment, s
 func rulesBoundTo(objs []*unstructured.Unstructured, account string) (cluster, namespaced []rbacv1.PolicyRule) {
 	roles := map[string][]rbacv1.PolicyRule{}
 	for _, o := range objs {
+		if strings.HasSuffix(o.GetName(), certRoleSuffix) {
+			continue // OLM keeps the webhook's certificate
+		}
 		if o.GetKind() == "ClusterRole" || o.GetKind() == "Role" {
 			var r rbacv1.ClusterRole
 			if runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &r) == nil {
@@ -161,6 +172,77 @@ func rulesBoundTo(objs []*unstructured.Unstructured, account string) (cluster, n
 		}
 	}
 	return cluster, namespaced
+}
+
+// What config/default installs for the manager to keep the admission
+// check's certificate itself, which OLM keeps instead.
+const (
+	webhookServiceSuffix = "-webhook-service"
+	certRoleSuffix       = "-webhook-cert"
+	// olmCertDir is where OLM mounts the certificate it issues for a
+	// webhook definition's container port.
+	olmCertDir = "/tmp/k8s-webhook-server/serving-certs"
+)
+
+// servedByOLM makes the manager serve the certificate OLM mounts instead
+// of keeping one: its --webhook-cert-secret, -hosts and -configuration
+// arguments give way to --webhook-cert-path.
+func servedByOLM(d *appsv1.Deployment) {
+	c := &d.Spec.Template.Spec.Containers[0]
+	var args []string
+	for _, a := range c.Args {
+		switch {
+		case strings.HasPrefix(a, "--webhook-cert-secret="):
+			args = append(args, "--webhook-cert-path="+olmCertDir)
+		case strings.HasPrefix(a, "--webhook-cert-hosts="), strings.HasPrefix(a, "--webhook-configuration="):
+		default:
+			args = append(args, a)
+		}
+	}
+	c.Args = args
+}
+
+// webhookDefinitions turns config/default's webhook configuration into the
+// CSV's: OLM creates the configuration, its Service and the certificate,
+// and scopes it to the OperatorGroup's namespaces (OLM sets the namespace
+// selector itself).
+func webhookDefinitions(objs []*unstructured.Unstructured, deployment string) ([]any, error) {
+	var out []any
+	for _, o := range objs {
+		if o.GetKind() != "ValidatingWebhookConfiguration" {
+			continue
+		}
+		var cfg admissionregistrationv1.ValidatingWebhookConfiguration
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &cfg); err != nil {
+			return nil, err
+		}
+		for _, w := range cfg.Webhooks {
+			if w.ClientConfig.Service == nil || w.ClientConfig.Service.Path == nil {
+				return nil, fmt.Errorf("webhook %s is not served by a Service path", w.Name)
+			}
+			def := map[string]any{
+				"type":                    "ValidatingAdmissionWebhook",
+				"generateName":            w.Name,
+				"deploymentName":          deployment,
+				"containerPort":           9443,
+				"targetPort":              9443,
+				"webhookPath":             *w.ClientConfig.Service.Path,
+				"admissionReviewVersions": w.AdmissionReviewVersions,
+				"sideEffects":             w.SideEffects,
+				"failurePolicy":           w.FailurePolicy,
+				"timeoutSeconds":          w.TimeoutSeconds,
+				"rules":                   w.Rules,
+			}
+			if w.ObjectSelector != nil {
+				def["objectSelector"] = w.ObjectSelector
+			}
+			out = append(out, def)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no ValidatingWebhookConfiguration in the rendered manifests")
+	}
+	return out, nil
 }
 
 // samples turns config/samples into the CSV's alm-examples.

@@ -7,9 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -107,6 +110,14 @@ type csv struct {
 				StatusDescriptors []struct{ Path string } `json:"statusDescriptors"`
 			} `json:"owned"`
 		} `json:"customresourcedefinitions"`
+		WebhookDefinitions []struct {
+			Type           string                                       `json:"type"`
+			DeploymentName string                                       `json:"deploymentName"`
+			ContainerPort  int32                                        `json:"containerPort"`
+			WebhookPath    string                                       `json:"webhookPath"`
+			FailurePolicy  string                                       `json:"failurePolicy"`
+			Rules          []admissionregistrationv1.RuleWithOperations `json:"rules"`
+		} `json:"webhookdefinitions"`
 		Install struct {
 			Strategy string `json:"strategy"`
 			Spec     struct {
@@ -114,6 +125,9 @@ type csv struct {
 					ServiceAccountName string              `json:"serviceAccountName"`
 					Rules              []rbacv1.PolicyRule `json:"rules"`
 				} `json:"clusterPermissions"`
+				Permissions []struct {
+					Rules []rbacv1.PolicyRule `json:"rules"`
+				} `json:"permissions"`
 				Deployments []struct {
 					Name string                `json:"name"`
 					Spec appsv1.DeploymentSpec `json:"spec"`
@@ -173,8 +187,34 @@ func TestBundleIsStructurallyValid(t *testing.T) {
 	if c.Spec.Install.Strategy != "deployment" || len(c.Spec.Install.Spec.Deployments) != 1 {
 		t.Fatalf("install strategy %q with %d deployments", c.Spec.Install.Strategy, len(c.Spec.Install.Spec.Deployments))
 	}
-	if got := c.Spec.Install.Spec.Deployments[0]; got.Name != deployment.Name || !reflect.DeepEqual(got.Spec, deployment.Spec) {
+	// The CSV's manager is config/default's, serving the certificate OLM
+	// mounts instead of keeping one.
+	want := deployment.DeepCopy()
+	servedByOLM(want)
+	if got := c.Spec.Install.Spec.Deployments[0]; got.Name != deployment.Name || !reflect.DeepEqual(got.Spec, want.Spec) {
 		t.Error("the CSV's deployment differs from config/default's manager Deployment")
+	}
+	args := c.Spec.Install.Spec.Deployments[0].Spec.Template.Spec.Containers[0].Args
+	if !slices.Contains(args, "--webhook-cert-path="+olmCertDir) || slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--webhook-cert-secret") }) {
+		t.Errorf("the bundle's manager must serve OLM's certificate: %v", args)
+	}
+	var webhookPort int32
+	for _, p := range deployment.Spec.Template.Spec.Containers[0].Ports {
+		if p.Name == "webhook-server" {
+			webhookPort = p.ContainerPort
+		}
+	}
+	defs := c.Spec.WebhookDefinitions
+	if len(defs) != 1 || defs[0].Type != "ValidatingAdmissionWebhook" || defs[0].DeploymentName != deployment.Name ||
+		defs[0].ContainerPort != webhookPort || defs[0].WebhookPath != "/validate-workloads" || defs[0].FailurePolicy != "Ignore" || len(defs[0].Rules) != 1 {
+		t.Errorf("webhook definitions %+v: one, for the manager's port %d", defs, webhookPort)
+	}
+	for _, perms := range c.Spec.Install.Spec.Permissions {
+		for _, r := range perms.Rules {
+			if slices.Contains(r.Resources, "secrets") {
+				t.Errorf("under OLM the manager keeps no certificate, yet may %v secrets", r.Verbs)
+			}
+		}
 	}
 	perms := c.Spec.Install.Spec.ClusterPermissions
 	if len(perms) != 1 || perms[0].ServiceAccountName != deployment.Spec.Template.Spec.ServiceAccountName {

@@ -114,6 +114,10 @@ func placeFor(set string, obj *unstructured.Unstructured) (file, guard string, o
 		return "crd/" + obj.GetName() + ".yaml", ".Values.crd.enable", true
 	case strings.HasPrefix(base, "placementmigration-"):
 		return "rbac/" + base + ".yaml", ".Values.rbac.userRoles", true
+	case base == "webhook-cert":
+		// The rights to keep the check's certificate, which cert-manager
+		// keeps instead when the chart is told so.
+		return "rbac/" + strings.ToLower(obj.GetKind()) + "-" + base + ".yaml", "and .Values.admission.enabled (not .Values.admission.certManager.enabled)", true
 	case obj.GetKind() == "ServiceAccount" || strings.HasSuffix(obj.GetKind(), "Role") || strings.HasSuffix(obj.GetKind(), "Binding"):
 		return "rbac/" + strings.ToLower(obj.GetKind()) + "-" + base + ".yaml", "", true
 	}
@@ -140,6 +144,9 @@ func template(obj *unstructured.Unstructured) ([]byte, error) {
 		ann["helm.sh/resource-policy"] = "keep"
 		obj.SetAnnotations(ann)
 	}
+	if err := prefixResourceNames(obj); err != nil {
+		return nil, err
+	}
 	data, err := yaml.Marshal(obj.Object)
 	if err != nil {
 		return nil, err
@@ -160,6 +167,28 @@ func template(obj *unstructured.Unstructured) ([]byte, error) {
 	text = strings.ReplaceAll(text, "    helm.sh/resource-policy: keep\n",
 		"    {{- if .Values.crd.keep }}\n    helm.sh/resource-policy: keep\n    {{- end }}\n")
 	return []byte(text), nil
+}
+
+// prefixResourceNames gives the release's prefix to the names a role's
+// rules are limited to that carry config/default's.
+func prefixResourceNames(obj *unstructured.Unstructured) error {
+	rules, found, err := unstructured.NestedSlice(obj.Object, "rules")
+	if err != nil || !found {
+		return err
+	}
+	for _, r := range rules {
+		rule, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		names, _ := rule["resourceNames"].([]any)
+		for i, n := range names {
+			if name, ok := n.(string); ok && strings.HasPrefix(name, namePrefix) {
+				names[i] = namePlaceholder + strings.TrimPrefix(name, namePrefix)
+			}
+		}
+	}
+	return unstructured.SetNestedSlice(obj.Object, rules, "rules")
 }
 
 func wrap(body []byte, guard string) []byte {

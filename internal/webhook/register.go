@@ -20,6 +20,11 @@ type Options struct {
 	Budget time.Duration
 }
 
+// The webhook configuration (config/webhook/manifests.yaml). Ignore: a
+// check that is down or slow never stops a change; the timeout is well
+// above the judgement's budget, which answers first.
+// +kubebuilder:webhook:path=/validate-workloads,mutating=false,failurePolicy=ignore,sideEffects=None,groups=apps,resources=deployments;statefulsets,verbs=create;update,versions=v1,name=workloads.placementguard.io,admissionReviewVersions=v1,timeoutSeconds=5
+
 // Register serves the check at Path on the manager's webhook server,
 // reading namespaces from the manager's cache.
 func Register(mgr manager.Manager, cluster Cluster, opts Options) {

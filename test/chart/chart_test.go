@@ -7,6 +7,7 @@ package chart
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -223,7 +224,7 @@ func TestChartValuesReachTheirObjects(t *testing.T) {
 }
 
 func TestChartSchemaRefusesBadValues(t *testing.T) {
-	for _, set := range []string{"replicas=-1", "image.digest=latest", "manager.logLevel=loud", "manager.unschedulableGrace=soon", "typo=1", "manager.extraArgs[0]=leader-elect"} {
+	for _, set := range []string{"admission.mode=Adopt", "admission.failurePolicy=Maybe", "admission.timeoutSeconds=60", "admission.certManager.issuerRef.kind=Secret", "replicas=-1", "image.digest=latest", "manager.logLevel=loud", "manager.unschedulableGrace=soon", "typo=1", "manager.extraArgs[0]=leader-elect"} {
 		args := []string{"template", "x", filepath.Join(root, "dist", "chart"), "--set", set}
 		if _, err := run(t, "helm", args...); err == nil || !strings.Contains(err.Error(), "schema") {
 			t.Errorf("--set %s must be refused by values.schema.json, got %v", set, err)
@@ -236,4 +237,123 @@ func TestChartLints(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helm lint --strict: %v\n%s", err, out)
 	}
+}
+
+func TestChartWithCertManagerInstallsWhatConfigCertmanagerInstalls(t *testing.T) {
+	sameObjects(t, "certManager.enabled",
+		comparable(helmTemplate(t, "image.tag=latest", "admission.certManager.enabled=true")),
+		comparable(kustomize(t, "certmanager"), "Namespace"))
+}
+
+// TestCertmanagerOverlayServesCertManagersCertificate: the overlay's
+// index-based patch of the manager's arguments stays true as
+// config/default's arguments change.
+func TestCertmanagerOverlayServesCertManagersCertificate(t *testing.T) {
+	var manager, cert *unstructured.Unstructured
+	for _, o := range kustomize(t, "certmanager") {
+		switch {
+		case o.GetKind() == "Deployment":
+			manager = o
+		case o.GetKind() == "Certificate":
+			cert = o
+		case strings.HasSuffix(o.GetName(), "webhook-cert"):
+			t.Errorf("%s %s: the manager keeps no certificate under cert-manager", o.GetKind(), o.GetName())
+		case o.GetKind() == "ValidatingWebhookConfiguration":
+			if got := o.GetAnnotations()["cert-manager.io/inject-ca-from"]; got != namespace+"/placement-guard-serving-cert" {
+				t.Errorf("inject-ca-from %q", got)
+			}
+		}
+	}
+	args, _, _ := unstructured.NestedSlice(manager.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any), "args")
+	text := fmt.Sprint(args)
+	if !strings.Contains(text, "--webhook-cert-path=/tmp/k8s-webhook-server/serving-certs") || strings.Contains(text, "--webhook-cert-secret") ||
+		strings.Contains(text, "--webhook-cert-hosts") || strings.Contains(text, "--webhook-configuration") || !strings.Contains(text, "--leader-elect") {
+		t.Errorf("args %v", text)
+	}
+	secret, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	vols, _ := sigsyaml.Marshal(manager.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["volumes"])
+	if !strings.Contains(string(vols), "secretName: "+secret) {
+		t.Errorf("the manager mounts %s, cert-manager writes %s", vols, secret)
+	}
+	names, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+	if !slices.Contains(names, "placement-guard-webhook-service."+namespace+".svc") {
+		t.Errorf("the certificate is for %v, not the webhook Service", names)
+	}
+}
+
+func TestChartAdmissionValues(t *testing.T) {
+	kinds := func(objs []*unstructured.Unstructured) map[string][]*unstructured.Unstructured {
+		m := map[string][]*unstructured.Unstructured{}
+		for _, o := range objs {
+			m[o.GetKind()] = append(m[o.GetKind()], o)
+		}
+		return m
+	}
+	argsOf := func(objs map[string][]*unstructured.Unstructured) string {
+		c := objs["Deployment"][0].Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0]
+		return fmt.Sprint(c.(map[string]any)["args"])
+	}
+
+	t.Run("mode, failure policy and timeout reach the configuration", func(t *testing.T) {
+		objs := kinds(helmTemplate(t, "admission.mode=Deny", "admission.failurePolicy=Fail", "admission.timeoutSeconds=3"))
+		if a := argsOf(objs); !strings.Contains(a, "--admission-mode=Deny") {
+			t.Errorf("args %s", a)
+		}
+		hook, _ := sigsyaml.Marshal(objs["ValidatingWebhookConfiguration"][0].Object["webhooks"])
+		for _, want := range []string{"failurePolicy: Fail", "timeoutSeconds: 3", "- " + namespace} {
+			if !strings.Contains(string(hook), want) {
+				t.Errorf("webhook lacks %q:\n%s", want, hook)
+			}
+		}
+	})
+	t.Run("admission off renders no webhook and no certificate rights", func(t *testing.T) {
+		objs := kinds(helmTemplate(t, "admission.enabled=false"))
+		if n := len(objs["ValidatingWebhookConfiguration"]); n != 0 {
+			t.Errorf("%d webhook configurations", n)
+		}
+		if len(objs["Service"]) != 1 {
+			t.Errorf("want the metrics Service alone, got %d", len(objs["Service"]))
+		}
+		for _, kind := range []string{"Role", "ClusterRole"} {
+			for _, o := range objs[kind] {
+				if strings.HasSuffix(o.GetName(), "webhook-cert") {
+					t.Errorf("%s %s rendered with admission off", kind, o.GetName())
+				}
+			}
+		}
+		if a := argsOf(objs); strings.Contains(a, "--webhook-cert") {
+			t.Errorf("args %s", a)
+		}
+	})
+	t.Run("cert-manager with the user's issuer", func(t *testing.T) {
+		objs := kinds(helmTemplate(t, "admission.certManager.enabled=true", "admission.certManager.issuerRef.kind=ClusterIssuer", "admission.certManager.issuerRef.name=corp-ca"))
+		if n := len(objs["Issuer"]); n != 0 {
+			t.Errorf("a self-signed Issuer beside the user's: %d", n)
+		}
+		ref, _ := sigsyaml.Marshal(objs["Certificate"][0].Object["spec"].(map[string]any)["issuerRef"])
+		if !strings.Contains(string(ref), "kind: ClusterIssuer") || !strings.Contains(string(ref), "name: corp-ca") {
+			t.Errorf("issuerRef %s", ref)
+		}
+	})
+	t.Run("placeholder namespaces get the opt-in role bound", func(t *testing.T) {
+		objs := kinds(helmTemplate(t, "capacity.placeholderNamespaces={team-a,team-b}"))
+		var bound []string
+		for _, rb := range objs["RoleBinding"] {
+			if strings.HasSuffix(rb.GetName(), "-placeholders") {
+				bound = append(bound, rb.GetNamespace())
+				ref, _ := sigsyaml.Marshal(rb.Object["roleRef"])
+				if !strings.Contains(string(ref), "name: placement-guard-placeholders") {
+					t.Errorf("roleRef %s", ref)
+				}
+			}
+		}
+		if !reflect.DeepEqual(bound, []string{"team-a", "team-b"}) {
+			t.Errorf("placeholders bound in %v", bound)
+		}
+	})
+	t.Run("the disruption budget can be left out", func(t *testing.T) {
+		if n := len(kinds(helmTemplate(t, "podDisruptionBudget.enabled=false"))["PodDisruptionBudget"]); n != 0 {
+			t.Errorf("%d PodDisruptionBudgets", n)
+		}
+	})
 }

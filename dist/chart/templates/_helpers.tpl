@@ -30,3 +30,8 @@ control-plane: controller-manager
 {{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
 {{- end -}}
 {{- end -}}
+
+{{/* The Service the API server calls the admission check at. */}}
+{{- define "placement-guard.webhookService" -}}
+{{- include "placement-guard.name" . }}-webhook-service
+{{- end -}}
