@@ -154,6 +154,20 @@ var _ = Describe("A succeeded migration", func() {
 		Expect(k8sClient.Update(ctx, hpa)).To(Succeed())
 		Eventually(disruption).Should(HaveField("Status", metav1.ConditionTrue))
 		Expect(disruption().Message).To(ContainSubstring("3 replicas fit"))
+
+		By("a pod being deleted counts where it runs until it is gone: no verdict is drawn meanwhile, and one is drawn after")
+		leaving := fc.pod(fc.replicaSet(fc.get("web")), fc.ns+"-n3", readyPod)
+		leaving.Finalizers = []string{"placementguard.io/test-hold"}
+		Expect(k8sClient.Update(ctx, leaving)).To(Succeed())
+		Expect(k8sClient.Delete(ctx, leaving)).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(hpa), hpa)).To(Succeed())
+		hpa.Spec.MinReplicas = ptr.To(int32(1))
+		Expect(k8sClient.Update(ctx, hpa)).To(Succeed())
+		Consistently(disruption, "1s").Should(HaveField("Status", metav1.ConditionTrue), "judged with the leaving pod on n3, the third replica has no node")
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(leaving), leaving)).To(Succeed())
+		leaving.Finalizers = nil
+		Expect(k8sClient.Update(ctx, leaving)).To(Succeed())
+		Eventually(disruption).Should(And(HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring("3 replicas fit"))))
 	})
 
 	It("records the loss of a zone that a zone spread's pods cannot survive, and its end once a third zone has room", func() {

@@ -72,7 +72,7 @@ func (s *scope) checkDisruptions(ctx context.Context) error {
 }
 
 // targetsSettled reports whether every target runs as many pods, bound
-// and not being deleted, as it has replicas.
+// and not being deleted, as it has replicas, and no pod of it is leaving.
 func (s *scope) targetsSettled() bool {
 	for _, t := range s.targets {
 		running := int32(0)
@@ -85,7 +85,19 @@ func (s *scope) targetsSettled() bool {
 			return false
 		}
 	}
-	return true
+	// A pod being deleted still holds its node for the scheduler, and for
+	// the simulation: judged then, a scale-out looks a node short, and the
+	// verdict's inputs (the live pods) would not change when it goes.
+	leaving := 0
+	_ = s.r.State.With(func(snap *placement.Snapshot) error {
+		for _, t := range s.targets {
+			if sel, err := metav1.LabelSelectorAsSelector(t.Selector()); err == nil {
+				leaving += snap.TerminatingSelected(t.Object().GetNamespace(), sel)
+			}
+		}
+		return nil
+	})
+	return leaving == 0
 }
 
 // disruptionPolicies reads the namespace's PodDisruptionBudgets and

@@ -69,6 +69,19 @@ func (s *Snapshot) PodsSelected(namespace string, sel labels.Selector) []*corev1
 	return out
 }
 
+// TerminatingSelected counts the pods of the namespace the selector
+// selects that are being deleted: the scheduler counts them where they run
+// until they are gone.
+func (s *Snapshot) TerminatingSelected(namespace string, sel labels.Selector) int {
+	n := 0
+	for id := range s.labels.candidates(namespace, sel) {
+		if pi := s.pods[id]; pi.terminating() && sel.Matches(labels.Set(pi.labels())) {
+			n++
+		}
+	}
+	return n
+}
+
 func sortByName(pods []*corev1.Pod) {
 	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 }
