@@ -38,6 +38,12 @@ const (
 	KeyKey    = "tls.key"
 )
 
+// The PEM block types written and read.
+const (
+	pemCertificate = "CERTIFICATE"
+	pemECKey       = "EC PRIVATE KEY"
+)
+
 // AuthorityLifetimes is how many serving certificates' lifetimes an
 // authority lives: renewing it is the rarer, two-step change.
 const AuthorityLifetimes = 10
@@ -132,13 +138,13 @@ func (k Keys) WithNewAuthority(now time.Time, validity time.Duration) (Keys, err
 	if err != nil {
 		return Keys{}, err
 	}
-	bundle := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	bundle := pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der})
 	for _, old := range certsOf(k.Bundle) {
 		if now.Before(old.NotAfter) {
-			bundle = append(bundle, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: old.Raw})...)
+			bundle = append(bundle, pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: old.Raw})...)
 		}
 	}
-	k.Bundle, k.CAKey = bundle, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	k.Bundle, k.CAKey = bundle, pem.EncodeToMemory(&pem.Block{Type: pemECKey, Bytes: keyDER})
 	return k, nil
 }
 
@@ -175,8 +181,8 @@ func (k Keys) WithNewCert(hosts []string, now time.Time, validity time.Duration)
 	if err != nil {
 		return Keys{}, err
 	}
-	k.Cert = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	k.Key = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	k.Cert = pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der})
+	k.Key = pem.EncodeToMemory(&pem.Block{Type: pemECKey, Bytes: keyDER})
 	return k, nil
 }
 
@@ -253,7 +259,7 @@ func lateInLife(c *x509.Certificate, now time.Time) bool {
 
 func firstCert(data []byte) (*x509.Certificate, error) {
 	block, _ := pem.Decode(data)
-	if block == nil || block.Type != "CERTIFICATE" {
+	if block == nil || block.Type != pemCertificate {
 		return nil, errors.New("missing")
 	}
 	return x509.ParseCertificate(block.Bytes)
@@ -267,7 +273,7 @@ func certsOf(data []byte) []*x509.Certificate {
 		if block == nil {
 			return out
 		}
-		if c, err := x509.ParseCertificate(block.Bytes); err == nil && block.Type == "CERTIFICATE" {
+		if c, err := x509.ParseCertificate(block.Bytes); err == nil && block.Type == pemCertificate {
 			out = append(out, c)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,15 +91,7 @@ var _ = Describe("The admission check of changes that do not come as a migration
 	It("refuses seed 001's shape with its fix in Deny mode, through a server dry run too, and lets an image change and a change that fits through", func(ctx SpecContext) {
 		env := newEnv(ctx, "admit-001")
 		labelNamespace(ctx, env.Namespace, "Deny")
-		for _, n := range []string{"n1", "n2"} {
-			_, err := env.AddNode(ctx, n, nil)
-			Expect(err).NotTo(HaveOccurred())
-		}
-		web := utils.Deployment(env.Namespace, "web", env.Pool(), 2, nil)
-		web.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
-			MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}}
-		Expect(k8sClient.Create(ctx, web)).To(Succeed())
-		allRunning(ctx, env.Namespace, map[string]string{"app": "web"}, 2)
+		seed001(ctx, env)
 
 		apart := getDeployment(ctx, env.Namespace, "web")
 		apart.APIVersion, apart.Kind = "apps/v1", "Deployment"

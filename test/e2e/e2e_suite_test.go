@@ -11,8 +11,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,23 +66,39 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// It serves the admission check too, registered by URL as a manager
 	// running outside the cluster is: every Deployment and StatefulSet the
 	// suite writes goes through it, in Warn mode but where a spec's
-	// namespace says otherwise.
-	certDir := GinkgoT().TempDir()
-	caBundle, err := utils.ServingCert(certDir)
-	Expect(err).NotTo(HaveOccurred())
+	// namespace says otherwise. It keeps its certificate itself, with the
+	// rights config/rbac gives it, in the Secret and the configuration
+	// config/default names, renewing the certificate every 40 s or so and
+	// its authority every 7 minutes: every spec's writes are answered while
+	// they rotate.
 	webhookPort, err = localcluster.FreePort()
 	Expect(err).NotTo(HaveOccurred())
+	Expect(utils.RegisterWebhook(ctx, k8sClient, webhookConfiguration, webhookPort, nil)).To(Succeed())
 	stop, err := utils.RunOperator(context.Background(), cluster.Config, utils.OperatorOptions{
-		CRDDir:             filepath.Join("..", "..", "config", "crd", "bases"),
-		UnschedulableGrace: operatorGrace,
-		AsUser:             utils.OperatorUser(),
-		WebhookPort:        webhookPort,
-		CertDir:            certDir,
+		CRDDir:               filepath.Join("..", "..", "config", "crd", "bases"),
+		UnschedulableGrace:   operatorGrace,
+		AsUser:               utils.OperatorUser(),
+		WebhookPort:          webhookPort,
+		CertSecret:           webhookCertSecret,
+		WebhookConfiguration: webhookConfiguration,
+		CertValidity:         time.Minute,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
-	Expect(utils.RegisterWebhook(ctx, k8sClient, "placement-guard-e2e", webhookPort, caBundle)).To(Succeed())
+	Eventually(func(g Gomega) {
+		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Name: webhookConfiguration}, cfg)).To(Succeed())
+		g.Expect(cfg.Webhooks[0].ClientConfig.CABundle).NotTo(BeEmpty(), "the manager has not given the configuration its authority")
+	}).Should(Succeed())
 }, NodeTimeout(3*time.Minute))
+
+// The Secret and the webhook configuration the suite's operator keeps: the
+// names config/default gives them, in the namespace config/rbac's Role is
+// in before config/default places it.
+var (
+	webhookCertSecret    = types.NamespacedName{Namespace: utils.OperatorAccountNamespace, Name: "placement-guard-webhook-cert"}
+	webhookConfiguration = "placement-guard-validating-webhook-configuration"
+)
 
 // operatorGrace is how long a pod may stay Pending because of a stage's
 // constraint before the operator rolls the stage back.

@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -38,7 +39,7 @@ var _ = Describe("Installing from the release artifacts", Label("install"), Orde
 		rendered, err := os.ReadFile(filepath.Join(dist, "install.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 
-		objs, warned := serverSideApply(ctx, rendered)
+		objs, warned := serverSideApply(ctx, shippedWebhookIsTheSuites(ctx, rendered))
 		DeferCleanup(func(ctx SpecContext) {
 			for _, obj := range objs {
 				if obj.GetKind() != "CustomResourceDefinition" { // the suite's operator serves it
@@ -53,9 +54,11 @@ var _ = Describe("Installing from the release artifacts", Label("install"), Orde
 		Eventually(func(g Gomega) {
 			pods, err := utils.PodsOf(ctx, k8sClient, "placement-guard-system", map[string]string{"control-plane": "controller-manager"})
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(pods).To(HaveLen(1))
-			g.Expect(utils.Running(pods[0])).To(BeTrue(), utils.Placement(pods))
-			g.Expect(pods[0].Spec.Containers[0].Image).To(Equal(image))
+			g.Expect(pods).To(HaveLen(2))
+			for _, p := range pods {
+				g.Expect(utils.Running(p)).To(BeTrue(), utils.Placement(pods))
+				g.Expect(p.Spec.Containers[0].Image).To(Equal(image))
+			}
 		}).Should(Succeed())
 	})
 
@@ -103,12 +106,14 @@ var _ = Describe("Installing from the release artifacts", Label("install"), Orde
 
 		By("helm install")
 		helm.run(ctx, append([]string{"install", release, filepath.Join("..", "..", "dist", "chart")}, common...)...)
-		readyPods(1)
-		Expect(clusterObjectsOf(ctx, release)).NotTo(BeEmpty(), "the release installs its ClusterRoles and bindings")
-
-		By("helm upgrade to two replicas with the policies on")
-		helm.run(ctx, append([]string{"upgrade", release, filepath.Join("..", "..", "dist", "chart"), "--set", "replicas=2", "--set", "policies.enable=true"}, common...)...)
 		readyPods(2)
+		Expect(clusterObjectsOf(ctx, release)).To(ContainElement("ValidatingWebhookConfiguration/"+ns+"-validating-webhook-configuration"),
+			"the release installs its ClusterRoles, bindings and admission webhook")
+
+		By("helm upgrade to three replicas with the policies on and the admission check in Deny mode")
+		helm.run(ctx, append([]string{"upgrade", release, filepath.Join("..", "..", "dist", "chart"), "--set", "replicas=3", "--set", "policies.enable=true",
+			"--set", "admission.mode=Deny"}, common...)...)
+		readyPods(3)
 
 		By("helm uninstall")
 		helm.run(ctx, "uninstall", release, "--namespace", ns, "--wait", "--timeout", "2m")
@@ -157,6 +162,11 @@ func clusterObjectsOf(ctx SpecContext, release string) []string {
 	Expect(k8sClient.List(ctx, bindings, client.MatchingLabels{"app.kubernetes.io/instance": release})).To(Succeed())
 	for _, b := range bindings.Items {
 		names = append(names, "ClusterRoleBinding/"+b.Name)
+	}
+	webhooks := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
+	Expect(k8sClient.List(ctx, webhooks, client.MatchingLabels{"app.kubernetes.io/instance": release})).To(Succeed())
+	for _, w := range webhooks.Items {
+		names = append(names, "ValidatingWebhookConfiguration/"+w.Name)
 	}
 	return names
 }

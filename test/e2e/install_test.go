@@ -11,11 +11,16 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/placement-guard/placement-guard/internal/webhook"
 
 	"github.com/placement-guard/placement-guard/test/localcluster"
 	"github.com/placement-guard/placement-guard/test/utils"
@@ -47,7 +52,7 @@ var _ = Describe("Installing with kubectl apply -k config/default", Label("insta
 		build.Stdout, build.Stderr = &rendered, &stderr
 		Expect(build.Run()).To(Succeed(), stderr.String())
 
-		objs, warned := serverSideApply(ctx, rendered.Bytes())
+		objs, warned := serverSideApply(ctx, shippedWebhookIsTheSuites(ctx, rendered.Bytes()))
 		kinds := map[string]int{}
 		for _, obj := range objs {
 			kinds[obj.GetKind()]++
@@ -64,6 +69,7 @@ var _ = Describe("Installing with kubectl apply -k config/default", Label("insta
 		Expect(kinds).To(HaveKeyWithValue("Deployment", 1))
 		Expect(kinds).To(HaveKeyWithValue("CustomResourceDefinition", 1))
 		Expect(kinds).To(HaveKey("ClusterRole"))
+		Expect(kinds).To(HaveKeyWithValue("PodDisruptionBudget", 1))
 		Expect(kinds).NotTo(HaveKey("Secret"))
 		Expect(warned).To(BeEmpty(), "the API server warned while applying config/default")
 
@@ -89,8 +95,9 @@ var _ = Describe("Installing with kubectl apply -k config/default", Label("insta
 		Eventually(func(g Gomega) {
 			pods, err := utils.PodsOf(ctx, k8sClient, "placement-guard-system", map[string]string{"control-plane": "controller-manager"})
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(pods).To(HaveLen(1))
+			g.Expect(pods).To(HaveLen(2), "two replicas, both serving the admission check")
 			g.Expect(utils.Running(pods[0])).To(BeTrue(), utils.Placement(pods))
+			g.Expect(utils.Running(pods[1])).To(BeTrue(), utils.Placement(pods))
 			spec := pods[0].Spec
 			g.Expect(*spec.SecurityContext.RunAsNonRoot).To(BeTrue())
 			g.Expect(spec.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
@@ -109,6 +116,60 @@ var _ = Describe("Installing with kubectl apply -k config/default", Label("insta
 		Expect(ns.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"))
 	})
 })
+
+// shippedWebhookIsTheSuites checks that the webhook configuration a
+// rendering installs is the one the suite runs with (registered by URL,
+// under the same name, so not applied again here): the same requests
+// sent, the same failure policy, timeout and selectors, a Service that
+// reaches the manager's webhook port. It returns the rendering without it.
+func shippedWebhookIsTheSuites(ctx SpecContext, rendered []byte) []byte {
+	var keep [][]byte
+	var shipped *unstructured.Unstructured
+	service, port := map[string]int64{}, int64(0)
+	for _, obj := range decodeManifests(rendered) {
+		switch obj.GetKind() {
+		case "ValidatingWebhookConfiguration":
+			shipped = obj
+			continue
+		case "Service":
+			ports, _, _ := unstructured.NestedSlice(obj.Object, "spec", "ports")
+			target, _, _ := unstructured.NestedInt64(ports[0].(map[string]any), "targetPort")
+			service[obj.GetNamespace()+"/"+obj.GetName()] = target
+		case "Deployment":
+			containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+			ports, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "ports")
+			for _, p := range ports {
+				if p.(map[string]any)["name"] == "webhook-server" {
+					port, _, _ = unstructured.NestedInt64(p.(map[string]any), "containerPort")
+				}
+			}
+		}
+		data, err := sigsyaml.Marshal(obj.Object)
+		Expect(err).NotTo(HaveOccurred())
+		keep = append(keep, data)
+	}
+	Expect(shipped).NotTo(BeNil(), "the rendering installs no admission webhook")
+	Expect(shipped.GetName()).To(Equal(webhookConfiguration))
+	// Defaulted by the API server as the suite's is: a dry run under another name.
+	defaulted := shipped.DeepCopy()
+	defaulted.SetName("dry-run-" + shipped.GetName())
+	Expect(k8sClient.Create(ctx, defaulted, client.DryRunAll)).To(Succeed())
+	var want admissionregistrationv1.ValidatingWebhookConfiguration
+	Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(defaulted.Object, &want)).To(Succeed())
+	live := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Name: webhookConfiguration}, live)).To(Succeed())
+	Expect(want.Webhooks).To(HaveLen(len(live.Webhooks)))
+	for i, w := range want.Webhooks {
+		svc := w.ClientConfig.Service
+		Expect(svc).NotTo(BeNil())
+		Expect(service).To(HaveKeyWithValue(svc.Namespace+"/"+svc.Name, port), "the configuration's Service does not reach the manager's webhook port")
+		Expect(*svc.Path).To(Equal(webhook.Path))
+		got := live.Webhooks[i]
+		w.ClientConfig, got.ClientConfig = admissionregistrationv1.WebhookClientConfig{}, admissionregistrationv1.WebhookClientConfig{}
+		Expect(got).To(Equal(w), "the suite runs another admission webhook than config/default installs")
+	}
+	return bytes.Join(keep, []byte("\n---\n"))
+}
 
 // decodeManifests splits a multi-document YAML into objects.
 func decodeManifests(data []byte) []*unstructured.Unstructured {

@@ -2,14 +2,18 @@ package utils
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -29,12 +33,17 @@ type OperatorOptions struct {
 	// runs with that user's permissions only (the CRDs are installed with
 	// cfg's).
 	AsUser string
-	// WebhookPort and CertDir, when set, serve the admission check on
-	// 127.0.0.1:WebhookPort with the certificate in CertDir, in
-	// AdmissionMode (Warn when empty).
-	WebhookPort   int
-	CertDir       string
-	AdmissionMode webhook.Mode
+	// WebhookPort, when set, serves the admission check on
+	// 127.0.0.1:WebhookPort in AdmissionMode (Warn when empty), with the
+	// certificate in CertDir or, when CertSecret is set, one the manager
+	// keeps there as --webhook-cert-secret does: for 127.0.0.1, valid
+	// CertValidity, its authority given to WebhookConfiguration.
+	WebhookPort          int
+	CertDir              string
+	AdmissionMode        webhook.Mode
+	CertSecret           types.NamespacedName
+	WebhookConfiguration string
+	CertValidity         time.Duration
 }
 
 // RunOperator installs the CRDs and runs the operator's manager, as
@@ -59,8 +68,19 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	}
-	if opts.CertDir != "" {
-		options.WebhookServer = ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: opts.WebhookPort, CertDir: opts.CertDir})
+	var rotator *webhook.CertRotator
+	if opts.WebhookPort != 0 {
+		server := ctrlwebhook.Options{Host: "127.0.0.1", Port: opts.WebhookPort, CertDir: opts.CertDir}
+		if opts.CertSecret.Name != "" {
+			c, err := client.New(cfg, client.Options{Scheme: scheme})
+			if err != nil {
+				return nil, err
+			}
+			rotator = &webhook.CertRotator{Client: c, Secret: opts.CertSecret, Configuration: opts.WebhookConfiguration,
+				Hosts: []string{"127.0.0.1"}, Validity: opts.CertValidity, Now: time.Now, Log: ctrl.Log.WithName("webhook-cert")}
+			server.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = rotator.GetCertificate }}
+		}
+		options.WebhookServer = ctrlwebhook.NewServer(server)
 	}
 	mgr, err := ctrl.NewManager(cfg, options)
 	if err != nil {
@@ -77,7 +97,12 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up the reconciler: %w", err)
 	}
-	if opts.CertDir != "" {
+	if rotator != nil {
+		if err := mgr.Add(rotator); err != nil {
+			return nil, err
+		}
+	}
+	if opts.WebhookPort != 0 {
 		mode := opts.AdmissionMode
 		if mode == "" {
 			mode = webhook.ModeWarn
@@ -94,6 +119,15 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 	if !mgr.GetCache().WaitForCacheSync(runCtx) {
 		cancel()
 		return nil, fmt.Errorf("the operator's caches did not sync: %w", <-done)
+	}
+	if rotator != nil {
+		// Ready as the manager's readiness check says: a certificate held.
+		if err := wait.PollUntilContextTimeout(runCtx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			return rotator.Ready(nil) == nil, nil
+		}); err != nil {
+			cancel()
+			return nil, fmt.Errorf("the webhook's certificate: %w", errors.Join(err, <-done))
+		}
 	}
 	return func() error {
 		cancel()

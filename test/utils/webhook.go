@@ -2,15 +2,7 @@ package utils
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -20,47 +12,26 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/placement-guard/placement-guard/internal/certs"
 	"github.com/placement-guard/placement-guard/internal/webhook"
 )
 
-// ServingCert writes a CA and a certificate for 127.0.0.1 it signs into
-// dir as tls.crt and tls.key, the file names the manager's flags default
-// to, and returns the CA in PEM for the webhook configuration's caBundle.
+// ServingCert writes a certificate for 127.0.0.1, signed by an authority
+// of its own, into dir as tls.crt and tls.key, the file names the
+// manager's flags default to, and returns the authority in PEM for the
+// webhook configuration's caBundle.
 func ServingCert(dir string) ([]byte, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	keys, err := certs.New([]string{"127.0.0.1", "localhost"}, time.Now(), 24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "placement-guard test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
+	if err := os.WriteFile(filepath.Join(dir, certs.KeyCert), keys.Cert, 0o600); err != nil {
 		return nil, err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
+	if err := os.WriteFile(filepath.Join(dir, certs.KeyKey), keys.Key, 0o600); err != nil {
 		return nil, err
 	}
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER}), 0o600); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
+	return keys.Bundle, nil
 }
 
 // RegisterWebhook registers the manager's admission check, served at
@@ -78,8 +49,11 @@ func RegisterWebhook(ctx context.Context, c client.Client, name string, port int
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 			TimeoutSeconds:          ptr.To[int32](5),
 			AdmissionReviewVersions: []string{"v1"},
+			// As config/webhook selects (the install specs compare them).
 			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system"}}}},
+				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "placement-guard-system"}}}},
+			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+				Key: "placementguard.io/admission", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"Off"}}}},
 		}},
 	}
 	return client.IgnoreAlreadyExists(c.Create(ctx, cfg))
@@ -90,7 +64,6 @@ func RegisterWebhook(ctx context.Context, c client.Client, name string, port int
 func WebhookRule() admissionregistrationv1.RuleWithOperations {
 	return admissionregistrationv1.RuleWithOperations{
 		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-		Rule: admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments", "statefulsets"},
-			Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments", "statefulsets"}},
 	}
 }
