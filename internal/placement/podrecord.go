@@ -186,18 +186,14 @@ func (t *PodTrimmer) shapeOf(out *corev1.Pod) (*podShape, error) {
 	if named {
 		t.field(out.Name)
 	}
-	key := t.key.String()
-	if kept, ok := t.shared[key]; ok {
+	if kept, ok := t.shared[string(t.key)]; ok {
 		return kept.(*podShape), nil
 	}
 	shape, err := newShape(out, named)
 	if err != nil {
 		return nil, err
 	}
-	if len(t.shared) >= t.max {
-		clear(t.shared)
-	}
-	t.shared[key] = shape
+	t.keep(shape)
 	return shape, nil
 }
 
@@ -241,9 +237,7 @@ func namesItsClaims(p *corev1.Pod) bool {
 
 // address adds a part's address to the key being built.
 func (t *PodTrimmer) address(p unsafe.Pointer) {
-	t.key.WriteByte(0)
-	var buf [20]byte
-	t.key.Write(strconv.AppendUint(buf[:0], uint64(uintptr(p)), 16))
+	t.key = strconv.AppendUint(append(t.key, 0), uint64(uintptr(p)), 16)
 }
 
 func mapData(m map[string]string) unsafe.Pointer {

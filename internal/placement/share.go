@@ -1,10 +1,8 @@
 package placement
 
 import (
-	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,7 +28,12 @@ type PodTrimmer struct {
 	mu     sync.Mutex
 	max    int
 	shared map[string]any
-	key    strings.Builder
+	// key is the key being built, its buffer reused from pod to pod: a
+	// lookup of a part already kept allocates nothing.
+	key []byte
+	// names and resources hold a map's keys while they are sorted.
+	names         []string
+	resourceNames []corev1.ResourceName
 }
 
 // NewPodTrimmer returns a trimmer that keeps at most max parts to share;
@@ -61,28 +64,35 @@ func (t *PodTrimmer) Trim(p *corev1.Pod) *corev1.Pod {
 // share returns the part already kept under the key being built, or keeps
 // and returns this one.
 func share[T any](t *PodTrimmer, part T) T {
-	key := t.key.String()
-	if kept, ok := t.shared[key]; ok {
+	if kept, ok := t.shared[string(t.key)]; ok {
 		return kept.(T)
 	}
+	t.keep(part)
+	return part
+}
+
+// keep keeps a part under the key being built.
+func (t *PodTrimmer) keep(part any) {
 	if len(t.shared) >= t.max {
 		clear(t.shared)
 	}
-	t.shared[key] = part
-	return part
+	t.shared[string(t.key)] = part
 }
 
 // begin starts the key of a part of one kind.
 func (t *PodTrimmer) begin(kind byte) {
-	t.key.Reset()
-	t.key.WriteByte(kind)
+	t.key = append(t.key[:0], kind)
 }
 
 // field adds a field to the key; fields are separated by a byte no label,
 // name or quantity holds.
 func (t *PodTrimmer) field(s string) {
-	t.key.WriteByte(0)
-	t.key.WriteString(s)
+	t.key = append(append(t.key, 0), s...)
+}
+
+// number adds an integer field to the key.
+func (t *PodTrimmer) number(n int64) {
+	t.key = strconv.AppendInt(append(t.key, 0), n, 10)
 }
 
 func (t *PodTrimmer) stringMap(kind byte, m map[string]string) map[string]string {
@@ -90,7 +100,12 @@ func (t *PodTrimmer) stringMap(kind byte, m map[string]string) map[string]string
 		return m
 	}
 	t.begin(kind)
-	for _, k := range slices.Sorted(maps.Keys(m)) {
+	t.names = t.names[:0]
+	for k := range m {
+		t.names = append(t.names, k)
+	}
+	slices.Sort(t.names)
+	for _, k := range t.names {
 		t.field(k)
 		t.field(m[k])
 	}
@@ -124,7 +139,7 @@ func (t *PodTrimmer) tolerations(ts []corev1.Toleration) []corev1.Toleration {
 		t.field(tol.Value)
 		t.field(string(tol.Effect))
 		if tol.TolerationSeconds != nil {
-			t.field(strconv.FormatInt(*tol.TolerationSeconds, 10))
+			t.number(*tol.TolerationSeconds)
 		} else {
 			t.field("-")
 		}
@@ -178,17 +193,28 @@ func (t *PodTrimmer) containers(kind byte, cs []corev1.Container) []corev1.Conta
 		}
 		t.resources(c.Resources.Requests)
 		for _, p := range c.Ports {
-			t.field(p.HostIP + ":" + strconv.Itoa(int(p.HostPort)) + "/" + string(p.Protocol))
+			t.field(p.HostIP)
+			t.number(int64(p.HostPort))
+			t.field(string(p.Protocol))
 		}
 		t.field("|")
 	}
 	return share(t, cs)
 }
 
+// resources adds requests by value (1Gi and 1073741824 are one key).
 func (t *PodTrimmer) resources(l corev1.ResourceList) {
-	for _, name := range slices.Sorted(maps.Keys(l)) {
+	t.resourceNames = t.resourceNames[:0]
+	for name := range l {
+		t.resourceNames = append(t.resourceNames, name)
+	}
+	slices.Sort(t.resourceNames)
+	for _, name := range t.resourceNames {
 		q := l[name]
-		t.field(string(name) + "=" + q.String())
+		t.field(string(name))
+		var exp int32
+		t.key, exp = q.AsCanonicalBytes(append(t.key, '='))
+		t.key = strconv.AppendInt(append(t.key, 'e'), int64(exp), 10)
 	}
 }
 
@@ -207,7 +233,7 @@ func (t *PodTrimmer) statuses(kind byte, ss []corev1.ContainerStatus) []corev1.C
 		}
 		t.field(s.Name)
 		t.field(strconv.FormatBool(s.Ready))
-		t.field(strconv.Itoa(int(s.RestartCount)))
+		t.number(int64(s.RestartCount))
 	}
 	return share(t, ss)
 }
