@@ -117,7 +117,11 @@ func (pi *podInfo) materialize() *corev1.Pod {
 // record trims p, shares what it has in common with the pods trimmed
 // before it, and returns the engine's record of it (not yet bound).
 func (t *PodTrimmer) record(p *corev1.Pod) (*podInfo, error) {
-	out := t.Trim(p)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := &t.scratch
+	trimInto(out, p)
+	t.sharePartsOf(out)
 	shape, err := t.shapeOf(out)
 	if err != nil {
 		return nil, err
@@ -150,11 +154,9 @@ func (t *PodTrimmer) record(p *corev1.Pod) (*podInfo, error) {
 // shape already kept for the same parts, or a new one. Shared parts are
 // one copy per content, so their addresses tell them apart; the other
 // fields are rare (claims, overhead, pod-level resources, gates,
-// priority) and are keyed by content.
+// priority) and are keyed by content. The caller holds the lock.
 func (t *PodTrimmer) shapeOf(out *corev1.Pod) (*podShape, error) {
 	named := namesItsClaims(out)
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.begin('S')
 	t.field(out.APIVersion)
 	t.field(out.Kind)

@@ -181,6 +181,10 @@ func (r resources) fitsIn(alloc, requested, extra resources) bool {
 	if r.ephemeralStorage > 0 && r.ephemeralStorage > alloc.ephemeralStorage-requested.ephemeralStorage-extra.ephemeralStorage {
 		return false
 	}
+	if len(r.scalar) == 0 {
+		// Most pods: starting a range over a map costs more than this check.
+		return true
+	}
 	for name, v := range r.scalar {
 		if v > 0 && v > alloc.scalar[name]-requested.scalar[name]-extra.scalar[name] {
 			return false

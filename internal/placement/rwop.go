@@ -55,6 +55,9 @@ func (e *evaluator) accountClaims(p *corev1.Pod, delta int32) {
 // the same on every node: true when another pod on a node uses one of the
 // pod's ReadWriteOncePod claims.
 func (e *evaluator) readWriteOncePodInUse() bool {
+	if len(e.rwopUsers) == 0 {
+		return false
+	}
 	for _, n := range e.rwopUsers {
 		if n > 0 {
 			return true

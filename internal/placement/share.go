@@ -34,6 +34,8 @@ type PodTrimmer struct {
 	// names and resources hold a map's keys while they are sorted.
 	names         []string
 	resourceNames []corev1.ResourceName
+	// scratch is the trimmed pod a record is read from; nothing keeps it.
+	scratch corev1.Pod
 }
 
 // NewPodTrimmer returns a trimmer that keeps at most max parts to share;
@@ -48,6 +50,13 @@ func (t *PodTrimmer) Trim(p *corev1.Pod) *corev1.Pod {
 	out := TrimPod(p)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.sharePartsOf(out)
+	return out
+}
+
+// sharePartsOf replaces the parts of a trimmed pod with the copies already
+// kept; the caller holds the lock.
+func (t *PodTrimmer) sharePartsOf(out *corev1.Pod) {
 	out.Labels = t.stringMap('l', out.Labels)
 	out.OwnerReferences = t.owners(out.OwnerReferences)
 	out.Spec.NodeSelector = t.stringMap('n', out.Spec.NodeSelector)
@@ -58,7 +67,6 @@ func (t *PodTrimmer) Trim(p *corev1.Pod) *corev1.Pod {
 	out.Spec.InitContainers = t.containers('i', out.Spec.InitContainers)
 	out.Status.ContainerStatuses = t.statuses('s', out.Status.ContainerStatuses)
 	out.Status.InitContainerStatuses = t.statuses('t', out.Status.InitContainerStatuses)
-	return out
 }
 
 // share returns the part already kept under the key being built, or keeps

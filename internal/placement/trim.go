@@ -12,7 +12,14 @@ import (
 // managedFields, annotations, images, environment, probes, most of the
 // status, is dropped, so a cache of every pod in a large cluster stays small.
 func TrimPod(p *corev1.Pod) *corev1.Pod {
-	out := &corev1.Pod{
+	out := &corev1.Pod{}
+	trimInto(out, p)
+	return out
+}
+
+// trimInto writes the part of p that TrimPod keeps over out.
+func trimInto(out, p *corev1.Pod) {
+	*out = corev1.Pod{
 		TypeMeta: p.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              p.Name,
@@ -47,7 +54,6 @@ func TrimPod(p *corev1.Pod) *corev1.Pod {
 			InitContainerStatuses: trimStatuses(p.Status.InitContainerStatuses, p.Spec.InitContainers, resourcehelper.IsPodResizeInfeasible(p)),
 		},
 	}
-	return out
 }
 
 // deletionCost keeps the one annotation the rollout simulation reads: the
