@@ -185,7 +185,9 @@ func (t *PodTrimmer) spread(cs []corev1.TopologySpreadConstraint) []corev1.Topol
 	return share(t, cs)
 }
 
-// containers are keyed by what TrimPod keeps of them.
+// containers are keyed by what TrimPod keeps of them, so that trimmed and
+// untrimmed containers have one key; a copy is trimmed only when none is
+// kept yet.
 func (t *PodTrimmer) containers(kind byte, cs []corev1.Container) []corev1.Container {
 	if len(cs) == 0 {
 		return cs
@@ -201,13 +203,21 @@ func (t *PodTrimmer) containers(kind byte, cs []corev1.Container) []corev1.Conta
 		}
 		t.resources(c.Resources.Requests)
 		for _, p := range c.Ports {
+			if p.HostPort <= 0 {
+				continue
+			}
 			t.field(p.HostIP)
 			t.number(int64(p.HostPort))
 			t.field(string(p.Protocol))
 		}
 		t.field("|")
 	}
-	return share(t, cs)
+	if kept, ok := t.shared[string(t.key)]; ok {
+		return kept.([]corev1.Container)
+	}
+	trimmed := trimContainers(cs)
+	t.keep(trimmed)
+	return trimmed
 }
 
 // resources adds requests by value (1Gi and 1073741824 are one key).

@@ -14,10 +14,14 @@ import (
 func TrimPod(p *corev1.Pod) *corev1.Pod {
 	out := &corev1.Pod{}
 	trimInto(out, p)
+	out.Spec.Containers = trimContainers(out.Spec.Containers)
+	out.Spec.InitContainers = trimContainers(out.Spec.InitContainers)
 	return out
 }
 
-// trimInto writes the part of p that TrimPod keeps over out.
+// trimInto writes the part of p that TrimPod keeps over out, all but its
+// containers, which it leaves as p has them: the trimmer looks up the
+// containers it already keeps before it trims a copy.
 func trimInto(out, p *corev1.Pod) {
 	*out = corev1.Pod{
 		TypeMeta: p.TypeMeta,
@@ -43,8 +47,8 @@ func trimInto(out, p *corev1.Pod) {
 			Resources:                 p.Spec.Resources,
 			SchedulingGates:           p.Spec.SchedulingGates,
 			Priority:                  p.Spec.Priority,
-			Containers:                trimContainers(p.Spec.Containers),
-			InitContainers:            trimContainers(p.Spec.InitContainers),
+			Containers:                p.Spec.Containers,
+			InitContainers:            p.Spec.InitContainers,
 			Volumes:                   claimVolumes(p.Spec.Volumes),
 		},
 		Status: corev1.PodStatus{
