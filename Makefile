@@ -128,6 +128,7 @@ generator-tools:
 .PHONY: verify-lint
 verify-lint: lint
 	$(GO) run ./hack/modsync
+	$(GO) run ./hack/kindrule
 
 # What the tests run besides the code under test. `make test` builds these two
 # at a time: on a cold clone each build spends its first minute downloading

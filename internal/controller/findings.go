@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,16 +44,13 @@ type FindingsReconciler struct {
 
 // Reconcile judges a workload whose placement-relevant fields changed.
 func (r *FindingsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	for _, kind := range []pgv1.WorkloadKind{pgv1.KindDeployment, pgv1.KindStatefulSet} {
-		obj, err := targets.NewObject(string(kind))
-		if err != nil {
-			return ctrl.Result{}, err
-		}
+	for _, kind := range targets.Kinds() {
+		obj := kind.New()
 		if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return ctrl.Result{}, fmt.Errorf("get %s %s: %w", kind, req.NamespacedName, err)
+			return ctrl.Result{}, fmt.Errorf("get %s %s: %w", kind.Name, req.NamespacedName, err)
 		}
 		if err := r.record(ctx, obj); err != nil {
 			return ctrl.Result{}, err
@@ -164,9 +160,9 @@ func (r *FindingsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("admissionfindings").
-		For(&appsv1.Deployment{}, builder.WithPredicates(relevant)).
-		Watches(&appsv1.StatefulSet{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(relevant)).
-		Complete(r)
+	b := ctrl.NewControllerManagedBy(mgr).Named("admissionfindings")
+	for _, k := range targets.Kinds() {
+		b = b.Watches(k.New(), &handler.EnqueueRequestForObject{}, builder.WithPredicates(relevant))
+	}
+	return b.Complete(r)
 }

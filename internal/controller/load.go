@@ -100,15 +100,15 @@ func (r *PlacementMigrationReconciler) targetRefs(ctx context.Context, pm *pgv1.
 		return nil, fmt.Errorf("targetSelector: %w", err)
 	}
 	opts := []client.ListOption{client.InNamespace(pm.Namespace), client.MatchingLabelsSelector{Selector: sel}}
-	var deployments appsv1.DeploymentList
-	if err := r.List(ctx, &deployments, opts...); err != nil {
-		return nil, fmt.Errorf("list Deployments selected by %s: %w", sel, err)
+	var workloads []client.Object
+	for _, k := range targets.Kinds() {
+		list := k.NewList()
+		if err := r.List(ctx, list, opts...); err != nil {
+			return nil, fmt.Errorf("list %s selected by %s: %w", k.Resource, sel, err)
+		}
+		workloads = append(workloads, k.Items(list)...)
 	}
-	var statefulSets appsv1.StatefulSetList
-	if err := r.List(ctx, &statefulSets, opts...); err != nil {
-		return nil, fmt.Errorf("list StatefulSets selected by %s: %w", sel, err)
-	}
-	return planning.TargetRefs(pm.Spec, pointers(deployments.Items), pointers(statefulSets.Items))
+	return planning.TargetRefs(pm.Spec, workloads)
 }
 
 func pointers[T any](items []T) []*T {

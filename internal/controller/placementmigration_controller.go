@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -28,6 +27,8 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/metrics"
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/targets"
 )
 
 // DefaultUnschedulableGrace is how long a target pod may stay Pending
@@ -265,7 +266,7 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	})
 	// The map functions are called with the object before and after an
 	// update, so a workload whose labels leave a targetSelector is seen.
-	workload := func(kind pgv1.WorkloadKind) handler.EventHandler {
+	workload := func(kind placement.WorkloadKind) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return r.interests.workloadChange(o.GetNamespace(), string(kind), o.GetName(), o.GetLabels())
 		})
@@ -274,11 +275,13 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		ref := o.(*autoscalingv2.HorizontalPodAutoscaler).Spec.ScaleTargetRef
 		return r.interests.workloadChange(o.GetNamespace(), ref.Kind, ref.Name, nil)
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&pgv1.PlacementMigration{}).
-		Watches(&pgv1.PlacementMigration{}, inNamespace).
-		Watches(&appsv1.Deployment{}, workload(pgv1.KindDeployment)).
-		Watches(&appsv1.StatefulSet{}, workload(pgv1.KindStatefulSet)).
+		Watches(&pgv1.PlacementMigration{}, inNamespace)
+	for _, k := range targets.Kinds() {
+		b = b.Watches(k.New(), workload(k.Name))
+	}
+	return b.
 		Watches(&policyv1.PodDisruptionBudget{}, inNamespace).
 		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, autoscaler).
 		WatchesRawSource(&stateSource{r: r, feeds: r.feeds}).

@@ -52,7 +52,7 @@ func (s *scope) verifyStage(op *pgv1.Operation) (outcome, error) {
 		}
 		if !progress.Done {
 			waiting = append(waiting, progress.Message)
-		} else if partitioned(t) {
+		} else if t.Partitioned() {
 			notes = append(notes, progress.Message)
 		}
 	}
@@ -134,7 +134,7 @@ func (s *scope) measure(op *pgv1.Operation) (string, bool, error) {
 			if err != nil {
 				return err
 			}
-			if !got.Holds && partitioned(t) {
+			if !got.Holds && t.Partitioned() {
 				got.Summary += "; the ordinals below the partition keep their template and are not moved"
 				got.Holds = true
 			}
@@ -144,13 +144,6 @@ func (s *scope) measure(op *pgv1.Operation) (string, bool, error) {
 		return nil
 	})
 	return strings.Join(summaries, "; "), holds, err
-}
-
-// partitioned reports a StatefulSet whose rolling update stops at a
-// partition: its pods below it are never moved by the migration.
-func partitioned(t *target) bool {
-	ru := t.Workload.UpdateStrategy.RollingUpdate
-	return t.Kind() == placement.StatefulSet && ru != nil && ru.Partition != nil && *ru.Partition > 0
 }
 
 // guardOperation rolls the operation back when a protected pod was

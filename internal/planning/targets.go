@@ -2,6 +2,7 @@ package planning
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -9,24 +10,25 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/targets"
 )
 
-// Inventory holds the workloads of one namespace and what their rollout
-// needs: the Deployments' ReplicaSets and every pod.
+// Inventory holds the workloads of one namespace, of every kind the
+// project migrates, and what their rollout needs: the Deployments'
+// ReplicaSets and every pod.
 type Inventory struct {
-	Deployments  []*appsv1.Deployment
-	StatefulSets []*appsv1.StatefulSet
-	ReplicaSets  []*appsv1.ReplicaSet
-	Pods         []*corev1.Pod
+	Workloads   []client.Object
+	ReplicaSets []*appsv1.ReplicaSet
+	Pods        []*corev1.Pod
 }
 
 // TargetRefs lists the workloads the spec names, or those of the given
 // workloads its targetSelector selects, in a stable order.
-func TargetRefs(spec pgv1.PlacementMigrationSpec, deployments []*appsv1.Deployment, statefulSets []*appsv1.StatefulSet) ([]pgv1.TargetRef, error) {
+func TargetRefs(spec pgv1.PlacementMigrationSpec, workloads []client.Object) ([]pgv1.TargetRef, error) {
 	if spec.TargetSelector == nil {
 		return spec.Targets, nil
 	}
@@ -34,29 +36,22 @@ func TargetRefs(spec pgv1.PlacementMigrationSpec, deployments []*appsv1.Deployme
 	if err != nil {
 		return nil, fmt.Errorf("targetSelector: %w", err)
 	}
-	kinds := spec.TargetSelector.Kinds
-	if len(kinds) == 0 {
-		kinds = []pgv1.WorkloadKind{pgv1.KindDeployment, pgv1.KindStatefulSet}
-	}
 	var refs []pgv1.TargetRef
-	for _, kind := range kinds {
-		switch kind {
-		case pgv1.KindDeployment:
-			for _, d := range deployments {
-				if sel.Matches(labels.Set(d.Labels)) && !capacityRequest(d) {
-					refs = append(refs, pgv1.TargetRef{Kind: kind, Name: d.Name})
-				}
-			}
-		case pgv1.KindStatefulSet:
-			for _, st := range statefulSets {
-				if sel.Matches(labels.Set(st.Labels)) {
-					refs = append(refs, pgv1.TargetRef{Kind: kind, Name: st.Name})
-				}
-			}
+	for _, obj := range workloads {
+		k := targets.KindOf(obj)
+		if k == nil || !selectsKind(spec.TargetSelector.Kinds, k) || capacityRequest(obj) || !sel.Matches(labels.Set(obj.GetLabels())) {
+			continue
 		}
+		refs = append(refs, pgv1.TargetRef{Kind: pgv1.WorkloadKind(k.Name), Name: obj.GetName()})
 	}
 	sort.Slice(refs, func(i, j int) bool { return RefKey(refs[i]) < RefKey(refs[j]) })
 	return refs, nil
+}
+
+// selectsKind reports whether a targetSelector's kinds (every kind when
+// empty) hold k.
+func selectsKind(kinds []pgv1.WorkloadKind, k *targets.Kind) bool {
+	return len(kinds) == 0 || slices.Contains(kinds, pgv1.WorkloadKind(k.Name))
 }
 
 // RefKey is "Kind/name", the engine's name of a workload.
@@ -81,15 +76,8 @@ func Resolve(refs []pgv1.TargetRef, inv Inventory, c placement.Constraint) (foun
 	}
 	for _, ref := range refs {
 		var t *targets.Target
-		switch ref.Kind {
-		case pgv1.KindDeployment:
-			if d := byName(inv.Deployments, ref.Name); d != nil {
-				t = targets.NewDeployment(d, inv.ReplicaSets, live)
-			}
-		case pgv1.KindStatefulSet:
-			if st := byName(inv.StatefulSets, ref.Name); st != nil {
-				t = targets.NewStatefulSet(st, live)
-			}
+		if obj := find(inv.Workloads, ref); obj != nil {
+			t = targets.Build(obj, inv.ReplicaSets, live)
 		}
 		if t == nil {
 			missing = append(missing, RefKey(ref))
@@ -134,20 +122,20 @@ func KeepRecorded(t *Target, c placement.Constraint, applied *corev1.PodSpec) {
 	}
 }
 
-func byName[T interface{ GetName() string }](items []T, name string) T {
-	var zero T
-	for _, it := range items {
-		if it.GetName() == name {
-			return it
+// find is the workload a ref names, nil when there is none.
+func find(workloads []client.Object, ref pgv1.TargetRef) client.Object {
+	for _, obj := range workloads {
+		if k := targets.KindOf(obj); k != nil && string(k.Name) == string(ref.Kind) && obj.GetName() == ref.Name {
+			return obj
 		}
 	}
-	return zero
+	return nil
 }
 
-// capacityRequest reports a Deployment of placeholder pods that a
-// migration created to ask an autoscaler for capacity: never a target,
-// whatever a selector matches.
-func capacityRequest(d *appsv1.Deployment) bool {
-	owner := metav1.GetControllerOf(d)
+// capacityRequest reports a workload of placeholder pods that a migration
+// created to ask an autoscaler for capacity: never a target, whatever a
+// selector matches.
+func capacityRequest(obj client.Object) bool {
+	owner := metav1.GetControllerOf(obj)
 	return owner != nil && owner.Kind == "PlacementMigration" && strings.HasPrefix(owner.APIVersion, pgv1.GroupVersion.Group+"/")
 }

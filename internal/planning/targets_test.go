@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
@@ -16,7 +17,7 @@ func TestTargetSelectorNeverSelectsCapacityRequests(t *testing.T) {
 	placeholders := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web-apart-capacity", Labels: labels,
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: pgv1.GroupVersion.String(), Kind: "PlacementMigration", Name: "web-apart", UID: "u", Controller: ptr.To(true)}}}}
 	spec := pgv1.PlacementMigrationSpec{TargetSelector: &pgv1.TargetSelector{Selector: *pgv1.Labels(labels)}}
-	refs, err := TargetRefs(spec, []*appsv1.Deployment{web, placeholders}, nil)
+	refs, err := TargetRefs(spec, []client.Object{web, placeholders})
 	if err != nil {
 		t.Fatal(err)
 	}

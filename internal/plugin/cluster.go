@@ -14,16 +14,17 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
+	"github.com/placement-guard/placement-guard/internal/targets"
 )
 
 // Cluster is what the plugin knows of a cluster: read from the API with
 // get and list only, or from a directory of YAML.
 type Cluster struct {
 	placement.Objects
-	Deployments  []*appsv1.Deployment
-	StatefulSets []*appsv1.StatefulSet
-	ReplicaSets  []*appsv1.ReplicaSet
-	Migrations   []*pgv1.PlacementMigration
+	// Workloads are the objects of the kinds the project migrates.
+	Workloads   []client.Object
+	ReplicaSets []*appsv1.ReplicaSet
+	Migrations  []*pgv1.PlacementMigration
 
 	// Skipped names the objects the engine could not index, with why: a
 	// pod whose anti-affinity selector does not parse (the API server
@@ -116,6 +117,10 @@ func ClusterOf(docs []Document) *Cluster {
 }
 
 func (c *Cluster) add(o any) {
+	if targets.KindOf(o) != nil {
+		c.Workloads = append(c.Workloads, o.(client.Object))
+		return
+	}
 	switch o := o.(type) {
 	case *corev1.Node:
 		c.Nodes = append(c.Nodes, o)
@@ -137,10 +142,6 @@ func (c *Cluster) add(o any) {
 		c.CSIDrivers = append(c.CSIDrivers, o)
 	case *storagev1.CSIStorageCapacity:
 		c.Capacities = append(c.Capacities, o)
-	case *appsv1.Deployment:
-		c.Deployments = append(c.Deployments, o)
-	case *appsv1.StatefulSet:
-		c.StatefulSets = append(c.StatefulSets, o)
 	case *appsv1.ReplicaSet:
 		c.ReplicaSets = append(c.ReplicaSets, o)
 	case *pgv1.PlacementMigration:
@@ -161,10 +162,9 @@ func (c *Cluster) migrationsIn(namespace string) []pgv1.PlacementMigration {
 // Inventory is the namespace's part of the cluster the targets resolve in.
 func (c *Cluster) Inventory(namespace string) planning.Inventory {
 	return planning.Inventory{
-		Deployments:  inNamespace(c.Deployments, namespace),
-		StatefulSets: inNamespace(c.StatefulSets, namespace),
-		ReplicaSets:  inNamespace(c.ReplicaSets, namespace),
-		Pods:         inNamespace(c.Pods, namespace),
+		Workloads:   inNamespace(c.Workloads, namespace),
+		ReplicaSets: inNamespace(c.ReplicaSets, namespace),
+		Pods:        inNamespace(c.Pods, namespace),
 	}
 }
 
@@ -203,9 +203,10 @@ func ReadCluster(ctx context.Context, c client.Reader, namespaces ...string) (*C
 	}
 	for _, ns := range namespaces {
 		in := []client.ListOption{client.InNamespace(ns)}
+		for _, k := range targets.Kinds() {
+			lists = append(lists, list{k.Resource + " in " + ns, k.NewList(), in})
+		}
 		lists = append(lists,
-			list{"deployments in " + ns, &appsv1.DeploymentList{}, in},
-			list{"statefulsets in " + ns, &appsv1.StatefulSetList{}, in},
 			list{"replicasets in " + ns, &appsv1.ReplicaSetList{}, in},
 			list{"placementmigrations in " + ns, &pgv1.PlacementMigrationList{}, in})
 	}

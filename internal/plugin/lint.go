@@ -5,12 +5,13 @@ import (
 	"sort"
 	"strconv"
 
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
+	"github.com/placement-guard/placement-guard/internal/targets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Finding is one hazard lint found in a manifest.
@@ -106,22 +107,16 @@ func (o LintOptions) knows(c placement.Constraint) bool {
 // workloads it targets, at both stages.
 func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv1.PlacementMigration, workloads []manifestWorkload, migrations []pgv1.PlacementMigration, defaultNS string) ([]Finding, error) {
 	ns := namespaceOr(pm.Namespace, defaultNS)
-	var deployments []*appsv1.Deployment
-	var statefulSets []*appsv1.StatefulSet
+	var objects []client.Object
 	byRef := map[string]*placement.Workload{}
 	for _, mw := range workloads {
 		if mw.workload.Namespace != ns {
 			continue
 		}
 		byRef[string(mw.workload.Kind)+"/"+mw.workload.Name] = mw.workload
-		switch o := mw.doc.Object.(type) {
-		case *appsv1.Deployment:
-			deployments = append(deployments, o)
-		case *appsv1.StatefulSet:
-			statefulSets = append(statefulSets, o)
-		}
+		objects = append(objects, mw.doc.Object.(client.Object))
 	}
-	refs, err := planning.TargetRefs(pm.Spec, deployments, statefulSets)
+	refs, err := planning.TargetRefs(pm.Spec, objects)
 	if err != nil {
 		return []Finding{{File: d.File, Line: d.Line, Object: objectName(d), Type: "InvalidSpec", Blocking: true, Message: err.Error()}}, nil
 	}
@@ -200,12 +195,9 @@ func findingsAt(d Document, hs []placement.Hazard) []Finding {
 
 func objectName(d Document) string {
 	kind := ""
-	switch d.Object.(type) {
-	case *appsv1.Deployment:
-		kind = "Deployment"
-	case *appsv1.StatefulSet:
-		kind = "StatefulSet"
-	case *pgv1.PlacementMigration:
+	if k := targets.KindOf(d.Object); k != nil {
+		kind = string(k.Name)
+	} else if _, ok := d.Object.(*pgv1.PlacementMigration); ok {
 		kind = "PlacementMigration"
 	}
 	if m, ok := d.Object.(metav1.Object); ok {

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,13 +91,7 @@ func placePods(snap *placement.Snapshot, w *placement.Workload) ([]*corev1.Pod, 
 	pods := make([]*corev1.Pod, w.Replicas)
 	for i := range pods {
 		name := w.Name + "-" + strconv.Itoa(i)
-		labels := map[string]string{w.RevisionLabel: lintRevision}
-		for k, v := range w.Template.Labels {
-			labels[k] = v
-		}
-		if w.Kind == placement.StatefulSet {
-			labels[appsv1.StatefulSetPodNameLabel] = name
-		}
+		labels := targets.PodLabels(w, name, lintRevision)
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: name, Labels: labels, UID: types.UID("lint/" + w.Namespace + "/" + name),
 				CreationTimestamp: metav1.NewTime(metav1.Now().Add(-24 * 3600e9))},

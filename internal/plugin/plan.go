@@ -79,7 +79,7 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 	ns := pm.Namespace
 	report := Report{Migration: pm.Name, Namespace: ns}
 	inv := c.Inventory(ns)
-	refs, err := planning.TargetRefs(pm.Spec, inv.Deployments, inv.StatefulSets)
+	refs, err := planning.TargetRefs(pm.Spec, inv.Workloads)
 	if err != nil {
 		return report, err
 	}

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/targets"
 )
 
 // migration builds the PlacementMigration the flags describe.
@@ -85,11 +86,8 @@ func parseTarget(s string) (pgv1.TargetRef, error) {
 	if !ok || name == "" {
 		return pgv1.TargetRef{}, usagef("--target %q: want KIND/NAME, e.g. deploy/web or sts/db", s)
 	}
-	switch strings.ToLower(kind) {
-	case "deploy", "deployment", "deployments", "deployment.apps", "deployments.apps":
-		return pgv1.TargetRef{Kind: pgv1.KindDeployment, Name: name}, nil
-	case "sts", "statefulset", "statefulsets", "statefulset.apps", "statefulsets.apps":
-		return pgv1.TargetRef{Kind: pgv1.KindStatefulSet, Name: name}, nil
+	if k := targets.KindSpelled(kind); k != nil {
+		return pgv1.TargetRef{Kind: pgv1.WorkloadKind(k.Name), Name: name}, nil
 	}
 	return pgv1.TargetRef{}, usagef("--target %q: a migration targets Deployments (deploy/NAME) and StatefulSets (sts/NAME)", s)
 }

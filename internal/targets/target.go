@@ -18,8 +18,8 @@ import (
 // controller object, the engine's view of it and its live pods. Code that
 // needs to know the kind asks the Target instead of switching on it.
 type Target struct {
-	deployment  *appsv1.Deployment
-	statefulSet *appsv1.StatefulSet
+	obj  client.Object
+	kind *Kind
 	// Workload is the engine's view: template, strategy, pods.
 	Workload *placement.Workload
 	// Pods are the live (not terminating) pods, by name.
@@ -29,24 +29,17 @@ type Target struct {
 // NewDeployment builds the Target of a Deployment from its ReplicaSets and
 // the namespace's live pods.
 func NewDeployment(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, pods []*corev1.Pod) *Target {
-	w := FromDeployment(d, replicaSets, pods)
-	return &Target{deployment: d, Workload: w, Pods: podsOf(w, pods)}
+	return Build(d, replicaSets, pods)
 }
 
 // NewStatefulSet builds the Target of a StatefulSet from the namespace's
 // live pods.
 func NewStatefulSet(s *appsv1.StatefulSet, pods []*corev1.Pod) *Target {
-	w := FromStatefulSet(s, pods)
-	return &Target{statefulSet: s, Workload: w, Pods: podsOf(w, pods)}
+	return Build(s, nil, pods)
 }
 
 // Object is the workload object.
-func (t *Target) Object() client.Object {
-	if t.deployment != nil {
-		return t.deployment
-	}
-	return t.statefulSet
-}
+func (t *Target) Object() client.Object { return t.obj }
 
 // Kind is the workload's kind.
 func (t *Target) Kind() placement.WorkloadKind { return t.Workload.Kind }
@@ -64,10 +57,12 @@ func (t *Target) UID() types.UID { return t.Object().GetUID() }
 func (t *Target) Generation() int64 { return t.Object().GetGeneration() }
 
 // Paused reports a workload whose controller is told not to roll out a
-// changed template: a Deployment with spec.paused.
-func (t *Target) Paused() bool {
-	return t.deployment != nil && t.deployment.Spec.Paused
-}
+// changed template (a Deployment with spec.paused).
+func (t *Target) Paused() bool { return t.kind.paused(t.obj) }
+
+// Partitioned reports a workload whose rolling update stops at a
+// partition (a StatefulSet's): the pods below it keep their template.
+func (t *Target) Partitioned() bool { return t.kind.partitioned(t.obj) }
 
 // Template is the live pod template.
 func (t *Target) Template() *corev1.PodTemplateSpec { return &t.Workload.Template }
@@ -105,94 +100,7 @@ type Progress struct {
 
 // Progress judges the rollout of generation (at least the object's own).
 func (t *Target) Progress(generation int64) Progress {
-	if t.deployment != nil {
-		return deploymentProgress(t.String(), t.deployment, max(generation, t.deployment.Generation))
-	}
-	return t.statefulSetProgress(max(generation, t.statefulSet.Generation))
-}
-
-func deploymentProgress(ref string, d *appsv1.Deployment, generation int64) Progress {
-	want := replicas(d.Spec.Replicas)
-	st := d.Status
-	if st.ObservedGeneration < generation {
-		return Progress{Message: fmt.Sprintf("%s: waiting for the Deployment controller to observe generation %d", ref, generation)}
-	}
-	for _, c := range st.Conditions {
-		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
-			return Progress{Failed: true, Message: fmt.Sprintf("%s exceeded its progress deadline", ref)}
-		}
-	}
-	switch {
-	case st.UpdatedReplicas < want:
-		return Progress{Message: fmt.Sprintf("%s: %d of %d new replicas updated", ref, st.UpdatedReplicas, want)}
-	case st.Replicas > st.UpdatedReplicas:
-		return Progress{Message: fmt.Sprintf("%s: %d old replica(s) pending termination", ref, st.Replicas-st.UpdatedReplicas)}
-	case st.AvailableReplicas < st.UpdatedReplicas:
-		return Progress{Message: fmt.Sprintf("%s: %d of %d updated replicas available", ref, st.AvailableReplicas, st.UpdatedReplicas)}
-	}
-	return Progress{Done: true, Message: fmt.Sprintf("%s: %d of %d replicas updated and available", ref, st.UpdatedReplicas, want)}
-}
-
-// statefulSetProgress follows kubectl's StatefulSet status viewer and adds
-// what it cannot say: a partitioned rollout is complete once the ordinals
-// at or above the partition are updated, and an OnDelete StatefulSet once
-// every pod was deleted and came back at the update revision.
-func (t *Target) statefulSetProgress(generation int64) Progress {
-	s, ref := t.statefulSet, t.String()
-	want := replicas(s.Spec.Replicas)
-	st := s.Status
-	if st.ObservedGeneration == 0 || st.ObservedGeneration < generation {
-		return Progress{Message: fmt.Sprintf("%s: waiting for the StatefulSet controller to observe generation %d", ref, generation)}
-	}
-	stuck := t.stuckPod()
-	if s.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
-		if st.UpdatedReplicas < want || st.ReadyReplicas < want {
-			old := t.podsNotAt(st.UpdateRevision)
-			return Progress{StuckPod: stuck, Message: fmt.Sprintf("%s uses the OnDelete update strategy: %d of %d pods run the new revision; each takes it only when deleted (%s)",
-				ref, st.UpdatedReplicas, want, firstFew(old, 3))}
-		}
-		return Progress{Done: true, Message: fmt.Sprintf("%s: every pod runs the new revision", ref)}
-	}
-	if st.ReadyReplicas < want {
-		return Progress{StuckPod: stuck, Message: fmt.Sprintf("%s: %d of %d pods Ready", ref, st.ReadyReplicas, want)}
-	}
-	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil && *ru.Partition > 0 {
-		if st.UpdatedReplicas < want-*ru.Partition {
-			return Progress{StuckPod: stuck, Message: fmt.Sprintf("%s: %d of %d pods at or above partition %d updated", ref, st.UpdatedReplicas, want-*ru.Partition, *ru.Partition)}
-		}
-		return Progress{Done: true, Message: fmt.Sprintf("%s: partitioned rollout complete: the %d pod(s) at or above ordinal %d are updated; ordinals below it keep their template", ref, st.UpdatedReplicas, *ru.Partition)}
-	}
-	if st.UpdateRevision != st.CurrentRevision {
-		return Progress{StuckPod: stuck, Message: fmt.Sprintf("%s: %d of %d pods at revision %s", ref, st.UpdatedReplicas, want, st.UpdateRevision)}
-	}
-	return Progress{Done: true, Message: fmt.Sprintf("%s: %d of %d pods at revision %s, Ready", ref, st.UpdatedReplicas, want, st.UpdateRevision)}
-}
-
-// stuckPod is an OrderedReady StatefulSet's pod that is not Ready and not
-// at the update revision: the controller waits for it to become Ready
-// before it touches any pod, so it is never replaced by the new template.
-func (t *Target) stuckPod() string {
-	s := t.statefulSet
-	if s.Spec.PodManagementPolicy == appsv1.ParallelPodManagement {
-		return ""
-	}
-	for _, p := range t.Pods {
-		if p.Labels[appsv1.ControllerRevisionHashLabelKey] != s.Status.UpdateRevision && !podReady(p) {
-			return p.Name
-		}
-	}
-	return ""
-}
-
-func (t *Target) podsNotAt(revision string) []string {
-	var out []string
-	for _, p := range t.Pods {
-		if p.Labels[appsv1.ControllerRevisionHashLabelKey] != revision {
-			out = append(out, p.Name)
-		}
-	}
-	sort.Strings(out)
-	return out
+	return t.kind.progress(t, generation)
 }
 
 // podsOf returns the live pods of a workload, by name.
@@ -225,17 +133,4 @@ func firstFew(items []string, n int) string {
 		return strings.Join(items, ", ")
 	}
 	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
-}
-
-// Build is the Target of a workload object of any kind the project
-// migrates, from the ReplicaSets it controls (none but a Deployment's) and
-// the pods that may be its; nil for any other object.
-func Build(obj client.Object, replicaSets []*appsv1.ReplicaSet, pods []*corev1.Pod) *Target {
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		return NewDeployment(o, replicaSets, pods)
-	case *appsv1.StatefulSet:
-		return NewStatefulSet(o, pods)
-	}
-	return nil
 }

@@ -19,10 +19,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/targets"
 )
 
 // ManagerPrefix starts the field manager of every migration.
@@ -69,20 +69,16 @@ func (t Target) String() string { return fmt.Sprintf("%s %s/%s", t.Kind, t.Names
 // term or spread constraint) are set, and any field the manager owned
 // before and entry lacks is released. A nil entry releases everything.
 func ApplyConfiguration(t Target, entry *corev1.PodSpec) (runtime.ApplyConfiguration, error) {
-	var ac runtime.ApplyConfiguration
-	switch t.Kind {
-	case placement.Deployment:
-		ac = &appsv1ac.DeploymentApplyConfiguration{}
-	case placement.StatefulSet:
-		ac = &appsv1ac.StatefulSetApplyConfiguration{}
-	default:
+	kind := targets.KindNamed(string(t.Kind))
+	if kind == nil {
 		return nil, fmt.Errorf("build the entry for %s: unsupported kind", t)
 	}
+	ac := kind.NewApplyConfiguration()
 	metadata := map[string]any{"name": t.Name, "namespace": t.Namespace}
 	if t.UID != "" {
 		metadata["uid"] = t.UID
 	}
-	// Both kinds hold the pod template at spec.template: the apply
+	// Every kind holds the pod template at spec.template: the apply
 	// configuration is written in the API's JSON shape, which is exact.
 	obj := map[string]any{"apiVersion": "apps/v1", "kind": string(t.Kind), "metadata": metadata}
 	if entry != nil {
