@@ -17,6 +17,11 @@ type placer struct {
 	// own counts the workload's pods per evaluated node, to prefer spreading
 	// them as the scheduler's scoring would.
 	own []int32
+	// requestedCPU and allocatableCPU are each evaluated node's, read once:
+	// every placement compares every node's load, and the snapshot's nodes
+	// do not change while a placer lives (a simulation's placements are
+	// the evaluator's extraReq).
+	requestedCPU, allocatableCPU []int64
 }
 
 func (s *Snapshot) newPlacer(pod *corev1.Pod, old []podID) (*placer, error) {
@@ -32,7 +37,12 @@ func (s *Snapshot) newPlacerWith(pod *corev1.Pod, old []podID, opts evalOptions)
 	if err != nil {
 		return nil, err
 	}
-	p := &placer{e: e, antiTerms: anti, req: podRequests(pod), own: make([]int32, len(e.order))}
+	p := &placer{e: e, antiTerms: anti, req: podRequests(pod), own: make([]int32, len(e.order)),
+		requestedCPU: make([]int64, len(e.order)), allocatableCPU: make([]int64, len(e.order))}
+	for i, n := range e.order {
+		ni := s.nodes[n]
+		p.requestedCPU[i], p.allocatableCPU[i] = ni.requested.milliCPU, ni.allocatable.milliCPU
+	}
 	for _, id := range old {
 		if i := e.boundPos(s.pods[id]); i >= 0 {
 			p.own[i]++
@@ -46,10 +56,12 @@ func (s *Snapshot) newPlacerWith(pod *corev1.Pod, old []podID, opts evalOptions)
 func (p *placer) place(pod *corev1.Pod) int {
 	best := -1
 	for _, i := range p.e.candidates {
-		if !p.e.fits(i) {
+		// A node that would not beat the best so far is not chosen
+		// whether it fits or not: its filters are not run.
+		if best >= 0 && !p.better(i, best) {
 			continue
 		}
-		if best < 0 || p.better(i, best) {
+		if p.e.fits(i) {
 			best = i
 		}
 	}
@@ -70,11 +82,10 @@ func (p *placer) better(i, j int) bool {
 }
 
 func (p *placer) load(i int) float64 {
-	ni := p.e.s.nodes[p.e.order[i]]
-	if ni.allocatable.milliCPU == 0 {
+	if p.allocatableCPU[i] == 0 {
 		return math.Inf(1)
 	}
-	return float64(ni.requested.milliCPU+p.e.extraReq[i].milliCPU) / float64(ni.allocatable.milliCPU)
+	return float64(p.requestedCPU[i]+p.e.extraReq[i].milliCPU) / float64(p.allocatableCPU[i])
 }
 
 func (p *placer) remove(id podID) {

@@ -144,6 +144,10 @@ func volumeFilter(pv podVolumes, node *corev1.Node) (first, then string) {
 	if len(pv.missing) > 0 {
 		return ReasonVolumeMissing, ""
 	}
+	if len(pv.bound) == 0 && len(pv.delayed) == 0 {
+		// Most pods: nothing to bind, no volume to follow.
+		return "", ""
+	}
 	for _, v := range pv.bound {
 		if v.Spec.NodeAffinity != nil && v.Spec.NodeAffinity.Required != nil {
 			if ok, _ := nodeaffinity.NewLazyErrorNodeSelector(v.Spec.NodeAffinity.Required).Match(node); !ok {

@@ -1,0 +1,83 @@
+package placement
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestThePlacerSpreadsThenFillsTheLeastLoaded: a pod goes where the
+// workload has the fewest pods, then to the least requested node, as the
+// scheduler's scoring would put it.
+func TestThePlacerSpreadsThenFillsTheLeastLoaded(t *testing.T) {
+	objs := Objects{
+		Nodes: []*corev1.Node{mkNode("busy"), mkNode("idle"), mkNode("half")},
+		Pods: []*corev1.Pod{
+			mkPod("ns", "other-1", on("busy"), requests("3", "1Gi")),
+			mkPod("ns", "other-2", on("half"), requests("2", "1Gi")),
+		},
+	}
+	s, err := NewSnapshot(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := mkPod("ns", "web", withLabels("app", "web"), requests("100m", "64Mi"))
+	p, err := s.newPlacer(pod, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range 4 {
+		got = append(got, p.nodeName(p.place(pod)))
+	}
+	if want := fmt.Sprint([]string{"idle", "half", "busy", "idle"}); fmt.Sprint(got) != want {
+		t.Fatalf("placed on %v, want %s", got, want)
+	}
+}
+
+// TestThePlacerChoosesAsAFullScanWould: the placer runs the filters only on
+// nodes that would beat its best so far; on random clusters and random
+// pods, every placement equals the full scan's (every candidate filtered,
+// the best by score and then by position).
+func TestThePlacerChoosesAsAFullScanWould(t *testing.T) {
+	for seed := int64(1); seed <= 400; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		objs := randomCluster(r)
+		s, err := NewSnapshot(objs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod := randomPod(r, "incoming", objs.Nodes, false)
+		pruned, err := s.newPlacer(pod, nil)
+		if err != nil {
+			continue // a selector the engine refuses; not the placer's concern
+		}
+		full, err := s.newPlacer(pod, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range 1 + r.Intn(8) {
+			want := fullScan(full)
+			if got := pruned.place(pod); got != want {
+				t.Fatalf("seed %d, placement %d: placed at %d, the full scan at %d", seed, k, got, want)
+			}
+			if want >= 0 {
+				full.e.simulateBind(pod, full.antiTerms, full.req, want)
+				full.own[want]++
+			}
+		}
+	}
+}
+
+// fullScan is the placement every candidate is filtered for.
+func fullScan(p *placer) int {
+	best := -1
+	for _, i := range p.e.candidates {
+		if p.e.fits(i) && (best < 0 || p.better(i, best)) {
+			best = i
+		}
+	}
+	return best
+}
