@@ -149,11 +149,11 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 	e.affinityOK = make([]bool, n)
 	for i, id := range e.order {
 		node := e.node(id)
-		e.nodeReason[i] = nodeFilter(pod, aff, node)
+		e.affinityOK[i], _ = aff.Match(node)
+		e.nodeReason[i] = nodeFilterMatched(pod, node, e.affinityOK[i])
 		if names != nil && !names[node.Name] {
 			e.nodeReason[i] = ReasonNodeAffinityPreFilter
 		}
-		e.affinityOK[i], _ = aff.Match(node)
 		if pre == "" {
 			e.volumeReason[i], e.volumeAlso[i] = volumeFilter(vols, node)
 		}

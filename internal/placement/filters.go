@@ -40,6 +40,15 @@ func doNotSchedule(t *corev1.Taint) bool {
 // TaintToleration and NodeAffinity rejects the node for, "" if none does.
 // None of them depends on other pods, so an evaluation computes it once.
 func nodeFilter(pod *corev1.Pod, aff nodeaffinity.RequiredNodeAffinity, node *corev1.Node) string {
+	// A selector that fails to parse matches no node, as in the scheduler.
+	ok, _ := aff.Match(node)
+	return nodeFilterMatched(pod, node, ok)
+}
+
+// nodeFilterMatched is nodeFilter for a node whose match with the pod's
+// required node affinity is known: the evaluator keeps that match too, and
+// a long selector is matched once per node.
+func nodeFilterMatched(pod *corev1.Pod, node *corev1.Node, affinityMatches bool) string {
 	logger := klog.Background()
 	// A template that names a node pins every pod to it.
 	if pod.Spec.NodeName != "" && pod.Spec.NodeName != node.Name {
@@ -52,8 +61,7 @@ func nodeFilter(pod *corev1.Pod, aff nodeaffinity.RequiredNodeAffinity, node *co
 	if _, bad := corev1helpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, pod.Spec.Tolerations, doNotSchedule, false); bad {
 		return ReasonUntoleratedTaint
 	}
-	// A selector that fails to parse matches no node, as in the scheduler.
-	if ok, _ := aff.Match(node); !ok {
+	if !affinityMatches {
 		return ReasonNodeAffinity
 	}
 	return ""
