@@ -95,6 +95,14 @@ func (p *placer) remove(id podID) {
 	p.e.simulateRemove(id)
 }
 
+// forget takes pods that are already going away out of the simulation;
+// unlike remove, they were never counted among the workload's own.
+func (p *placer) forget(ids []podID) {
+	for _, id := range ids {
+		p.e.simulateRemove(id)
+	}
+}
+
 func (p *placer) nodeName(i int) string { return p.e.s.nodes[p.e.order[i]].node.Name }
 
 // simulatedUIDPrefix starts the UID of every pod a simulation makes up.

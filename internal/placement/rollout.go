@@ -2,10 +2,13 @@ package placement
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -75,16 +78,63 @@ func (r Rollout) LeftPending() []string {
 // snapshot: new pods are placed one by one where the scheduler's filters
 // allow, old pods are removed as the strategy allows. The snapshot is not
 // changed.
+//
+// The workload's pods already being deleted (the end of its last rollout, a
+// scale-down) hold their nodes until they go, and the scheduler counts them
+// until then; the controller's new pods wait for them, Pending, and are
+// placed once they are gone. The simulation starts without them: they
+// delay a rollout, they do not stop it.
 func (s *Snapshot) SimulateRollout(w *Workload) (Rollout, error) {
 	old := s.workloadPods(w.Pods)
+	leaving, err := s.leavingPods(w)
+	if err != nil {
+		return Rollout{}, fmt.Errorf("simulate rollout of %s: %w", w.ref(), err)
+	}
 	switch w.Kind {
 	case Deployment:
-		return s.simulateDeployment(w, old)
+		return s.simulateDeployment(w, old, leaving)
 	case StatefulSet:
-		return s.simulateStatefulSet(w, old)
+		return s.simulateStatefulSet(w, old, leaving)
 	default:
 		return Rollout{}, fmt.Errorf("simulate rollout of %s: unsupported kind %q", w.ref(), w.Kind)
 	}
+}
+
+// leavingPods returns the workload's pods that are being deleted: those of
+// its pods and those its selector selects (an old ReplicaSet's, whose live
+// pods are all gone). The live path hands the engine only live pods.
+func (s *Snapshot) leavingPods(w *Workload) ([]podID, error) {
+	seen := map[podID]bool{}
+	var ids []podID
+	add := func(id podID) {
+		if !seen[id] && s.pods[id].deleted != nil {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	for _, uid := range w.Pods {
+		if id, ok := s.podByUID[uid]; ok {
+			add(id)
+		}
+	}
+	if w.Selector == nil {
+		return ids, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(w.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("selector: %w", err)
+	}
+	if sel.Empty() {
+		// Selects every pod of the namespace: not a workload's own.
+		return ids, nil
+	}
+	for id := range s.labels.candidates(w.Namespace, sel) {
+		if pi := s.pods[id]; pi.deleted != nil && sel.Matches(labels.Set(pi.labels())) {
+			add(id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
 }
 
 // workloadPods returns the snapshot's pods among uids, newest first: the
@@ -138,7 +188,7 @@ func SurgeAndUnavailable(strategy appsv1.DeploymentStrategy, replicas int32) (in
 	return ms, mu, nil
 }
 
-func (s *Snapshot) simulateDeployment(w *Workload, old []podID) (Rollout, error) {
+func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollout, error) {
 	var r Rollout
 	for _, id := range old {
 		r.Recreates = append(r.Recreates, s.pods[id].name)
@@ -149,6 +199,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old []podID) (Rollout, error)
 	if err != nil {
 		return r, fmt.Errorf("simulate rollout of %s: %w", w.ref(), err)
 	}
+	pl.forget(leaving)
 	replicas := int(w.Replicas)
 	maxSurge, maxUnavailable := 0, replicas
 	if w.Strategy.Type != appsv1.RecreateDeploymentStrategyType {

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-func (s *Snapshot) simulateStatefulSet(w *Workload, old []podID) (Rollout, error) {
+func (s *Snapshot) simulateStatefulSet(w *Workload, old, leaving []podID) (Rollout, error) {
 	var r Rollout
 	if w.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
 		r.Completes = true
@@ -55,6 +55,7 @@ func (s *Snapshot) simulateStatefulSet(w *Workload, old []podID) (Rollout, error
 	if sim.pl, err = s.newPlacer(statefulSetPod(s, w, int(w.Replicas)-1), old); err != nil {
 		return r, fmt.Errorf("simulate rollout of %s: %w", w.ref(), err)
 	}
+	sim.pl.forget(leaving)
 	sim.run(partition, maxUnavailable)
 	sort.Strings(r.Recreates)
 	r.Completes = true

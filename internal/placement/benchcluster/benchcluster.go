@@ -30,6 +30,13 @@ const (
 	Apps        = 2000
 )
 
+// The Deployment the questions move, and the label its pods are told
+// apart by.
+const (
+	Name     = "checkout"
+	AppLabel = "app"
+)
+
 // Cluster is the benchmark cluster and the Deployment the questions move:
 // "checkout" in team-00, whose 100 pods sit on distinct nodes.
 type Cluster struct {
@@ -72,7 +79,7 @@ func build() *Cluster {
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: ns, Name: fmt.Sprintf("%s-%d", app, i), UID: types.UID(fmt.Sprintf("uid-%d", i)),
-				Labels: map[string]string{"app": app, "pod-template-hash": fmt.Sprintf("h%d", r.Intn(3)), "team": ns},
+				Labels: map[string]string{AppLabel: app, "pod-template-hash": fmt.Sprintf("h%d", r.Intn(3)), "team": ns},
 			},
 			Spec: corev1.PodSpec{
 				NodeName:   o.Nodes[r.Intn(Nodes)].Name,
@@ -82,21 +89,21 @@ func build() *Cluster {
 		}
 		if i%100 == 0 {
 			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
-				{TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
+				{TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{AppLabel: app}}},
 			}}}
 		}
 		o.Pods = append(o.Pods, p)
 	}
 	// The Deployment's current pods replace the first 100 pods of team-00,
 	// on distinct nodes.
-	w := &placement.Workload{Kind: placement.Deployment, Namespace: "team-00", Name: "checkout", Replicas: Replicas,
-		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "checkout"}}}
-	w.Template.Labels = map[string]string{"app": "checkout"}
+	w := &placement.Workload{Kind: placement.Deployment, Namespace: "team-00", Name: Name, Replicas: Replicas,
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{AppLabel: Name}}}
+	w.Template.Labels = map[string]string{AppLabel: Name}
 	w.Template.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: req}}}
 	for k := range Replicas {
 		p := o.Pods[k*Namespaces]
 		p.Namespace = "team-00"
-		p.Labels = map[string]string{"app": "checkout", "pod-template-hash": "old"}
+		p.Labels = map[string]string{AppLabel: Name, "pod-template-hash": "old"}
 		p.Spec.Affinity = nil
 		p.Spec.NodeName = o.Nodes[k*37].Name
 		w.Pods = append(w.Pods, p.UID)
