@@ -311,6 +311,22 @@ func TestSimulateStatefulSetRollout(t *testing.T) {
 			t.Fatalf("recreates %v", r.Recreates)
 		}
 	})
+	t.Run("a pod of a scale-down still being deleted delays the rollout, it does not stop it", func(t *testing.T) {
+		o := Objects{Nodes: []*corev1.Node{mkNode("n0"), mkNode("n1")}, Pods: []*corev1.Pod{
+			mkPod("ns", "db-0", on("n0"), withLabels("app", "db")),
+			mkPod("ns", "db-1", on("n1"), withLabels("app", "db")),
+			mkPod("ns", "db-2", on("n0"), withLabels("app", "db"), terminating()),
+		}}
+		s, _ := NewSnapshot(o)
+		w := sts(o, appsv1.StatefulSetUpdateStrategy{}, antiAffinity(term(corev1.LabelHostname, app)))
+		r, err := s.SimulateRollout(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Completes || !slices.Equal(r.Recreates, []string{"db-0", "db-1"}) {
+			t.Fatalf("want both ordinals recreated on the nodes they hold, got %+v (blocked %+v)", r, r.Blocked)
+		}
+	})
 	t.Run("a partition recreates only the ordinals at or above it", func(t *testing.T) {
 		o := pinned()
 		s, _ := NewSnapshot(o)
