@@ -1,4 +1,8 @@
-// Command manager runs the placement-guard operator.
+// Command manager runs the placement-guard operator: it parses the flags
+// and wires the feeds, the engine's snapshot, the reconcilers, the
+// admission webhook and its certificate into one controller-runtime
+// manager. Everything it starts is built in internal/; nothing is decided
+// here.
 package main
 
 import (

@@ -1,6 +1,7 @@
 // Package controller holds the reconcilers of placement-guard. They read the
 // cluster, ask the domain packages what to do, act and record; the judgement
-// itself lives in those packages.
+// itself lives in those packages. No controller here switches on a
+// workload's kind (internal/targets knows the kinds; make verify holds it).
 package controller
 
 import (

@@ -1,5 +1,6 @@
 // Package leadership fences the operator's writes to the time its leader
-// lease is known to be held.
+// lease is known to be held. It knows nothing of what is written: the
+// manager's client asks it before each write.
 //
 // Leader election alone does not stop a replica that was frozen (SIGSTOP, a
 // long GC pause, a throttled CPU, a suspended VM) while it led: when it

@@ -1,7 +1,8 @@
 // Package memlimit sets the Go runtime's soft memory limit from the
 // memory limit of the container the manager runs in, so that the garbage
 // collector works harder as the heap nears the limit instead of the
-// kernel killing the process when it crosses it.
+// kernel killing the process when it crosses it. It reads cgroup files
+// only; it knows nothing of Kubernetes.
 package memlimit
 
 import (

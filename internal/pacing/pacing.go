@@ -1,4 +1,5 @@
-// Package pacing reads a network connection in batches.
+// Package pacing reads a network connection in batches. It knows nothing
+// of what the bytes are: the feeds wrap their watch connections in it.
 //
 // A watch stream carries many small events. Read as each one arrives, every
 // event costs a read system call, a TLS record, the wake-up of the HTTP/2

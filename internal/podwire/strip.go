@@ -6,6 +6,7 @@
 // a large cluster costs the decoding of what placement.TrimPod and
 // TrimNode keep and little more. The objects of a watch stream are
 // decoded from the frame they arrive in, without a copy (watchEvents).
+// It decodes only: it holds no pod and knows nothing of the engine's index.
 //
 // The fields kept here are the fields TrimPod reads, by their numbers in
 // k8s.io/api's generated.proto. TestStrippedPodsTrimAsFullOnes holds the

@@ -2,6 +2,7 @@
 // autoscaler provisions nodes for: a PodTemplate and a CapacityBuffer, or a
 // Deployment of placeholder pods at a negative priority. It builds them and
 // reads the autoscaler's word back from them; the controller writes them.
+// It makes no API call and knows nothing of reconciling.
 package provision
 
 import (
