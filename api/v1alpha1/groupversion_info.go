@@ -1,7 +1,7 @@
 // Package v1alpha1 contains the API of placement-guard: the PlacementMigration
 // kind, which turns a change of a workload's placement constraint into a
-// guarded migration. It holds types, defaults and validation only: no
-// package of the operator is imported here, so clients take only the API.
+// guarded migration. It holds the types, their defaults and validation;
+// importing it brings in no part of the operator.
 // +kubebuilder:object:generate=true
 // +groupName=placementguard.io
 package v1alpha1
