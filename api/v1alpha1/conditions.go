@@ -180,4 +180,7 @@ const (
 	HazardUnschedulable        = "Unschedulable"
 	HazardOnDeleteStrategy     = "OnDeleteStrategy"
 	HazardSpreadEndsSkewed     = "SpreadEndsSkewed"
+	// HazardNotPredicted is for information: a filter the engine does not
+	// model (dynamic resource claims) decides where the workload's pods go.
+	HazardNotPredicted = "NotPredicted"
 )
