@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -104,17 +103,10 @@ func (s *Snapshot) SimulateRollout(w *Workload) (Rollout, error) {
 // its pods and those its selector selects (an old ReplicaSet's, whose live
 // pods are all gone). The live path hands the engine only live pods.
 func (s *Snapshot) leavingPods(w *Workload) ([]podID, error) {
-	seen := map[podID]bool{}
 	var ids []podID
-	add := func(id podID) {
-		if !seen[id] && s.pods[id].deleted != nil {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
 	for _, uid := range w.Pods {
-		if id, ok := s.podByUID[uid]; ok {
-			add(id)
+		if id, ok := s.podByUID[uid]; ok && s.pods[id].terminating() {
+			ids = append(ids, id)
 		}
 	}
 	if w.Selector == nil {
@@ -128,13 +120,9 @@ func (s *Snapshot) leavingPods(w *Workload) ([]podID, error) {
 		// Selects every pod of the namespace: not a workload's own.
 		return ids, nil
 	}
-	for id := range s.labels.candidates(w.Namespace, sel) {
-		if pi := s.pods[id]; pi.deleted != nil && sel.Matches(labels.Set(pi.labels())) {
-			add(id)
-		}
-	}
+	ids = append(ids, s.terminatingSelected(w.Namespace, sel)...)
 	slices.Sort(ids)
-	return ids, nil
+	return slices.Compact(ids), nil
 }
 
 // workloadPods returns the snapshot's pods among uids, newest first: the

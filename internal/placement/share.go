@@ -47,7 +47,8 @@ func NewPodTrimmer(max int) *PodTrimmer {
 
 // Trim trims the pod and shares its common parts.
 func (t *PodTrimmer) Trim(p *corev1.Pod) *corev1.Pod {
-	out := TrimPod(p)
+	out := &corev1.Pod{}
+	trimInto(out, p)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.sharePartsOf(out)

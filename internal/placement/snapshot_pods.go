@@ -73,13 +73,19 @@ func (s *Snapshot) PodsSelected(namespace string, sel labels.Selector) []*corev1
 // selects that are being deleted: the scheduler counts them where they run
 // until they are gone.
 func (s *Snapshot) TerminatingSelected(namespace string, sel labels.Selector) int {
-	n := 0
+	return len(s.terminatingSelected(namespace, sel))
+}
+
+// terminatingSelected are the pods of the namespace the selector selects
+// that are being deleted, in no order.
+func (s *Snapshot) terminatingSelected(namespace string, sel labels.Selector) []podID {
+	var ids []podID
 	for id := range s.labels.candidates(namespace, sel) {
 		if pi := s.pods[id]; pi.terminating() && sel.Matches(labels.Set(pi.labels())) {
-			n++
+			ids = append(ids, id)
 		}
 	}
-	return n
+	return ids
 }
 
 func sortByName(pods []*corev1.Pod) {

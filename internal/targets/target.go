@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,18 +23,6 @@ type Target struct {
 	Workload *placement.Workload
 	// Pods are the live (not terminating) pods, by name.
 	Pods []*corev1.Pod
-}
-
-// NewDeployment builds the Target of a Deployment from its ReplicaSets and
-// the namespace's live pods.
-func NewDeployment(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, pods []*corev1.Pod) *Target {
-	return Build(d, replicaSets, pods)
-}
-
-// NewStatefulSet builds the Target of a StatefulSet from the namespace's
-// live pods.
-func NewStatefulSet(s *appsv1.StatefulSet, pods []*corev1.Pod) *Target {
-	return Build(s, nil, pods)
 }
 
 // Object is the workload object.
