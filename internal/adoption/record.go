@@ -1,0 +1,180 @@
+package adoption
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
+)
+
+// Records reads the records a workload's annotations carry; none when it
+// has no annotation.
+func Records(annotations map[string]string) ([]Record, error) {
+	raw, ok := annotations[Annotation]
+	if !ok || raw == "" {
+		return nil, nil
+	}
+	var out []Record
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		return nil, fmt.Errorf("read annotation %s: %w", Annotation, err)
+	}
+	for _, r := range out {
+		if (r.Term == nil) == (r.Spread == nil) || r.Migration == "" {
+			return nil, fmt.Errorf("read annotation %s: a record needs a migration and exactly one of term or spread", Annotation)
+		}
+	}
+	return out, nil
+}
+
+// Merge adds records to those already carried, each migration once, the
+// newer record of a migration replacing the older (its index may move).
+func Merge(have, add []Record) []Record {
+	out := slices.Clone(have)
+	for _, r := range add {
+		if i := slices.IndexFunc(out, func(h Record) bool { return h.Migration == r.Migration }); i >= 0 {
+			out[i] = r
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// Encode writes records as the annotation's value.
+func Encode(records []Record) (string, error) {
+	raw, err := json.Marshal(records)
+	if err != nil {
+		return "", fmt.Errorf("write annotation %s: %w", Annotation, err)
+	}
+	return string(raw), nil
+}
+
+// Find is the record of a migration among a workload's annotations.
+func Find(annotations map[string]string, migration string) (*Record, error) {
+	records, err := Records(annotations)
+	if err != nil {
+		return nil, err
+	}
+	for i := range records {
+		if records[i].Migration == migration {
+			return &records[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// Constraint is the record's constraint in the API's form, exactly as the
+// change wrote it: its own selector, and for a spread without
+// matchLabelKeys every revision counted, so that the migration's hard
+// stage writes back what the manifest says.
+func (r Record) Constraint() pgv1.Constraint {
+	if r.Term != nil {
+		t := r.Term
+		return pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{
+			TopologyKey:       t.TopologyKey,
+			LabelSelector:     pgv1.SelectorFrom(t.LabelSelector),
+			MatchLabelKeys:    t.MatchLabelKeys,
+			Namespaces:        t.Namespaces,
+			NamespaceSelector: pgv1.SelectorFrom(t.NamespaceSelector),
+		}}
+	}
+	s := r.Spread
+	c := &pgv1.TopologySpreadConstraint{
+		TopologyKey:        s.TopologyKey,
+		MaxSkew:            s.MaxSkew,
+		MinDomains:         s.MinDomains,
+		LabelSelector:      pgv1.SelectorFrom(s.LabelSelector),
+		MatchLabelKeys:     s.MatchLabelKeys,
+		NodeAffinityPolicy: policy(s.NodeAffinityPolicy),
+		NodeTaintsPolicy:   policy(s.NodeTaintsPolicy),
+	}
+	if len(s.MatchLabelKeys) == 0 {
+		all := pgv1.RevisionScopeAll
+		c.RevisionScope = &all
+	}
+	return pgv1.Constraint{TopologySpread: c}
+}
+
+func policy(p *corev1.NodeInclusionPolicy) pgv1.InclusionPolicy {
+	if p == nil {
+		return ""
+	}
+	return pgv1.InclusionPolicy(*p)
+}
+
+// Place writes the record's constraint into spec at stage: the hard form
+// back where the change had it, the soft form as Soften writes it, or
+// neither. Whatever form spec carried is removed first; everything else
+// is left as it was.
+func (r Record) Place(spec *corev1.PodSpec, stage placement.Stage) *corev1.PodSpec {
+	out := spec.DeepCopy()
+	if r.Term != nil {
+		placeTerm(out, *r.Term, r.Index, stage)
+	} else {
+		placeSpread(out, *r.Spread, r.Index, stage)
+	}
+	return out
+}
+
+func placeTerm(spec *corev1.PodSpec, term corev1.PodAffinityTerm, index int, stage placement.Stage) {
+	if spec.Affinity == nil {
+		spec.Affinity = &corev1.Affinity{}
+	}
+	if spec.Affinity.PodAntiAffinity == nil {
+		spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{}
+	}
+	paa := spec.Affinity.PodAntiAffinity
+	soft := corev1.WeightedPodAffinityTerm{Weight: placement.SoftWeight, PodAffinityTerm: term}
+	paa.RequiredDuringSchedulingIgnoredDuringExecution = slices.DeleteFunc(paa.RequiredDuringSchedulingIgnoredDuringExecution, func(t corev1.PodAffinityTerm) bool {
+		return containsTerm([]corev1.PodAffinityTerm{term}, t)
+	})
+	paa.PreferredDuringSchedulingIgnoredDuringExecution = slices.DeleteFunc(paa.PreferredDuringSchedulingIgnoredDuringExecution, func(t corev1.WeightedPodAffinityTerm) bool {
+		return t.Weight == soft.Weight && containsTerm([]corev1.PodAffinityTerm{term}, t.PodAffinityTerm)
+	})
+	switch stage {
+	case placement.StageHard:
+		at := min(index, len(paa.RequiredDuringSchedulingIgnoredDuringExecution))
+		paa.RequiredDuringSchedulingIgnoredDuringExecution = slices.Insert(paa.RequiredDuringSchedulingIgnoredDuringExecution, at, term)
+	case placement.StageSoft:
+		paa.PreferredDuringSchedulingIgnoredDuringExecution = append(paa.PreferredDuringSchedulingIgnoredDuringExecution, soft)
+	}
+	if len(paa.RequiredDuringSchedulingIgnoredDuringExecution) == 0 {
+		paa.RequiredDuringSchedulingIgnoredDuringExecution = nil
+	}
+	if len(paa.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
+		paa.PreferredDuringSchedulingIgnoredDuringExecution = nil
+	}
+	if paa.RequiredDuringSchedulingIgnoredDuringExecution == nil && paa.PreferredDuringSchedulingIgnoredDuringExecution == nil {
+		spec.Affinity.PodAntiAffinity = nil
+	}
+	if spec.Affinity.NodeAffinity == nil && spec.Affinity.PodAffinity == nil && spec.Affinity.PodAntiAffinity == nil {
+		spec.Affinity = nil
+	}
+}
+
+func placeSpread(spec *corev1.PodSpec, hard corev1.TopologySpreadConstraint, index int, stage placement.Stage) {
+	soft := softSpread(hard)
+	at := slices.IndexFunc(spec.TopologySpreadConstraints, func(s corev1.TopologySpreadConstraint) bool {
+		return containsSpread([]corev1.TopologySpreadConstraint{hard, soft}, s)
+	})
+	spec.TopologySpreadConstraints = slices.DeleteFunc(spec.TopologySpreadConstraints, func(s corev1.TopologySpreadConstraint) bool {
+		return containsSpread([]corev1.TopologySpreadConstraint{hard, soft}, s)
+	})
+	if at < 0 {
+		at = index
+	}
+	at = min(at, len(spec.TopologySpreadConstraints))
+	switch stage {
+	case placement.StageHard:
+		spec.TopologySpreadConstraints = slices.Insert(spec.TopologySpreadConstraints, at, hard)
+	case placement.StageSoft:
+		spec.TopologySpreadConstraints = slices.Insert(spec.TopologySpreadConstraints, at, soft)
+	}
+	if len(spec.TopologySpreadConstraints) == 0 {
+		spec.TopologySpreadConstraints = nil
+	}
+}
