@@ -58,28 +58,29 @@ func init() {
 
 func main() {
 	var (
-		metricsAddr   string
-		probeAddr     string
-		leaderElect   bool
-		secureMetrics bool
-		enableHTTP2   bool
-		leaderElectNS string
-		grace         time.Duration
-		budgetWrites  int
-		budgetWindow  time.Duration
-		memoryRatio   float64
-		pprofAddr     string
-		feedRead      time.Duration
-		admissionMode string
-		webhookPort   int
-		certPath      string
-		certName      string
-		certKey       string
-		skipNS        string
-		certSecret    string
-		webhookConfig string
-		certHosts     string
-		certValidity  time.Duration
+		metricsAddr    string
+		probeAddr      string
+		leaderElect    bool
+		secureMetrics  bool
+		enableHTTP2    bool
+		leaderElectNS  string
+		grace          time.Duration
+		budgetWrites   int
+		budgetWindow   time.Duration
+		memoryRatio    float64
+		pprofAddr      string
+		feedRead       time.Duration
+		admissionMode  string
+		webhookPort    int
+		certPath       string
+		certName       string
+		certKey        string
+		skipNS         string
+		certSecret     string
+		webhookConfig  string
+		mutatingConfig string
+		certHosts      string
+		certValidity   time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
@@ -95,13 +96,14 @@ func main() {
 	flag.DurationVar(&feedRead, "feed-read-interval", controller.DefaultFeedReadInterval, "While every migration is settled, read the pod and node watches at most this often, taking in every event of the interval at one wake-up: less than half the CPU that pod churn and node heartbeats cost. While a migration is at work, and while a list streams, events are read as they arrive; a migration going to work waits one interval, once, for the events held back. 0 reads each event as it arrives, always.")
 	flag.Float64Var(&memoryRatio, "memory-limit-ratio", 0.9, "The share of the container's memory limit set as the Go runtime's soft memory limit (0 leaves it unset; GOMEMLIMIT in the environment wins).")
 	opts := zap.Options{Development: false}
-	flag.StringVar(&admissionMode, "admission-mode", string(webhook.ModeWarn), "What the admission check of Deployments and StatefulSets does with a change that would strand pods or deadlock its rollout: Warn (admit it with warnings), Deny (refuse it with the same words) or Off; a namespace's placementguard.io/admission label overrides it.")
+	flag.StringVar(&admissionMode, "admission-mode", string(webhook.ModeWarn), "What the admission check of Deployments and StatefulSets does with a change that would strand pods or deadlock its rollout: Warn (admit it with warnings), Deny (refuse it with the same words), Adopt (admit the hard constraints it adds in their soft form, for a PlacementMigration the operator makes to harden once safe) or Off; a namespace's placementguard.io/admission label overrides it.")
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "The port the admission webhook is served on.")
 	flag.StringVar(&certPath, "webhook-cert-path", "", "The directory of the webhook's serving certificate and key (watched and reloaded when they change); controller-runtime's default directory when empty.")
 	flag.StringVar(&certName, "webhook-cert-name", "tls.crt", "The webhook certificate's file name.")
 	flag.StringVar(&certKey, "webhook-cert-key", "tls.key", "The webhook key's file name.")
 	flag.StringVar(&certSecret, "webhook-cert-secret", "", "The Secret (NAME in the manager's namespace, or NAMESPACE/NAME) in which the manager keeps the webhook's serving certificate and the authority that signs it, renewing them itself; the certificate is served from memory and --webhook-cert-path is not read. Empty: the certificate is in --webhook-cert-path, kept by someone else (cert-manager).")
 	flag.StringVar(&webhookConfig, "webhook-configuration", "placement-guard-validating-webhook-configuration", "The ValidatingWebhookConfiguration whose caBundle the manager keeps, with --webhook-cert-secret.")
+	flag.StringVar(&mutatingConfig, "mutating-webhook-configuration", "placement-guard-mutating-webhook-configuration", "The MutatingWebhookConfiguration of Adopt mode whose caBundle the manager keeps, with --webhook-cert-secret; empty when Adopt mode is not installed.")
 	flag.StringVar(&certHosts, "webhook-cert-hosts", "", "Comma-separated DNS names and IP addresses the serving certificate is for, with --webhook-cert-secret: the webhook Service's name.namespace.svc in a cluster.")
 	flag.DurationVar(&certValidity, "webhook-cert-validity", webhook.DefaultCertValidity, "A serving certificate's life, with --webhook-cert-secret; the authority lives ten of them, and each is renewed in its last third.")
 	flag.StringVar(&skipNS, "admission-skip-namespaces", "kube-system", "Comma-separated namespaces whose workloads the admission check never judges; the operator's own namespace is always skipped.")
@@ -151,7 +153,7 @@ func main() {
 	// installed with it (docs/operations.md, "The admission check").
 	var rotator *webhook.CertRotator
 	if certSecret != "" {
-		if rotator, err = certRotator(cfg, certSecret, webhookConfig, certHosts, certValidity); err != nil {
+		if rotator, err = certRotator(cfg, certSecret, webhookConfig, mutatingConfig, certHosts, certValidity); err != nil {
 			fmt.Fprintln(os.Stderr, "--webhook-cert-secret:", err)
 			os.Exit(2)
 		}
@@ -226,6 +228,10 @@ func main() {
 			os.Exit(1)
 		}
 	}
+	if err := (&controller.AdoptionReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("placement-guard")}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "Unable to set up the controller", "controller", "adoption")
+		os.Exit(1)
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		log.Error(err, "Unable to set up the health check")
 		os.Exit(1)
@@ -251,7 +257,7 @@ func main() {
 // certRotator keeps the webhook's certificate in secret (NAME or
 // NAMESPACE/NAME), reading and writing it with a client of its own: no
 // cache of every Secret, no leader's fence, as every replica serves.
-func certRotator(cfg *rest.Config, secret, configuration, hosts string, validity time.Duration) (*webhook.CertRotator, error) {
+func certRotator(cfg *rest.Config, secret, configuration, mutating, hosts string, validity time.Duration) (*webhook.CertRotator, error) {
 	key := types.NamespacedName{Name: secret}
 	if ns, name, ok := strings.Cut(secret, "/"); ok {
 		key = types.NamespacedName{Namespace: ns, Name: name}
@@ -274,7 +280,7 @@ func certRotator(cfg *rest.Config, secret, configuration, hosts string, validity
 	if err != nil {
 		return nil, err
 	}
-	return &webhook.CertRotator{Client: c, Secret: key, Configuration: configuration, Hosts: hostList, Validity: validity, Now: time.Now}, nil
+	return &webhook.CertRotator{Client: c, Secret: key, Configuration: configuration, MutatingConfiguration: mutating, Hosts: hostList, Validity: validity, Now: time.Now}, nil
 }
 
 // ownNamespace is the manager's namespace: its ServiceAccount's, else

@@ -96,6 +96,9 @@ func firstClause(msg string) string {
 	return strings.TrimSuffix(msg[:end], ".")
 }
 
+// ClipWarning cuts a warning to the 256 characters the API server keeps.
+func ClipWarning(s string) string { return clip(s, maxWarning) }
+
 // clip cuts s to n characters at most, marking the cut.
 func clip(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {

@@ -95,6 +95,11 @@ func (s *scope) plan(ctx context.Context, group []*target, stage placement.Stage
 // the API server would refuse for good (a field another manager owns, a
 // change it rejects) is an outcome, and nothing is written.
 func (s *scope) dryRun(ctx context.Context, t *target, entry *corev1.PodSpec, stage placement.Stage) (outcome, bool, error) {
+	if adoptedRecord(t.Object(), s.pm.Name, entry) != nil {
+		// Moved in place by a patch (adopted.go), which no field manager
+		// refuses.
+		return outcome{}, false, nil
+	}
 	ac, err := workloadpatch.ApplyConfiguration(t.patchTarget(), entry)
 	if err != nil {
 		return outcome{}, false, err

@@ -134,6 +134,22 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 				continue
 			}
 		}
+		if generation, adopted, err := s.r.writeAdopted(ctx, s.pm, ot, entryOf(ot.Entry), s.manager); adopted {
+			if err != nil {
+				if o, refused := s.refused(op, ref, err); refused {
+					return o, nil
+				}
+				return outcome{}, err
+			}
+			log.Info("Moved the adopted constraint", "migration", klog.KObj(s.pm), "target", planning.RefKey(ref), "action", op.Action,
+				"stage", op.Stage, "generation", generation, "fieldManager", s.manager)
+			ot.AppliedGeneration = generation
+			s.r.Budget.Record(key, s.now)
+			written = append(written, planning.RefKey(ref))
+			continue
+		} else if err != nil {
+			return outcome{}, err
+		}
 		wt := workloadpatch.Target{Kind: placement.WorkloadKind(ot.Kind), Namespace: s.pm.Namespace, Name: ot.Name, UID: types.UID(ot.UID)}
 		ac, err := workloadpatch.ApplyConfiguration(wt, entryOf(ot.Entry))
 		if err != nil {

@@ -50,6 +50,9 @@ type Kind struct {
 	// partitioned reports an object whose rolling update stops at a
 	// partition, leaving the pods below it on their template.
 	partitioned func(obj client.Object) bool
+	// template is the object's pod template, in place: what a write that
+	// moves a term between forms changes.
+	template func(obj client.Object) *corev1.PodTemplateSpec
 	// podLabels are the labels the kind's controller adds to its i-th pod
 	// besides the template's and the revision's.
 	podLabels func(w *placement.Workload, name string, labels map[string]string)
@@ -123,6 +126,16 @@ func WorkloadOf(obj any) *placement.Workload {
 		return nil
 	}
 	return k.workload(obj.(client.Object), nil, nil)
+}
+
+// TemplateOf is the pod template of a workload object of any kind the
+// project migrates, in place, to read or write; nil for any other object.
+func TemplateOf(obj client.Object) *corev1.PodTemplateSpec {
+	k := KindOf(obj)
+	if k == nil {
+		return nil
+	}
+	return k.template(obj)
 }
 
 // Build is the Target of a workload object of any kind the project

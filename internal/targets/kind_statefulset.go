@@ -33,7 +33,8 @@ var statefulSetKind = Kind{
 	progress: func(t *Target, generation int64) Progress {
 		return t.statefulSetProgress(max(generation, t.obj.GetGeneration()))
 	},
-	paused: func(client.Object) bool { return false },
+	template: func(obj client.Object) *corev1.PodTemplateSpec { return &obj.(*appsv1.StatefulSet).Spec.Template },
+	paused:   func(client.Object) bool { return false },
 	partitioned: func(obj client.Object) bool {
 		ru := obj.(*appsv1.StatefulSet).Spec.UpdateStrategy.RollingUpdate
 		return ru != nil && ru.Partition != nil && *ru.Partition > 0

@@ -16,7 +16,7 @@ import (
 func TestEveryKindAnswersEveryQuestion(t *testing.T) {
 	for _, k := range Kinds() {
 		if k.Name == "" || k.Resource == "" || k.ShortName == "" || k.New == nil || k.NewList == nil || k.Items == nil ||
-			k.NewApplyConfiguration == nil || k.is == nil || k.workload == nil || k.progress == nil || k.paused == nil || k.partitioned == nil {
+			k.NewApplyConfiguration == nil || k.is == nil || k.workload == nil || k.progress == nil || k.paused == nil || k.partitioned == nil || k.template == nil {
 			t.Fatalf("kind %q lacks an answer: %+v", k.Name, k)
 		}
 		if got := KindOf(k.New()); got != k {
@@ -27,6 +27,11 @@ func TestEveryKindAnswersEveryQuestion(t *testing.T) {
 		}
 		if items := k.Items(k.NewList()); len(items) != 0 {
 			t.Errorf("%s: an empty list has %d items", k.Name, len(items))
+		}
+		obj := k.New()
+		TemplateOf(obj).Spec.NodeName = "written-in-place"
+		if w := WorkloadOf(obj); w == nil || w.Template.Spec.NodeName != "written-in-place" {
+			t.Errorf("%s: TemplateOf is not the object's own template", k.Name)
 		}
 		if w := WorkloadOf(k.New()); w == nil || w.Kind != k.Name || w.Replicas != 1 {
 			t.Errorf("%s: an empty object's workload: %+v (the API defaults one replica)", k.Name, w)

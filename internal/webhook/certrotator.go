@@ -32,7 +32,10 @@ type CertRotator struct {
 	Client        client.Client
 	Secret        types.NamespacedName
 	Configuration string
-	Hosts         []string
+	// MutatingConfiguration is Adopt mode's webhook configuration, whose
+	// caBundle is kept as Configuration's.
+	MutatingConfiguration string
+	Hosts                 []string
 	// Validity is a serving certificate's life; an authority lives
 	// certs.AuthorityLifetimes of them. Each is renewed in its last third.
 	Validity time.Duration
@@ -161,23 +164,50 @@ func (r *CertRotator) update(ctx context.Context, secret *corev1.Secret, keys ce
 	return errRaced
 }
 
-// trust puts bundle in every webhook of the configuration and says whether
-// it was there already. With no configuration nothing calls the check, and
-// nothing needs telling: true.
+// trust puts bundle in every webhook of the configurations and says
+// whether it was there already. With no configuration nothing calls the
+// check, and nothing needs telling: true.
 func (r *CertRotator) trust(ctx context.Context, bundle []byte) (bool, error) {
-	if r.Configuration == "" {
-		return true, nil
+	inPlace := true
+	for _, cfg := range r.configurations() {
+		there, err := r.trustIn(ctx, cfg, bundle)
+		if err != nil {
+			return false, err
+		}
+		inPlace = inPlace && there
 	}
-	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: r.Configuration}, cfg); apierrors.IsNotFound(err) {
+	return inPlace, nil
+}
+
+// configurations are the webhook configurations that call the manager:
+// the check's, and Adopt mode's.
+func (r *CertRotator) configurations() []client.Object {
+	var out []client.Object
+	if r.Configuration != "" {
+		out = append(out, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: r.Configuration}})
+	}
+	if r.MutatingConfiguration != "" {
+		out = append(out, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: r.MutatingConfiguration}})
+	}
+	return out
+}
+
+// trustIn puts bundle in every webhook of one configuration; one that does
+// not exist is not installed, and calls nothing.
+func (r *CertRotator) trustIn(ctx context.Context, cfg client.Object, bundle []byte) (bool, error) {
+	kind := "ValidatingWebhookConfiguration"
+	if _, mutating := cfg.(*admissionregistrationv1.MutatingWebhookConfiguration); mutating {
+		kind = "MutatingWebhookConfiguration"
+	}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(cfg), cfg); apierrors.IsNotFound(err) {
 		return true, nil
 	} else if err != nil {
-		return false, fmt.Errorf("read ValidatingWebhookConfiguration %s: %w", r.Configuration, err)
+		return false, fmt.Errorf("read %s %s: %w", kind, cfg.GetName(), err)
 	}
 	changed := false
-	for i := range cfg.Webhooks {
-		if !bytes.Equal(cfg.Webhooks[i].ClientConfig.CABundle, bundle) {
-			cfg.Webhooks[i].ClientConfig.CABundle = bundle
+	for _, cc := range clientConfigsOf(cfg) {
+		if !bytes.Equal(cc.CABundle, bundle) {
+			cc.CABundle = bundle
 			changed = true
 		}
 	}
@@ -187,8 +217,25 @@ func (r *CertRotator) trust(ctx context.Context, bundle []byte) (bool, error) {
 	if err := r.Client.Update(ctx, cfg); apierrors.IsConflict(err) {
 		return false, errRaced
 	} else if err != nil {
-		return false, fmt.Errorf("update ValidatingWebhookConfiguration %s: %w", r.Configuration, err)
+		return false, fmt.Errorf("update %s %s: %w", kind, cfg.GetName(), err)
 	}
-	r.Log.Info("Gave the webhook configuration the certificate authorities", "configuration", r.Configuration)
+	r.Log.Info("Gave the webhook configuration the certificate authorities", "kind", kind, "configuration", cfg.GetName())
 	return false, nil
+}
+
+// clientConfigsOf are the client configurations of a configuration's
+// webhooks, to write in place.
+func clientConfigsOf(cfg client.Object) []*admissionregistrationv1.WebhookClientConfig {
+	var out []*admissionregistrationv1.WebhookClientConfig
+	switch c := cfg.(type) {
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		for i := range c.Webhooks {
+			out = append(out, &c.Webhooks[i].ClientConfig)
+		}
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		for i := range c.Webhooks {
+			out = append(out, &c.Webhooks[i].ClientConfig)
+		}
+	}
+	return out
 }

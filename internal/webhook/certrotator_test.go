@@ -165,6 +165,30 @@ func TestCertRotator(t *testing.T) {
 		}
 	})
 
+	t.Run("Adopt mode's mutating configuration is told the same authority", func(t *testing.T) {
+		clk := &clock{now: time.Now()}
+		r := rotator(c, clk, "adopt")
+		r.MutatingConfiguration = "pg-adopt-mutating"
+		url := "https://" + rotatorHost + AdoptPath
+		mutating := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: r.MutatingConfiguration},
+			Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "adopt.placementguard.io", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url},
+				SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"}}}}
+		if err := c.Create(ctx, configuration(r.Configuration)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Create(ctx, mutating); err != nil {
+			t.Fatal(err)
+		}
+		settle(t, r)
+		served(t, c, r)
+		if err := c.Get(ctx, client.ObjectKeyFromObject(mutating), mutating); err != nil {
+			t.Fatal(err)
+		}
+		if !secretKeys(t, c, r).Trusts(mutating.Webhooks[0].ClientConfig.CABundle) {
+			t.Fatal("the mutating configuration's caBundle does not hold the authority")
+		}
+	})
+
 	t.Run("replicas racing agree on one certificate", func(t *testing.T) {
 		clk := &clock{now: time.Now()}
 		rs := []*CertRotator{rotator(c, clk, "race"), rotator(c, clk, "race"), rotator(c, clk, "race")}

@@ -23,9 +23,12 @@ type Options struct {
 // The webhook configuration (config/webhook/manifests.yaml). Ignore: a
 // check that is down or slow never stops a change; the timeout is well
 // above the judgement's budget, which answers first.
+// Adopt mode is a mutating webhook beside it, with the same failure policy:
+// down, a change is admitted as written and judged as in Warn mode.
+// +kubebuilder:webhook:path=/adopt-workloads,mutating=true,failurePolicy=ignore,sideEffects=None,groups=apps,resources=deployments;statefulsets,verbs=create;update,versions=v1,name=adopt.workloads.placementguard.io,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=Never
 // +kubebuilder:webhook:path=/validate-workloads,mutating=false,failurePolicy=ignore,sideEffects=None,groups=apps,resources=deployments;statefulsets,verbs=create;update,versions=v1,name=workloads.placementguard.io,admissionReviewVersions=v1,timeoutSeconds=5
 
-// Register serves the check at Path on the manager's webhook server,
+// Register serves the check at Path, and Adopt mode at AdoptPath, on the manager's webhook server,
 // reading namespaces from the manager's cache.
 func Register(mgr manager.Manager, cluster Cluster, opts Options) {
 	v := &Validator{
@@ -33,4 +36,5 @@ func Register(mgr manager.Manager, cluster Cluster, opts Options) {
 		Default: opts.Mode, Skip: opts.Skip, Budget: opts.Budget,
 	}
 	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: v})
+	mgr.GetWebhookServer().Register(AdoptPath, &webhook.Admission{Handler: &Adopter{Validator: v}})
 }

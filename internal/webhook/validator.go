@@ -40,6 +40,10 @@ const (
 	ModeWarn Mode = "Warn"
 	// ModeDeny refuses a change with a blocking finding, in the same words.
 	ModeDeny Mode = "Deny"
+	// ModeAdopt admits the hard constraints a change adds in their soft
+	// form, for a PlacementMigration to harden (Adopter); what it cannot
+	// adopt is judged as in Warn mode.
+	ModeAdopt Mode = "Adopt"
 	// ModeOff judges nothing.
 	ModeOff Mode = "Off"
 )
@@ -47,10 +51,10 @@ const (
 // ParseMode reads a mode as the flag and the label write it.
 func ParseMode(s string) (Mode, error) {
 	switch m := Mode(s); m {
-	case ModeWarn, ModeDeny, ModeOff:
+	case ModeWarn, ModeDeny, ModeAdopt, ModeOff:
 		return m, nil
 	}
-	return "", fmt.Errorf("admission mode %q: want Warn, Deny or Off", s)
+	return "", fmt.Errorf("admission mode %q: want Warn, Deny, Adopt or Off", s)
 }
 
 // Cluster is what the check reads: the engine's snapshot, kept warm by the

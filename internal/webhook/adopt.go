@@ -1,0 +1,191 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/adoption"
+	pgadmission "github.com/placement-guard/placement-guard/internal/admission"
+	"github.com/placement-guard/placement-guard/internal/metrics"
+)
+
+// AdoptPath is where the manager serves Adopt mode: a mutating webhook
+// that admits the hard constraints a change adds in their soft form.
+const AdoptPath = "/adopt-workloads"
+
+// Adopter is Adopt mode. In a namespace whose mode is Adopt, every
+// required anti-affinity term and DoNotSchedule spread a change adds is
+// admitted in its soft form and recorded on the workload (the adoption
+// annotation), from which the operator makes a PlacementMigration, owned by
+// the workload, that hardens it once it is safe. Its answer depends on the
+// request alone, so a server-side dry run of the same manifest is always
+// answered the same. In every other mode it changes nothing.
+type Adopter struct {
+	// Validator gives the namespaces' modes, what is never judged, and the
+	// judgement of the hard form, whose findings explain why it waits.
+	Validator *Validator
+}
+
+var _ admission.Handler = &Adopter{}
+
+// Handle answers one request.
+func (a *Adopter) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	resp, adopted := a.handle(ctx, req)
+	mode := ModeOff
+	if adopted {
+		mode = ModeAdopt
+	}
+	metrics.ObserveAdmission(req.Kind.Kind, string(mode), resp.Allowed, time.Since(start))
+	return resp
+}
+
+func (a *Adopter) handle(ctx context.Context, req admission.Request) (admission.Response, bool) {
+	v := a.Validator
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update || v.skipped(req) {
+		return admission.Allowed(""), false
+	}
+	newFields, err := readPlacement(req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s: %w", req.Kind.Kind, err)), false
+	}
+	if !newFields.mayBeHard() || newFields.Metadata.Labels[pgv1.AdmissionLabel] == string(ModeOff) {
+		return admission.Allowed(""), false
+	}
+	if req.Operation == admissionv1.Update {
+		if oldFields, err := readPlacement(req.OldObject.Raw); err == nil && unchanged(oldFields, newFields) {
+			return admission.Allowed(""), false
+		}
+	}
+	if mode, _ := v.mode(ctx, req.Namespace); mode != ModeAdopt {
+		return admission.Allowed(""), false
+	}
+	obj, spec, err := podSpecOf(req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s: %w", req.Kind.Kind, err)), false
+	}
+	var old *corev1.PodSpec
+	if req.Operation == admissionv1.Update {
+		if _, old, err = podSpecOf(req.OldObject.Raw); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s replaced: %w", req.Kind.Kind, err)), false
+		}
+	}
+	if obj.GetName() == "" {
+		return admission.Allowed("").WithWarnings(fmt.Sprintf("placement-guard: %s with generateName not adopted: its migration needs the workload's name; judged as in Warn mode", req.Kind.Kind)), false
+	}
+	softened := adoption.Soften(req.Kind.Kind, obj.GetName(), old, spec)
+	var warnings []string
+	for _, why := range softened.Kept {
+		warnings = append(warnings, pgadmission.ClipWarning(fmt.Sprintf("placement-guard: %s/%s not adopted: %s; judged as in Warn mode", req.Kind.Kind, obj.GetName(), why)))
+	}
+	if softened.Spec == nil {
+		return admission.Allowed("").WithWarnings(warnings...), false
+	}
+	warnings = append(warnings, a.why(ctx, req, obj, softened)...)
+	patched, err := withSoftForm(obj, softened)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err), false
+	}
+	logf.FromContext(ctx).V(1).Info("Adopted a hard constraint", "kind", req.Kind.Kind, "namespace", req.Namespace, "name", obj.GetName(), "records", len(softened.Records))
+	return admission.PatchResponseFromRaw(req.Object.Raw, patched).WithWarnings(warnings...), true
+}
+
+// why words what was adopted, and the engine's findings against the hard
+// form: why it is not applied at once. A judgement that cannot be made in
+// the budget only leaves the findings out.
+func (a *Adopter) why(ctx context.Context, req admission.Request, obj *unstructured.Unstructured, softened adoption.Softened) []string {
+	var out []string
+	for _, r := range softened.Records {
+		what := "required anti-affinity on " + topologyKey(r)
+		soft := "preferred"
+		if r.Spread != nil {
+			what, soft = "DoNotSchedule spread on "+topologyKey(r), "ScheduleAnyway"
+		}
+		out = append(out, pgadmission.ClipWarning(fmt.Sprintf("placement-guard: %s/%s: %s admitted as %s (Adopt); PlacementMigration %s makes it hard once safe: kubectl placement status %s",
+			req.Kind.Kind, obj.GetName(), what, soft, r.Migration, r.Migration)))
+	}
+	hardObj, _, err := a.Validator.decode(req.Object)
+	if err != nil {
+		return out
+	}
+	findings, err := a.Validator.judge(ctx, hardObj)
+	if err != nil {
+		return out
+	}
+	for _, f := range findings {
+		metrics.CountFinding(req.Namespace, req.Kind.Kind, f.Type, string(ModeAdopt))
+	}
+	return append(out, pgadmission.Warnings(findings)...)
+}
+
+func topologyKey(r adoption.Record) string {
+	if r.Term != nil {
+		return r.Term.TopologyKey
+	}
+	return r.Spread.TopologyKey
+}
+
+// podSpecOf reads a serialized workload and its pod template's spec: every
+// kind holds it at spec.template.spec.
+func podSpecOf(raw []byte) (*unstructured.Unstructured, *corev1.PodSpec, error) {
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(raw); err != nil {
+		return nil, nil, err
+	}
+	fields, _, err := unstructured.NestedMap(obj.Object, "spec", "template", "spec")
+	if err != nil {
+		return nil, nil, fmt.Errorf("spec.template.spec: %w", err)
+	}
+	spec := &corev1.PodSpec{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(fields, spec); err != nil {
+		return nil, nil, fmt.Errorf("spec.template.spec: %w", err)
+	}
+	return obj, spec, nil
+}
+
+// withSoftForm is the object with the soft form's affinity and spreads,
+// and the records added to its adoption annotation.
+func withSoftForm(obj *unstructured.Unstructured, softened adoption.Softened) ([]byte, error) {
+	out := obj.DeepCopy()
+	fields, err := runtime.DefaultUnstructuredConverter.ToUnstructured(softened.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("write the soft form: %w", err)
+	}
+	for _, key := range []string{"affinity", "topologySpreadConstraints"} {
+		if value, ok := fields[key]; ok {
+			err = unstructured.SetNestedField(out.Object, value, "spec", "template", "spec", key)
+		} else {
+			unstructured.RemoveNestedField(out.Object, "spec", "template", "spec", key)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("write the soft form: %w", err)
+		}
+	}
+	have, err := adoption.Records(out.GetAnnotations())
+	if err != nil {
+		// A record someone broke by hand is replaced, not kept.
+		have = nil
+	}
+	value, err := adoption.Encode(adoption.Merge(have, softened.Records))
+	if err != nil {
+		return nil, err
+	}
+	annotations := out.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[adoption.Annotation] = value
+	out.SetAnnotations(annotations)
+	return json.Marshal(out.Object)
+}
