@@ -14,6 +14,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -202,17 +203,35 @@ func servedByOLM(d *appsv1.Deployment) {
 	c.Args = args
 }
 
-// webhookDefinitions turns config/default's webhook configuration into the
-// CSV's: OLM creates the configuration, its Service and the certificate,
-// and scopes it to the OperatorGroup's namespaces (OLM sets the namespace
-// selector itself).
+// webhookDefinitions turns config/default's webhook configurations (the
+// check's and Adopt mode's) into the CSV's: OLM creates the
+// configurations, their Service and the certificate, and scopes them to
+// the OperatorGroup's namespaces (OLM sets the namespace selector itself).
 func webhookDefinitions(objs []*unstructured.Unstructured, deployment string) ([]any, error) {
+	types := map[string]string{
+		"ValidatingWebhookConfiguration": "ValidatingAdmissionWebhook",
+		"MutatingWebhookConfiguration":   "MutatingAdmissionWebhook",
+	}
 	var out []any
 	for _, o := range objs {
-		if o.GetKind() != "ValidatingWebhookConfiguration" {
+		kind, ok := types[o.GetKind()]
+		if !ok {
 			continue
 		}
-		var cfg admissionregistrationv1.ValidatingWebhookConfiguration
+		// Both kinds spell the fields the CSV takes alike.
+		var cfg struct {
+			Webhooks []struct {
+				Name                    string                                          `json:"name"`
+				ClientConfig            admissionregistrationv1.WebhookClientConfig     `json:"clientConfig"`
+				AdmissionReviewVersions []string                                        `json:"admissionReviewVersions"`
+				SideEffects             *admissionregistrationv1.SideEffectClass        `json:"sideEffects"`
+				FailurePolicy           *admissionregistrationv1.FailurePolicyType      `json:"failurePolicy"`
+				TimeoutSeconds          *int32                                          `json:"timeoutSeconds"`
+				Rules                   []admissionregistrationv1.RuleWithOperations    `json:"rules"`
+				ObjectSelector          *metav1.LabelSelector                           `json:"objectSelector"`
+				ReinvocationPolicy      *admissionregistrationv1.ReinvocationPolicyType `json:"reinvocationPolicy"`
+			} `json:"webhooks"`
+		}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &cfg); err != nil {
 			return nil, err
 		}
@@ -221,7 +240,7 @@ func webhookDefinitions(objs []*unstructured.Unstructured, deployment string) ([
 				return nil, fmt.Errorf("webhook %s is not served by a Service path", w.Name)
 			}
 			def := map[string]any{
-				"type":                    "ValidatingAdmissionWebhook",
+				"type":                    kind,
 				"generateName":            w.Name,
 				"deploymentName":          deployment,
 				"containerPort":           9443,
@@ -236,11 +255,14 @@ func webhookDefinitions(objs []*unstructured.Unstructured, deployment string) ([
 			if w.ObjectSelector != nil {
 				def["objectSelector"] = w.ObjectSelector
 			}
+			if w.ReinvocationPolicy != nil {
+				def["reinvocationPolicy"] = w.ReinvocationPolicy
+			}
 			out = append(out, def)
 		}
 	}
 	if len(out) == 0 {
-		return nil, errors.New("no ValidatingWebhookConfiguration in the rendered manifests")
+		return nil, errors.New("no webhook configuration in the rendered manifests")
 	}
 	return out, nil
 }

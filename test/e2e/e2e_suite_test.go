@@ -74,14 +74,16 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	webhookPort, err = localcluster.FreePort()
 	Expect(err).NotTo(HaveOccurred())
 	Expect(utils.RegisterWebhook(ctx, k8sClient, webhookConfiguration, webhookPort, nil)).To(Succeed())
+	Expect(utils.RegisterAdoptWebhook(ctx, k8sClient, mutatingConfiguration, webhookPort, nil)).To(Succeed())
 	stop, err := utils.RunOperator(context.Background(), cluster.Config, utils.OperatorOptions{
-		CRDDir:               filepath.Join("..", "..", "config", "crd", "bases"),
-		UnschedulableGrace:   operatorGrace,
-		AsUser:               utils.OperatorUser(),
-		WebhookPort:          webhookPort,
-		CertSecret:           webhookCertSecret,
-		WebhookConfiguration: webhookConfiguration,
-		CertValidity:         time.Minute,
+		CRDDir:                filepath.Join("..", "..", "config", "crd", "bases"),
+		UnschedulableGrace:    operatorGrace,
+		AsUser:                utils.OperatorUser(),
+		WebhookPort:           webhookPort,
+		CertSecret:            webhookCertSecret,
+		WebhookConfiguration:  webhookConfiguration,
+		MutatingConfiguration: mutatingConfiguration,
+		CertValidity:          time.Minute,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
@@ -89,6 +91,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Name: webhookConfiguration}, cfg)).To(Succeed())
 		g.Expect(cfg.Webhooks[0].ClientConfig.CABundle).NotTo(BeEmpty(), "the manager has not given the configuration its authority")
+		adopt := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Name: mutatingConfiguration}, adopt)).To(Succeed())
+		g.Expect(adopt.Webhooks[0].ClientConfig.CABundle).NotTo(BeEmpty(), "the manager has not given Adopt mode's configuration its authority")
 	}).Should(Succeed())
 }, NodeTimeout(3*time.Minute))
 
@@ -96,8 +101,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 // names config/default gives them, in the namespace config/rbac's Role is
 // in before config/default places it.
 var (
-	webhookCertSecret    = types.NamespacedName{Namespace: utils.OperatorAccountNamespace, Name: "placement-guard-webhook-cert"}
-	webhookConfiguration = "placement-guard-validating-webhook-configuration"
+	webhookCertSecret     = types.NamespacedName{Namespace: utils.OperatorAccountNamespace, Name: "placement-guard-webhook-cert"}
+	webhookConfiguration  = "placement-guard-validating-webhook-configuration"
+	mutatingConfiguration = "placement-guard-mutating-webhook-configuration"
 )
 
 // operatorGrace is how long a pod may stay Pending because of a stage's

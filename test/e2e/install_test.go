@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
 	"path/filepath"
@@ -11,11 +12,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -117,19 +116,20 @@ var _ = Describe("Installing with kubectl apply -k config/default", Label("insta
 	})
 })
 
-// shippedWebhookIsTheSuites checks that the webhook configuration a
-// rendering installs is the one the suite runs with (registered by URL,
-// under the same name, so not applied again here): the same requests
-// sent, the same failure policy, timeout and selectors, a Service that
-// reaches the manager's webhook port. It returns the rendering without it.
+// shippedWebhookIsTheSuites checks that the webhook configurations a
+// rendering installs (the check's and Adopt mode's) are the ones the suite
+// runs with (registered by URL, under the same names, so not applied again
+// here): the same requests sent, the same failure policy, timeout and
+// selectors, a Service that reaches the manager's webhook port at the
+// path the manager serves. It returns the rendering without them.
 func shippedWebhookIsTheSuites(ctx SpecContext, rendered []byte) []byte {
 	var keep [][]byte
-	var shipped *unstructured.Unstructured
+	shipped := map[string]*unstructured.Unstructured{}
 	service, port := map[string]int64{}, int64(0)
 	for _, obj := range decodeManifests(rendered) {
 		switch obj.GetKind() {
-		case "ValidatingWebhookConfiguration":
-			shipped = obj
+		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
+			shipped[obj.GetKind()] = obj
 			continue
 		case "Service":
 			ports, _, _ := unstructured.NestedSlice(obj.Object, "spec", "ports")
@@ -148,25 +148,33 @@ func shippedWebhookIsTheSuites(ctx SpecContext, rendered []byte) []byte {
 		Expect(err).NotTo(HaveOccurred())
 		keep = append(keep, data)
 	}
-	Expect(shipped).NotTo(BeNil(), "the rendering installs no admission webhook")
-	Expect(shipped.GetName()).To(Equal(webhookConfiguration))
-	// Defaulted by the API server as the suite's is: a dry run under another name.
-	defaulted := shipped.DeepCopy()
-	defaulted.SetName("dry-run-" + shipped.GetName())
-	Expect(k8sClient.Create(ctx, defaulted, client.DryRunAll)).To(Succeed())
-	var want admissionregistrationv1.ValidatingWebhookConfiguration
-	Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(defaulted.Object, &want)).To(Succeed())
-	live := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	Expect(k8sClient.Get(ctx, client.ObjectKey{Name: webhookConfiguration}, live)).To(Succeed())
-	Expect(want.Webhooks).To(HaveLen(len(live.Webhooks)))
-	for i, w := range want.Webhooks {
-		svc := w.ClientConfig.Service
-		Expect(svc).NotTo(BeNil())
-		Expect(service).To(HaveKeyWithValue(svc.Namespace+"/"+svc.Name, port), "the configuration's Service does not reach the manager's webhook port")
-		Expect(*svc.Path).To(Equal(webhook.Path))
-		got := live.Webhooks[i]
-		w.ClientConfig, got.ClientConfig = admissionregistrationv1.WebhookClientConfig{}, admissionregistrationv1.WebhookClientConfig{}
-		Expect(got).To(Equal(w), "the suite runs another admission webhook than config/default installs")
+	for kind, want := range map[string]struct{ name, path string }{
+		"ValidatingWebhookConfiguration": {webhookConfiguration, webhook.Path},
+		"MutatingWebhookConfiguration":   {mutatingConfiguration, webhook.AdoptPath},
+	} {
+		obj := shipped[kind]
+		Expect(obj).NotTo(BeNil(), "the rendering installs no %s", kind)
+		Expect(obj.GetName()).To(Equal(want.name))
+		// Defaulted by the API server as the suite's is: a dry run under another name.
+		defaulted := obj.DeepCopy()
+		defaulted.SetName("dry-run-" + obj.GetName())
+		Expect(k8sClient.Create(ctx, defaulted, client.DryRunAll)).To(Succeed())
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(obj.GroupVersionKind())
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: want.name}, live)).To(Succeed())
+		shippedHooks, _, _ := unstructured.NestedSlice(defaulted.Object, "webhooks")
+		liveHooks, _, _ := unstructured.NestedSlice(live.Object, "webhooks")
+		Expect(shippedHooks).To(HaveLen(len(liveHooks)))
+		for i := range shippedHooks {
+			w, got := shippedHooks[i].(map[string]any), liveHooks[i].(map[string]any)
+			svc, _, _ := unstructured.NestedMap(w, "clientConfig", "service")
+			Expect(svc).NotTo(BeNil())
+			Expect(service).To(HaveKeyWithValue(fmt.Sprint(svc["namespace"])+"/"+fmt.Sprint(svc["name"]), port), "the configuration's Service does not reach the manager's webhook port")
+			Expect(svc["path"]).To(Equal(want.path))
+			delete(w, "clientConfig")
+			delete(got, "clientConfig")
+			Expect(got).To(Equal(w), "the suite runs another %s than config/default installs", kind)
+		}
 	}
 	return bytes.Join(keep, []byte("\n---\n"))
 }

@@ -43,7 +43,9 @@ type OperatorOptions struct {
 	AdmissionMode        webhook.Mode
 	CertSecret           types.NamespacedName
 	WebhookConfiguration string
-	CertValidity         time.Duration
+	// MutatingConfiguration is Adopt mode's, told the same authority.
+	MutatingConfiguration string
+	CertValidity          time.Duration
 }
 
 // RunOperator installs the CRDs and runs the operator's manager, as
@@ -77,7 +79,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 				return nil, err
 			}
 			rotator = &webhook.CertRotator{Client: c, Secret: opts.CertSecret, Configuration: opts.WebhookConfiguration,
-				Hosts: []string{"127.0.0.1"}, Validity: opts.CertValidity, Now: time.Now, Log: ctrl.Log.WithName("webhook-cert")}
+				MutatingConfiguration: opts.MutatingConfiguration, Hosts: []string{"127.0.0.1"}, Validity: opts.CertValidity, Now: time.Now, Log: ctrl.Log.WithName("webhook-cert")}
 			server.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = rotator.GetCertificate }}
 		}
 		options.WebhookServer = ctrlwebhook.NewServer(server)
@@ -112,6 +114,9 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 			Cluster: reconciler.AdmissionCluster(), Skip: []string{"kube-system"}}).SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("set up the admission findings: %w", err)
 		}
+	}
+	if err := (&controller.AdoptionReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("placement-guard")}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up the adoption controller: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

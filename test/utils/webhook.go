@@ -49,14 +49,45 @@ func RegisterWebhook(ctx context.Context, c client.Client, name string, port int
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 			TimeoutSeconds:          ptr.To[int32](5),
 			AdmissionReviewVersions: []string{"v1"},
-			// As config/webhook selects (the install specs compare them).
-			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "placement-guard-system"}}}},
-			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: "placementguard.io/admission", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"Off"}}}},
+			NamespaceSelector:       webhookNamespaces(),
+			ObjectSelector:          webhookObjects(),
 		}},
 	}
 	return client.IgnoreAlreadyExists(c.Create(ctx, cfg))
+}
+
+// RegisterAdoptWebhook registers Adopt mode's mutating webhook, served at
+// 127.0.0.1:port beside the check, as config/webhook does.
+func RegisterAdoptWebhook(ctx context.Context, c client.Client, name string, port int, caBundle []byte) error {
+	url := fmt.Sprintf("https://127.0.0.1:%d%s", port, webhook.AdoptPath)
+	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:                    "adopt.workloads.placementguard.io",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
+			Rules:                   []admissionregistrationv1.RuleWithOperations{WebhookRule()},
+			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			TimeoutSeconds:          ptr.To[int32](5),
+			AdmissionReviewVersions: []string{"v1"},
+			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
+			NamespaceSelector:       webhookNamespaces(),
+			ObjectSelector:          webhookObjects(),
+		}},
+	}
+	return client.IgnoreAlreadyExists(c.Create(ctx, cfg))
+}
+
+// webhookNamespaces and webhookObjects select as config/webhook does (the
+// install specs compare them).
+func webhookNamespaces() *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "placement-guard-system"}}}}
+}
+
+func webhookObjects() *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: "placementguard.io/admission", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"Off"}}}}
 }
 
 // WebhookRule is what the admission check is sent: creates and updates of
