@@ -205,9 +205,15 @@ func TestBundleIsStructurallyValid(t *testing.T) {
 		}
 	}
 	defs := c.Spec.WebhookDefinitions
-	if len(defs) != 1 || defs[0].Type != "ValidatingAdmissionWebhook" || defs[0].DeploymentName != deployment.Name ||
-		defs[0].ContainerPort != webhookPort || defs[0].WebhookPath != "/validate-workloads" || defs[0].FailurePolicy != "Ignore" || len(defs[0].Rules) != 1 {
-		t.Errorf("webhook definitions %+v: one, for the manager's port %d", defs, webhookPort)
+	paths := map[string]string{"ValidatingAdmissionWebhook": "/validate-workloads", "MutatingAdmissionWebhook": "/adopt-workloads"}
+	if len(defs) != len(paths) {
+		t.Errorf("webhook definitions %+v: want the check's and Adopt mode's", defs)
+	}
+	for _, d := range defs {
+		if d.DeploymentName != deployment.Name || d.ContainerPort != webhookPort || d.WebhookPath != paths[d.Type] || d.FailurePolicy != "Ignore" || len(d.Rules) != 1 {
+			t.Errorf("webhook definition %+v: want %s at %s, on the manager's port %d", d, d.Type, paths[d.Type], webhookPort)
+		}
+		delete(paths, d.Type)
 	}
 	for _, perms := range c.Spec.Install.Spec.Permissions {
 		for _, r := range perms.Rules {

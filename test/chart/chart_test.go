@@ -224,7 +224,7 @@ func TestChartValuesReachTheirObjects(t *testing.T) {
 }
 
 func TestChartSchemaRefusesBadValues(t *testing.T) {
-	for _, set := range []string{"admission.mode=Adopt", "admission.failurePolicy=Maybe", "admission.timeoutSeconds=60", "admission.certManager.issuerRef.kind=Secret", "replicas=-1", "image.digest=latest", "manager.logLevel=loud", "manager.unschedulableGrace=soon", "typo=1", "manager.extraArgs[0]=leader-elect"} {
+	for _, set := range []string{"admission.mode=Adapt", "admission.failurePolicy=Maybe", "admission.timeoutSeconds=60", "admission.certManager.issuerRef.kind=Secret", "replicas=-1", "image.digest=latest", "manager.logLevel=loud", "manager.unschedulableGrace=soon", "typo=1", "manager.extraArgs[0]=leader-elect"} {
 		args := []string{"template", "x", filepath.Join(root, "dist", "chart"), "--set", set}
 		if _, err := run(t, "helm", args...); err == nil || !strings.Contains(err.Error(), "schema") {
 			t.Errorf("--set %s must be refused by values.schema.json, got %v", set, err)

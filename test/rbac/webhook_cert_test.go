@@ -35,7 +35,7 @@ func TestCertificateRightsAreNamed(t *testing.T) {
 		t.Fatalf("config/default passes no --%s", name)
 		return ""
 	}
-	secret, configuration := flag("webhook-cert-secret"), flag("webhook-configuration")
+	secret, configuration, mutatingConfiguration := flag("webhook-cert-secret"), flag("webhook-configuration"), flag("mutating-webhook-configuration")
 
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
 	seen := 0
@@ -67,12 +67,16 @@ func TestCertificateRightsAreNamed(t *testing.T) {
 				if !slices.Equal(r.ResourceNames, []string{configuration}) {
 					t.Errorf("%s: configurations %v, want only %s, the one --webhook-configuration names", role.Name, r.ResourceNames, configuration)
 				}
+			case slices.Equal(r.Resources, []string{"mutatingwebhookconfigurations"}):
+				if !slices.Equal(r.ResourceNames, []string{mutatingConfiguration}) {
+					t.Errorf("%s: configurations %v, want only %s, the one --mutating-webhook-configuration names", role.Name, r.ResourceNames, mutatingConfiguration)
+				}
 			default:
 				t.Errorf("%s: unexpected rule %+v", role.Name, r)
 			}
 		}
 	}
-	if seen != 3 {
-		t.Errorf("%d rules, want 3", seen)
+	if seen != 4 {
+		t.Errorf("%d rules, want 4", seen)
 	}
 }
