@@ -162,7 +162,7 @@ const (
 )
 
 // AdmissionLabel sets, on a namespace, how the admission check treats
-// changes to its Deployments and StatefulSets: Warn, Deny or Off (the
+// changes to its Deployments and StatefulSets: Warn, Deny, Adopt or Off (the
 // manager's --admission-mode when absent); on a workload, Off opts it out.
 const AdmissionLabel = "placementguard.io/admission"
 
