@@ -42,21 +42,18 @@ type AdoptionReconciler struct {
 
 // Reconcile makes the missing migrations of one workload's records.
 func (r *AdoptionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	for _, kind := range targets.Kinds() {
-		obj := kind.New()
-		if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return ctrl.Result{}, fmt.Errorf("get %s %s: %w", kind.Name, req.NamespacedName, err)
-		}
+	workloads, err := workloadsNamed(ctx, r.Client, req.NamespacedName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, obj := range workloads {
 		records, err := adoption.Records(obj.GetAnnotations())
 		if err != nil {
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonAdoptionFails, "Adopt", "%v; the constraints it adopted stay soft until it is fixed or removed", err)
 			continue
 		}
 		for _, rec := range records {
-			if err := r.ensure(ctx, obj, kind, rec); err != nil {
+			if err := r.ensure(ctx, obj, targets.KindOf(obj), rec); err != nil {
 				return ctrl.Result{}, err
 			}
 		}

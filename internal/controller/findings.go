@@ -44,19 +44,33 @@ type FindingsReconciler struct {
 
 // Reconcile judges a workload whose placement-relevant fields changed.
 func (r *FindingsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	for _, kind := range targets.Kinds() {
-		obj := kind.New()
-		if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return ctrl.Result{}, fmt.Errorf("get %s %s: %w", kind.Name, req.NamespacedName, err)
-		}
+	workloads, err := workloadsNamed(ctx, r.Client, req.NamespacedName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, obj := range workloads {
 		if err := r.record(ctx, obj); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// workloadsNamed are the workloads of every kind that bear a name: a
+// request for a watched workload names no kind.
+func workloadsNamed(ctx context.Context, c client.Reader, key types.NamespacedName) ([]client.Object, error) {
+	var out []client.Object
+	for _, kind := range targets.Kinds() {
+		obj := kind.New()
+		if err := c.Get(ctx, key, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("get %s %s: %w", kind.Name, key, err)
+		}
+		out = append(out, obj)
+	}
+	return out, nil
 }
 
 // record judges obj once per generation and tells each finding.
