@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
 
 // CapacitySpec says which nodes qualify and how many are needed; unset
@@ -76,12 +75,12 @@ func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec Capacit
 	}
 	key := c.TopologyKey()
 	pods := make([]*corev1.Pod, len(workloads))
-	affs := make([]nodeaffinity.RequiredNodeAffinity, len(workloads))
+	affs := make([]nodeMatcher, len(workloads))
 	reqs := make([]resources, len(workloads))
 	vols := make([]map[string]string, len(workloads))
 	for i, w := range workloads {
 		pods[i] = newPod(w, w.Name+"-capacity", nil)
-		affs[i] = nodeaffinity.GetRequiredNodeAffinity(pods[i])
+		affs[i] = newNodeMatcher(pods[i])
 		reqs[i] = podRequests(pods[i])
 		vols[i] = map[string]string{}
 		s.attachableVolumes(pods[i], vols[i])
@@ -96,7 +95,7 @@ func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec Capacit
 		}
 		admits := true
 		for i := range pods {
-			if nodeFilter(pods[i], affs[i], node) != "" ||
+			if nodeFilterMatched(pods[i], node, affs[i].Match(node)) != "" ||
 				int64(len(ni.pods))+1 > ni.allowedPods ||
 				!reqs[i].fitsIn(ni.allocatable, ni.requested, resources{}) ||
 				s.attachLimitReached(ni, vols[i]) {

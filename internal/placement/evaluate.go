@@ -3,7 +3,6 @@ package placement
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
 
 // evaluator answers "where may this pod go" for one pod spec, over and over,
@@ -135,7 +134,7 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 	e.extraReq = make([]resources, n)
 	e.extraPods = make([]int32, n)
 
-	aff := nodeaffinity.GetRequiredNodeAffinity(pod)
+	aff := newNodeMatcher(pod)
 	// PreFilters in the scheduler's order: NodeAffinity, then VolumeBinding.
 	names, conflict := affinityNodeNames(pod)
 	vols, pre := s.volumePreFilter(pod)
@@ -149,7 +148,7 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 	e.affinityOK = make([]bool, n)
 	for i, id := range e.order {
 		node := e.node(id)
-		e.affinityOK[i], _ = aff.Match(node)
+		e.affinityOK[i] = aff.Match(node)
 		e.nodeReason[i] = nodeFilterMatched(pod, node, e.affinityOK[i])
 		if names != nil && !names[node.Name] {
 			e.nodeReason[i] = ReasonNodeAffinityPreFilter

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"math"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,14 @@ type placer struct {
 	// do not change while a placer lives (a simulation's placements are
 	// the evaluator's extraReq).
 	requestedCPU, allocatableCPU []int64
+	// ranked are the candidates in the order a placement prefers them
+	// (better, then the lower position, as a scan of the candidates in
+	// position order keeping the best that fits would choose), and
+	// candidate marks the positions in it. A placement takes the first
+	// that fits instead of scanning every node; only the node a pod was
+	// bound to or removed from moves.
+	ranked    []int
+	candidate []bool
 }
 
 func (s *Snapshot) newPlacer(pod *corev1.Pod, old []podID) (*placer, error) {
@@ -48,28 +57,76 @@ func (s *Snapshot) newPlacerWith(pod *corev1.Pod, old []podID, opts evalOptions)
 			p.own[i]++
 		}
 	}
+	loads := make([]float64, len(e.order))
+	p.candidate = make([]bool, len(e.order))
+	for _, i := range e.candidates {
+		loads[i], p.candidate[i] = p.load(i), true
+	}
+	p.ranked = slices.Clone(e.candidates)
+	slices.SortFunc(p.ranked, func(i, j int) int {
+		switch {
+		case p.own[i] != p.own[j]:
+			return int(p.own[i] - p.own[j])
+		case loads[i] < loads[j]:
+			return -1
+		case loads[j] < loads[i]:
+			return 1
+		}
+		return i - j
+	})
 	return p, nil
 }
 
 // place finds a node for pod, binds it there in the simulation and returns
-// the node's position, or -1 when no node passes the filters.
+// the node's position, or -1 when no node passes the filters: the best
+// node that fits, the lower position among equals.
 func (p *placer) place(pod *corev1.Pod) int {
-	best := -1
-	for _, i := range p.e.candidates {
-		// A node that would not beat the best so far is not chosen
-		// whether it fits or not: its filters are not run.
-		if best >= 0 && !p.better(i, best) {
-			continue
-		}
+	for k, i := range p.ranked {
 		if p.e.fits(i) {
-			best = i
+			p.e.simulateBind(pod, p.antiTerms, p.req, i)
+			p.own[i]++
+			p.rerank(k)
+			return i
 		}
 	}
-	if best >= 0 {
-		p.e.simulateBind(pod, p.antiTerms, p.req, best)
-		p.own[best]++
+	return -1
+}
+
+// compare orders positions i and j as ranked holds them.
+func (p *placer) compare(i, j int) int {
+	switch {
+	case p.better(i, j):
+		return -1
+	case p.better(j, i):
+		return 1
 	}
-	return best
+	return i - j
+}
+
+// rankOf is the index in ranked of the candidate at position i, found
+// before its own pods or its load change; -1 for no candidate.
+func (p *placer) rankOf(i int) int {
+	if i < 0 || !p.candidate[i] {
+		return -1
+	}
+	if k, found := slices.BinarySearchFunc(p.ranked, i, p.compare); found {
+		return k
+	}
+	// Unreachable while ranked holds the order of the current loads; a
+	// scan keeps a placement right if it ever does not.
+	return slices.Index(p.ranked, i)
+}
+
+// rerank moves the candidate at index k of ranked to its place after its
+// own pods or its load changed.
+func (p *placer) rerank(k int) {
+	if k < 0 {
+		return
+	}
+	i := p.ranked[k]
+	p.ranked = slices.Delete(p.ranked, k, k+1)
+	to, _ := slices.BinarySearchFunc(p.ranked, i, p.compare)
+	p.ranked = slices.Insert(p.ranked, to, i)
 }
 
 // better approximates the scheduler's scoring: fewer of the workload's own
@@ -89,17 +146,22 @@ func (p *placer) load(i int) float64 {
 }
 
 func (p *placer) remove(id podID) {
-	if i := p.e.boundPos(p.e.s.pods[id]); i >= 0 {
+	i := p.e.boundPos(p.e.s.pods[id])
+	k := p.rankOf(i)
+	if i >= 0 {
 		p.own[i]--
 	}
 	p.e.simulateRemove(id)
+	p.rerank(k)
 }
 
 // forget takes pods that are already going away out of the simulation;
 // unlike remove, they were never counted among the workload's own.
 func (p *placer) forget(ids []podID) {
 	for _, id := range ids {
+		k := p.rankOf(p.e.boundPos(p.e.s.pods[id]))
 		p.e.simulateRemove(id)
+		p.rerank(k)
 	}
 }
 

@@ -207,6 +207,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 	// newOn counts the new revision's pods per node, which the controller
 	// ranks old pods by.
 	newOn := map[string]int{}
+	var buffers scaleDownBuffers
 	created, placed := 0, 0
 	var pending []*corev1.Pod
 	for {
@@ -243,7 +244,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 		// Scale down the old revision as far as availability allows: the
 		// controller works out how many, then deletes that many in its
 		// order of preference.
-		victims := s.scaleDownVictims(remainingOld, newOn, len(pending), oldAvailable+placed-(replicas-maxUnavailable))
+		victims := s.scaleDownVictims(remainingOld, newOn, len(pending), oldAvailable+placed-(replicas-maxUnavailable), &buffers)
 		for _, id := range victims {
 			if s.pods[id].node != noNode {
 				oldAvailable--

@@ -2,7 +2,7 @@ package placement
 
 import (
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"time"
 
@@ -76,10 +76,16 @@ func parseDeletionCost(v string) int64 {
 func (s *Snapshot) SetNow(t time.Time) { s.now = t }
 
 // scaleDownCandidate is an old pod with the number of the workload's active
-// pods that share its node, which the controller ranks it by.
+// pods that share its node, which the controller ranks it by, and the rest
+// of what it ranks by, read once: a rollout's simulation orders its old
+// pods at every step.
 type scaleDownCandidate struct {
 	id        podID
 	colocated int
+	pod       *podInfo
+	rank      staticRank
+	ready     time.Time
+	restarts  restarts
 }
 
 // orderForScaleDown sorts old pods in the order the ReplicaSet controller
@@ -88,37 +94,64 @@ type scaleDownCandidate struct {
 // before Running, not Ready before Ready, lower pod-deletion-cost, more of
 // the workload's pods on the same node, more recently Ready, more restarts,
 // more recently created. Pods the controller cannot tell apart keep the
-// snapshot's name order, so the simulation is repeatable.
-func (s *Snapshot) orderForScaleDown(cs []scaleDownCandidate) {
-	sort.SliceStable(cs, func(i, j int) bool {
-		a, b := s.pods[cs[i].id], s.pods[cs[j].id]
-		if before, decided := s.scaleDownBefore(a, b, cs[i].colocated, cs[j].colocated); decided {
+// snapshot's name order, so the simulation is repeatable. Only the first n
+// are put in order when that is cheaper; the rest follow in any order.
+func (s *Snapshot) orderForScaleDown(cs []scaleDownCandidate, n int) {
+	for i := range cs {
+		c := &cs[i]
+		c.pod = s.pods[c.id]
+		c.rank, c.ready, c.restarts = rankOf(c.pod), readySince(c.pod), maxRestarts(c.pod)
+	}
+	less := func(a, b *scaleDownCandidate) bool {
+		if before, decided := s.scaleDownBefore(a, b); decided {
 			return before
 		}
-		return a.name < b.name
+		return a.pod.name < b.pod.name
+	}
+	// Names are unique among a workload's pods, so less is a strict order
+	// and the first n of a full sort are the n least, found by selection.
+	if n*8 < len(cs) {
+		for i := range n {
+			least := i
+			for j := i + 1; j < len(cs); j++ {
+				if less(&cs[j], &cs[least]) {
+					least = j
+				}
+			}
+			cs[i], cs[least] = cs[least], cs[i]
+		}
+		return
+	}
+	slices.SortStableFunc(cs, func(a, b scaleDownCandidate) int {
+		switch {
+		case less(&a, &b):
+			return -1
+		case less(&b, &a):
+			return 1
+		}
+		return 0
 	})
 }
 
 // scaleDownBefore reports whether the controller deletes a before b, and
 // whether it tells them apart at all.
-func (s *Snapshot) scaleDownBefore(a, b *podInfo, colocatedA, colocatedB int) (before, decided bool) {
-	ra, rb := rankOf(a), rankOf(b)
-	if ra != rb {
-		return ra.less(rb), true
+func (s *Snapshot) scaleDownBefore(a, b *scaleDownCandidate) (before, decided bool) {
+	if a.rank != b.rank {
+		return a.rank.less(b.rank), true
 	}
-	if colocatedA != colocatedB {
-		return colocatedA > colocatedB, true
+	if a.colocated != b.colocated {
+		return a.colocated > b.colocated, true
 	}
-	if ra.ready {
-		if ta, tb := readySince(a), readySince(b); !ta.Equal(tb) {
-			return s.youngerFirst(ta, tb, a, b), true
+	if a.rank.ready {
+		if !a.ready.Equal(b.ready) {
+			return s.youngerFirst(a.ready, b.ready, a.pod, b.pod), true
 		}
 	}
-	if ma, mb := maxRestarts(a), maxRestarts(b); ma != mb {
-		return restartsBefore(ma, mb), true
+	if a.restarts != b.restarts {
+		return restartsBefore(a.restarts, b.restarts), true
 	}
-	if !a.created.Equal(&b.created) {
-		return s.youngerFirst(a.created.Time, b.created.Time, a, b), true
+	if !a.pod.created.Equal(&b.pod.created) {
+		return s.youngerFirst(a.pod.created.Time, b.pod.created.Time, a.pod, b.pod), true
 	}
 	return false, false
 }
@@ -193,35 +226,54 @@ func restartsBefore(a, b restarts) bool {
 // those not running, which never count as available, and then as many
 // running ones as surplus availability allows, in its order of
 // preference. newOn and pending are the new revision's pods per node and
-// unplaced, which count among the pods sharing a node.
-func (s *Snapshot) scaleDownVictims(old []podID, newOn map[string]int, pending, surplus int) []podID {
-	if len(old) == 0 {
+// unplaced, which count among the pods sharing a node. buf, when not nil,
+// is reused from one pass to the next of a simulation.
+func (s *Snapshot) scaleDownVictims(old []podID, newOn map[string]int, pending, surplus int, buf *scaleDownBuffers) []podID {
+	n := max(0, surplus)
+	for _, id := range old {
+		if s.pods[id].node == noNode {
+			n++
+		}
+	}
+	if n == 0 || len(old) == 0 {
 		return nil
 	}
-	onNode := map[nodeID]int{noNode: pending}
+	if buf == nil {
+		buf = &scaleDownBuffers{}
+	}
+	if buf.onNode == nil {
+		buf.onNode = map[nodeID]int{}
+	}
+	onNode := buf.onNode
+	clear(onNode)
+	onNode[noNode] = pending
 	for name, n := range newOn {
 		if id, ok := s.nodeByName[name]; ok {
 			onNode[id] += n
 		}
 	}
-	n := max(0, surplus)
-	cs := make([]scaleDownCandidate, len(old))
-	for i, id := range old {
+	cs := buf.candidates[:0]
+	for _, id := range old {
 		onNode[s.pods[id].node]++
-		if s.pods[id].node == noNode {
-			n++
-		}
-		cs[i].id = id
+		cs = append(cs, scaleDownCandidate{id: id})
 	}
+	buf.candidates = cs
 	for i := range cs {
 		cs[i].colocated = onNode[s.pods[cs[i].id].node]
 	}
-	s.orderForScaleDown(cs)
+	s.orderForScaleDown(cs, n)
 	out := make([]podID, 0, min(n, len(cs)))
 	for _, c := range cs[:min(n, len(cs))] {
 		out = append(out, c.id)
 	}
 	return out
+}
+
+// scaleDownBuffers are what scaleDownVictims builds at every pass, kept
+// from one pass of a simulation to the next.
+type scaleDownBuffers struct {
+	onNode     map[nodeID]int
+	candidates []scaleDownCandidate
 }
 
 // withoutPods returns ids less those in gone.
@@ -264,7 +316,7 @@ func (s *Snapshot) ScaleDownVictims(w *Workload, n int, related ...*corev1.Pod) 
 		}
 	}
 	var names []string
-	for _, id := range s.scaleDownVictims(old, newOn, pending, n-unassigned) {
+	for _, id := range s.scaleDownVictims(old, newOn, pending, n-unassigned, nil) {
 		names = append(names, s.pods[id].name)
 	}
 	return names

@@ -88,7 +88,7 @@ func TestScaleDownVictims(t *testing.T) {
 			}
 			w := deployment(objs, "web", int32(len(tc.pods)), unavailable(1))
 			var got []string
-			for _, id := range s.scaleDownVictims(s.workloadPods(w.Pods), tc.newOn, tc.pending, tc.surplus) {
+			for _, id := range s.scaleDownVictims(s.workloadPods(w.Pods), tc.newOn, tc.pending, tc.surplus, nil) {
 				got = append(got, s.pods[id].name)
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
