@@ -2,7 +2,6 @@ package placement
 
 import (
 	"fmt"
-	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -85,12 +84,17 @@ func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec Capacit
 		vols[i] = map[string]string{}
 		s.attachableVolumes(pods[i], vols[i])
 	}
-	domains := map[string]struct{}{}
-	for _, id := range s.liveNodes() {
+	// Domains are counted by the topology's interned indices, and nodes
+	// come in name order: a hostname key has a domain per node.
+	topo := s.topology(key)
+	domains, qualifying := make([]bool, len(topo.names)), 0
+	order := s.liveNodes()
+	capacity.Nodes = make([]string, 0, len(order))
+	for pos, id := range order {
 		ni := s.nodes[id]
 		node := ni.node
-		value, hasKey := node.Labels[key]
-		if !hasKey || !sel.Matches(labels.Set(node.Labels)) {
+		domain := topo.domainOf[pos]
+		if domain < 0 || !sel.Matches(labels.Set(node.Labels)) {
 			continue
 		}
 		admits := true
@@ -107,10 +111,13 @@ func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec Capacit
 			continue
 		}
 		capacity.Nodes = append(capacity.Nodes, node.Name)
-		domains[value] = struct{}{}
+		if !domains[domain] {
+			domains[domain] = true
+			qualifying++
+		}
 	}
 	capacity.QualifyingNodes = len(capacity.Nodes)
-	capacity.QualifyingDomains = len(domains)
+	capacity.QualifyingDomains = qualifying
 	capacity.RequiredDomains = s.requiredDomains(workloads, c)
 	if spec.MinDomains != nil {
 		capacity.RequiredDomains = int(*spec.MinDomains)
@@ -119,7 +126,6 @@ func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec Capacit
 	if spec.MinNodes != nil {
 		capacity.RequiredNodes = int(*spec.MinNodes)
 	}
-	sort.Strings(capacity.Nodes)
 	return capacity, nil
 }
 
