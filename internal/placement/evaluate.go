@@ -40,11 +40,17 @@ type evaluator struct {
 	diskHolders []int32
 	// nodeReason and volumeReason are the reasons of the filters that do
 	// not depend on other pods, per position; "" passes.
-	nodeReason   []string
-	volumeReason []string
+	nodeReason   []reasonCode
+	volumeReason []reasonCode
 	// volumeAlso is VolumeBinding's second reason for a node, when both
 	// a bound and an unbound claim fail there.
-	volumeAlso []string
+	volumeAlso []reasonCode
+	// reasonText is the text of each reason code, "" for code 0 (passes),
+	// and reasonCodes the code of each text: the static filters give a
+	// handful of distinct reasons, kept as two bytes per node and filter
+	// rather than a string header each.
+	reasonText  []string
+	reasonCodes map[string]reasonCode
 	affinityOK []bool
 
 	// The pods a simulation added to (positive) or removed from (negative)
@@ -142,19 +148,21 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 		pre = reasonNodeAffinityConflict
 	}
 	e.preFilterMsg = pre
-	e.nodeReason = make([]string, n)
-	e.volumeReason = make([]string, n)
-	e.volumeAlso = make([]string, n)
+	e.nodeReason = make([]reasonCode, n)
+	e.volumeReason = make([]reasonCode, n)
+	e.volumeAlso = make([]reasonCode, n)
 	e.affinityOK = make([]bool, n)
 	for i, id := range e.order {
 		node := e.node(id)
 		e.affinityOK[i] = aff.Match(node)
-		e.nodeReason[i] = nodeFilterMatched(pod, node, e.affinityOK[i])
+		reason := nodeFilterMatched(pod, node, e.affinityOK[i])
 		if names != nil && !names[node.Name] {
-			e.nodeReason[i] = ReasonNodeAffinityPreFilter
+			reason = ReasonNodeAffinityPreFilter
 		}
+		e.nodeReason[i] = e.code(reason)
 		if pre == "" {
-			e.volumeReason[i], e.volumeAlso[i] = volumeFilter(vols, node)
+			reason, also := volumeFilter(vols, node)
+			e.setVolumeReasons(i, reason, also)
 		}
 	}
 	e.gated = len(pod.Spec.SchedulingGates) > 0
@@ -172,13 +180,42 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 	return e, nil
 }
 
+// reasonCode stands for one of an evaluation's static filter reasons.
+type reasonCode uint16
+
+// code is the code of a reason, 0 for none.
+func (e *evaluator) code(reason string) reasonCode {
+	if reason == "" {
+		return 0
+	}
+	if c, ok := e.reasonCodes[reason]; ok {
+		return c
+	}
+	if e.reasonCodes == nil {
+		e.reasonText, e.reasonCodes = []string{""}, map[string]reasonCode{}
+	}
+	c := reasonCode(len(e.reasonText))
+	e.reasonText = append(e.reasonText, reason)
+	e.reasonCodes[reason] = c
+	return c
+}
+
+// setVolumeReasons records VolumeBinding's reasons for the node at
+// position i.
+func (e *evaluator) setVolumeReasons(i int, reason, also string) {
+	e.volumeReason[i], e.volumeAlso[i] = e.code(reason), e.code(also)
+}
+
 func (e *evaluator) resetCandidates() {
+	if e.candidates == nil {
+		e.candidates = make([]int, 0, len(e.order))
+	}
 	e.candidates = e.candidates[:0]
 	if e.preFilterMsg != "" || e.gated {
 		return
 	}
 	for i := range e.order {
-		if e.nodeReason[i] == "" && e.volumeReason[i] == "" {
+		if e.nodeReason[i] == 0 && e.volumeReason[i] == 0 {
 			e.candidates = append(e.candidates, i)
 		}
 	}
@@ -197,8 +234,8 @@ func (e *evaluator) boundPos(pi *podInfo) int {
 // scheduler's filter order, stopping at the first filter that fails as the
 // scheduler does; nil when it can.
 func (e *evaluator) reasons(i int) []string {
-	if r := e.nodeReason[i]; r != "" {
-		return []string{r}
+	if r := e.nodeReason[i]; r != 0 {
+		return []string{e.reasonText[r]}
 	}
 	if !e.portsFree(i) {
 		return []string{ReasonNodePorts}
@@ -218,11 +255,11 @@ func (e *evaluator) reasons(i int) []string {
 	if e.volumeLimitExceeded(i) {
 		return []string{ReasonMaxVolumeCount}
 	}
-	if r := e.volumeReason[i]; r != "" {
-		if also := e.volumeAlso[i]; also != "" {
-			return []string{r, also}
+	if r := e.volumeReason[i]; r != 0 {
+		if also := e.volumeAlso[i]; also != 0 {
+			return []string{e.reasonText[r], e.reasonText[also]}
 		}
-		return []string{r}
+		return []string{e.reasonText[r]}
 	}
 	if r := e.spreadReason(i); r != "" {
 		return []string{r}
@@ -235,7 +272,7 @@ func (e *evaluator) reasons(i int) []string {
 
 // fits is reasons(i) == nil without allocating.
 func (e *evaluator) fits(i int) bool {
-	if e.preFilterMsg != "" || e.gated || e.nodeReason[i] != "" || e.volumeReason[i] != "" || !e.portsFree(i) || e.diskConflict(i) || e.readWriteOncePodInUse() || e.volumeLimitExceeded(i) {
+	if e.preFilterMsg != "" || e.gated || e.nodeReason[i] != 0 || e.volumeReason[i] != 0 || !e.portsFree(i) || e.diskConflict(i) || e.readWriteOncePodInUse() || e.volumeLimitExceeded(i) {
 		return false
 	}
 	ni := e.s.nodes[e.order[i]]

@@ -18,11 +18,6 @@ type placer struct {
 	// own counts the workload's pods per evaluated node, to prefer spreading
 	// them as the scheduler's scoring would.
 	own []int32
-	// requestedCPU and allocatableCPU are each evaluated node's, read once:
-	// every placement compares every node's load, and the snapshot's nodes
-	// do not change while a placer lives (a simulation's placements are
-	// the evaluator's extraReq).
-	requestedCPU, allocatableCPU []int64
 	// ranked are the candidates in the order a placement prefers them
 	// (better, then the lower position, as a scan of the candidates in
 	// position order keeping the best that fits would choose), and
@@ -46,12 +41,7 @@ func (s *Snapshot) newPlacerWith(pod *corev1.Pod, old []podID, opts evalOptions)
 	if err != nil {
 		return nil, err
 	}
-	p := &placer{e: e, antiTerms: anti, req: podRequests(pod), own: make([]int32, len(e.order)),
-		requestedCPU: make([]int64, len(e.order)), allocatableCPU: make([]int64, len(e.order))}
-	for i, n := range e.order {
-		ni := s.nodes[n]
-		p.requestedCPU[i], p.allocatableCPU[i] = ni.requested.milliCPU, ni.allocatable.milliCPU
-	}
+	p := &placer{e: e, antiTerms: anti, req: podRequests(pod), own: make([]int32, len(e.order))}
 	for _, id := range old {
 		if i := e.boundPos(s.pods[id]); i >= 0 {
 			p.own[i]++
@@ -139,10 +129,11 @@ func (p *placer) better(i, j int) bool {
 }
 
 func (p *placer) load(i int) float64 {
-	if p.allocatableCPU[i] == 0 {
+	ni := p.e.s.nodes[p.e.order[i]]
+	if ni.allocatable.milliCPU == 0 {
 		return math.Inf(1)
 	}
-	return float64(p.requestedCPU[i]+p.e.extraReq[i].milliCPU) / float64(p.allocatableCPU[i])
+	return float64(ni.requested.milliCPU+p.e.extraReq[i].milliCPU) / float64(ni.allocatable.milliCPU)
 }
 
 func (p *placer) remove(id podID) {

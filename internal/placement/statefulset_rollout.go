@@ -247,9 +247,10 @@ func (e *evaluator) useVolumesOf(pod *corev1.Pod) {
 	vols, pre := e.s.volumePreFilter(pod)
 	e.preFilterMsg = pre
 	for i, id := range e.order {
-		e.volumeReason[i], e.volumeAlso[i] = "", ""
+		e.volumeReason[i], e.volumeAlso[i] = 0, 0
 		if pre == "" {
-			e.volumeReason[i], e.volumeAlso[i] = volumeFilter(vols, e.s.nodes[id].node)
+			reason, also := volumeFilter(vols, e.s.nodes[id].node)
+			e.setVolumeReasons(i, reason, also)
 		}
 	}
 	e.resetCandidates()
