@@ -51,7 +51,7 @@ type evaluator struct {
 	// rather than a string header each.
 	reasonText  []string
 	reasonCodes map[string]reasonCode
-	affinityOK []bool
+	affinityOK  []bool
 
 	// The pods a simulation added to (positive) or removed from (negative)
 	// each node, on top of the snapshot.
