@@ -49,6 +49,10 @@ type Record struct {
 	// Index is its place in the change's list, where the hard form goes
 	// back, so that the workload ends exactly as the manifest wrote it.
 	Index int `json:"index"`
+	// Author is the field manager of the change, whose later writes say
+	// whether its manifest still has the constraint; "" when the request
+	// named none.
+	Author string `json:"author,omitempty"`
 }
 
 // Softened is what Soften did to a change.
@@ -103,19 +107,30 @@ func Soften(kind, name string, old, spec *corev1.PodSpec) Softened {
 		}
 		paa.RequiredDuringSchedulingIgnoredDuringExecution = kept
 	}
+	var drop []corev1.TopologySpreadConstraint
 	for i, s := range spec.TopologySpreadConstraints {
 		if s.WhenUnsatisfiable != corev1.DoNotSchedule || containsSpread(oldSpreads, s) {
 			continue
 		}
-		if why := unadoptableSpread(spec.TopologySpreadConstraints, s); why != "" {
+		r := Record{Spread: s.DeepCopy(), Index: i}
+		r.Migration = MigrationName(kind, name, r)
+		switch why := unadoptableSpread(spec.TopologySpreadConstraints, s); {
+		case why == "":
+			soft.TopologySpreadConstraints[i] = softSpread(s)
+		case containsSpread(oldSpreads, softSpread(s)) && containsSpread(spec.TopologySpreadConstraints, softSpread(s)):
+			// The soft form was there already, from an earlier adoption
+			// of the same spread: a manifest applied again (a sync, a dry
+			// run) brings the hard form back beside it, and it goes.
+			drop = append(drop, s)
+		default:
 			out.Kept = append(out.Kept, why)
 			continue
 		}
-		soft.TopologySpreadConstraints[i] = softSpread(s)
-		r := Record{Spread: s.DeepCopy(), Index: i}
-		r.Migration = MigrationName(kind, name, r)
 		out.Records = append(out.Records, r)
 	}
+	soft.TopologySpreadConstraints = slices.DeleteFunc(soft.TopologySpreadConstraints, func(s corev1.TopologySpreadConstraint) bool {
+		return containsSpread(drop, s)
+	})
 	if len(out.Records) > 0 {
 		out.Spec = soft
 	}

@@ -89,6 +89,30 @@ func TestSoftenSpreadsInPlace(t *testing.T) {
 	}
 }
 
+// A spread's soft form is a separate entry of the list (its key includes
+// whenUnsatisfiable): a server-side apply of the same manifest keeps the
+// soft form, which no manager owns, and appends the hard one after the
+// other entries. Softening that must give back the stored list exactly.
+func TestSoftenASpreadIsStableUnderAGitOpsReapply(t *testing.T) {
+	hostname := spread("kubernetes.io/hostname", corev1.ScheduleAnyway)
+	zone := spread("topology.kubernetes.io/zone", corev1.DoNotSchedule)
+	manifest := &corev1.PodSpec{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{zone, hostname}}
+	first := Soften("Deployment", "web", nil, manifest)
+	stored := first.Spec
+	merged := stored.DeepCopy()
+	merged.TopologySpreadConstraints = append(merged.TopologySpreadConstraints, zone)
+	second := Soften("Deployment", "web", stored, merged)
+	if !equality.Semantic.DeepEqual(second.Spec, stored) {
+		t.Fatalf("re-apply stored %+v, want %+v", second.Spec.TopologySpreadConstraints, stored.TopologySpreadConstraints)
+	}
+	if len(second.Kept) != 0 || len(second.Records) != 1 || second.Records[0].Migration != first.Records[0].Migration {
+		t.Fatalf("re-apply records %+v kept %q, want the first adoption's record again", second.Records, second.Kept)
+	}
+	if merged := Merge(first.Records, second.Records); !equality.Semantic.DeepEqual(merged, first.Records) {
+		t.Fatalf("the re-apply changed the records: %+v", merged)
+	}
+}
+
 func TestSoftenKeepsWhatItCannotAdopt(t *testing.T) {
 	mismatch := term("kubernetes.io/hostname", "web")
 	mismatch.MismatchLabelKeys = []string{"tenant"}
@@ -166,8 +190,8 @@ func TestRecordsRoundTripAndMerge(t *testing.T) {
 	moved := a[0]
 	moved.Index = 3
 	merged := Merge(a, append(b, moved))
-	if len(merged) != 2 || merged[0].Index != 3 {
-		t.Fatalf("merged = %+v, want two records, the first one's index replaced", merged)
+	if len(merged) != 2 || merged[0].Index != 0 {
+		t.Fatalf("merged = %+v, want two records, the first one's index kept", merged)
 	}
 	raw, err := Encode(merged)
 	if err != nil {
@@ -205,5 +229,35 @@ func TestMigrationNames(t *testing.T) {
 	raw, _ := json.Marshal(r)
 	if !strings.Contains(string(raw), `"index":0`) {
 		t.Fatalf("record encodes as %s", raw)
+	}
+}
+
+// A record is let go of only when its author writes without it: another
+// writer's change, a request that names no manager, or the author's
+// change that still has it (adopted again, or hardened) keep it.
+func TestDroppedOnlyByItsAuthor(t *testing.T) {
+	manifest := withTerms(term("kubernetes.io/hostname", "web"))
+	soft := Soften("Deployment", "web", nil, manifest)
+	records := soft.Records
+	records[0].Author = "kustomize-controller"
+	for _, c := range []struct {
+		name, author string
+		spec         *corev1.PodSpec
+		dropped      bool
+	}{
+		{"the author's manifest without it", "kustomize-controller", soft.Spec, true},
+		{"another writer without it (an annotation, an HPA)", "kubectl-annotate", soft.Spec, false},
+		{"a request that names no manager", "", soft.Spec, false},
+		{"the author's manifest still with it", "kustomize-controller", records[0].Place(soft.Spec, placement.StageHard), false},
+		{"the author's manifest without it, its soft form gone too", "kustomize-controller", &corev1.PodSpec{}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := len(Dropped(records, c.author, c.spec)) == 1; got != c.dropped {
+				t.Fatalf("dropped %v, want %v", got, c.dropped)
+			}
+		})
+	}
+	if left := Without(records, records); len(left) != 0 {
+		t.Fatalf("Without left %+v", left)
 	}
 }

@@ -30,18 +30,57 @@ func Records(annotations map[string]string) ([]Record, error) {
 	return out, nil
 }
 
-// Merge adds records to those already carried, each migration once, the
-// newer record of a migration replacing the older (its index may move).
+// Merge adds records to those already carried, each migration once. A
+// migration's first record stays as it is: a manifest applied again brings
+// the same constraint at whatever place the merge puts it, and a record
+// that moved would change the workload at every sync.
 func Merge(have, add []Record) []Record {
 	out := slices.Clone(have)
 	for _, r := range add {
-		if i := slices.IndexFunc(out, func(h Record) bool { return h.Migration == r.Migration }); i >= 0 {
-			out[i] = r
+		if !slices.ContainsFunc(out, func(h Record) bool { return h.Migration == r.Migration }) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Dropped are the records whose constraint their author's write left out:
+// a write by the field manager that made the change (its manifest applied
+// again, a sync) that does not carry the constraint's hard form, which it
+// would if its manifest still had it. The soft form, if the write leaves
+// it (it belongs to no manager, and a sync keeps it), goes with the record.
+// spec is the pod spec the write leaves.
+func Dropped(have []Record, author string, spec *corev1.PodSpec) []Record {
+	if author == "" {
+		return nil
+	}
+	var out []Record
+	for _, r := range have {
+		if r.Author != author {
+			continue
+		}
+		if r.carriedHard(spec) {
 			continue
 		}
 		out = append(out, r)
 	}
 	return out
+}
+
+// carriedHard reports whether spec carries the record's hard form.
+func (r Record) carriedHard(spec *corev1.PodSpec) bool {
+	if r.Term != nil {
+		return spec.Affinity != nil && spec.Affinity.PodAntiAffinity != nil &&
+			containsTerm(spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, *r.Term)
+	}
+	return containsSpread(spec.TopologySpreadConstraints, *r.Spread)
+}
+
+// Without are the records less those of the migrations in drop.
+func Without(have, drop []Record) []Record {
+	return slices.DeleteFunc(slices.Clone(have), func(r Record) bool {
+		return slices.ContainsFunc(drop, func(d Record) bool { return d.Migration == r.Migration })
+	})
 }
 
 // Encode writes records as the annotation's value.

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -24,6 +26,9 @@ import (
 const (
 	ReasonAdopted       = "Adopted"
 	ReasonAdoptionFails = "AdoptionFailed"
+	// ReasonAdoptionDropped: the author's manifest dropped an adopted
+	// constraint before it hardened; its migration is deleted.
+	ReasonAdoptionDropped = "AdoptionDropped"
 )
 
 // AdoptionReconciler makes the PlacementMigrations of Adopt mode: for each
@@ -38,7 +43,7 @@ type AdoptionReconciler struct {
 	Recorder events.EventRecorder
 }
 
-// +kubebuilder:rbac:groups=placementguard.io,resources=placementmigrations,verbs=create
+// +kubebuilder:rbac:groups=placementguard.io,resources=placementmigrations,verbs=create;delete
 
 // Reconcile makes the missing migrations of one workload's records.
 func (r *AdoptionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -51,6 +56,9 @@ func (r *AdoptionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		if err != nil {
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonAdoptionFails, "Adopt", "%v; the constraints it adopted stay soft until it is fixed or removed", err)
 			continue
+		}
+		if err := r.letGo(ctx, obj, records); err != nil {
+			return ctrl.Result{}, err
 		}
 		for _, rec := range records {
 			if err := r.ensure(ctx, obj, targets.KindOf(obj), rec); err != nil {
@@ -101,6 +109,29 @@ func (r *AdoptionReconciler) ensure(ctx context.Context, obj client.Object, kind
 	return nil
 }
 
+// letGo deletes the migrations this workload's adoption made whose record
+// it no longer carries: its author's manifest dropped the constraint (the
+// admission check took the soft form out), or someone removed the record.
+func (r *AdoptionReconciler) letGo(ctx context.Context, obj client.Object, records []adoption.Record) error {
+	var list pgv1.PlacementMigrationList
+	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{adoption.AdoptedLabel: obj.GetName()}); err != nil {
+		return fmt.Errorf("list the adopted migrations of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	for i := range list.Items {
+		pm := &list.Items[i]
+		owner := metav1.GetControllerOf(pm)
+		if owner == nil || owner.UID != obj.GetUID() || slices.ContainsFunc(records, func(rec adoption.Record) bool { return rec.Migration == pm.Name }) {
+			continue
+		}
+		if err := r.Delete(ctx, pm, client.Preconditions{UID: &pm.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete PlacementMigration %s/%s, whose constraint was dropped: %w", pm.Namespace, pm.Name, err)
+		}
+		r.Recorder.Eventf(obj, pm, corev1.EventTypeNormal, ReasonAdoptionDropped, "Adopt",
+			"PlacementMigration %s deleted: %s no longer carries the constraint it adopted", pm.Name, obj.GetName())
+	}
+	return nil
+}
+
 func describeRecord(rec adoption.Record) string {
 	if rec.Term != nil {
 		return "required anti-affinity on " + rec.Term.TopologyKey
@@ -110,10 +141,18 @@ func describeRecord(rec adoption.Record) string {
 
 // SetupWithManager watches the workloads that carry records.
 func (r *AdoptionReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	recorded := predicate.NewPredicateFuncs(func(obj client.Object) bool {
+	has := func(obj client.Object) bool {
 		_, ok := obj.GetAnnotations()[adoption.Annotation]
 		return ok
-	})
+	}
+	// An update that removes the last record is seen too: its migration
+	// goes.
+	recorded := predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return has(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return has(e.ObjectOld) || has(e.ObjectNew) },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(e event.GenericEvent) bool { return has(e.Object) },
+	}
 	b := ctrl.NewControllerManagedBy(mgr).Named("adoption")
 	for _, k := range targets.Kinds() {
 		b = b.Watches(k.New(), &handler.EnqueueRequestForObject{}, builder.WithPredicates(recorded))

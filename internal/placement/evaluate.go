@@ -68,8 +68,11 @@ type evaluator struct {
 	existingAntiList []*domainCounts
 	spreads          []*spreadState
 	// candidates are the positions that pass the filters no simulation can
-	// change (node, taints, affinity, volumes).
-	candidates []int
+	// change (node, taints, affinity, volumes), and candidatesSet counts
+	// the times they were set: a StatefulSet's pods differ in their claims,
+	// and each one's volumes set them again.
+	candidates    []int
+	candidatesSet int
 	// disregarded is an entry whose required anti-affinity terms existing
 	// pods' are evaluated without: the cluster as it would be had no pod
 	// carried it (nil for the cluster as it is).
@@ -207,6 +210,7 @@ func (e *evaluator) setVolumeReasons(i int, reason, also string) {
 }
 
 func (e *evaluator) resetCandidates() {
+	e.candidatesSet++
 	if e.candidates == nil {
 		e.candidates = make([]int, 0, len(e.order))
 	}

@@ -26,6 +26,8 @@ type placer struct {
 	// bound to or removed from moves.
 	ranked    []int
 	candidate []bool
+	// rankedSet is the evaluator's candidatesSet ranked is of.
+	rankedSet int
 }
 
 func (s *Snapshot) newPlacer(pod *corev1.Pod, old []podID) (*placer, error) {
@@ -47,12 +49,22 @@ func (s *Snapshot) newPlacerWith(pod *corev1.Pod, old []podID, opts evalOptions)
 			p.own[i]++
 		}
 	}
+	p.rank()
+	return p, nil
+}
+
+// rank puts the evaluator's candidates in order of preference.
+func (p *placer) rank() {
+	e := p.e
 	loads := make([]float64, len(e.order))
-	p.candidate = make([]bool, len(e.order))
+	if p.candidate == nil {
+		p.candidate = make([]bool, len(e.order))
+	}
+	clear(p.candidate)
 	for _, i := range e.candidates {
 		loads[i], p.candidate[i] = p.load(i), true
 	}
-	p.ranked = slices.Clone(e.candidates)
+	p.ranked = append(p.ranked[:0], e.candidates...)
 	slices.SortFunc(p.ranked, func(i, j int) int {
 		switch {
 		case p.own[i] != p.own[j]:
@@ -64,13 +76,16 @@ func (s *Snapshot) newPlacerWith(pod *corev1.Pod, old []podID, opts evalOptions)
 		}
 		return i - j
 	})
-	return p, nil
+	p.rankedSet = e.candidatesSet
 }
 
 // place finds a node for pod, binds it there in the simulation and returns
 // the node's position, or -1 when no node passes the filters: the best
 // node that fits, the lower position among equals.
 func (p *placer) place(pod *corev1.Pod) int {
+	if p.rankedSet != p.e.candidatesSet {
+		p.rank()
+	}
 	for k, i := range p.ranked {
 		if p.e.fits(i) {
 			p.e.simulateBind(pod, p.antiTerms, p.req, i)
@@ -96,6 +111,9 @@ func (p *placer) compare(i, j int) int {
 // rankOf is the index in ranked of the candidate at position i, found
 // before its own pods or its load change; -1 for no candidate.
 func (p *placer) rankOf(i int) int {
+	if p.rankedSet != p.e.candidatesSet {
+		p.rank()
+	}
 	if i < 0 || !p.candidate[i] {
 		return -1
 	}

@@ -40,8 +40,9 @@ func TestThePlacerSpreadsThenFillsTheLeastLoaded(t *testing.T) {
 
 // TestThePlacerChoosesAsAFullScanWould: the placer keeps its candidates in
 // order of preference and filters them in that order until one fits; on
-// random clusters and random pods, with pods of the cluster removed
-// between placements, every placement equals the full scan's (every
+// random clusters and random pods, with pods of the cluster removed and
+// the static filters changed between placements, every placement equals
+// the full scan's (every
 // candidate filtered, the best by score and then by position).
 func TestThePlacerChoosesAsAFullScanWould(t *testing.T) {
 	for seed := int64(1); seed <= 400; seed++ {
@@ -74,6 +75,19 @@ func TestThePlacerChoosesAsAFullScanWould(t *testing.T) {
 				bound = slices.DeleteFunc(bound, func(b podID) bool { return b == id })
 				pruned.remove(id)
 				full.remove(id)
+			}
+			// Now and then the static filters change, as a StatefulSet's
+			// next pod brings other claims: the candidates are set again.
+			if n := len(full.e.order); n > 0 && r.Intn(4) == 0 {
+				i := r.Intn(n)
+				for _, p := range []*placer{pruned, full} {
+					if p.e.volumeReason[i] == 0 {
+						p.e.volumeReason[i] = p.e.code(ReasonVolumeZone)
+					} else {
+						p.e.volumeReason[i] = 0
+					}
+					p.e.resetCandidates()
+				}
 			}
 			want := fullScan(full)
 			if got := pruned.place(pod); got != want {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -18,6 +19,7 @@ import (
 	pgadmission "github.com/placement-guard/placement-guard/internal/admission"
 	"github.com/placement-guard/placement-guard/internal/adoption"
 	"github.com/placement-guard/placement-guard/internal/metrics"
+	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
 // AdoptPath is where the manager serves Adopt mode: a mutating webhook
@@ -60,13 +62,25 @@ func (a *Adopter) handle(ctx context.Context, req admission.Request) (admission.
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s: %w", req.Kind.Kind, err)), false
 	}
-	if !newFields.mayBeHard() || newFields.Metadata.Labels[pgv1.AdmissionLabel] == string(ModeOff) {
+	var oldFields placementFields
+	if req.Operation == admissionv1.Update {
+		if oldFields, err = readPlacement(req.OldObject.Raw); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s replaced: %w", req.Kind.Kind, err)), false
+		}
+	}
+	// A workload that carries no hard constraint and no record of one
+	// adopted before has nothing to adopt nor to let go of; nor has a
+	// write that changes no placement field, unless it is by the author
+	// of an adopted constraint, whose manifest applied again without it
+	// changes nothing either (the soft form belongs to no manager and
+	// stays) and is how it lets go.
+	author := fieldManager(req)
+	authored := authoredBy(oldFields.Metadata.Annotations[adoption.Annotation], author)
+	if !newFields.mayBeHard() && !authored || newFields.Metadata.Labels[pgv1.AdmissionLabel] == string(ModeOff) {
 		return admission.Allowed(""), false
 	}
-	if req.Operation == admissionv1.Update {
-		if oldFields, err := readPlacement(req.OldObject.Raw); err == nil && unchanged(oldFields, newFields) {
-			return admission.Allowed(""), false
-		}
+	if req.Operation == admissionv1.Update && unchanged(oldFields, newFields) && !authored {
+		return admission.Allowed(""), false
 	}
 	if mode, _ := v.mode(ctx, req.Namespace); mode != ModeAdopt {
 		return admission.Allowed(""), false
@@ -76,29 +90,74 @@ func (a *Adopter) handle(ctx context.Context, req admission.Request) (admission.
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s: %w", req.Kind.Kind, err)), false
 	}
 	var old *corev1.PodSpec
+	have := []adoption.Record(nil)
 	if req.Operation == admissionv1.Update {
-		if _, old, err = podSpecOf(req.OldObject.Raw); err != nil {
+		var oldObj *unstructured.Unstructured
+		if oldObj, old, err = podSpecOf(req.OldObject.Raw); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s replaced: %w", req.Kind.Kind, err)), false
 		}
+		// A record someone broke by hand is replaced, not kept.
+		have, _ = adoption.Records(oldObj.GetAnnotations())
 	}
 	if obj.GetName() == "" {
 		return admission.Allowed("").WithWarnings(fmt.Sprintf("placement-guard: %s with generateName not adopted: its migration needs the workload's name; judged as in Warn mode", req.Kind.Kind)), false
 	}
 	softened := adoption.Soften(req.Kind.Kind, obj.GetName(), old, spec)
+	for i := range softened.Records {
+		softened.Records[i].Author = author
+	}
+	// What the change's author wrote without a constraint it had adopted
+	// is let go of: its soft form and its record go, and the operator
+	// deletes the migration.
+	dropped := adoption.Dropped(have, author, spec)
 	var warnings []string
 	for _, why := range softened.Kept {
 		warnings = append(warnings, pgadmission.ClipWarning(fmt.Sprintf("placement-guard: %s/%s not adopted: %s; judged as in Warn mode", req.Kind.Kind, obj.GetName(), why)))
 	}
-	if softened.Spec == nil {
+	for _, r := range dropped {
+		warnings = append(warnings, pgadmission.ClipWarning(fmt.Sprintf("placement-guard: %s/%s: %s no longer in %s's manifest; its soft form and PlacementMigration %s go",
+			req.Kind.Kind, obj.GetName(), describe(r), author, r.Migration)))
+	}
+	if softened.Spec == nil && len(dropped) == 0 {
 		return admission.Allowed("").WithWarnings(warnings...), false
 	}
-	warnings = append(warnings, a.why(ctx, req, obj, softened)...)
-	patched, err := withSoftForm(obj, softened)
+	result := spec
+	if softened.Spec != nil {
+		result = softened.Spec
+		warnings = append(warnings, a.why(ctx, req, obj, softened)...)
+	}
+	for _, r := range dropped {
+		result = r.Place(result, placement.StageNone)
+	}
+	records := adoption.Merge(adoption.Without(have, dropped), softened.Records)
+	patched, err := withSoftForm(obj, result, records)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err), false
 	}
-	logf.FromContext(ctx).V(1).Info("Adopted a hard constraint", "kind", req.Kind.Kind, "namespace", req.Namespace, "name", obj.GetName(), "records", len(softened.Records))
+	logf.FromContext(ctx).V(1).Info("Adopted hard constraints", "kind", req.Kind.Kind, "namespace", req.Namespace, "name", obj.GetName(),
+		"adopted", len(softened.Records), "dropped", len(dropped))
 	return admission.PatchResponseFromRaw(req.Object.Raw, patched).WithWarnings(warnings...), true
+}
+
+// authoredBy reports whether an adoption annotation holds a record the
+// field manager author made.
+func authoredBy(annotation, author string) bool {
+	if annotation == "" || author == "" {
+		return false
+	}
+	records, err := adoption.Records(map[string]string{adoption.Annotation: annotation})
+	return err == nil && slices.ContainsFunc(records, func(r adoption.Record) bool { return r.Author == author })
+}
+
+// fieldManager is the field manager a request names, "" for none.
+func fieldManager(req admission.Request) string {
+	var opts struct {
+		FieldManager string `json:"fieldManager"`
+	}
+	if len(req.Options.Raw) > 0 && json.Unmarshal(req.Options.Raw, &opts) == nil {
+		return opts.FieldManager
+	}
+	return ""
 }
 
 // why words what was adopted, and the engine's findings against the hard
@@ -107,10 +166,9 @@ func (a *Adopter) handle(ctx context.Context, req admission.Request) (admission.
 func (a *Adopter) why(ctx context.Context, req admission.Request, obj *unstructured.Unstructured, softened adoption.Softened) []string {
 	var out []string
 	for _, r := range softened.Records {
-		what := "required anti-affinity on " + topologyKey(r)
-		soft := "preferred"
+		what, soft := describe(r), "preferred"
 		if r.Spread != nil {
-			what, soft = "DoNotSchedule spread on "+topologyKey(r), "ScheduleAnyway"
+			soft = "ScheduleAnyway"
 		}
 		out = append(out, pgadmission.ClipWarning(fmt.Sprintf("placement-guard: %s/%s: %s admitted as %s (Adopt); PlacementMigration %s makes it hard once safe: kubectl placement status %s",
 			req.Kind.Kind, obj.GetName(), what, soft, r.Migration, r.Migration)))
@@ -129,11 +187,12 @@ func (a *Adopter) why(ctx context.Context, req admission.Request, obj *unstructu
 	return append(out, pgadmission.Warnings(findings)...)
 }
 
-func topologyKey(r adoption.Record) string {
+// describe names a record's constraint in a few words.
+func describe(r adoption.Record) string {
 	if r.Term != nil {
-		return r.Term.TopologyKey
+		return "required anti-affinity on " + r.Term.TopologyKey
 	}
-	return r.Spread.TopologyKey
+	return "DoNotSchedule spread on " + r.Spread.TopologyKey
 }
 
 // podSpecOf reads a serialized workload and its pod template's spec: every
@@ -154,11 +213,11 @@ func podSpecOf(raw []byte) (*unstructured.Unstructured, *corev1.PodSpec, error) 
 	return obj, spec, nil
 }
 
-// withSoftForm is the object with the soft form's affinity and spreads,
-// and the records added to its adoption annotation.
-func withSoftForm(obj *unstructured.Unstructured, softened adoption.Softened) ([]byte, error) {
+// withSoftForm is the object with spec's affinity and spreads, and the
+// records as its adoption annotation (none: the annotation goes).
+func withSoftForm(obj *unstructured.Unstructured, spec *corev1.PodSpec, records []adoption.Record) ([]byte, error) {
 	out := obj.DeepCopy()
-	fields, err := runtime.DefaultUnstructuredConverter.ToUnstructured(softened.Spec)
+	fields, err := runtime.DefaultUnstructuredConverter.ToUnstructured(spec)
 	if err != nil {
 		return nil, fmt.Errorf("write the soft form: %w", err)
 	}
@@ -172,20 +231,19 @@ func withSoftForm(obj *unstructured.Unstructured, softened adoption.Softened) ([
 			return nil, fmt.Errorf("write the soft form: %w", err)
 		}
 	}
-	have, err := adoption.Records(out.GetAnnotations())
-	if err != nil {
-		// A record someone broke by hand is replaced, not kept.
-		have = nil
-	}
-	value, err := adoption.Encode(adoption.Merge(have, softened.Records))
-	if err != nil {
-		return nil, err
-	}
 	annotations := out.GetAnnotations()
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[adoption.Annotation] = value
+	if len(records) == 0 {
+		delete(annotations, adoption.Annotation)
+	} else {
+		value, err := adoption.Encode(records)
+		if err != nil {
+			return nil, err
+		}
+		annotations[adoption.Annotation] = value
+	}
 	out.SetAnnotations(annotations)
 	return json.Marshal(out.Object)
 }

@@ -140,3 +140,36 @@ func TestAdoptACreatedWorkloadsSpread(t *testing.T) {
 		t.Fatalf("stored spreads %+v, want the zone spread soft in first place", tsc)
 	}
 }
+
+// The author's manifest applied again without the adopted term lets it go:
+// the soft form and the record leave with it, in the same write, and the
+// warning says so. Another writer's change keeps both.
+func TestAdoptLetsGoOfWhatTheAuthorDropped(t *testing.T) {
+	ctx := context.Background()
+	a := adopter(t, "Adopt")
+	req := request(t, admissionv1.Update, web(), web(apart), "kustomize-controller")
+	stored := admitted(t, req, a.Handle(ctx, req))
+
+	// Another writer (an annotation) sends the stored object back: kept.
+	annotated := stored.DeepCopy()
+	annotated.Labels = map[string]string{"team": "a"}
+	other := request(t, admissionv1.Update, stored, annotated, "kubectl-label")
+	if resp := a.Handle(ctx, other); len(resp.Patches) > 0 {
+		t.Fatalf("another writer's change was patched: %+v", resp.Patches)
+	}
+
+	// The author's manifest without the term: the merge keeps the soft
+	// form, which no manager owns; the check takes it out.
+	dropped := stored.DeepCopy()
+	resp := a.Handle(ctx, request(t, admissionv1.Update, stored, dropped, "kustomize-controller"))
+	after := admitted(t, request(t, admissionv1.Update, stored, dropped, "kustomize-controller"), resp)
+	if after.Spec.Template.Spec.Affinity != nil && after.Spec.Template.Spec.Affinity.PodAntiAffinity != nil {
+		t.Fatalf("the soft form stayed: %+v", after.Spec.Template.Spec.Affinity.PodAntiAffinity)
+	}
+	if _, ok := after.Annotations[adoption.Annotation]; ok {
+		t.Fatalf("the record stayed: %s", after.Annotations[adoption.Annotation])
+	}
+	if said := strings.Join(resp.Warnings, "\n"); !strings.Contains(said, "no longer in kustomize-controller's manifest") {
+		t.Fatalf("warnings %q", said)
+	}
+}

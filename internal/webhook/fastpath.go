@@ -11,7 +11,8 @@ import (
 // requests (an image, an annotation, resources) stop here.
 type placementFields struct {
 	Metadata struct {
-		Labels map[string]string `json:"labels"`
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
 	Spec struct {
 		Replicas       json.RawMessage `json:"replicas"`

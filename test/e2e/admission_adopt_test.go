@@ -5,14 +5,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -58,16 +60,27 @@ func kubectlDiff(ctx SpecContext, namespace string, obj client.Object) (bool, st
 // noDrift checks that the manifest, diffed and dry-run applied as kubectl,
 // Flux's kustomize-controller and Argo CD's server-side diff do it, gives
 // the workload exactly as it is: none of them would see drift, nor sync.
-func noDrift(ctx SpecContext, namespace string, manifest *appsv1.Deployment) {
-	live := getDeployment(ctx, namespace, manifest.Name)
-	differs, out := kubectlDiff(ctx, namespace, manifest.DeepCopy())
-	Expect(differs).To(BeFalse(), "kubectl diff --server-side sees drift:\n%s", out)
+func noDrift(ctx SpecContext, namespace string, manifest client.Object) {
+	// kubectl diff shows status too, and a rollout moves status and the
+	// revision annotation between two reads: a difference that lasts is
+	// drift, one that settles is not.
+	Eventually(func(g Gomega) {
+		differs, out := kubectlDiff(ctx, namespace, manifest.DeepCopyObject().(client.Object))
+		g.Expect(differs).To(BeFalse(), "kubectl diff --server-side sees drift:\n%s", out)
+	}).WithTimeout(time.Minute).Should(Succeed())
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(manifest)
+	Expect(err).NotTo(HaveOccurred())
 	for _, manager := range []string{"kustomize-controller", "argocd-controller"} {
-		dry := manifest.DeepCopy()
-		Expect(k8sClient.Patch(ctx, dry, client.Apply, client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll)).To(Succeed()) //nolint:staticcheck // the apply patch is what both tools send
-		Expect(equality.Semantic.DeepEqual(dry.Spec, live.Spec)).To(BeTrue(), "%s's server-side dry run predicts %+v, the live workload has %+v",
-			manager, dry.Spec.Template.Spec.Affinity, live.Spec.Template.Spec.Affinity)
-		Expect(dry.Annotations).To(Equal(live.Annotations), "%s's server-side dry run predicts other annotations", manager)
+		Eventually(func(g Gomega) {
+			live := &unstructured.Unstructured{}
+			live.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind(manifest.GetObjectKind().GroupVersionKind().Kind))
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(manifest), live)).To(Succeed())
+			dry := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(raw)}
+			unstructured.RemoveNestedField(dry.Object, "status")
+			g.Expect(k8sClient.Patch(ctx, dry, client.Apply, client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll)).To(Succeed()) //nolint:staticcheck // the apply patch is what both tools send
+			g.Expect(dry.Object["spec"]).To(Equal(live.Object["spec"]), "%s's server-side dry run predicts another spec than the live workload's", manager)
+			g.Expect(dry.GetAnnotations()).To(Equal(live.GetAnnotations()), "%s's server-side dry run predicts other annotations", manager)
+		}).WithTimeout(time.Minute).Should(Succeed())
 	}
 }
 
@@ -148,6 +161,14 @@ var _ = Describe("Adopt mode: a hard constraint merged straight into a workload,
 		seed001(ctx, env)
 		manifest := manifestOf(getDeployment(ctx, env.Namespace, "web"))
 		manifest.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(map[string]string{"app": "web"})
+		// A server dry run is answered as the change is, and writes nothing:
+		// asked until the operator's snapshot has taken in the new nodes.
+		Eventually(func(g Gomega) {
+			_, errOut, code := kubectlApply(ctx, env.Namespace, []string{"--dry-run=server"}, manifest.DeepCopy())
+			g.Expect(code).To(Equal(0), errOut)
+			g.Expect(errOut).To(And(ContainSubstring("admitted as preferred (Adopt)"), ContainSubstring("RolloutDeadlock")))
+		}).Should(Succeed())
+		Expect(getDeployment(ctx, env.Namespace, "web").Annotations).NotTo(HaveKey(adoption.Annotation), "a dry run records nothing")
 		_, errOut, code := kubectlApply(ctx, env.Namespace, nil, manifest.DeepCopy())
 		Expect(code).To(Equal(0), errOut)
 		Expect(errOut).To(And(ContainSubstring("admitted as preferred (Adopt)"), ContainSubstring("RolloutDeadlock")))
@@ -168,6 +189,61 @@ var _ = Describe("Adopt mode: a hard constraint merged straight into a workload,
 		Expect(paa.RequiredDuringSchedulingIgnoredDuringExecution).To(BeEmpty(), "it stays soft")
 		Expect(strings.Join(eventNotes(ctx, env.Namespace, "web", "Adopted"), "\n")).To(ContainSubstring(pm.Name), "an Event on the Deployment names the migration")
 		allRunning(ctx, env.Namespace, map[string]string{"app": "web"}, 2)
+
+		By("the author applies its manifest without the term: the soft form, the record and the migration go")
+		before := getDeployment(ctx, env.Namespace, "web")
+		reverted := manifestOf(before)
+		reverted.Spec.Template.Spec.Affinity = nil
+		_, errOut, code = kubectlApply(ctx, env.Namespace, nil, reverted.DeepCopy())
+		Expect(code).To(Equal(0), errOut)
+		Expect(errOut).To(ContainSubstring("no longer in kubectl's manifest"), "the records were %s", before.Annotations[adoption.Annotation])
+		live := getDeployment(ctx, env.Namespace, "web")
+		Expect(live.Spec.Template.Spec.Affinity).To(BeNil(), "the soft form the webhook wrote goes with the term")
+		Expect(live.Annotations).NotTo(HaveKey(adoption.Annotation))
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(pm), &pgv1.PlacementMigration{}))
+		}).Should(BeTrue(), "the operator deletes the migration of a constraint its author dropped")
+		noDrift(ctx, env.Namespace, reverted)
+	})
+})
+
+var _ = Describe("Adopt mode on a StatefulSet's zone spread", Label("operator", "admission", "statefulset"), func() {
+	It("admits a DoNotSchedule zone spread as ScheduleAnyway, sees no drift on a re-apply, and hardens it in its place", func(ctx SpecContext) {
+		env := newEnv(ctx, "adopt-sts")
+		labelNamespace(ctx, env.Namespace, "Adopt")
+		_, err := env.AddZones(ctx, []string{"a", "b", "c"}, 2)
+		Expect(err).NotTo(HaveOccurred())
+		db := utils.StatefulSet(env.Namespace, "db", env.Pool(), 3)
+		Expect(k8sClient.Create(ctx, db)).To(Succeed())
+		allRunning(ctx, env.Namespace, map[string]string{"app": "db"}, 3)
+		manifest := getStatefulSet(ctx, env.Namespace, "db").DeepCopy()
+		manifest.APIVersion, manifest.Kind = "apps/v1", "StatefulSet"
+		manifest.ManagedFields, manifest.ResourceVersion, manifest.UID, manifest.Generation = nil, "", "", 0
+		manifest.CreationTimestamp, manifest.Annotations, manifest.Status = metav1.Time{}, nil, appsv1.StatefulSetStatus{}
+		// A hostname spread the chart had, and the zone spread the change adds before it.
+		manifest.Spec.Template.Spec.TopologySpreadConstraints = append(utils.ZoneSpread(map[string]string{"app": "db"}), corev1.TopologySpreadConstraint{
+			MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}})
+
+		_, errOut, code := kubectlApply(ctx, env.Namespace, nil, manifest.DeepCopy())
+		Expect(code).To(Equal(0), errOut)
+		Expect(errOut).To(ContainSubstring("DoNotSchedule spread on topology.kubernetes.io/zone admitted as ScheduleAnyway (Adopt)"))
+		tsc := getStatefulSet(ctx, env.Namespace, "db").Spec.Template.Spec.TopologySpreadConstraints
+		Expect(tsc).To(HaveLen(2))
+		Expect(tsc[0].TopologyKey).To(Equal(utils.ZoneLabel))
+		Expect(tsc[0].WhenUnsatisfiable).To(Equal(corev1.ScheduleAnyway), "the zone spread is admitted soft, in its place")
+		noDrift(ctx, env.Namespace, manifest)
+
+		var pm *pgv1.PlacementMigration
+		Eventually(func(g Gomega) { pm = adoptedMigration(ctx, env.Namespace, "db")(g) }).Should(Succeed())
+		Expect(metav1.GetControllerOf(pm).Kind).To(Equal("StatefulSet"))
+		soakNow(ctx, pm)
+		// A StatefulSet replaces its pods one at a time, twice (the soft
+		// form's rollout, then the hard one's).
+		Eventually(phaseOf(ctx, env.Namespace, pm.Name)).WithTimeout(5*time.Minute).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, pm.Name))
+		Expect(getStatefulSet(ctx, env.Namespace, "db").Spec.Template.Spec.TopologySpreadConstraints).To(Equal(manifest.Spec.Template.Spec.TopologySpreadConstraints),
+			"the StatefulSet ends as its manifest says, the zone spread hard in first place")
+		noDrift(ctx, env.Namespace, manifest)
 	})
 })
 
