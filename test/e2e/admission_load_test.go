@@ -53,7 +53,16 @@ var _ = Describe("The admission check under load and when it is down", Label("op
 		env := newEnv(ctx, "admit-load")
 		labelNamespace(ctx, env.Namespace, "Deny")
 		seed001(ctx, env)
-		live := getDeployment(ctx, env.Namespace, "web")
+		// The updates carry this resourceVersion: taken once the deployment
+		// controller has written its last status of the rollout, or a status
+		// written during the minute refuses them all as conflicts.
+		var live *appsv1.Deployment
+		Eventually(func(g Gomega) {
+			live = getDeployment(ctx, env.Namespace, "web")
+			st := live.Status
+			g.Expect(st.ObservedGeneration).To(Equal(live.Generation))
+			g.Expect([]int32{st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas}).To(Equal([]int32{2, 2, 2, 2}))
+		}).Should(Succeed())
 		deadlock := live.DeepCopy()
 		deadlock.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(map[string]string{"app": "web"})
 		image := live.DeepCopy()
