@@ -7,7 +7,6 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -164,14 +163,8 @@ func (v *Validator) skipped(req admission.Request) bool {
 			return true
 		}
 	}
-	var opts struct {
-		FieldManager string `json:"fieldManager"`
-	}
-	if len(req.Options.Raw) > 0 && json.Unmarshal(req.Options.Raw, &opts) == nil {
-		_, migration := workloadpatch.MigrationOf(opts.FieldManager)
-		return migration
-	}
-	return false
+	_, migration := workloadpatch.MigrationOf(fieldManager(req))
+	return migration
 }
 
 // decode reads a workload object of the request.
