@@ -53,10 +53,9 @@ type evaluator struct {
 	reasonCodes map[string]reasonCode
 	affinityOK  []bool
 
-	// The pods a simulation added to (positive) or removed from (negative)
-	// each node, on top of the snapshot.
-	extraReq  []resources
-	extraPods []int32
+	// extras are the pods a simulation added to or removed from each
+	// node, on top of the snapshot.
+	extras nodeExtras
 
 	anti, affinity []termCounts
 	affinityTotal  int
@@ -128,20 +127,13 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 		pod:         pod,
 		nsLabels:    namespaceLabels(s, pod.Namespace),
 		order:       s.liveNodes(),
-		posOf:       make([]int32, len(s.nodes)),
+		posOf:       s.livePositions(),
 		req:         podRequests(pod),
 		disregarded: opts.disregard,
 		altered:     opts.altered,
 	}
-	for i := range e.posOf {
-		e.posOf[i] = -1
-	}
-	for i, id := range e.order {
-		e.posOf[id] = int32(i)
-	}
 	n := len(e.order)
-	e.extraReq = make([]resources, n)
-	e.extraPods = make([]int32, n)
+	e.extras = newNodeExtras(n)
 
 	aff := newNodeMatcher(pod)
 	// PreFilters in the scheduler's order: NodeAffinity, then VolumeBinding.
@@ -245,9 +237,8 @@ func (e *evaluator) reasons(i int) []string {
 		return []string{ReasonNodePorts}
 	}
 	ni := e.s.nodes[e.order[i]]
-	requested := ni.requested
-	requested.add(e.extraReq[i])
-	if r := insufficient(e.req, requested, ni.allocatable, ni.allowedPods, int64(len(ni.pods))+int64(e.extraPods[i])); len(r) > 0 {
+	extraReq, extraPods := e.extras.get(i)
+	if r := insufficient(e.req, ni.requested.plus(extraReq), ni.allocatable, ni.allowedPods, int64(len(ni.pods))+int64(extraPods)); len(r) > 0 {
 		return r
 	}
 	if e.diskConflict(i) {
@@ -280,11 +271,11 @@ func (e *evaluator) fits(i int) bool {
 		return false
 	}
 	ni := e.s.nodes[e.order[i]]
-	pods := int64(len(ni.pods)) + int64(e.extraPods[i])
-	if pods+1 > ni.allowedPods {
+	extraReq, extraPods := e.extras.get(i)
+	if int64(len(ni.pods))+int64(extraPods)+1 > ni.allowedPods {
 		return false
 	}
-	if !e.req.fitsIn(ni.allocatable, ni.requested, e.extraReq[i]) {
+	if !e.req.fitsIn(ni.allocatable, ni.requested, extraReq) {
 		return false
 	}
 	return e.spreadReason(i) == "" && e.interPodReason(i) == ""
@@ -310,12 +301,7 @@ func (e *evaluator) simulateRemove(id podID) {
 // i; a terminating pod holds its node's resources but spreads do not count
 // it.
 func (e *evaluator) account(p *corev1.Pod, terminating bool, antiTerms []affinityTerm, req resources, i int, delta int32) {
-	if delta > 0 {
-		e.extraReq[i].add(req)
-	} else {
-		e.extraReq[i].sub(req)
-	}
-	e.extraPods[i] += delta
+	e.extras.account(i, req, delta)
 	e.accountPorts(p, i, delta)
 	e.accountClaims(p, delta)
 	e.accountDisks(p, i, delta)

@@ -105,11 +105,10 @@ func (x *explorer) signature(i int) string {
 		}
 	}
 	ni := x.s.nodes[x.e.order[i]]
-	used := ni.requested
-	used.add(x.e.extraReq[i])
-	b = appendResources(append(b, '|'), used)
+	extraReq, extraPods := x.e.extras.get(i)
+	b = appendResources(append(b, '|'), ni.requested.plus(extraReq))
 	b = appendResources(append(b, '|'), ni.allocatable)
-	b = strconv.AppendInt(append(b, '|'), int64(len(ni.pods))+int64(x.e.extraPods[i]), 10)
+	b = strconv.AppendInt(append(b, '|'), int64(len(ni.pods))+int64(extraPods), 10)
 	b = strconv.AppendInt(append(b, '/'), ni.allowedPods, 10)
 	return string(b)
 }

@@ -26,6 +26,8 @@ type placer struct {
 	// bound to or removed from moves.
 	ranked    []int
 	candidate []bool
+	// loads are the candidates' loads at the last ranking, by position.
+	loads []float64
 	// rankedSet is the evaluator's candidatesSet ranked is of.
 	rankedSet int
 }
@@ -56,10 +58,11 @@ func (s *Snapshot) newPlacerWith(pod *corev1.Pod, old []podID, opts evalOptions)
 // rank puts the evaluator's candidates in order of preference.
 func (p *placer) rank() {
 	e := p.e
-	loads := make([]float64, len(e.order))
 	if p.candidate == nil {
 		p.candidate = make([]bool, len(e.order))
+		p.loads = make([]float64, len(e.order))
 	}
+	loads := p.loads
 	clear(p.candidate)
 	for _, i := range e.candidates {
 		loads[i], p.candidate[i] = p.load(i), true
@@ -151,7 +154,7 @@ func (p *placer) load(i int) float64 {
 	if ni.allocatable.milliCPU == 0 {
 		return math.Inf(1)
 	}
-	return float64(ni.requested.milliCPU+p.e.extraReq[i].milliCPU) / float64(ni.allocatable.milliCPU)
+	return float64(ni.requested.milliCPU+p.e.extras.milliCPU(i)) / float64(ni.allocatable.milliCPU)
 }
 
 func (p *placer) remove(id podID) {

@@ -88,10 +88,25 @@ func (r *resources) sub(o resources) {
 	r.memory -= o.memory
 	r.ephemeralStorage -= o.ephemeralStorage
 	for k, v := range o.scalar {
-		if r.scalar != nil {
-			r.scalar[k] -= v
+		if r.scalar == nil {
+			r.scalar = map[corev1.ResourceName]int64{}
+		}
+		r.scalar[k] -= v
+	}
+}
+
+// plus is r and o together, r left as it is: r's scalars may be a node's,
+// shared with every evaluation.
+func (r resources) plus(o resources) resources {
+	sum := resources{milliCPU: r.milliCPU, memory: r.memory, ephemeralStorage: r.ephemeralStorage}
+	if len(r.scalar) > 0 || len(o.scalar) > 0 {
+		sum.scalar = make(map[corev1.ResourceName]int64, len(r.scalar)+len(o.scalar))
+		for k, v := range r.scalar {
+			sum.scalar[k] = v
 		}
 	}
+	sum.add(o)
+	return sum
 }
 
 // podRequests is what the scheduler charges a node for a pod: the larger of

@@ -51,3 +51,28 @@ func TestPodRequestsMatchesTheHelper(t *testing.T) {
 		t.Fatalf("a sidecar's requests add to the containers': got %dm, want 600m", got)
 	}
 }
+
+// Explaining why a node does not fit adds the simulation's extras to the
+// node's requests; a node's extended resources are shared by every
+// evaluation and must come out of it as they went in.
+func TestReasonsLeaveTheNodesRequestsAlone(t *testing.T) {
+	gpuNode := mkNode("node0", func(n *corev1.Node) { n.Status.Allocatable["example.com/gpu"] = resource.MustParse("2") })
+	s, err := NewSnapshot(Objects{Nodes: []*corev1.Node{gpuNode}, Pods: []*corev1.Pod{mkPod("ns", "holder", on("node0"), oneGPU)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := mkPod("ns", "incoming", oneGPU)
+	e, err := s.newEvaluator(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.simulateBind(pod, nil, podRequests(pod), 0)
+	for range 3 {
+		if got := e.reasons(0); !reflect.DeepEqual(got, []string{"Insufficient example.com/gpu"}) {
+			t.Fatalf("reasons = %v, want the node full of devices", got)
+		}
+	}
+	if got := s.nodes[e.order[0]].requested.scalar["example.com/gpu"]; got != 1 {
+		t.Errorf("the node's own requests hold %d devices after the explanations, want 1", got)
+	}
+}

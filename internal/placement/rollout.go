@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -209,14 +209,17 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 	newOn := map[string]int{}
 	var buffers scaleDownBuffers
 	created, placed := 0, 0
-	var pending []*corev1.Pod
+	// Every new pod is the template's: only their names differ, and the
+	// simulation places the template itself under each name.
+	namePrefix := w.Name + "-" + newRevisionHash + "-"
+	var pending []string
 	for {
 		progress := false
 		// Pending new pods are retried first: the scheduler retries them
 		// whenever something in the cluster changes.
 		for len(pending) > 0 {
-			if i := pl.place(pending[0]); i >= 0 {
-				r.Steps = append(r.Steps, Step{Action: StepSchedule, Pod: pending[0].Name, Node: pl.nodeName(i)})
+			if i := pl.place(template); i >= 0 {
+				r.Steps = append(r.Steps, Step{Action: StepSchedule, Pod: pending[0], Node: pl.nodeName(i)})
 				newOn[pl.nodeName(i)]++
 				pending = pending[1:]
 				placed++
@@ -227,19 +230,19 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 		}
 		// Scale up the new revision within replicas + maxSurge.
 		for created < replicas && created+len(remainingOld) < replicas+maxSurge {
-			pod := newPod(w, fmt.Sprintf("%s-%s-%d", w.Name, newRevisionHash, created), template.Labels)
+			name := namePrefix + strconv.Itoa(created)
 			created++
 			progress = true
 			if len(pending) == 0 {
-				if i := pl.place(pod); i >= 0 {
-					r.Steps = append(r.Steps, Step{Action: StepCreate, Pod: pod.Name, Node: pl.nodeName(i)})
+				if i := pl.place(template); i >= 0 {
+					r.Steps = append(r.Steps, Step{Action: StepCreate, Pod: name, Node: pl.nodeName(i)})
 					newOn[pl.nodeName(i)]++
 					placed++
 					continue
 				}
 			}
-			r.Steps = append(r.Steps, Step{Action: StepCreate, Pod: pod.Name})
-			pending = append(pending, pod)
+			r.Steps = append(r.Steps, Step{Action: StepCreate, Pod: name})
+			pending = append(pending, name)
 		}
 		// Scale down the old revision as far as availability allows: the
 		// controller works out how many, then deletes that many in its
@@ -264,7 +267,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 	}
 	if len(pending) > 0 {
 		v := pl.e.verdict()
-		r.Blocked, r.BlockedPod = &v, pending[0].Name
+		r.Blocked, r.BlockedPod = &v, pending[0]
 	}
 	return r, nil
 }

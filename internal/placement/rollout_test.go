@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -95,6 +96,23 @@ func TestSimulateDeploymentRollout(t *testing.T) {
 			name:     "incident 001 fixed: maxUnavailable 1 lets an old pod go first",
 			objs:     twoWebOnTwoNodes(),
 			workload: func(o Objects) *Workload { return deployment(o, "web", 2, unavailable(1), hard) },
+			wantDone: true,
+		},
+		{
+			// An old pod's extended resource is freed when it goes, as its
+			// CPU is: each node has one device, each pod takes it.
+			name: "an old pod's extended resource is free for its replacement",
+			objs: func() Objects {
+				o := twoWebOnTwoNodes()
+				for _, n := range o.Nodes {
+					n.Status.Allocatable["example.com/gpu"] = resource.MustParse("1")
+				}
+				for _, p := range o.Pods {
+					oneGPU(p)
+				}
+				return o
+			}(),
+			workload: func(o Objects) *Workload { return deployment(o, "web", 2, unavailable(1), hard, oneGPU) },
 			wantDone: true,
 		},
 		{
@@ -474,4 +492,8 @@ func actions(r Rollout) []string {
 		out = append(out, st.Action+" "+st.Pod)
 	}
 	return out
+}
+
+func oneGPU(p *corev1.Pod) {
+	p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{"example.com/gpu": resource.MustParse("1")}
 }

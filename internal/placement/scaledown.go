@@ -276,19 +276,21 @@ type scaleDownBuffers struct {
 	candidates []scaleDownCandidate
 }
 
-// withoutPods returns ids less those in gone.
+// withoutPods returns ids less those in gone, filtering ids in place: a
+// rollout's simulation deletes a victim or a few at a step, from the list
+// of old pods it owns.
 func withoutPods(ids, gone []podID) []podID {
+	switch {
+	case len(gone) == 0:
+		return ids
+	case len(gone) <= 16:
+		return slices.DeleteFunc(ids, func(id podID) bool { return slices.Contains(gone, id) })
+	}
 	drop := make(map[podID]bool, len(gone))
 	for _, id := range gone {
 		drop[id] = true
 	}
-	out := ids[:0:0]
-	for _, id := range ids {
-		if !drop[id] {
-			out = append(out, id)
-		}
-	}
-	return out
+	return slices.DeleteFunc(ids, func(id podID) bool { return drop[id] })
 }
 
 // ScaleDownVictims are the names of the n pods of w the ReplicaSet

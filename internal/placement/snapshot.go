@@ -44,7 +44,9 @@ type Snapshot struct {
 
 	// order and topologies cache the live nodes in name order and their
 	// interned topology domains; any node change drops them.
-	order      []nodeID
+	order []nodeID
+	// positions maps a nodeID to its place in order, -1 for none.
+	positions  []int32
 	topologies map[string]*topology
 
 	namespaces     map[string]*corev1.Namespace

@@ -51,6 +51,7 @@ func (e *evaluator) topologyFor(key string) *topology { return e.s.topology(key)
 
 func (s *Snapshot) dropNodeCaches() {
 	s.order = nil
+	s.positions = nil
 	s.topologies = nil
 }
 
@@ -66,7 +67,21 @@ func (s *Snapshot) liveNodes() []nodeID {
 	}
 	sort.Slice(ids, func(i, j int) bool { return s.nodes[ids[i]].node.Name < s.nodes[ids[j]].node.Name })
 	s.order = ids
+	s.positions = make([]int32, len(s.nodes))
+	for i := range s.positions {
+		s.positions[i] = -1
+	}
+	for i, id := range ids {
+		s.positions[id] = int32(i)
+	}
 	return ids
+}
+
+// livePositions maps each nodeID to its place in liveNodes, -1 for none.
+// The slice is shared: callers must not change it.
+func (s *Snapshot) livePositions() []int32 {
+	s.liveNodes()
+	return s.positions
 }
 
 // topology returns the interned domains of key over liveNodes, built once
