@@ -72,6 +72,7 @@ func main() {
 		feedRead       time.Duration
 		admissionMode  string
 		webhookPort    int
+		webhookHost    string
 		certPath       string
 		certName       string
 		certKey        string
@@ -98,6 +99,7 @@ func main() {
 	opts := zap.Options{Development: false}
 	flag.StringVar(&admissionMode, "admission-mode", string(webhook.ModeWarn), "What the admission check of Deployments and StatefulSets does with a change that would strand pods or deadlock its rollout: Warn (admit it with warnings), Deny (refuse it with the same words), Adopt (admit the hard constraints it adds in their soft form, for a PlacementMigration the operator makes to harden once safe) or Off; a namespace's placementguard.io/admission label overrides it.")
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "The port the admission webhook is served on.")
+	flag.StringVar(&webhookHost, "webhook-host", "", "The address the admission webhook is served on; every interface when empty. 127.0.0.1 for a manager run outside the cluster beside a local API server.")
 	flag.StringVar(&certPath, "webhook-cert-path", "", "The directory of the webhook's serving certificate and key (watched and reloaded when they change); controller-runtime's default directory when empty.")
 	flag.StringVar(&certName, "webhook-cert-name", "tls.crt", "The webhook certificate's file name.")
 	flag.StringVar(&certKey, "webhook-cert-key", "tls.key", "The webhook key's file name.")
@@ -162,7 +164,7 @@ func main() {
 	serveAdmission := certPath != "" || rotator != nil
 	if serveAdmission {
 		options.WebhookServer = ctrlwebhook.NewServer(ctrlwebhook.Options{
-			Port: webhookPort, CertDir: certPath, CertName: certName, KeyName: certKey, TLSOpts: tlsOpts,
+			Host: webhookHost, Port: webhookPort, CertDir: certPath, CertName: certName, KeyName: certKey, TLSOpts: tlsOpts,
 		})
 	}
 	if leaderElect {

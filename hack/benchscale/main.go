@@ -47,6 +47,10 @@ type options struct {
 	// measures memory and cache sync only, at sizes the full control plane
 	// cannot reach on a small machine.
 	storeOnly bool
+	// admissionRate dry-run Deployment updates a second for admissionFor
+	// are sent through the admission check; 0 sends none.
+	admissionRate int
+	admissionFor  time.Duration
 }
 
 func main() {
@@ -57,6 +61,8 @@ func main() {
 	flag.IntVar(&o.migrations, "migrations", 50, "settled migrations during the churn (5 a namespace)")
 	flag.IntVar(&o.latencyMigrations, "latency-migrations", 10, "migrations timed from their node becoming schedulable to their first apply")
 	flag.IntVar(&o.churnRate, "churn-rate", 100, "pod creations and deletions a second during the churn")
+	flag.IntVar(&o.admissionRate, "admission-rate", 50, "dry-run Deployment updates a second sent through the admission check, half of them judged by the engine; 0 sends none")
+	flag.DurationVar(&o.admissionFor, "admission-for", time.Minute, "how long the admission stream lasts")
 	flag.DurationVar(&o.churnFor, "churn-for", time.Minute, "how long the churn lasts")
 	flag.StringVar(&o.idleProfile, "idle-cpuprofile", "", "write the manager's CPU profile without churn, just before it, here")
 	flag.DurationVar(&o.idleFor, "idle-for", 30*time.Second, "how long the manager's CPU is read without churn, just before it")
@@ -163,6 +169,17 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	fmt.Print(res.markdown())
+	if o.admissionRate > 0 {
+		c, err := benchClient(cluster.Config)
+		if err != nil {
+			return err
+		}
+		adm, err := measureAdmission(ctx, o, cluster.Config, c, liveCluster{c: c, cs: cs}, cluster.Kubeconfig)
+		if err != nil {
+			return fmt.Errorf("admission: %w", err)
+		}
+		fmt.Print(adm.markdown())
+	}
 	return nil
 }
 

@@ -24,6 +24,7 @@ type manager struct {
 	started     time.Time
 	metricsAddr string
 	pprofAddr   string
+	probeAddr   string
 
 	mu     sync.Mutex
 	synced time.Time
@@ -31,7 +32,8 @@ type manager struct {
 	done   chan struct{}
 }
 
-func startManager(binary, kubeconfig string) (*manager, error) {
+// startManager starts the manager with the harness's flags, then extra.
+func startManager(binary, kubeconfig string, extra ...string) (*manager, error) {
 	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
@@ -39,6 +41,7 @@ func startManager(binary, kubeconfig string) (*manager, error) {
 	m := &manager{
 		metricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]),
 		pprofAddr:   fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		probeAddr:   fmt.Sprintf("127.0.0.1:%d", ports[2]),
 		done:        make(chan struct{}),
 	}
 	args := []string{
@@ -47,11 +50,12 @@ func startManager(binary, kubeconfig string) (*manager, error) {
 		"--metrics-secure=false",
 		"--metrics-bind-address", m.metricsAddr,
 		"--pprof-bind-address", m.pprofAddr,
-		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[2]),
+		"--health-probe-bind-address", m.probeAddr,
 		// Latencies are a few milliseconds: the log must tell them apart.
 		"--zap-time-encoding=rfc3339nano",
 	}
-	m.cmd = exec.Command(binary, append(args, managerFlags...)...)
+	args = append(append(args, managerFlags...), extra...)
+	m.cmd = exec.Command(binary, args...)
 	if managerCPUs > 0 {
 		// As in its container: Go sizes GOMAXPROCS to the CPU limit.
 		m.cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", managerCPUs))
@@ -119,6 +123,23 @@ func (m *manager) waitSynced(ctx context.Context) (time.Duration, error) {
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitReady waits for the manager's readiness probe: its caches synced
+// and, when it serves the admission check, the webhook server started.
+func (m *manager) waitReady(ctx context.Context) error {
+	for {
+		if _, err := get(ctx, "http://"+m.probeAddr+"/readyz"); err == nil {
+			return nil
+		}
+		select {
+		case <-m.done:
+			return fmt.Errorf("the manager exited before it was ready:\n%s", m.logTail())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }

@@ -57,16 +57,11 @@ func runStoreOnly(ctx context.Context, o options, work string) error {
 	if err != nil {
 		return err
 	}
+	// Ready and without the not-ready taint the API server gives a node at
+	// creation, as the node lifecycle controller would leave them: the
+	// admission stream's judgements count them.
 	if err := parallel(ctx, "nodes created", o.nodes, 16, func(ctx context.Context, i int) error {
-		n, err := cs.CoreV1().Nodes().Create(ctx, node(i), metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		n.Status = node(i).Status
-		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-		_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-		return err
+		return storeCluster{cs: cs}.addNode(ctx, node(i))
 	}); err != nil {
 		return err
 	}
@@ -104,7 +99,18 @@ func runStoreOnly(ctx context.Context, o options, work string) error {
 	}
 	fmt.Print(res.markdown())
 	fmt.Print(latencyMarkdown(latencies))
-	fmt.Println("An API server and etcd alone (-store-only): pods Running because the harness wrote their status, and the latency migrations' Deployments rolled out and nodes made Ready by it; no churn measured.")
+	if o.admissionRate > 0 {
+		c, err := benchClient(cfg)
+		if err != nil {
+			return err
+		}
+		adm, err := measureAdmission(ctx, o, cfg, c, storeCluster{cs: cs}, kubeconfig)
+		if err != nil {
+			return fmt.Errorf("admission: %w", err)
+		}
+		fmt.Print(adm.markdown())
+	}
+	fmt.Println("An API server and etcd alone (-store-only): pods Running because the harness wrote their status, and the latency migrations' and admission stream's Deployments rolled out and nodes made Ready by it; no churn measured.")
 	return nil
 }
 
@@ -131,11 +137,7 @@ func running(p *corev1.Pod) {
 // server alone, the harness doing what the Deployment and ReplicaSet
 // controllers, the kubelets and the node lifecycle controller would.
 func measureStoreOnlyLatency(ctx context.Context, o options, cfg *rest.Config, cs kubernetes.Interface, kubeconfig string) ([]time.Duration, error) {
-	scheme := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), pgv1.AddToScheme(scheme)); err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := benchClient(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -233,4 +235,13 @@ func (s storeCluster) addNode(ctx context.Context, n *corev1.Node) error {
 	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
 	_, err = s.cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 	return err
+}
+
+// benchClient is a client of the cluster that knows the operator's API.
+func benchClient(cfg *rest.Config) (client.Client, error) {
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), pgv1.AddToScheme(scheme)); err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: scheme})
 }

@@ -81,8 +81,10 @@ var (
 
 	admissionDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: namespace, Name: "admission_duration_seconds",
-		Help:    "Time the admission check took to answer, by kind, mode (Off for a change it did not judge) and whether it admitted.",
-		Buckets: prometheus.ExponentialBuckets(0.00001, 4, 10),
+		Help: "Time the admission check took to answer, by kind, mode (Off for a change it did not judge) and whether it admitted.",
+		// Bounds at the check's goals: 50 µs for a change the check does not
+		// judge, 10 ms for a judgement, 2 s for its budget.
+		Buckets: []float64{0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 2, 5},
 	}, []string{"kind", "mode", "allowed"})
 
 	// The feed counts every pod event: resolved once, not per event.

@@ -1,0 +1,368 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placement-guard/placement-guard/test/utils"
+)
+
+// admissionNamespace holds the Deployments the stream of updates changes.
+const admissionNamespace = "bench-admission"
+
+// admissionReplicas is the size of each Deployment the stream changes,
+// as in the engine's judgement benchmarks.
+const admissionReplicas = 100
+
+// change is one kind of update in the stream: how it alters a Deployment,
+// and whether the check must refuse it.
+type change struct {
+	name   string
+	target string
+	refuse bool
+	apply  func(*appsv1.Deployment)
+}
+
+// changes are the stream's updates, sent in turn: every other one an image
+// change the check answers without the engine, the rest judged.
+func changes() []change {
+	image := change{name: "image change (not judged)", target: "web", apply: func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.Containers[0].Image += "-next"
+	}}
+	return []change{
+		image,
+		{name: "hard hostname anti-affinity that fits", target: "web", apply: func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Affinity = hostnameAntiAffinity(d.Spec.Template.Labels)
+		}},
+		image,
+		{name: "hard zone spread and hard anti-affinity", target: "web", apply: func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Affinity = hostnameAntiAffinity(d.Spec.Template.Labels)
+			d.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+				MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: d.Spec.Template.Labels}, MatchLabelKeys: []string{appsv1.DefaultDeploymentUniqueLabelKey}}}
+		}},
+		image,
+		{name: "seed 001's deadlock (refused)", target: "pinned", refuse: true, apply: func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Affinity.PodAntiAffinity = hostnameAntiAffinity(d.Spec.Template.Labels).PodAntiAffinity
+		}},
+	}
+}
+
+func hostnameAntiAffinity(labels map[string]string) *corev1.Affinity {
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+		TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}}}}
+}
+
+// admissionDeployments are the stream's targets: "web", 100 replicas
+// anywhere, rolled out 25% at a time; "pinned", seed 001's shape at
+// scale, 100 replicas on the 100 nodes its node affinity names, maxSurge
+// 1 and maxUnavailable 0.
+func admissionDeployments() []*appsv1.Deployment {
+	web := deployment(client.ObjectKey{Namespace: admissionNamespace, Name: "web"})
+	web.Spec.Replicas = ptr.To[int32](admissionReplicas)
+	pinned := deployment(client.ObjectKey{Namespace: admissionNamespace, Name: "pinned"})
+	pinned.Spec.Replicas = ptr.To[int32](admissionReplicas)
+	pinned.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+		MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}}
+	names := make([]string, admissionReplicas)
+	for i := range names {
+		names[i] = nodeName(i)
+	}
+	pinned.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+			Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: names}}}}}}}
+	return []*appsv1.Deployment{web, pinned}
+}
+
+// admissionResult is what the stream measured.
+type admissionResult struct {
+	rate     int
+	duration time.Duration
+	sent     int
+	notSent  int32
+	// latencies are the API server's answers as the client saw them, by
+	// change: the API server's own work, the call to the check and the
+	// check's.
+	latencies map[string][]time.Duration
+	order     []string
+	// served are the check's own times, from its histogram.
+	served []histogram
+}
+
+// measureAdmission serves the admission check from a manager of its own
+// (Deny mode, a serving certificate for 127.0.0.1 given to the API server
+// by URL), deploys the stream's targets, and sends rate dry-run updates a
+// second for o.admissionFor: the check judges each with every pod of the
+// cluster in view; nothing is written.
+func measureAdmission(ctx context.Context, o options, cfg *rest.Config, c client.Client, lc latencyCluster, kubeconfig string) (admissionResult, error) {
+	res := admissionResult{rate: o.admissionRate, duration: o.admissionFor, latencies: map[string][]time.Duration{}}
+	certDir, err := os.MkdirTemp("", "bench-admission-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(certDir)
+	bundle, err := utils.ServingCert(certDir)
+	if err != nil {
+		return res, err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return res, err
+	}
+	m, err := startManager(o.manager, kubeconfig, "--admission-mode=Deny", "--webhook-host=127.0.0.1",
+		"--webhook-port="+strconv.Itoa(ports[0]), "--webhook-cert-path="+certDir)
+	if err != nil {
+		return res, err
+	}
+	defer m.stop()
+	if err := m.waitReady(ctx); err != nil {
+		return res, err
+	}
+	if err := utils.RegisterWebhook(ctx, c, "bench-admission", ports[0], bundle); err != nil {
+		return res, fmt.Errorf("register the check: %w", err)
+	}
+	defer func() {
+		_ = c.Delete(context.Background(), &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "bench-admission"}})
+	}()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: admissionNamespace}}); client.IgnoreAlreadyExists(err) != nil {
+		return res, err
+	}
+	if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: admissionNamespace, Name: "default"}}); client.IgnoreAlreadyExists(err) != nil {
+		return res, err
+	}
+	live := map[string]*appsv1.Deployment{}
+	for _, d := range admissionDeployments() {
+		if err := lc.deploy(ctx, d); err != nil {
+			return res, fmt.Errorf("deploy %s: %w", d.Name, err)
+		}
+		key := client.ObjectKeyFromObject(d)
+		if err := lc.waitAvailable(ctx, key); err != nil {
+			return res, err
+		}
+		got := &appsv1.Deployment{}
+		if err := c.Get(ctx, key, got); err != nil {
+			return res, err
+		}
+		live[d.Name] = got
+	}
+	// The manager's snapshot must hold the targets' pods before the first
+	// judgement: an update of each, judged, must be refused or admitted
+	// as the stream expects.
+	if err := waitJudged(ctx, c, live); err != nil {
+		return res, fmt.Errorf("%w\n%s", err, m.logTail())
+	}
+	logf("admission: %d updates a second for %s", o.admissionRate, o.admissionFor)
+	if err := stream(ctx, cfg, c.Scheme(), live, &res); err != nil {
+		return res, fmt.Errorf("%w\n%s", err, m.logTail())
+	}
+	body, err := get(ctx, "http://"+m.metricsAddr+"/metrics")
+	if err != nil {
+		return res, err
+	}
+	res.served = admissionHistograms(body)
+	return res, nil
+}
+
+// waitJudged sends each judged change once, dry run, until the check
+// answers it as the stream expects.
+func waitJudged(ctx context.Context, c client.Client, live map[string]*appsv1.Deployment) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for _, ch := range changes() {
+		for {
+			obj := live[ch.target].DeepCopy()
+			ch.apply(obj)
+			err := c.Update(ctx, obj, client.DryRunAll)
+			if (err != nil) == ch.refuse && (err == nil || strings.Contains(err.Error(), "RolloutDeadlock")) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("the check never answered %q as expected (last: %v)", ch.name, err)
+			case <-time.After(time.Second):
+			}
+		}
+	}
+	return nil
+}
+
+// stream sends the changes in turn at res.rate a second for res.duration
+// from 16 workers, and checks every answer: a judged change refused or
+// admitted as expected, an image change admitted, and no warning that a
+// judgement ran out of its budget.
+func stream(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, live map[string]*appsv1.Deployment, res *admissionResult) error {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 1000, 1000
+	warned := &budgetWarnings{}
+	cfg.WarningHandler = warned
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	all := changes()
+	for _, ch := range all {
+		if !slices.Contains(res.order, ch.name) {
+			res.order = append(res.order, ch.name)
+		}
+	}
+	var (
+		mu    sync.Mutex
+		wrong []string
+		wg    sync.WaitGroup
+	)
+	work := make(chan change, res.rate)
+	for range 16 {
+		wg.Go(func() {
+			for ch := range work {
+				obj := live[ch.target].DeepCopy()
+				ch.apply(obj)
+				start := time.Now()
+				err := c.Update(ctx, obj, client.DryRunAll)
+				took := time.Since(start)
+				mu.Lock()
+				res.latencies[ch.name] = append(res.latencies[ch.name], took)
+				if (err != nil) != ch.refuse || (err != nil && !strings.Contains(err.Error(), "RolloutDeadlock")) {
+					wrong = append(wrong, fmt.Sprintf("%s: %v", ch.name, err))
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	var behind atomic.Int32
+	tick := time.NewTicker(time.Second / time.Duration(res.rate))
+	deadline := time.Now().Add(res.duration)
+	for i := 0; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
+		<-tick.C
+		select {
+		case work <- all[i%len(all)]:
+			res.sent++
+		default:
+			behind.Add(1) // every worker busy: the update is not sent
+		}
+	}
+	tick.Stop()
+	close(work)
+	wg.Wait()
+	res.notSent = behind.Load()
+	if len(wrong) > 0 {
+		return fmt.Errorf("%d of %d answers were not as expected, the first: %s", len(wrong), res.sent, wrong[0])
+	}
+	if n := warned.count.Load(); n > 0 {
+		return fmt.Errorf("%d judgements ran past the check's budget", n)
+	}
+	return nil
+}
+
+// budgetWarnings counts the warnings saying a judgement ran out of time.
+type budgetWarnings struct{ count atomic.Int32 }
+
+func (w *budgetWarnings) HandleWarningHeader(_ int, _ string, text string) {
+	if strings.Contains(text, "no answer within") {
+		w.count.Add(1)
+	}
+}
+
+// histogram is one series of the check's duration histogram.
+type histogram struct {
+	labels string
+	count  float64
+	// atMost are the cumulative counts by upper bound, in seconds.
+	atMost map[float64]float64
+}
+
+// describe names the series: mode Off is a change the check did not
+// judge.
+func (h histogram) describe() string {
+	switch {
+	case strings.Contains(h.labels, `mode="Off"`):
+		return "not judged"
+	case strings.Contains(h.labels, `allowed="false"`):
+		return "judged, refused"
+	}
+	return "judged, admitted"
+}
+
+var bucketLine = regexp.MustCompile(`^placementguard_admission_duration_seconds_bucket\{(.*),le="([^"]+)"\} (\S+)$`)
+
+// admissionHistograms reads the check's histogram from the manager's
+// metrics, one per kind, mode and verdict.
+func admissionHistograms(body string) []histogram {
+	byLabels := map[string]*histogram{}
+	var order []string
+	for _, line := range strings.Split(body, "\n") {
+		m := bucketLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		h, ok := byLabels[m[1]]
+		if !ok {
+			h = &histogram{labels: m[1], atMost: map[float64]float64{}}
+			byLabels[m[1]] = h
+			order = append(order, m[1])
+		}
+		n, _ := strconv.ParseFloat(m[3], 64)
+		if m[2] == "+Inf" {
+			h.count = n
+			continue
+		}
+		le, _ := strconv.ParseFloat(m[2], 64)
+		h.atMost[le] = n
+	}
+	out := make([]histogram, 0, len(order))
+	for _, l := range order {
+		out = append(out, *byLabels[l])
+	}
+	return out
+}
+
+// markdown reports the stream: the client's percentiles by change, and
+// the share of the check's own answers within its goals.
+func (r admissionResult) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nAdmission check: %d dry-run Deployment updates in %s (%d a second asked, %d not sent with every worker busy), the manager in Deny mode\n\n",
+		r.sent, r.duration, r.rate, r.notSent)
+	b.WriteString("| change | answers | p50 | p99 | max |\n|---|---|---|---|---|\n")
+	for _, name := range r.order {
+		ds := r.latencies[name]
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |\n", name, len(ds), quantile(ds, 50), quantile(ds, 99), quantile(ds, 100))
+	}
+	b.WriteString("\nThe check's own time (placementguard_admission_duration_seconds):\n\n| series | answers | ≤ 50 µs | ≤ 5 ms | ≤ 10 ms | ≤ 25 ms |\n|---|---|---|---|---|---|\n")
+	for _, h := range r.served {
+		share := func(le float64) string {
+			if h.count == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f%%", 100*h.atMost[le]/h.count)
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %s | %s |\n", h.describe(), h.count, share(0.00005), share(0.005), share(0.01), share(0.025))
+	}
+	return b.String()
+}
+
+// quantile is the p-th percentile of ds (100: the largest).
+func quantile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, len(s)*p/100)].Round(100 * time.Microsecond)
+}
