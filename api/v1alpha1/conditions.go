@@ -169,18 +169,3 @@ const AdmissionLabel = "placementguard.io/admission"
 // RevertFinalizer restores the recorded constraints before a
 // PlacementMigration with onDelete: Revert is deleted.
 const RevertFinalizer = "placementguard.io/revert"
-
-// Hazard types the feasibility analysis reports.
-const (
-	HazardInsufficientCapacity = "InsufficientCapacity"
-	HazardRolloutDeadlock      = "RolloutDeadlock"
-	HazardSelectorOverlap      = "SelectorOverlap"
-	HazardVolumeZonePinning    = "VolumeZonePinning"
-	HazardAffinityClobber      = "AffinityClobber"
-	HazardUnschedulable        = "Unschedulable"
-	HazardOnDeleteStrategy     = "OnDeleteStrategy"
-	HazardSpreadEndsSkewed     = "SpreadEndsSkewed"
-	// HazardNotPredicted is for information: a filter the engine does not
-	// model (dynamic resource claims) decides where the workload's pods go.
-	HazardNotPredicted = "NotPredicted"
-)

@@ -552,7 +552,8 @@ const (
 
 // Hazard is one finding of the feasibility analysis.
 type Hazard struct {
-	// type is a stable name such as RolloutDeadlock or SelectorOverlap.
+	// type is a stable name such as RolloutDeadlock or SelectorOverlap;
+	// docs/how-it-works.md lists them and what each means.
 	// +kubebuilder:validation:MaxLength=64
 	// +required
 	Type string `json:"type"`

@@ -11,7 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// Hazard types, stable names a person and a dashboard can key on.
+// Hazard types, stable names a person and a dashboard can key on: the API
+// reports them in status.hazards and condition reasons, and this is the one
+// place they are declared.
 const (
 	HazardInsufficientCapacity = "InsufficientCapacity"
 	HazardRolloutDeadlock      = "RolloutDeadlock"

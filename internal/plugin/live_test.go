@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
 // startAPIServer starts a real kube-apiserver and etcd with the CRD
@@ -199,7 +200,7 @@ func TestLiveClusterUnderLeastPrivilege(t *testing.T) {
 			t.Fatalf("the live plan differs from the offline one:\nlive:    %+v\noffline: %+v", a.Stages[i], b.Stages[i])
 		}
 	}
-	if a.Stages[1].Hazards[0].Type != pgv1.HazardRolloutDeadlock {
+	if a.Stages[1].Hazards[0].Type != placement.HazardRolloutDeadlock {
 		t.Fatalf("hazards %+v", a.Stages[1].Hazards)
 	}
 

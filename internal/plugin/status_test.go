@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
 // The status tree shows what a person on call needs first: the phase and
@@ -32,7 +33,7 @@ func TestStatusTree(t *testing.T) {
 				Verified: &pgv1.StageMilestone{Stage: pgv1.StageSoft, At: at(3 * time.Minute)},
 				Pods:     &pgv1.PodSetRecord{PodSetSummary: pgv1.PodSetSummary{Count: 3, Restarts: 1}},
 				Stages:   []pgv1.StageRecord{{Stage: pgv1.StageSoft, Outcome: pgv1.StageOutcome("Verified")}, {Stage: pgv1.StageHard}}}},
-			Hazards: []pgv1.Hazard{{Type: pgv1.HazardRolloutDeadlock, Severity: pgv1.SeverityBlocking, Target: "Deployment/web", Message: "the rollout would deadlock"}},
+			Hazards: []pgv1.Hazard{{Type: placement.HazardRolloutDeadlock, Severity: pgv1.SeverityBlocking, Target: "Deployment/web", Message: "the rollout would deadlock"}},
 			Plan:    []pgv1.TargetPlan{{Kind: pgv1.KindDeployment, Name: "web", Stage: pgv1.StageHard, Change: "adds a required term", RecreatesCount: 7, Recreates: []string{"a", "b", "c", "d", "e"}}},
 		},
 	}
@@ -53,7 +54,7 @@ func TestMigrationTable(t *testing.T) {
 	items := []pgv1.PlacementMigration{
 		{ObjectMeta: metav1.ObjectMeta{Name: "web-apart", Namespace: "shop", CreationTimestamp: metav1.NewTime(now.Add(-2 * time.Hour))},
 			Status: pgv1.PlacementMigrationStatus{Phase: pgv1.PhaseBlocked, Targets: []pgv1.TargetStatus{{}},
-				Conditions: []metav1.Condition{{Type: pgv1.ConditionReady, Status: metav1.ConditionFalse, Reason: pgv1.HazardRolloutDeadlock}}}},
+				Conditions: []metav1.Condition{{Type: pgv1.ConditionReady, Status: metav1.ConditionFalse, Reason: placement.HazardRolloutDeadlock}}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "flux-spread", Namespace: "flux-system", CreationTimestamp: metav1.NewTime(now.Add(-30 * time.Second))},
 			Spec: pgv1.PlacementMigrationSpec{FinalStage: pgv1.StageSoft}},
 	}

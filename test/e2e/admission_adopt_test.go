@@ -20,6 +20,7 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/adoption"
+	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/test/localcluster"
 	"github.com/placement-guard/placement-guard/test/utils"
 )
@@ -183,7 +184,7 @@ var _ = Describe("Adopt mode: a hard constraint merged straight into a workload,
 			for _, h := range got.Status.Hazards {
 				named = append(named, h.Type)
 			}
-			g.Expect(named).To(ContainElement(pgv1.HazardRolloutDeadlock))
+			g.Expect(named).To(ContainElement(placement.HazardRolloutDeadlock))
 		}).Should(Succeed(), explain(ctx, env.Namespace, pm.Name))
 		paa := getDeployment(ctx, env.Namespace, "web").Spec.Template.Spec.Affinity.PodAntiAffinity
 		Expect(paa.RequiredDuringSchedulingIgnoredDuringExecution).To(BeEmpty(), "it stays soft")

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/test/utils"
 )
 
@@ -78,7 +79,7 @@ var _ = Describe("A hard zone spread on a Deployment counts only the new revisio
 
 		Eventually(phaseOf(ctx, env.Namespace, "rates-zones")).Should(Equal(pgv1.PhaseBlocked), explain(ctx, env.Namespace, "rates-zones"))
 		feasible := conditionOf(ctx, env.Namespace, "rates-zones", pgv1.ConditionFeasible)
-		Expect(feasible.Reason).To(Equal(pgv1.HazardSpreadEndsSkewed))
+		Expect(feasible.Reason).To(Equal(placement.HazardSpreadEndsSkewed))
 		Expect(feasible.Message).To(And(ContainSubstring("skew 2 > maxSkew 1"), ContainSubstring("pod-template-hash")))
 		after := getDeployment(ctx, env.Namespace, "rates-api")
 		Expect(after.Generation).To(Equal(d.Generation), "nothing was written to the Deployment")

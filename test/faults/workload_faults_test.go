@@ -256,7 +256,7 @@ var _ = Describe("F8: another field manager owns the anti-affinity terms before 
 		s.addCapacity(ctx)
 		s.waitFor(ctx, pgv1.PhaseBlocked)
 		reason, msg := s.readyReason(ctx)
-		Expect(reason).To(BeElementOf(pgv1.HazardAffinityClobber, pgv1.ReasonFieldConflict))
+		Expect(reason).To(BeElementOf(placement.HazardAffinityClobber, pgv1.ReasonFieldConflict))
 		Expect(msg).To(ContainSubstring(`"helm"`))
 		Consistently(func() int64 { return s.workload(ctx).GetGeneration() }, "5s").Should(Equal(generation))
 		Expect(deploymentWrites(proxy, env.Namespace)).To(BeZero())
