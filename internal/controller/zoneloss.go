@@ -55,7 +55,7 @@ func (s *scope) zoneLoss(snap *placement.Snapshot, t *target, final placement.St
 // room in the zones left.
 func (s *scope) zoneLossFix(l placement.DomainLoss, final placement.Stage) string {
 	ts := s.pm.Spec.Constraint.TopologySpread
-	if ts == nil || ts.TopologyKey != l.Key || !strings.Contains(l.Message, placement.ReasonSpread) {
+	if ts == nil || ts.TopologyKey != l.Key || l.Reasons[placement.ReasonSpread] == 0 {
 		return "add qualifying capacity in the other zones (N+1 per zone)" + softerFix(final)
 	}
 	if ts.NodeTaintsPolicy == pgv1.PolicyHonor && ts.MinDomains != nil {

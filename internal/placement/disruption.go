@@ -21,8 +21,10 @@ type Drain struct {
 	// Unplaced names the evicted pods no other node admits, one after the
 	// other, with the node cordoned.
 	Unplaced []string
-	// Message is the scheduler's message for the first unplaced pod.
+	// Message is the scheduler's message for the first unplaced pod, and
+	// Reasons counts the nodes that rejected it per reason.
 	Message string
+	Reasons map[string]int
 }
 
 // SimulateDrain evicts the workload's pods from node in turn, with the node
@@ -39,7 +41,7 @@ func (s *Snapshot) SimulateDrain(w *Workload, node string) (Drain, error) {
 	if err != nil {
 		return d, fmt.Errorf("simulate a drain of %s for %s: %w", node, w.ref(), err)
 	}
-	d.Evicted, d.Unplaced, d.Message = ev.evicted, ev.unplaced, ev.message
+	d.Evicted, d.Unplaced, d.Message, d.Reasons = ev.evicted, ev.unplaced, ev.first.Message, ev.first.Reasons
 	return d, nil
 }
 
@@ -53,8 +55,10 @@ type DomainLoss struct {
 	Evicted int
 	// Unplaced names those whose replacements no other node admits.
 	Unplaced []string
-	// Message is the scheduler's message for the first unplaced pod.
+	// Message is the scheduler's message for the first unplaced pod, and
+	// Reasons counts the nodes that rejected it per reason.
 	Message string
+	Reasons map[string]int
 }
 
 // SimulateDomainLoss takes every node whose label key is domain out as an
@@ -81,7 +85,7 @@ func (s *Snapshot) SimulateDomainLoss(w *Workload, key, domain string) (DomainLo
 	if err != nil {
 		return dl, fmt.Errorf("simulate the loss of %s=%s for %s: %w", key, domain, w.ref(), err)
 	}
-	dl.Evicted, dl.Unplaced, dl.Message = ev.evicted, ev.unplaced, ev.message
+	dl.Evicted, dl.Unplaced, dl.Message, dl.Reasons = ev.evicted, ev.unplaced, ev.first.Message, ev.first.Reasons
 	return dl, nil
 }
 
@@ -106,7 +110,8 @@ func (s *Snapshot) DomainsOf(w *Workload, key string) []string {
 type eviction struct {
 	evicted  int
 	unplaced []string
-	message  string
+	// first is the verdict on the first pod unplaced.
+	first Verdict
 }
 
 // evictAndReplace evaluates the cluster with the lost nodes as given and
@@ -158,8 +163,8 @@ func (ev *eviction) replace(p *placer, w *Workload, k int, name string) {
 		return
 	}
 	ev.unplaced = append(ev.unplaced, name)
-	if ev.message == "" {
-		ev.message = p.e.verdict().Message
+	if len(ev.unplaced) == 1 {
+		ev.first = p.e.verdict()
 	}
 }
 
