@@ -170,8 +170,13 @@ func measureAdmission(ctx context.Context, o options, cfg *rest.Config, c client
 		return res, fmt.Errorf("%w\n%s", err, m.logTail())
 	}
 	logf("admission: %d updates a second for %s", o.admissionRate, o.admissionFor)
+	profiled := make(chan error, 1)
+	go func() { profiled <- m.cpuProfile(ctx, o.admissionProfile, o.admissionFor-2*time.Second) }()
 	if err := stream(ctx, cfg, c.Scheme(), live, &res); err != nil {
 		return res, fmt.Errorf("%w\n%s", err, m.logTail())
+	}
+	if err := <-profiled; err != nil {
+		return res, err
 	}
 	body, err := get(ctx, "http://"+m.metricsAddr+"/metrics")
 	if err != nil {
@@ -337,8 +342,12 @@ func admissionHistograms(body string) []histogram {
 // the share of the check's own answers within its goals.
 func (r admissionResult) markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nAdmission check: %d dry-run Deployment updates in %s (%d a second asked, %d not sent with every worker busy), the manager in Deny mode\n\n",
-		r.sent, r.duration, r.rate, r.notSent)
+	where := "sharing every CPU with the API server, etcd and the harness"
+	if managerCore >= 0 {
+		where = fmt.Sprintf("alone on CPU %d, the API server, etcd and the harness on the others", managerCore)
+	}
+	fmt.Fprintf(&b, "\nAdmission check: %d dry-run Deployment updates in %s (%d a second asked, %d not sent with every worker busy), the manager in Deny mode, %s\n\n",
+		r.sent, r.duration, r.rate, r.notSent, where)
 	b.WriteString("| change | answers | p50 | p99 | max |\n|---|---|---|---|---|\n")
 	for _, name := range r.order {
 		ds := r.latencies[name]

@@ -49,8 +49,9 @@ type options struct {
 	storeOnly bool
 	// admissionRate dry-run Deployment updates a second for admissionFor
 	// are sent through the admission check; 0 sends none.
-	admissionRate int
-	admissionFor  time.Duration
+	admissionRate    int
+	admissionFor     time.Duration
+	admissionProfile string
 }
 
 func main() {
@@ -72,6 +73,8 @@ func main() {
 	flag.StringVar(&o.syncCPUProfile, "sync-cpuprofile", "", "write the manager's CPU profile over its first minute with every pod here: the first list")
 	flag.StringVar(&o.manager, "manager", "", "the manager binary; built from the tree when empty")
 	flag.BoolVar(&o.storeOnly, "store-only", false, "an API server and etcd alone, pod status written by the harness: memory and cache sync only")
+	flag.IntVar(&managerCore, "manager-core", -1, "run the managers alone on this CPU, and the harness, API server and etcd on the others, as the manager's own container and a control plane elsewhere would be; -1 shares every CPU")
+	flag.StringVar(&o.admissionProfile, "admission-cpuprofile", "", "write the manager's CPU profile during the admission stream here")
 	flag.IntVar(&managerCPUs, "manager-cpus", 1, "GOMAXPROCS of the manager, as its container's CPU limit sets it (1 in config/manager); 0 leaves the machine's")
 	logPath := flag.String("manager-log", "", "append the managers' logs to this file")
 	flags := flag.String("manager-flags", "", "more flags for the manager, separated by spaces (--zap-log-level=5 logs every reconcile)")
@@ -87,6 +90,10 @@ func main() {
 		managerLog = f
 	}
 	ctrllog.SetLogger(logr.Discard())
+	if err := isolateManagerCore(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scale:", err)
+		os.Exit(1)
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, o)
 	cancel()

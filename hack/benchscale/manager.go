@@ -55,7 +55,7 @@ func startManager(binary, kubeconfig string, extra ...string) (*manager, error) 
 		"--zap-time-encoding=rfc3339nano",
 	}
 	args = append(append(args, managerFlags...), extra...)
-	m.cmd = exec.Command(binary, args...)
+	m.cmd = managerCommand(binary, args)
 	if managerCPUs > 0 {
 		// As in its container: Go sizes GOMAXPROCS to the CPU limit.
 		m.cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", managerCPUs))
