@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -135,28 +137,26 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 	n := len(e.order)
 	e.extras = newNodeExtras(n)
 
-	aff := newNodeMatcher(pod)
 	// PreFilters in the scheduler's order: NodeAffinity, then VolumeBinding.
-	names, conflict := affinityNodeNames(pod)
+	filters := s.nodeFiltersOf(pod, opts.altered)
 	vols, pre := s.volumePreFilter(pod)
-	if conflict {
+	if filters.conflict {
 		pre = reasonNodeAffinityConflict
 	}
 	e.preFilterMsg = pre
-	e.nodeReason = make([]reasonCode, n)
+	e.nodeReason, e.affinityOK = filters.reason, filters.affinityOK
+	// The evaluation's codes begin with the node filters'; VolumeBinding's
+	// reasons are added after them.
+	e.reasonText = slices.Clone(filters.text)
+	e.reasonCodes = make(map[string]reasonCode, len(e.reasonText))
+	for c, text := range e.reasonText[1:] {
+		e.reasonCodes[text] = reasonCode(c + 1)
+	}
 	e.volumeReason = make([]reasonCode, n)
 	e.volumeAlso = make([]reasonCode, n)
-	e.affinityOK = make([]bool, n)
-	for i, id := range e.order {
-		node := e.node(id)
-		e.affinityOK[i] = aff.Match(node)
-		reason := nodeFilterMatched(pod, node, e.affinityOK[i])
-		if names != nil && !names[node.Name] {
-			reason = ReasonNodeAffinityPreFilter
-		}
-		e.nodeReason[i] = e.code(reason)
-		if pre == "" {
-			reason, also := volumeFilter(vols, node)
+	if pre == "" {
+		for i, id := range e.order {
+			reason, also := volumeFilter(vols, e.node(id))
 			e.setVolumeReasons(i, reason, also)
 		}
 	}

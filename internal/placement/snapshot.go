@@ -46,7 +46,10 @@ type Snapshot struct {
 	// interned topology domains; any node change drops them.
 	order []nodeID
 	// positions maps a nodeID to its place in order, -1 for none.
-	positions  []int32
+	positions []int32
+	// filters are templates' node filters over order, by what they read
+	// of the template.
+	filters    map[string]*nodeFilters
 	topologies map[string]*topology
 
 	namespaces     map[string]*corev1.Namespace

@@ -4,6 +4,7 @@ import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 // Node is the node of that name as last taken in; callers must not change
@@ -27,14 +28,19 @@ func (s *Snapshot) NodeNames() []string {
 
 // UpsertNode adds a node or replaces it, keeping the pods bound to it.
 // The cached node order and topology domains are built from nodes' names
-// and labels only: a node's heartbeat, the same labels again, keeps them.
+// and labels only, the node filters from their labels, taints and
+// cordons: a node's heartbeat keeps them.
 func (s *Snapshot) UpsertNode(n *corev1.Node) {
 	alloc := resourcesFrom(n.Status.Allocatable)
 	allowed := n.Status.Allocatable.Pods().Value()
 	if id, ok := s.nodeByName[n.Name]; ok {
 		ni := s.nodes[id]
-		if !maps.Equal(ni.node.Labels, n.Labels) {
+		switch {
+		case !maps.Equal(ni.node.Labels, n.Labels):
 			s.dropNodeCaches()
+		case ni.node.Spec.Unschedulable != n.Spec.Unschedulable || !equality.Semantic.DeepEqual(ni.node.Spec.Taints, n.Spec.Taints):
+			// Cordoned, uncordoned or tainted: the node filters read it.
+			s.filters = nil
 		}
 		ni.node, ni.allocatable, ni.allowedPods = n, alloc, allowed
 		return

@@ -52,6 +52,7 @@ func (e *evaluator) topologyFor(key string) *topology { return e.s.topology(key)
 func (s *Snapshot) dropNodeCaches() {
 	s.order = nil
 	s.positions = nil
+	s.filters = nil
 	s.topologies = nil
 }
 

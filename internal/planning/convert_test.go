@@ -1,10 +1,6 @@
 package planning
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -15,55 +11,6 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
 )
-
-// The engine cannot import the API package, so its hazard names are
-// declared twice; this keeps the two lists the same, read from the sources
-// so that a hazard added to one and not the other fails here.
-func TestHazardTypesMatchTheAPI(t *testing.T) {
-	engine := hazardConsts(t, "../placement/hazards.go")
-	api := hazardConsts(t, "../../api/v1alpha1/conditions.go")
-	if len(engine) == 0 {
-		t.Fatal("no hazard found in the engine's source")
-	}
-	for name, value := range engine {
-		if api[name] != value {
-			t.Errorf("the engine's %s = %q; the API has %q", name, value, api[name])
-		}
-	}
-	for name, value := range api {
-		if engine[name] != value {
-			t.Errorf("the API's %s = %q; the engine has %q", name, value, engine[name])
-		}
-	}
-}
-
-// hazardConsts reads the string constants named Hazard* of a Go file.
-func hazardConsts(t *testing.T, path string) map[string]string {
-	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.CONST {
-			continue
-		}
-		for _, spec := range g.Specs {
-			vs := spec.(*ast.ValueSpec)
-			for i, n := range vs.Names {
-				if !strings.HasPrefix(n.Name, "Hazard") || i >= len(vs.Values) {
-					continue
-				}
-				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					out[n.Name], _ = strconv.Unquote(lit.Value)
-				}
-			}
-		}
-	}
-	return out
-}
 
 func TestConstraintFromSpec(t *testing.T) {
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "search"}}
