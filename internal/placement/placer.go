@@ -55,17 +55,61 @@ func (s *Snapshot) newPlacerWith(pod *corev1.Pod, old []podID, opts evalOptions)
 	return p, nil
 }
 
-// rank puts the evaluator's candidates in order of preference.
+// rank puts the evaluator's candidates in order of preference. Before the
+// simulation has placed or removed anything, the loads are the snapshot's,
+// whose order it keeps: the candidates are then only grouped by their
+// count of the workload's pods, in one pass (a sort of every candidate per
+// placer was a quarter of a judgement).
 func (p *placer) rank() {
 	e := p.e
 	if p.candidate == nil {
 		p.candidate = make([]bool, len(e.order))
+	}
+	clear(p.candidate)
+	for _, i := range e.candidates {
+		p.candidate[i] = true
+	}
+	if e.extras.untouched() && e.altered == nil {
+		p.rankByOwn(e.s.positionsByLoad())
+	} else {
+		p.rankBySort()
+	}
+	p.rankedSet = e.candidatesSet
+}
+
+// rankByOwn ranks the candidates by their count of the workload's pods,
+// keeping the order of byLoad among equals: a counting sort.
+func (p *placer) rankByOwn(byLoad []int32) {
+	maxOwn := int32(0)
+	for _, i := range p.e.candidates {
+		maxOwn = max(maxOwn, p.own[i])
+	}
+	start := make([]int, maxOwn+2)
+	for _, i := range p.e.candidates {
+		start[p.own[i]+1]++
+	}
+	for o := 1; o < len(start); o++ {
+		start[o] += start[o-1]
+	}
+	p.ranked = slices.Grow(p.ranked[:0], len(p.e.candidates))[:len(p.e.candidates)]
+	for _, pos := range byLoad {
+		if i := int(pos); p.candidate[i] {
+			p.ranked[start[p.own[i]]] = i
+			start[p.own[i]]++
+		}
+	}
+}
+
+// rankBySort ranks the candidates by their own pods and their loads as
+// the simulation has left them.
+func (p *placer) rankBySort() {
+	e := p.e
+	if p.loads == nil {
 		p.loads = make([]float64, len(e.order))
 	}
 	loads := p.loads
-	clear(p.candidate)
 	for _, i := range e.candidates {
-		loads[i], p.candidate[i] = p.load(i), true
+		loads[i] = p.load(i)
 	}
 	p.ranked = append(p.ranked[:0], e.candidates...)
 	slices.SortFunc(p.ranked, func(i, j int) int {
@@ -79,7 +123,6 @@ func (p *placer) rank() {
 		}
 		return i - j
 	})
-	p.rankedSet = e.candidatesSet
 }
 
 // place finds a node for pod, binds it there in the simulation and returns
@@ -150,11 +193,42 @@ func (p *placer) better(i, j int) bool {
 }
 
 func (p *placer) load(i int) float64 {
-	ni := p.e.s.nodes[p.e.order[i]]
+	return nodeLoad(p.e.s.nodes[p.e.order[i]], p.e.extras.milliCPU(i))
+}
+
+// nodeLoad is the share of a node's CPU requested, with extra more.
+func nodeLoad(ni *nodeInfo, extra int64) float64 {
 	if ni.allocatable.milliCPU == 0 {
 		return math.Inf(1)
 	}
-	return float64(ni.requested.milliCPU+p.e.extras.milliCPU(i)) / float64(ni.allocatable.milliCPU)
+	return float64(ni.requested.milliCPU+extra) / float64(ni.allocatable.milliCPU)
+}
+
+// positionsByLoad are the live nodes' positions, the least requested
+// first, the lower position among equals; kept until a pod, a node's
+// allocatable or the nodes change. The slice is shared: callers must not
+// change it.
+func (s *Snapshot) positionsByLoad() []int32 {
+	if s.byLoad != nil {
+		return s.byLoad
+	}
+	order := s.liveNodes()
+	loads := make([]float64, len(order))
+	byLoad := make([]int32, len(order))
+	for i, id := range order {
+		loads[i], byLoad[i] = nodeLoad(s.nodes[id], 0), int32(i)
+	}
+	slices.SortFunc(byLoad, func(a, b int32) int {
+		switch {
+		case loads[a] < loads[b]:
+			return -1
+		case loads[b] < loads[a]:
+			return 1
+		}
+		return int(a - b)
+	})
+	s.byLoad = byLoad
+	return byLoad
 }
 
 func (p *placer) remove(id podID) {

@@ -38,6 +38,40 @@ func TestThePlacerSpreadsThenFillsTheLeastLoaded(t *testing.T) {
 	}
 }
 
+// The snapshot keeps its nodes in order of load for the placers it makes;
+// a pod that lands on a node, a node's allocatable that changes, must
+// reorder them for the next placer.
+func TestAPlacerSeesTheLoadsOfTheSnapshotAsTheyAreNow(t *testing.T) {
+	s, err := NewSnapshot(Objects{Nodes: []*corev1.Node{mkNode("a"), mkNode("b"), mkNode("c")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := mkPod("ns", "web", withLabels("app", "web"), requests("100m", "64Mi"))
+	first := func() string {
+		p, err := s.newPlacer(pod, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.nodeName(p.place(pod))
+	}
+	if got := first(); got != "a" {
+		t.Fatalf("first placement on %s, want a, the lowest name among idle nodes", got)
+	}
+	for _, p := range []*corev1.Pod{mkPod("ns", "batch", on("a"), requests("3", "1Gi")), mkPod("ns", "small", on("b"), requests("100m", "64Mi")),
+		mkPod("ns", "smaller", on("c"), requests("200m", "64Mi"))} {
+		if err := s.UpsertPod(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := first(); got != "b" {
+		t.Fatalf("with a busy, placed on %s, want b, the least requested", got)
+	}
+	s.UpsertNode(mkNode("b", alloc("1", "8Gi", "110")))
+	if got := first(); got != "c" {
+		t.Fatalf("with b's CPU cut to one core, placed on %s, want c", got)
+	}
+}
+
 // TestThePlacerChoosesAsAFullScanWould: the placer keeps its candidates in
 // order of preference and filters them in that order until one fits; on
 // random clusters and random pods, with pods of the cluster removed and

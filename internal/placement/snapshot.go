@@ -49,7 +49,10 @@ type Snapshot struct {
 	positions []int32
 	// filters are templates' node filters over order, by what they read
 	// of the template.
-	filters    map[string]*nodeFilters
+	filters map[string]*nodeFilters
+	// byLoad are the positions in order, the least requested first; nil
+	// once a pod or a node's allocatable changes.
+	byLoad     []int32
 	topologies map[string]*topology
 
 	namespaces     map[string]*corev1.Namespace
@@ -246,6 +249,7 @@ func (s *Snapshot) bind(id podID, nid nodeID) {
 	pi.node = nid
 	ni.pods[id] = struct{}{}
 	ni.requested.add(pi.requests)
+	s.byLoad = nil
 }
 
 func (s *Snapshot) removePod(id podID) {
@@ -262,6 +266,7 @@ func (s *Snapshot) removePod(id podID) {
 		ni := s.nodes[pi.node]
 		delete(ni.pods, id)
 		ni.requested.sub(pi.requests)
+		s.byLoad = nil
 		pi.node = noNode
 	}
 }

@@ -42,6 +42,9 @@ func (s *Snapshot) UpsertNode(n *corev1.Node) {
 			// Cordoned, uncordoned or tainted: the node filters read it.
 			s.filters = nil
 		}
+		if !alloc.equal(ni.allocatable) {
+			s.byLoad = nil
+		}
 		ni.node, ni.allocatable, ni.allowedPods = n, alloc, allowed
 		return
 	}

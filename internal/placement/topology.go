@@ -53,6 +53,7 @@ func (s *Snapshot) dropNodeCaches() {
 	s.order = nil
 	s.positions = nil
 	s.filters = nil
+	s.byLoad = nil
 	s.topologies = nil
 }
 
