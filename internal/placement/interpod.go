@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"sort"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -28,6 +30,16 @@ func (e *evaluator) initInterPod() error {
 		}
 	}
 
+	// The counts of existing pods' terms, kept by the snapshot when no
+	// entry is disregarded.
+	key := ""
+	if e.disregarded == nil {
+		key = existingAntiKey(e.pod, e.nsLabels)
+		if kept, ok := e.s.existingAnti[key]; ok {
+			e.setExistingAnti(kept.clone())
+			return nil
+		}
+	}
 	e.existingAnti = map[string]*domainCounts{}
 	for id := range e.s.withAntiAffinity {
 		pi := e.s.pods[id]
@@ -44,7 +56,24 @@ func (e *evaluator) initInterPod() error {
 		}
 		e.forbidFor(terms, i, 1)
 	}
+	if key != "" {
+		e.s.keepExistingAnti(key, e.existingAnti)
+	}
 	return nil
+}
+
+// setExistingAnti takes counts as the evaluation's own.
+func (e *evaluator) setExistingAnti(counts existingAntiCounts) {
+	e.existingAnti = counts
+	e.existingAntiList = e.existingAntiList[:0]
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		e.existingAntiList = append(e.existingAntiList, counts[k])
+	}
 }
 
 // disregards reports whether p's copy of the disregarded entry is set

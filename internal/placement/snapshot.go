@@ -52,8 +52,11 @@ type Snapshot struct {
 	filters map[string]*nodeFilters
 	// byLoad are the positions in order, the least requested first; nil
 	// once a pod or a node's allocatable changes.
-	byLoad     []int32
-	topologies map[string]*topology
+	byLoad []int32
+	// existingAnti are existing pods' anti-affinity counts per incoming
+	// labels; nil once a pod is bound or removed, or a node changes.
+	existingAnti map[string]existingAntiCounts
+	topologies   map[string]*topology
 
 	namespaces     map[string]*corev1.Namespace
 	claims         map[string]*corev1.PersistentVolumeClaim // by namespace/name
@@ -249,7 +252,7 @@ func (s *Snapshot) bind(id podID, nid nodeID) {
 	pi.node = nid
 	ni.pods[id] = struct{}{}
 	ni.requested.add(pi.requests)
-	s.byLoad = nil
+	s.byLoad, s.existingAnti = nil, nil
 }
 
 func (s *Snapshot) removePod(id podID) {
@@ -266,7 +269,7 @@ func (s *Snapshot) removePod(id podID) {
 		ni := s.nodes[pi.node]
 		delete(ni.pods, id)
 		ni.requested.sub(pi.requests)
-		s.byLoad = nil
+		s.byLoad, s.existingAnti = nil, nil
 		pi.node = noNode
 	}
 }

@@ -54,6 +54,7 @@ func (s *Snapshot) dropNodeCaches() {
 	s.positions = nil
 	s.filters = nil
 	s.byLoad = nil
+	s.existingAnti = nil
 	s.topologies = nil
 }
 
