@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -10,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -170,5 +174,74 @@ var _ = Describe("An adopted constraint written in place", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(adopted).To(BeFalse(), "the recorded uid is the old workload's: the migration's own apply, with its uid precondition, answers")
 		Expect(live().Spec.Template.Spec.Affinity).To(BeNil())
+	})
+})
+
+// Two replicas of the manager at a leader handover may both reconcile a
+// workload whose change was adopted: one migration is made, owned by the
+// workload, and neither fails.
+var _ = Describe("Adopted migrations made by two replicas at once", func() {
+	It("makes one migration and answers both without an error", func() {
+		namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "adopted-race-"}}
+		Expect(k8sClient.Create(ctx, namespace)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, namespace))).To(Succeed()) })
+		term := corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}
+		manifest := &corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "db", Image: "registry.invalid/db:1"}},
+			Affinity:   &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term}}},
+		}
+		softened := adoption.Soften("Deployment", "db", nil, manifest)
+		value, err := adoption.Encode(softened.Records)
+		Expect(err).NotTo(HaveOccurred())
+		labels := map[string]string{"app": "db"}
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace.Name, Name: "db", Annotations: map[string]string{adoption.Annotation: value}},
+			Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: *softened.Spec}},
+		}
+		Expect(k8sClient.Create(ctx, d)).To(Succeed())
+
+		req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(d)}
+		recorders := []*events.FakeRecorder{events.NewFakeRecorder(10), events.NewFakeRecorder(10)}
+		// Both replicas find no migration before either makes one.
+		var looked sync.WaitGroup
+		looked.Add(len(recorders))
+		base, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		racing := interceptor.NewClient(base, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			err := c.Get(ctx, key, obj, opts...)
+			if _, ok := obj.(*pgv1.PlacementMigration); ok {
+				looked.Done()
+				looked.Wait()
+			}
+			return err
+		}})
+		errs := make(chan error, 2)
+		for _, rec := range recorders {
+			go func() {
+				defer GinkgoRecover()
+				_, err := (&AdoptionReconciler{Client: racing, Recorder: rec}).Reconcile(ctx, req)
+				errs <- err
+			}()
+		}
+		Expect(<-errs).To(Succeed())
+		Expect(<-errs).To(Succeed())
+
+		var list pgv1.PlacementMigrationList
+		Expect(k8sClient.List(ctx, &list, client.InNamespace(namespace.Name))).To(Succeed())
+		Expect(list.Items).To(HaveLen(1))
+		Expect(list.Items[0].Name).To(Equal(softened.Records[0].Migration))
+		Expect(metav1.GetControllerOf(&list.Items[0]).UID).To(Equal(d.UID))
+		adopted := 0
+		for _, rec := range recorders {
+			close(rec.Events)
+			for e := range rec.Events {
+				Expect(e).NotTo(ContainSubstring(ReasonAdoptionFails))
+				if strings.Contains(e, ReasonAdopted) {
+					adopted++
+				}
+			}
+		}
+		Expect(adopted).To(BeNumerically(">=", 1), "the replica that made the migration says so")
 	})
 })
