@@ -353,7 +353,7 @@ func (r admissionResult) markdown() string {
 		ds := r.latencies[name]
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |\n", name, len(ds), quantile(ds, 50), quantile(ds, 99), quantile(ds, 100))
 	}
-	b.WriteString("\nThe check's own time (placementguard_admission_duration_seconds):\n\n| series | answers | ≤ 50 µs | ≤ 5 ms | ≤ 10 ms | ≤ 25 ms |\n|---|---|---|---|---|---|\n")
+	b.WriteString("\nThe check's own time (placementguard_admission_duration_seconds):\n\n| series | answers | ≤ 50 µs | ≤ 100 µs | ≤ 1 ms | ≤ 5 ms | ≤ 10 ms | ≤ 25 ms |\n|---|---|---|---|---|---|---|---|\n")
 	for _, h := range r.served {
 		share := func(le float64) string {
 			if h.count == 0 {
@@ -361,7 +361,8 @@ func (r admissionResult) markdown() string {
 			}
 			return fmt.Sprintf("%.2f%%", 100*h.atMost[le]/h.count)
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %s | %s |\n", h.describe(), h.count, share(0.00005), share(0.005), share(0.01), share(0.025))
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %s | %s | %s | %s |\n", h.describe(), h.count,
+			share(0.00005), share(0.0001), share(0.001), share(0.005), share(0.01), share(0.025))
 	}
 	return b.String()
 }
