@@ -74,12 +74,12 @@ func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec Capacit
 	}
 	key := c.TopologyKey()
 	pods := make([]*corev1.Pod, len(workloads))
-	affs := make([]nodeMatcher, len(workloads))
+	filters := make([]*nodeFilters, len(workloads))
 	reqs := make([]resources, len(workloads))
 	vols := make([]map[string]string, len(workloads))
 	for i, w := range workloads {
 		pods[i] = newPod(w, w.Name+"-capacity", nil)
-		affs[i] = newNodeMatcher(pods[i])
+		filters[i] = s.nodeFiltersOf(pods[i], nil)
 		reqs[i] = podRequests(pods[i])
 		vols[i] = map[string]string{}
 		s.attachableVolumes(pods[i], vols[i])
@@ -88,18 +88,19 @@ func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec Capacit
 	// come in name order: a hostname key has a domain per node.
 	topo := s.topology(key)
 	domains, qualifying := make([]bool, len(topo.names)), 0
+	// The nodes' static filters are the snapshot's, kept per template:
+	// a node object is read only for a selector that needs its labels.
 	order := s.liveNodes()
 	capacity.Nodes = make([]string, 0, len(order))
 	for pos, id := range order {
 		ni := s.nodes[id]
-		node := ni.node
 		domain := topo.domainOf[pos]
-		if domain < 0 || !sel.Matches(labels.Set(node.Labels)) {
+		if domain < 0 || !sel.Empty() && !sel.Matches(labels.Set(ni.node.Labels)) {
 			continue
 		}
 		admits := true
 		for i := range pods {
-			if nodeFilterMatched(pods[i], node, affs[i].Match(node)) != "" ||
+			if filters[i].reason[pos] != 0 ||
 				int64(len(ni.pods))+1 > ni.allowedPods ||
 				!reqs[i].fitsIn(ni.allocatable, ni.requested, resources{}) ||
 				s.attachLimitReached(ni, vols[i]) {
@@ -110,7 +111,7 @@ func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec Capacit
 		if !admits {
 			continue
 		}
-		capacity.Nodes = append(capacity.Nodes, node.Name)
+		capacity.Nodes = append(capacity.Nodes, ni.node.Name)
 		if !domains[domain] {
 			domains[domain] = true
 			qualifying++
