@@ -28,6 +28,12 @@ import (
 // admissionNamespace holds the Deployments the stream of updates changes.
 const admissionNamespace = "bench-admission"
 
+// The stream's two Deployments.
+const (
+	webName    = "web"
+	pinnedName = "pinned"
+)
+
 // admissionReplicas is the size of each Deployment the stream changes,
 // as in the engine's judgement benchmarks.
 const admissionReplicas = 100
@@ -44,23 +50,23 @@ type change struct {
 // changes are the stream's updates, sent in turn: every other one an image
 // change the check answers without the engine, the rest judged.
 func changes() []change {
-	image := change{name: "image change (not judged)", target: "web", apply: func(d *appsv1.Deployment) {
+	image := change{name: "image change (not judged)", target: webName, apply: func(d *appsv1.Deployment) {
 		d.Spec.Template.Spec.Containers[0].Image += "-next"
 	}}
 	return []change{
 		image,
-		{name: "hard hostname anti-affinity that fits", target: "web", apply: func(d *appsv1.Deployment) {
+		{name: "hard hostname anti-affinity that fits", target: webName, apply: func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.Affinity = hostnameAntiAffinity(d.Spec.Template.Labels)
 		}},
 		image,
-		{name: "hard zone spread and hard anti-affinity", target: "web", apply: func(d *appsv1.Deployment) {
+		{name: "hard zone spread and hard anti-affinity", target: webName, apply: func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.Affinity = hostnameAntiAffinity(d.Spec.Template.Labels)
 			d.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
 				MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
 				LabelSelector: &metav1.LabelSelector{MatchLabels: d.Spec.Template.Labels}, MatchLabelKeys: []string{appsv1.DefaultDeploymentUniqueLabelKey}}}
 		}},
 		image,
-		{name: "seed 001's deadlock (refused)", target: "pinned", refuse: true, apply: func(d *appsv1.Deployment) {
+		{name: "seed 001's deadlock (refused)", target: pinnedName, refuse: true, apply: func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.Affinity.PodAntiAffinity = hostnameAntiAffinity(d.Spec.Template.Labels).PodAntiAffinity
 		}},
 	}
@@ -76,9 +82,9 @@ func hostnameAntiAffinity(labels map[string]string) *corev1.Affinity {
 // scale, 100 replicas on the 100 nodes its node affinity names, maxSurge
 // 1 and maxUnavailable 0.
 func admissionDeployments() []*appsv1.Deployment {
-	web := deployment(client.ObjectKey{Namespace: admissionNamespace, Name: "web"})
+	web := deployment(client.ObjectKey{Namespace: admissionNamespace, Name: webName})
 	web.Spec.Replicas = ptr.To[int32](admissionReplicas)
-	pinned := deployment(client.ObjectKey{Namespace: admissionNamespace, Name: "pinned"})
+	pinned := deployment(client.ObjectKey{Namespace: admissionNamespace, Name: pinnedName})
 	pinned.Spec.Replicas = ptr.To[int32](admissionReplicas)
 	pinned.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
 		MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}}
