@@ -186,8 +186,11 @@ var _ = Describe("The ends of a migration", func() {
 		Expect(recreated.UID).NotTo(Equal(old.UID))
 
 		By("deleting the migration: it goes, and the new Deployment is never written")
-		Expect(fc.pm("web-apart").Status.Targets[0].UID).To(Equal(string(old.UID)),
-			"paused, the migration still records the old Deployment when the deletion comes")
+		// Whether the deletion comes before or after a reconcile has seen
+		// the new Deployment (paused, the status still follows the
+		// targets), the new one is left alone. F14 (test/faults) takes the
+		// first way for certain, the operator down while the workload is
+		// re-created.
 		Expect(k8sClient.Delete(ctx, fc.pm("web-apart"))).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: fc.ns, Name: "web-apart"}, &pgv1.PlacementMigration{}))
