@@ -14,9 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -71,11 +69,7 @@ const (
 // two-replica Deployment each), then creates and deletes unrelated pods in
 // their namespaces at the churn rate and reads what the manager spent.
 func measureChurn(ctx context.Context, o options, cluster *localcluster.Cluster, cs kubernetes.Interface) (churn, error) {
-	scheme := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), pgv1.AddToScheme(scheme)); err != nil {
-		return churn{}, err
-	}
-	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
+	c, err := benchClient(cluster.Config)
 	if err != nil {
 		return churn{}, err
 	}
