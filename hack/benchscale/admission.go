@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -176,12 +177,13 @@ func measureAdmission(ctx context.Context, o options, cfg *rest.Config, c client
 		return res, fmt.Errorf("%w\n%s", err, m.logTail())
 	}
 	logf("admission: %d updates a second for %s", o.admissionRate, o.admissionFor)
-	profiled := make(chan error, 1)
+	profiled, traced := make(chan error, 1), make(chan error, 1)
 	go func() { profiled <- m.cpuProfile(ctx, o.admissionProfile, o.admissionFor-2*time.Second) }()
+	go func() { traced <- m.executionTrace(ctx, o.admissionTrace, o.admissionFor-2*time.Second) }()
 	if err := stream(ctx, cfg, c.Scheme(), live, &res); err != nil {
 		return res, fmt.Errorf("%w\n%s", err, m.logTail())
 	}
-	if err := <-profiled; err != nil {
+	if err := errors.Join(<-profiled, <-traced); err != nil {
 		return res, err
 	}
 	body, err := get(ctx, "http://"+m.metricsAddr+"/metrics")

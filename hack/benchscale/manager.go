@@ -239,10 +239,22 @@ var methodLabel = regexp.MustCompile(`method="([A-Z]+)"`)
 
 // cpuProfile writes the manager's CPU profile over d to path, if set.
 func (m *manager) cpuProfile(ctx context.Context, path string, d time.Duration) error {
+	return m.record(ctx, "profile", path, d)
+}
+
+// executionTrace writes the manager's execution trace over d to path, if
+// set: which goroutine ran, waited or was blocked when, for `go tool trace`.
+func (m *manager) executionTrace(ctx context.Context, path string, d time.Duration) error {
+	return m.record(ctx, "trace", path, d)
+}
+
+// record writes what the manager's profiling endpoint of that name records
+// over d to path, if set.
+func (m *manager) record(ctx context.Context, endpoint, path string, d time.Duration) error {
 	if path == "" {
 		return nil
 	}
-	body, err := get(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", m.pprofAddr, int(d.Seconds())))
+	body, err := get(ctx, fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", m.pprofAddr, endpoint, int(d.Seconds())))
 	if err != nil {
 		return err
 	}

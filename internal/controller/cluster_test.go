@@ -73,6 +73,14 @@ func (fc *fakeCluster) node(name string, labels map[string]string) *corev1.Node 
 	return n
 }
 
+// cordon marks the node unschedulable, as kubectl cordon does.
+func (fc *fakeCluster) cordon(name string) {
+	n := &corev1.Node{}
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Name: fc.ns + "-" + name}, n)).To(Succeed())
+	n.Spec.Unschedulable = true
+	Expect(k8sClient.Update(ctx, n)).To(Succeed())
+}
+
 // deployment creates a Deployment of app=name confined to the spec's pool.
 func (fc *fakeCluster) deployment(name string, replicas int32, mutate ...func(*appsv1.Deployment)) *appsv1.Deployment {
 	labels := map[string]string{"app": name}

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -63,7 +62,7 @@ func (s *scope) pendingAfterSuccess(final placement.Stage) (outcome, bool, error
 				switch {
 				case cause.Verdict.Schedulable:
 					// Room has appeared; the scheduler has not got to it.
-				case cause.ByConstraint && mentionsAny(msg, unschedulablePhrases(c)):
+				case cause.ByConstraint:
 					pp.byConstraint = append(pp.byConstraint, p.Name)
 				default:
 					if pp.why == "" {
@@ -145,10 +144,6 @@ func unschedulableCondition(p *corev1.Pod) (time.Time, string, bool) {
 		}
 	}
 	return time.Time{}, "", false
-}
-
-func mentionsAny(msg string, phrases []string) bool {
-	return slices.ContainsFunc(phrases, func(p string) bool { return strings.Contains(msg, p) })
 }
 
 // shortest is the sooner of two timers, 0 standing for none.

@@ -331,7 +331,8 @@ var _ = Describe("PlacementMigration reconciler", func() {
 		fc.rollOut("web", "n1", "n2")
 		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseApplyingHard), fc.explain("web-apart"))
 
-		By("a surge pod the scheduler cannot place because of the hard term")
+		By("a surge pod the scheduler cannot place because of the hard term: the third node cordoned, the other two hold a pod of web")
+		fc.cordon("n3")
 		fc.pendingPod("web", "0/3 nodes are available: 1 node(s) were unschedulable, 2 "+placement.ReasonAntiAffinity+". preemption: not eligible.")
 		Eventually(fc.phase("web-apart"), testGrace+10*time.Second).Should(Equal(pgv1.PhaseRollingBack), fc.explain("web-apart"))
 		By("declaring the rollback done only once the restored template rolled out")

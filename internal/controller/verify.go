@@ -43,8 +43,11 @@ func (s *scope) verifyStage(op *pgv1.Operation) (outcome, error) {
 		if progress.Failed {
 			return s.startRollback(op, pgv1.ReasonProgressDeadline, progress.Message), nil
 		}
-		phrases := unschedulablePhrases(placement.ConstraintOf(entryOf(ot.Entry)))
-		if why, waited := unschedulableByConstraint(t.Pods, phrases, s.now); why != "" {
+		why, waited, err := s.unschedulableByConstraint(t, entryOf(ot.Entry))
+		if err != nil {
+			return outcome{}, err
+		}
+		if why != "" {
 			if waited >= grace {
 				return s.startRollback(op, pgv1.ReasonPodsUnschedulable, fmt.Sprintf("%s: %s (for %s)", t, why, waited.Round(time.Second))), nil
 			}
@@ -175,13 +178,6 @@ func (s *scope) restartedBeyondLimit(t *target, rec *pgv1.PodSetRecord) string {
 		}
 	}
 	return ""
-}
-
-func unschedulablePhrases(c placement.Constraint) []string {
-	if c.Spread != nil {
-		return []string{placement.ReasonSpread}
-	}
-	return []string{placement.ReasonAntiAffinity, placement.ReasonExistingAntiAffinity}
 }
 
 // appendRecord keeps the newest stage records within the API's bound.

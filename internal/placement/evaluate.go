@@ -41,12 +41,19 @@ type evaluator struct {
 	disks       []*corev1.Volume
 	diskHolders []int32
 	// nodeReason and volumeReason are the reasons of the filters that do
-	// not depend on other pods, per position; "" passes.
+	// not depend on other pods, per position; "" passes. nodeReason is the
+	// snapshot's filters', shared.
+	filters      *nodeFilters
 	nodeReason   []reasonCode
 	volumeReason []reasonCode
 	// volumeAlso is VolumeBinding's second reason for a node, when both
 	// a bound and an unbound claim fail there.
 	volumeAlso []reasonCode
+	// volumeShared: no volume gives any node a reason, and volumeReason
+	// and volumeAlso are the filters' shared zeros, copied on the first
+	// reason. Most pods have no volume a node can fail: an evaluation then
+	// allocates no array of reasons, nor of candidates.
+	volumeShared bool
 	// reasonText is the text of each reason code, "" for code 0 (passes),
 	// and reasonCodes the code of each text: the static filters give a
 	// handful of distinct reasons, kept as two bytes per node and filter
@@ -74,6 +81,9 @@ type evaluator struct {
 	// and each one's volumes set them again.
 	candidates    []int
 	candidatesSet int
+	// ownCandidates is the evaluation's own buffer of candidates, used
+	// once a volume gives a node a reason.
+	ownCandidates []int
 	// disregarded is an entry whose required anti-affinity terms existing
 	// pods' are evaluated without: the cluster as it would be had no pod
 	// carried it (nil for the cluster as it is).
@@ -144,7 +154,7 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 		pre = reasonNodeAffinityConflict
 	}
 	e.preFilterMsg = pre
-	e.nodeReason, e.affinityOK = filters.reason, filters.affinityOK
+	e.filters, e.nodeReason, e.affinityOK = filters, filters.reason, filters.affinityOK
 	// The evaluation's codes begin with the node filters'; VolumeBinding's
 	// reasons are added after them.
 	e.reasonText = slices.Clone(filters.text)
@@ -152,8 +162,7 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 	for c, text := range e.reasonText[1:] {
 		e.reasonCodes[text] = reasonCode(c + 1)
 	}
-	e.volumeReason = make([]reasonCode, n)
-	e.volumeAlso = make([]reasonCode, n)
+	e.shareNoVolumeReasons()
 	if pre == "" {
 		for i, id := range e.order {
 			reason, also := volumeFilter(vols, e.node(id))
@@ -195,25 +204,48 @@ func (e *evaluator) code(reason string) reasonCode {
 	return c
 }
 
+// shareNoVolumeReasons leaves every node without a volume reason, in the
+// filters' shared zeros.
+func (e *evaluator) shareNoVolumeReasons() {
+	e.volumeReason, e.volumeAlso = e.filters.zeros(), e.filters.zeros()
+	e.volumeShared = true
+}
+
 // setVolumeReasons records VolumeBinding's reasons for the node at
 // position i.
 func (e *evaluator) setVolumeReasons(i int, reason, also string) {
-	e.volumeReason[i], e.volumeAlso[i] = e.code(reason), e.code(also)
+	r, a := e.code(reason), e.code(also)
+	if e.volumeShared {
+		if r == 0 && a == 0 {
+			return
+		}
+		n := len(e.order)
+		e.volumeReason, e.volumeAlso = make([]reasonCode, n), make([]reasonCode, n)
+		e.volumeShared = false
+	}
+	e.volumeReason[i], e.volumeAlso[i] = r, a
 }
 
+// resetCandidates finds the positions the static filters pass: the node
+// filters' own when no volume gives a node a reason.
 func (e *evaluator) resetCandidates() {
 	e.candidatesSet++
-	if e.candidates == nil {
-		e.candidates = make([]int, 0, len(e.order))
-	}
-	e.candidates = e.candidates[:0]
-	if e.preFilterMsg != "" || e.gated {
-		return
-	}
-	for i := range e.order {
-		if e.nodeReason[i] == 0 && e.volumeReason[i] == 0 {
-			e.candidates = append(e.candidates, i)
+	switch {
+	case e.preFilterMsg != "" || e.gated:
+		e.candidates = nil
+	case e.volumeShared:
+		e.candidates = e.filters.passing()
+	default:
+		if e.ownCandidates == nil {
+			e.ownCandidates = make([]int, 0, len(e.order))
 		}
+		e.ownCandidates = e.ownCandidates[:0]
+		for i := range e.order {
+			if e.nodeReason[i] == 0 && e.volumeReason[i] == 0 {
+				e.ownCandidates = append(e.ownCandidates, i)
+			}
+		}
+		e.candidates = e.ownCandidates
 	}
 }
 

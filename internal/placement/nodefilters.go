@@ -24,6 +24,32 @@ type nodeFilters struct {
 	affinityOK []bool
 	// conflict is a set of node-name terms that names no node.
 	conflict bool
+	// noReasons and pass are made on first use: a zero code per position,
+	// and the positions without a reason, in order.
+	noReasons []reasonCode
+	pass      []int
+}
+
+// zeros is a code per position, every one 0. Shared: read only.
+func (f *nodeFilters) zeros() []reasonCode {
+	if f.noReasons == nil {
+		f.noReasons = make([]reasonCode, len(f.reason))
+	}
+	return f.noReasons
+}
+
+// passing are the positions whose node passes the filters, in order.
+// Shared: read only.
+func (f *nodeFilters) passing() []int {
+	if f.pass == nil {
+		f.pass = make([]int, 0, len(f.reason))
+		for i, r := range f.reason {
+			if r == 0 {
+				f.pass = append(f.pass, i)
+			}
+		}
+	}
+	return f.pass
 }
 
 // maxNodeFilters bounds the templates whose filters the snapshot keeps.

@@ -246,9 +246,12 @@ func ordinalOf(set, pod string) (int, bool) {
 func (e *evaluator) useVolumesOf(pod *corev1.Pod) {
 	vols, pre := e.s.volumePreFilter(pod)
 	e.preFilterMsg = pre
-	for i, id := range e.order {
-		e.volumeReason[i], e.volumeAlso[i] = 0, 0
-		if pre == "" {
+	if !e.volumeShared {
+		clear(e.volumeReason)
+		clear(e.volumeAlso)
+	}
+	if pre == "" {
+		for i, id := range e.order {
 			reason, also := volumeFilter(vols, e.s.nodes[id].node)
 			e.setVolumeReasons(i, reason, also)
 		}
