@@ -260,10 +260,12 @@ func (e *evaluator) boundPos(pi *podInfo) int {
 
 // reasons returns why the pod cannot go to the node at position i, in the
 // scheduler's filter order, stopping at the first filter that fails as the
-// scheduler does; nil when it can.
+// scheduler does; nil when it can. A verdict asks it of every node, most
+// of them kept out by a static filter: those answers are shared, and
+// callers must not change them.
 func (e *evaluator) reasons(i int) []string {
 	if r := e.nodeReason[i]; r != 0 {
-		return []string{e.reasonText[r]}
+		return e.reasonOf(r)
 	}
 	if !e.portsFree(i) {
 		return []string{ReasonNodePorts}
@@ -286,7 +288,7 @@ func (e *evaluator) reasons(i int) []string {
 		if also := e.volumeAlso[i]; also != 0 {
 			return []string{e.reasonText[r], e.reasonText[also]}
 		}
-		return []string{e.reasonText[r]}
+		return e.reasonOf(r)
 	}
 	if r := e.spreadReason(i); r != "" {
 		return []string{r}
@@ -295,6 +297,13 @@ func (e *evaluator) reasons(i int) []string {
 		return []string{r}
 	}
 	return nil
+}
+
+// reasonOf is the text of code r as a list of one, shared with the
+// evaluation's table of texts (its capacity ends at the one element, so
+// that an append copies).
+func (e *evaluator) reasonOf(r reasonCode) []string {
+	return e.reasonText[r : r+1 : r+1]
 }
 
 // fits is reasons(i) == nil without allocating.
