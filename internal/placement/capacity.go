@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,8 +25,14 @@ type Capacity struct {
 	RequiredNodes     int
 	QualifyingDomains int
 	RequiredDomains   int
-	// Nodes are the qualifying nodes by name.
+	// Nodes are the first qualifying nodes by name, at most
+	// maxNamedNodes: enough to name them in a status or a message. A list
+	// of every qualifying node was most of what a judgement allocated on a
+	// large cluster, and nothing read past the first few.
 	Nodes []string
+	// Domains are the qualifying domains of the constraint's topology key,
+	// sorted, unless the key is the hostname (its domains are the nodes).
+	Domains []string
 	// Selector describes the qualifying nodes for messages, e.g. "role=data".
 	Selector string
 }
@@ -57,6 +64,9 @@ func (c Capacity) Shortfall(topologyKey string) string {
 	}
 	return ""
 }
+
+// maxNamedNodes bounds Capacity.Nodes.
+const maxNamedNodes = 10
 
 // CapacityFor finds the nodes that qualify for the constraint: they match
 // the capacity's node selector, carry the topology key, and admit a pod of
@@ -91,7 +101,6 @@ func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec Capacit
 	// The nodes' static filters are the snapshot's, kept per template:
 	// a node object is read only for a selector that needs its labels.
 	order := s.liveNodes()
-	capacity.Nodes = make([]string, 0, len(order))
 	for pos, id := range order {
 		ni := s.nodes[id]
 		domain := topo.domainOf[pos]
@@ -111,14 +120,23 @@ func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec Capacit
 		if !admits {
 			continue
 		}
-		capacity.Nodes = append(capacity.Nodes, ni.node.Name)
+		if capacity.QualifyingNodes++; len(capacity.Nodes) < maxNamedNodes {
+			capacity.Nodes = append(capacity.Nodes, ni.node.Name)
+		}
 		if !domains[domain] {
 			domains[domain] = true
 			qualifying++
 		}
 	}
-	capacity.QualifyingNodes = len(capacity.Nodes)
 	capacity.QualifyingDomains = qualifying
+	if key != corev1.LabelHostname {
+		for d, ok := range domains {
+			if ok {
+				capacity.Domains = append(capacity.Domains, topo.names[d])
+			}
+		}
+		sort.Strings(capacity.Domains)
+	}
 	capacity.RequiredDomains = s.requiredDomains(workloads, c)
 	if spec.MinDomains != nil {
 		capacity.RequiredDomains = int(*spec.MinDomains)

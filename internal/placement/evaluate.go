@@ -113,10 +113,6 @@ type domainCounts struct {
 	counts []int32
 }
 
-func newDomainCounts(t *topology) *domainCounts {
-	return &domainCounts{topo: t, counts: make([]int32, len(t.names))}
-}
-
 // termCounts counts, per domain, the pods an incoming pod's term selects.
 type termCounts struct {
 	term affinityTerm

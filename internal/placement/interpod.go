@@ -100,7 +100,7 @@ func (e *evaluator) disregards(p *corev1.Pod) bool {
 func (e *evaluator) countTerms(terms []affinityTerm) []termCounts {
 	out := make([]termCounts, len(terms))
 	for k, t := range terms {
-		out[k] = termCounts{term: t, domainCounts: *newDomainCounts(e.topologyFor(t.topologyKey))}
+		out[k] = termCounts{term: t, domainCounts: *e.s.newDomainCounts(e.topologyFor(t.topologyKey))}
 		for _, ns := range e.termNamespaces(&t) {
 			for id := range e.s.labels.candidates(ns, t.selector) {
 				pi := e.s.pods[id]
@@ -123,7 +123,7 @@ func (e *evaluator) countTerms(terms []affinityTerm) []termCounts {
 func (e *evaluator) countAffinity(terms []affinityTerm) []termCounts {
 	out := make([]termCounts, len(terms))
 	for k, t := range terms {
-		out[k] = termCounts{term: t, domainCounts: *newDomainCounts(e.topologyFor(t.topologyKey))}
+		out[k] = termCounts{term: t, domainCounts: *e.s.newDomainCounts(e.topologyFor(t.topologyKey))}
 	}
 	if len(terms) == 0 {
 		return out
@@ -181,7 +181,7 @@ func (e *evaluator) forbidFor(terms []affinityTerm, i int, delta int32) {
 		}
 		dc, ok := e.existingAnti[t.topologyKey]
 		if !ok {
-			dc = newDomainCounts(e.topologyFor(t.topologyKey))
+			dc = e.s.newDomainCounts(e.topologyFor(t.topologyKey))
 			e.existingAnti[t.topologyKey] = dc
 			e.existingAntiList = append(e.existingAntiList, dc)
 		}

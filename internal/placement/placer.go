@@ -45,7 +45,7 @@ func (s *Snapshot) newPlacerWith(pod *corev1.Pod, old []podID, opts evalOptions)
 	if err != nil {
 		return nil, err
 	}
-	p := &placer{e: e, antiTerms: anti, req: podRequests(pod), own: make([]int32, len(e.order))}
+	p := &placer{e: e, antiTerms: anti, req: podRequests(pod), own: s.spares.int32s.take(len(e.order))}
 	for _, id := range old {
 		if i := e.boundPos(s.pods[id]); i >= 0 {
 			p.own[i]++
@@ -63,7 +63,7 @@ func (s *Snapshot) newPlacerWith(pod *corev1.Pod, old []podID, opts evalOptions)
 func (p *placer) rank() {
 	e := p.e
 	if p.candidate == nil {
-		p.candidate = make([]bool, len(e.order))
+		p.candidate = e.s.spares.bools.take(len(e.order))
 	}
 	clear(p.candidate)
 	for _, i := range e.candidates {
@@ -91,6 +91,9 @@ func (p *placer) rankByOwn(byLoad []int32) {
 	for o := 1; o < len(start); o++ {
 		start[o] += start[o-1]
 	}
+	if p.ranked == nil {
+		p.ranked = p.e.s.spares.ints.take(len(p.e.order))
+	}
 	p.ranked = slices.Grow(p.ranked[:0], len(p.e.candidates))[:len(p.e.candidates)]
 	for _, pos := range byLoad {
 		if i := int(pos); p.candidate[i] {
@@ -105,11 +108,14 @@ func (p *placer) rankByOwn(byLoad []int32) {
 func (p *placer) rankBySort() {
 	e := p.e
 	if p.loads == nil {
-		p.loads = make([]float64, len(e.order))
+		p.loads = e.s.spares.float64s.take(len(e.order))
 	}
 	loads := p.loads
 	for _, i := range e.candidates {
 		loads[i] = p.load(i)
+	}
+	if p.ranked == nil {
+		p.ranked = e.s.spares.ints.take(len(e.order))
 	}
 	p.ranked = append(p.ranked[:0], e.candidates...)
 	slices.SortFunc(p.ranked, func(i, j int) int {

@@ -128,7 +128,7 @@ func (s *Snapshot) RequestCapacity(workloads []*Workload, c Constraint, spec Cap
 	}
 	var excluded []string
 	if key != corev1.LabelHostname {
-		excluded = s.qualifyingValues(capacity.Nodes, key)
+		excluded = capacity.Domains
 	}
 	template, err := s.placeholderTemplate(workloads, c, spec, final, key, excluded, rs.Labels)
 	if err != nil {

@@ -187,6 +187,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 	if err != nil {
 		return r, fmt.Errorf("simulate rollout of %s: %w", w.ref(), err)
 	}
+	defer pl.release()
 	pl.forget(leaving)
 	replicas := int(w.Replicas)
 	maxSurge, maxUnavailable := 0, replicas

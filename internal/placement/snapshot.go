@@ -56,6 +56,8 @@ type Snapshot struct {
 	// existingAnti are existing pods' anti-affinity counts per incoming
 	// labels; nil once a pod is bound or removed, or a node changes.
 	existingAnti map[string]existingAntiCounts
+	// spares are count arrays simulations gave back, by length (spares.go).
+	spares spares
 	topologies   map[string]*topology
 
 	namespaces     map[string]*corev1.Namespace

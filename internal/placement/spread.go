@@ -45,7 +45,7 @@ func (e *evaluator) initSpreads() error {
 		st := &spreadState{
 			c:            c,
 			eligible:     make([]bool, len(e.order)),
-			domainCounts: *newDomainCounts(t),
+			domainCounts: *e.s.newDomainCounts(t),
 			present:      make([]bool, len(t.names)),
 			minDirty:     true,
 		}

@@ -55,6 +55,7 @@ func (s *Snapshot) simulateStatefulSet(w *Workload, old, leaving []podID) (Rollo
 	if sim.pl, err = s.newPlacer(statefulSetPod(s, w, int(w.Replicas)-1), old); err != nil {
 		return r, fmt.Errorf("simulate rollout of %s: %w", w.ref(), err)
 	}
+	defer sim.pl.release()
 	sim.pl.forget(leaving)
 	sim.run(partition, maxUnavailable)
 	sort.Strings(r.Recreates)
