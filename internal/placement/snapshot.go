@@ -57,8 +57,8 @@ type Snapshot struct {
 	// labels; nil once a pod is bound or removed, or a node changes.
 	existingAnti map[string]existingAntiCounts
 	// spares are count arrays simulations gave back, by length (spares.go).
-	spares spares
-	topologies   map[string]*topology
+	spares     spares
+	topologies map[string]*topology
 
 	namespaces     map[string]*corev1.Namespace
 	claims         map[string]*corev1.PersistentVolumeClaim // by namespace/name
