@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime/trace"
 	"strings"
 	"time"
 
@@ -85,9 +86,14 @@ var _ admission.Handler = &Validator{}
 
 // Handle judges one request.
 func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	// The region lets an execution trace of the manager (go tool trace,
+	// bench-scale's -admission-trace) tell what the check's time was spent
+	// on: running, waiting for the CPU, or helping the garbage collector.
+	defer trace.StartRegion(ctx, "placementguard/admission").End()
 	start := time.Now()
 	resp, mode, kind := v.handle(ctx, req)
 	metrics.ObserveAdmission(kind, string(mode), resp.Allowed, time.Since(start))
+	trace.Log(ctx, "mode", string(mode))
 	return resp
 }
 
