@@ -252,6 +252,9 @@ func (s *Snapshot) scaleDownVictims(old []podID, newOn map[string]int, pending, 
 			onNode[id] += n
 		}
 	}
+	if cap(buf.candidates) < len(old) {
+		buf.candidates = make([]scaleDownCandidate, 0, len(old))
+	}
 	cs := buf.candidates[:0]
 	for _, id := range old {
 		onNode[s.pods[id].node]++
