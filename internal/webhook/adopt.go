@@ -15,7 +15,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	pgadmission "github.com/placement-guard/placement-guard/internal/admission"
 	"github.com/placement-guard/placement-guard/internal/adoption"
 	"github.com/placement-guard/placement-guard/internal/metrics"
@@ -75,8 +74,8 @@ func (a *Adopter) handle(ctx context.Context, req admission.Request) (admission.
 	// changes nothing either (the soft form belongs to no manager and
 	// stays) and is how it lets go.
 	author := fieldManager(req)
-	authored := authoredBy(oldFields.Metadata.Annotations[adoption.Annotation], author)
-	if !newFields.mayBeHard() && !authored || newFields.Metadata.Labels[pgv1.AdmissionLabel] == string(ModeOff) {
+	authored := authoredBy(oldFields.adopted, author)
+	if !newFields.mayBeHard() && !authored || newFields.admissionLabel == string(ModeOff) {
 		return admission.Allowed(""), false
 	}
 	if req.Operation == admissionv1.Update && unchanged(oldFields, newFields) && !authored {

@@ -3,38 +3,79 @@ package webhook
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/adoption"
 )
 
 // placementFields is what the fast path reads of a workload's serialized
-// form: the fields that make a change worth judging, kept as raw bytes.
-// Decoding this costs a fraction of decoding the whole object, and most
-// requests (an image, an annotation, resources) stop here.
+// form: the fields that make a change worth judging, kept as raw bytes, and
+// the two metadata entries the check reads (its opt-out label and the
+// record of an adopted constraint). Most requests (an image, an
+// annotation, resources) stop here.
 type placementFields struct {
-	Metadata struct {
-		Labels      map[string]string `json:"labels"`
-		Annotations map[string]string `json:"annotations"`
-	} `json:"metadata"`
-	Spec struct {
-		Replicas       json.RawMessage `json:"replicas"`
-		Strategy       json.RawMessage `json:"strategy"`
-		UpdateStrategy json.RawMessage `json:"updateStrategy"`
-		Template       struct {
-			Spec struct {
-				Affinity struct {
-					PodAntiAffinity struct {
-						Required json.RawMessage `json:"requiredDuringSchedulingIgnoredDuringExecution"`
-					} `json:"podAntiAffinity"`
-				} `json:"affinity"`
-				Spreads json.RawMessage `json:"topologySpreadConstraints"`
-			} `json:"spec"`
-		} `json:"template"`
-	} `json:"spec"`
+	// admissionLabel is the placementguard.io/admission label's value,
+	// adopted the placementguard.io/adopted annotation's.
+	admissionLabel, adopted            string
+	replicas, strategy, updateStrategy []byte
+	// required are the pod template's required anti-affinity terms and
+	// spreads its topology spread constraints.
+	required, spreads []byte
 }
 
-// readPlacement reads the placement fields of a serialized workload.
+// readPlacement reads the placement fields of a serialized workload. It
+// walks the object's members and skips, bytes at a time, every value it
+// does not need (managedFields, status, the containers, kubectl's
+// last-applied annotation: most of a request) instead of decoding the
+// whole object: a request that changes no placement field is answered in
+// the time it takes to scan the bytes. Keys match exactly, as the API
+// server's own decoder matches them.
 func readPlacement(raw []byte) (placementFields, error) {
 	var f placementFields
-	err := json.Unmarshal(raw, &f)
+	err := members(raw, func(key, value []byte) error {
+		switch string(key) {
+		case "metadata":
+			return members(value, func(key, value []byte) error {
+				switch string(key) {
+				case "labels":
+					return stringEntry(value, pgv1.AdmissionLabel, &f.admissionLabel)
+				case "annotations":
+					return stringEntry(value, adoption.Annotation, &f.adopted)
+				}
+				return nil
+			})
+		case "spec":
+			return members(value, func(key, value []byte) error {
+				switch string(key) {
+				case "replicas":
+					f.replicas = value
+				case "strategy":
+					f.strategy = value
+				case "updateStrategy":
+					f.updateStrategy = value
+				case "template":
+					return path(value, []string{"spec"}, func(spec []byte) error {
+						return members(spec, func(key, value []byte) error {
+							switch string(key) {
+							case "topologySpreadConstraints":
+								f.spreads = value
+							case "affinity":
+								return path(value, []string{"podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"}, func(v []byte) error {
+									f.required = v
+									return nil
+								})
+							}
+							return nil
+						})
+					})
+				}
+				return nil
+			})
+		}
+		return nil
+	})
 	return f, err
 }
 
@@ -42,19 +83,170 @@ func readPlacement(raw []byte) (placementFields, error) {
 // anti-affinity term or a DoNotSchedule spread; false only when it
 // certainly carries neither.
 func (f placementFields) mayBeHard() bool {
-	spec := f.Spec.Template.Spec
-	return nonEmpty(spec.Affinity.PodAntiAffinity.Required) || bytes.Contains(spec.Spreads, []byte(`"DoNotSchedule"`))
+	return nonEmpty(f.required) || bytes.Contains(f.spreads, []byte(`"DoNotSchedule"`))
 }
 
 // unchanged reports a change that leaves every field the check judges as
 // it was, byte for byte as the API server serialized both.
 func unchanged(old, new placementFields) bool {
-	o, n := old.Spec, new.Spec
-	return bytes.Equal(o.Replicas, n.Replicas) && bytes.Equal(o.Strategy, n.Strategy) && bytes.Equal(o.UpdateStrategy, n.UpdateStrategy) &&
-		bytes.Equal(o.Template.Spec.Affinity.PodAntiAffinity.Required, n.Template.Spec.Affinity.PodAntiAffinity.Required) &&
-		bytes.Equal(o.Template.Spec.Spreads, n.Template.Spec.Spreads)
+	return bytes.Equal(old.replicas, new.replicas) && bytes.Equal(old.strategy, new.strategy) && bytes.Equal(old.updateStrategy, new.updateStrategy) &&
+		bytes.Equal(old.required, new.required) && bytes.Equal(old.spreads, new.spreads)
 }
 
-func nonEmpty(raw json.RawMessage) bool {
+func nonEmpty(raw []byte) bool {
 	return len(raw) > 0 && !bytes.Equal(raw, []byte("null")) && !bytes.Equal(raw, []byte("[]"))
+}
+
+// path calls found with the value at keys inside the object data, if
+// there is one.
+func path(data []byte, keys []string, found func([]byte) error) error {
+	if len(keys) == 0 {
+		return found(data)
+	}
+	return members(data, func(key, value []byte) error {
+		if string(key) == keys[0] {
+			return path(value, keys[1:], found)
+		}
+		return nil
+	})
+}
+
+// stringEntry sets *out to the string value of key in the object data
+// (a map of strings), when it has one.
+func stringEntry(data []byte, key string, out *string) error {
+	return members(data, func(k, value []byte) error {
+		if string(k) != key {
+			return nil
+		}
+		if bytes.Equal(value, []byte("null")) {
+			*out = ""
+			return nil
+		}
+		if len(value) < 2 || value[0] != '"' {
+			return fmt.Errorf("%s: not a string", key)
+		}
+		if bytes.IndexByte(value, '\\') < 0 {
+			*out = string(value[1 : len(value)-1])
+			return nil
+		}
+		return json.Unmarshal(value, out)
+	})
+}
+
+var errNotJSON = errors.New("malformed JSON")
+
+// members calls visit with the key and the raw value of each member of the
+// JSON object data, in order; null has none. Keys are compared as written:
+// a key with escapes is unescaped first.
+func members(data []byte, visit func(key, value []byte) error) error {
+	i := skipSpace(data, 0)
+	if bytes.HasPrefix(data[i:], []byte("null")) {
+		return nil
+	}
+	if i >= len(data) || data[i] != '{' {
+		return fmt.Errorf("%w: an object expected", errNotJSON)
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return nil
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return fmt.Errorf("%w: a key expected", errNotJSON)
+		}
+		end, err := skipString(data, i)
+		if err != nil {
+			return err
+		}
+		key := data[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var k string
+			if err := json.Unmarshal(data[i:end], &k); err != nil {
+				return fmt.Errorf("%w: %w", errNotJSON, err)
+			}
+			key = []byte(k)
+		}
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] != ':' {
+			return fmt.Errorf("%w: ':' expected", errNotJSON)
+		}
+		start := skipSpace(data, i+1)
+		if end, err = skipValue(data, start); err != nil {
+			return err
+		}
+		if err := visit(key, data[start:end]); err != nil {
+			return err
+		}
+		i = skipSpace(data, end)
+		switch {
+		case i < len(data) && data[i] == ',':
+			i = skipSpace(data, i+1)
+		case i < len(data) && data[i] == '}':
+			return nil
+		default:
+			return fmt.Errorf("%w: ',' or '}' expected", errNotJSON)
+		}
+	}
+}
+
+// skipValue returns where the JSON value beginning at i ends.
+func skipValue(data []byte, i int) (int, error) {
+	if i >= len(data) {
+		return 0, fmt.Errorf("%w: a value expected", errNotJSON)
+	}
+	switch data[i] {
+	case '"':
+		return skipString(data, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(data); j++ {
+			switch data[j] {
+			case '"':
+				end, err := skipString(data, j)
+				if err != nil {
+					return 0, err
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+		return 0, fmt.Errorf("%w: unterminated", errNotJSON)
+	}
+	j := i
+	for j < len(data) && !isDelimiter(data[j]) {
+		j++
+	}
+	if j == i {
+		return 0, fmt.Errorf("%w: a value expected", errNotJSON)
+	}
+	return j, nil
+}
+
+// skipString returns where the JSON string beginning at i ends.
+func skipString(data []byte, i int) (int, error) {
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unterminated string", errNotJSON)
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\n' || data[i] == '\t' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func isDelimiter(c byte) bool {
+	return c == ',' || c == '}' || c == ']' || c == ' ' || c == '\n' || c == '\t' || c == '\r'
 }

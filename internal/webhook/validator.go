@@ -112,7 +112,7 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s: %w", kind, err)), ModeOff, kind
 	}
-	if !newFields.mayBeHard() || newFields.Metadata.Labels[pgv1.AdmissionLabel] == string(ModeOff) {
+	if !newFields.mayBeHard() || newFields.admissionLabel == string(ModeOff) {
 		return admission.Allowed(""), ModeOff, kind
 	}
 	if req.Operation == admissionv1.Update {
