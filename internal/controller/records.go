@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
-	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
 // The records of pods the guards compare with. A record summarises every
@@ -203,38 +202,6 @@ func protectedChanged(rec *pgv1.ProtectedPodsRecord, live []*corev1.Pod) string 
 	}
 	sort.Strings(changes)
 	return firstFew(changes, 3)
-}
-
-// unschedulableByConstraint returns the target pod the stage's entry has
-// kept Pending longest, and for how long: the scheduler has found no node
-// for it, and the engine, on the cluster as it is, finds that the entry is
-// what keeps it out (it fits a node without it). Pods Pending for other
-// reasons (no room at all, a taint) are not the stage's doing, and a pod
-// that fits somewhere now waits for the scheduler's next try.
-func (s *scope) unschedulableByConstraint(t *target, entry *corev1.PodSpec) (string, time.Duration, error) {
-	var longest time.Duration
-	var worst string
-	err := s.r.State.With(func(snap *placement.Snapshot) error {
-		for _, p := range t.Pods {
-			since, msg, ok := unschedulable(p)
-			if !ok {
-				continue
-			}
-			waited := s.now.Sub(since)
-			if worst != "" && waited <= longest {
-				continue
-			}
-			cause, err := snap.WhyPending(p, entry)
-			if err != nil {
-				return err
-			}
-			if cause.ByConstraint {
-				longest, worst = waited, fmt.Sprintf("pod %s is Pending: %s", p.Name, msg)
-			}
-		}
-		return nil
-	})
-	return worst, longest, err
 }
 
 func firstFew(items []string, n int) string {

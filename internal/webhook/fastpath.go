@@ -37,46 +37,53 @@ func readPlacement(raw []byte) (placementFields, error) {
 	err := members(raw, func(key, value []byte) error {
 		switch string(key) {
 		case "metadata":
-			return members(value, func(key, value []byte) error {
-				switch string(key) {
-				case "labels":
-					return stringEntry(value, pgv1.AdmissionLabel, &f.admissionLabel)
-				case "annotations":
-					return stringEntry(value, adoption.Annotation, &f.adopted)
-				}
-				return nil
-			})
+			return members(value, f.readMetadata)
 		case "spec":
-			return members(value, func(key, value []byte) error {
-				switch string(key) {
-				case "replicas":
-					f.replicas = value
-				case "strategy":
-					f.strategy = value
-				case "updateStrategy":
-					f.updateStrategy = value
-				case "template":
-					return path(value, []string{"spec"}, func(spec []byte) error {
-						return members(spec, func(key, value []byte) error {
-							switch string(key) {
-							case "topologySpreadConstraints":
-								f.spreads = value
-							case "affinity":
-								return path(value, []string{"podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"}, func(v []byte) error {
-									f.required = v
-									return nil
-								})
-							}
-							return nil
-						})
-					})
-				}
-				return nil
-			})
+			return members(value, f.readSpec)
 		}
 		return nil
 	})
 	return f, err
+}
+
+// readMetadata reads a member of the workload's metadata.
+func (f *placementFields) readMetadata(key, value []byte) error {
+	switch string(key) {
+	case "labels":
+		return stringEntry(value, pgv1.AdmissionLabel, &f.admissionLabel)
+	case "annotations":
+		return stringEntry(value, adoption.Annotation, &f.adopted)
+	}
+	return nil
+}
+
+// readSpec reads a member of the workload's spec.
+func (f *placementFields) readSpec(key, value []byte) error {
+	switch string(key) {
+	case "replicas":
+		f.replicas = value
+	case "strategy":
+		f.strategy = value
+	case "updateStrategy":
+		f.updateStrategy = value
+	case "template":
+		return path(value, []string{"spec"}, func(spec []byte) error { return members(spec, f.readPodSpec) })
+	}
+	return nil
+}
+
+// readPodSpec reads a member of the pod template's spec.
+func (f *placementFields) readPodSpec(key, value []byte) error {
+	switch string(key) {
+	case "topologySpreadConstraints":
+		f.spreads = value
+	case "affinity":
+		return path(value, []string{"podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"}, func(v []byte) error {
+			f.required = v
+			return nil
+		})
+	}
+	return nil
 }
 
 // mayBeHard reports whether the workload may carry a required
