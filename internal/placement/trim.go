@@ -60,14 +60,23 @@ func trimInto(out, p *corev1.Pod) {
 	}
 }
 
-// deletionCost keeps the one annotation the rollout simulation reads: the
-// ReplicaSet controller deletes pods of lower cost first.
+// deletionCost keeps the annotations the engine reads: the deletion cost,
+// by which the ReplicaSet controller deletes pods of lower cost first, and
+// the mark of the cost placement-guard wrote.
 func deletionCost(annotations map[string]string) map[string]string {
 	v, ok := annotations[corev1.PodDeletionCost]
-	if !ok {
+	mark, marked := annotations[DeletionCostMark]
+	if !ok && !marked {
 		return nil
 	}
-	return map[string]string{corev1.PodDeletionCost: v}
+	out := make(map[string]string, 2)
+	if ok {
+		out[corev1.PodDeletionCost] = v
+	}
+	if marked {
+		out[DeletionCostMark] = mark
+	}
+	return out
 }
 
 // trimContainers keeps what pod requests are computed from (the requests

@@ -110,10 +110,16 @@ func mayPinPod(volume []byte) (bool, error) {
 	return pinning, err
 }
 
-// keptAnnotations are the annotations read of a pod: its deletion cost,
-// by the rollout simulation, and the mark on the bookmark that ends the
-// first events of a streamed list, by the reflector.
-var keptAnnotations = map[string]bool{corev1.PodDeletionCost: true, metav1.InitialEventsAnnotationKey: true}
+// keptAnnotations are the annotations read of a pod: its deletion cost
+// and the mark of the one placement-guard wrote, by the engine, and the
+// mark on the bookmark that ends the first events of a streamed list, by
+// the reflector.
+var keptAnnotations = map[string]bool{corev1.PodDeletionCost: true, DeletionCostMark: true, metav1.InitialEventsAnnotationKey: true}
+
+// DeletionCostMark is placement.DeletionCostMark, spelt here because the
+// engine's tests decode pods with this package (a test holds the two
+// equal).
+const DeletionCostMark = "placementguard.io/deletion-cost"
 
 // isKeptAnnotation reports whether an annotations entry (key 1, value 2)
 // is one of keptAnnotations.

@@ -26,6 +26,9 @@ func randomPod(f *randfill.Filler, seed int) *corev1.Pod {
 	if seed%2 == 0 {
 		metav1.SetMetaDataAnnotation(&p.ObjectMeta, corev1.PodDeletionCost, fmt.Sprint(seed))
 	}
+	if seed%3 == 0 {
+		metav1.SetMetaDataAnnotation(&p.ObjectMeta, DeletionCostMark, fmt.Sprint(seed))
+	}
 	for i, t := range []corev1.PodConditionType{corev1.PodReady, corev1.PodScheduled, corev1.PodResizePending} {
 		if seed&(1<<i) != 0 {
 			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: "r", Message: "m"})
@@ -105,7 +108,7 @@ func realisticPod(i int) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: fmt.Sprintf("app-abc-%05d", i), Namespace: "team", UID: "8c1f5a2e-0c4b-4e7a-9d55-000000000001", ResourceVersion: "1000",
 			Labels:          map[string]string{"app": "app", "pod-template-hash": "abc"},
-			Annotations:     map[string]string{"kubectl.kubernetes.io/restartedAt": strings.Repeat("x", 300), corev1.PodDeletionCost: "5"},
+			Annotations:     map[string]string{"kubectl.kubernetes.io/restartedAt": strings.Repeat("x", 300), corev1.PodDeletionCost: "5", DeletionCostMark: "5"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "app-abc", UID: "rs", Controller: ptrTo(true)}},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate,
 				FieldsV1: metav1.NewFieldsV1(strings.Repeat(`{"f:metadata":{}}`, 60))}},
@@ -130,6 +133,14 @@ func realisticPod(i int) *corev1.Pod {
 
 func ptrTo[T any](v T) *T { return &v }
 
+// The mark is spelt twice (this package cannot import the engine's tests'
+// package): the two must agree, or the engine never sees its own costs.
+func TestTheDeletionCostMarkIsTheEngines(t *testing.T) {
+	if DeletionCostMark != placement.DeletionCostMark {
+		t.Fatalf("podwire keeps %q, the engine reads %q", DeletionCostMark, placement.DeletionCostMark)
+	}
+}
+
 // TestRealisticPodsLoseWhatIsNeverRead checks that the stripping does
 // strip: a real pod decoded from the wire carries no environment, probes,
 // managedFields or config volumes, and keeps what the engine reads.
@@ -147,8 +158,8 @@ func TestRealisticPodsLoseWhatIsNeverRead(t *testing.T) {
 	switch {
 	case p.ManagedFields != nil, c.Env != nil, c.ReadinessProbe != nil, c.Image != "", c.Resources.Limits != nil, p.Status.PodIP != "":
 		t.Errorf("fields the engine never reads were decoded: %+v", p)
-	case len(p.Annotations) != 1 || p.Annotations[corev1.PodDeletionCost] != "5":
-		t.Errorf("annotations: got %v, want the deletion cost alone", p.Annotations)
+	case len(p.Annotations) != 2 || p.Annotations[corev1.PodDeletionCost] != "5" || p.Annotations[placement.DeletionCostMark] != "5":
+		t.Errorf("annotations: got %v, want the deletion cost and its mark alone", p.Annotations)
 	case len(p.Spec.Volumes) != 1 || p.Spec.Volumes[0].Name != "data":
 		t.Errorf("volumes: got %+v, want the claim alone", p.Spec.Volumes)
 	case p.Labels["app"] != "app" || c.Resources.Requests.Cpu().MilliValue() != 100 || p.Status.ContainerStatuses[0].RestartCount != 2:
