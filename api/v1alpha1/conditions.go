@@ -44,6 +44,13 @@ const (
 	// CapacityBuffer API is not installed, maxNodes capped it, or the
 	// placeholder pods cannot be created).
 	ConditionCapacityRequested = "CapacityRequested"
+	// ConditionBalanced is present, once the migration has succeeded, while
+	// spec.rebalance asks it to keep the constraint true: True while the
+	// targets' pods carry the deletion costs that keep their spread through
+	// a scale-down, with the pods per domain and the skew; False names what
+	// stops it (a cost someone else wrote, a refused write). It informs;
+	// Ready does not depend on it.
+	ConditionBalanced = "Balanced"
 )
 
 // Condition reasons, CamelCase as the API conventions ask.
@@ -159,7 +166,24 @@ const (
 	ReasonIntentRecorded = "IntentRecorded"
 	// ReasonTargetRemoved: a workload stopped being a target.
 	ReasonTargetRemoved = "TargetRemoved"
+	// ReasonDeletionCostsKept: the targets' pods carry the costs that keep
+	// the spread through a scale-down.
+	ReasonDeletionCostsKept = "DeletionCostsKept"
+	// ReasonDeletionCostsWriting: costs are being written, a bounded
+	// number per reconcile.
+	ReasonDeletionCostsWriting = "DeletionCostsWriting"
+	// ReasonForeignDeletionCost: a target pod carries a pod-deletion-cost
+	// the operator did not write; that target's ranking is left to its
+	// owner.
+	ReasonForeignDeletionCost = "ForeignDeletionCost"
+	// ReasonDeletionCostRefused: the API server refused a cost (the opt-in
+	// rebalance ClusterRole is not bound in the namespace, or a policy).
+	ReasonDeletionCostRefused = "DeletionCostRefused"
 )
+
+// DeletionCostFinalizer holds a migration whose pods may carry the
+// deletion costs it wrote until they are removed.
+const DeletionCostFinalizer = "placementguard.io/deletion-costs"
 
 // AdmissionLabel sets, on a namespace, how the admission check treats
 // changes to its Deployments and StatefulSets: Warn, Deny, Adopt or Off (the

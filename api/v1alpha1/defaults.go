@@ -70,6 +70,14 @@ func (s *PlacementMigrationSpec) EvictStuck() bool {
 	return s.Guards != nil && s.Guards.EvictStuckPods
 }
 
+// RebalanceMode is what the migration does after success, Off when unset.
+func (s *PlacementMigrationSpec) RebalanceMode() RebalanceMode {
+	if s.Rebalance == nil || s.Rebalance.Mode == "" {
+		return RebalanceOff
+	}
+	return s.Rebalance.Mode
+}
+
 // CapacityOrEmpty is the capacity spec, empty when unset.
 func (s *PlacementMigrationSpec) CapacityOrEmpty() Capacity {
 	if s.Capacity == nil {

@@ -154,6 +154,40 @@ type PlacementMigrationSpec struct {
 	// +optional
 	// +kubebuilder:default=Retain
 	OnDelete DeletionPolicy `json:"onDelete,omitempty"`
+
+	// rebalance keeps the constraint true after success, as the cluster
+	// moves under it. Off when unset.
+	// +optional
+	Rebalance *Rebalance `json:"rebalance,omitempty"`
+}
+
+// RebalanceMode is what a migration does after success to keep its
+// constraint true.
+// +kubebuilder:validation:Enum=Off;DeletionCost
+type RebalanceMode string
+
+const (
+	// RebalanceOff does nothing after success.
+	RebalanceOff RebalanceMode = "Off"
+	// RebalanceDeletionCost keeps controller.kubernetes.io/pod-deletion-cost
+	// on the pods of the Deployment targets, so that a scale-down removes
+	// pods from the most crowded domains of the constraint's topology key
+	// first and leaves the spread as even as it was (the ReplicaSet
+	// controller's own choice ignores zones). Costs are written only when
+	// the ranking changes, never over a cost someone else wrote, and
+	// removed when the mode is Off again or the migration is deleted. The
+	// operator needs the opt-in rebalance ClusterRole (patch pods) bound in
+	// the namespace.
+	RebalanceDeletionCost RebalanceMode = "DeletionCost"
+)
+
+// Rebalance says how the migration keeps its constraint true after
+// success.
+type Rebalance struct {
+	// mode is Off (the default) or DeletionCost.
+	// +optional
+	// +kubebuilder:default=Off
+	Mode RebalanceMode `json:"mode,omitempty"`
 }
 
 // TargetRef names one workload in the PlacementMigration's namespace.

@@ -22,6 +22,19 @@ import (
 func (s *scope) finalize(ctx context.Context) (outcome, error) {
 	pm := s.pm
 	metrics.Forget(pm.Namespace, pm.Name)
+	if controllerutil.ContainsFinalizer(pm, pgv1.DeletionCostFinalizer) {
+		left, err := s.removeDeletionCosts(ctx)
+		if err != nil {
+			return outcome{}, err
+		}
+		if left > 0 {
+			s.lookAgainIn(staleRetry)
+			return outcome{reason: pgv1.ReasonTargetRemoved, message: fmt.Sprintf("Deleting: removing the deletion costs from %d pod(s)", left)}, nil
+		}
+		if err := s.dropCostFinalizer(ctx); err != nil {
+			return outcome{}, err
+		}
+	}
 	if !controllerutil.ContainsFinalizer(pm, pgv1.RevertFinalizer) {
 		return outcome{silent: true}, nil
 	}
@@ -86,20 +99,30 @@ func (s *scope) weakestRecorded() pgv1.Stage {
 }
 
 // syncFinalizer keeps the revert finalizer exactly on migrations whose
-// onDelete is Revert.
+// onDelete is Revert, and adds the deletion-cost finalizer before a
+// migration that keeps deletion costs writes one (it comes off only once
+// the costs are, in keepDeletionCosts or finalize).
 func (r *PlacementMigrationReconciler) syncFinalizer(ctx context.Context, pm *pgv1.PlacementMigration) error {
-	want := pm.Spec.OnDelete == pgv1.DeletionRevert
-	if want == controllerutil.ContainsFinalizer(pm, pgv1.RevertFinalizer) || !pm.DeletionTimestamp.IsZero() {
+	if !pm.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	revert := pm.Spec.OnDelete == pgv1.DeletionRevert
+	costs := pm.Spec.RebalanceMode() == pgv1.RebalanceDeletionCost && !pm.Spec.DryRun
+	addCosts := costs && !controllerutil.ContainsFinalizer(pm, pgv1.DeletionCostFinalizer)
+	if revert == controllerutil.ContainsFinalizer(pm, pgv1.RevertFinalizer) && !addCosts {
 		return nil
 	}
 	// Locked to the migration as read: a stale read (onDelete since set to
 	// Revert with the finalizer, as kubectl placement abort does in one
 	// write) must not take the finalizer off.
 	patch := client.MergeFromWithOptions(pm.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	if want {
+	if revert {
 		controllerutil.AddFinalizer(pm, pgv1.RevertFinalizer)
 	} else {
 		controllerutil.RemoveFinalizer(pm, pgv1.RevertFinalizer)
+	}
+	if addCosts {
+		controllerutil.AddFinalizer(pm, pgv1.DeletionCostFinalizer)
 	}
 	if err := r.Patch(ctx, pm, patch); err != nil {
 		if apierrors.IsConflict(err) {

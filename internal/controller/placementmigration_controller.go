@@ -128,6 +128,9 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	o, err := s.step(ctx)
 	if err == nil {
 		o, err = s.provision(ctx, o)
+		if err == nil {
+			o, err = s.keepDeletionCosts(ctx, o)
+		}
 	} else {
 		s.keepRequest(s.asked)
 	}

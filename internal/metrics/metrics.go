@@ -87,6 +87,16 @@ var (
 		Buckets: []float64{0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 2, 5},
 	}, []string{"kind", "mode", "allowed"})
 
+	targetSkew = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "target_skew",
+		Help: "The measured skew of each target of a succeeded PlacementMigration that keeps its constraint (spec.rebalance): for a spread the largest difference of pods between two domains, for anti-affinity the most selected pods sharing a domain with one of the target's.",
+	}, []string{labelNamespace, labelName, "target"})
+
+	deletionCostWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "deletion_cost_writes_total",
+		Help: "Pods whose pod-deletion-cost the operator wrote or removed to keep a spread through scale-downs (spec.rebalance.mode DeletionCost), by result (written, removed, refused).",
+	}, []string{labelNamespace, labelName, "result"})
+
 	// The feed counts every pod event: resolved once, not per event.
 	podsAdded    = podFeedEvents.WithLabelValues("added")
 	podsModified = podFeedEvents.WithLabelValues("modified")
@@ -95,7 +105,7 @@ var (
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(migrationPhase, qualifyingNodes, requiredNodes, stageDuration, rollbacks, evaluationDuration, pendingPods, disruptionSimulations, reconciles, podFeedEvents,
-		admissionFindings, admissionDuration)
+		admissionFindings, admissionDuration, targetSkew, deletionCostWrites)
 }
 
 // Names are the metric names the operator exports, for dashboards and
@@ -113,6 +123,8 @@ var Names = []string{
 	namespace + "_pod_feed_events_total",
 	namespace + "_admission_findings_total",
 	namespace + "_admission_duration_seconds",
+	namespace + "_target_skew",
+	namespace + "_deletion_cost_writes_total",
 }
 
 // CountFinding counts one finding of the admission check.
@@ -155,6 +167,28 @@ func Forget(ns, name string) {
 	requiredNodes.DeletePartialMatch(labels)
 	pendingPods.DeletePartialMatch(labels)
 	reconciles.DeletePartialMatch(labels)
+	targetSkew.DeletePartialMatch(labels)
+	deletionCostWrites.DeletePartialMatch(labels)
+}
+
+// RecordSkew records the measured skew of a target of a migration that
+// keeps its constraint.
+func RecordSkew(ns, name, target string, skew int) {
+	targetSkew.WithLabelValues(ns, name, target).Set(float64(skew))
+}
+
+// ForgetSkew drops the skew series of a migration that stopped keeping its
+// constraint.
+func ForgetSkew(ns, name string) {
+	targetSkew.DeletePartialMatch(prometheus.Labels{labelNamespace: ns, labelName: name})
+}
+
+// CountDeletionCostWrites counts n pods whose deletion cost was written,
+// removed or refused.
+func CountDeletionCostWrites(ns, name, result string, n int) {
+	if n > 0 {
+		deletionCostWrites.WithLabelValues(ns, name, result).Add(float64(n))
+	}
 }
 
 // CountReconcile counts one reconcile of a migration.

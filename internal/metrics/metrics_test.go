@@ -39,6 +39,8 @@ func TestEveryMetricIsServedFromTheManagerRegistry(t *testing.T) {
 	CountPodAdded()
 	CountFinding("ns", "Deployment", "RolloutDeadlock", "Warn")
 	ObserveAdmission("Deployment", "Off", true, 10*time.Microsecond)
+	RecordSkew("ns", "m", "Deployment/web", 1)
+	CountDeletionCostWrites("ns", "m", "written", 3)
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -56,6 +56,10 @@ type Kind struct {
 	// podLabels are the labels the kind's controller adds to its i-th pod
 	// besides the template's and the revision's.
 	podLabels func(w *placement.Workload, name string, labels map[string]string)
+	// ranksScaleDown reports a kind whose controller chooses the pods a
+	// scale-down removes by rank, pod-deletion-cost first (a ReplicaSet's),
+	// rather than by ordinal (a StatefulSet's).
+	ranksScaleDown bool
 }
 
 // kinds are the kinds the project migrates, in the order they are listed.

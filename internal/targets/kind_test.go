@@ -103,3 +103,9 @@ func TestOnlyAStatefulSetWithAPartitionIsPartitioned(t *testing.T) {
 		t.Fatal("a Deployment with spec.paused is paused; a StatefulSet never is")
 	}
 }
+
+func TestOnlyADeploymentRanksItsScaleDownByCost(t *testing.T) {
+	if !Build(&appsv1.Deployment{}, nil, nil).RanksScaleDown() || Build(&appsv1.StatefulSet{}, nil, nil).RanksScaleDown() {
+		t.Fatal("a Deployment's ReplicaSets remove pods by pod-deletion-cost; a StatefulSet removes its highest ordinal")
+	}
+}
