@@ -351,6 +351,28 @@ func TestChartAdmissionValues(t *testing.T) {
 			t.Errorf("placeholders bound in %v", bound)
 		}
 	})
+	t.Run("rebalance namespaces get the opt-in role bound", func(t *testing.T) {
+		objs := kinds(helmTemplate(t, "rebalance.namespaces={team-c}"))
+		var bound []string
+		for _, rb := range objs["RoleBinding"] {
+			if strings.HasSuffix(rb.GetName(), "-rebalance") {
+				bound = append(bound, rb.GetNamespace())
+				ref, _ := sigsyaml.Marshal(rb.Object["roleRef"])
+				if !strings.Contains(string(ref), "name: placement-guard-rebalance") {
+					t.Errorf("roleRef %s", ref)
+				}
+			}
+		}
+		if !reflect.DeepEqual(bound, []string{"team-c"}) {
+			t.Errorf("rebalance bound in %v", bound)
+		}
+		for _, cr := range objs["ClusterRole"] {
+			if cr.GetName() == "placement-guard-rebalance" {
+				return
+			}
+		}
+		t.Error("no ClusterRole placement-guard-rebalance")
+	})
 	t.Run("the disruption budget can be left out", func(t *testing.T) {
 		if n := len(kinds(helmTemplate(t, "podDisruptionBudget.enabled=false"))["PodDisruptionBudget"]); n != 0 {
 			t.Errorf("%d PodDisruptionBudgets", n)

@@ -41,6 +41,9 @@ var _ = Describe("The operator's ServiceAccount", Label("operator", "rbac"), fun
 		Entry("not delete Deployments", "apps", "deployments", "delete", false),
 		Entry("not create StatefulSets", "apps", "statefulsets", "create", false),
 		Entry("not delete pods", "", "pods", "delete", false),
+		// Deletion costs need the opt-in rebalance role, bound where a
+		// migration keeps them.
+		Entry("not patch pods", "", "pods", "patch", false),
 		Entry("not patch nodes", "", "nodes", "patch", false),
 		Entry("read pods", "", "pods", "list", true),
 		Entry("read nodes", "", "nodes", "watch", true),

@@ -99,13 +99,30 @@ const PlaceholderRole = "placeholders"
 // namespace, as docs/operations.md tells a user whose migrations there use
 // mode PlaceholderPods.
 func BindPlaceholderRole(ctx context.Context, c client.Client, namespace string) error {
+	return bindOptInRole(ctx, c, namespace, PlaceholderRole)
+}
+
+// RebalanceRole is the opt-in ClusterRole of config/rbac that lets the
+// operator keep deletion costs on pods, before config/default prefixes it.
+const RebalanceRole = "rebalance"
+
+// BindRebalanceRole binds RebalanceRole to OperatorAccount in one
+// namespace, as docs/operations.md tells a user whose migrations there use
+// spec.rebalance.mode DeletionCost.
+func BindRebalanceRole(ctx context.Context, c client.Client, namespace string) error {
+	return bindOptInRole(ctx, c, namespace, RebalanceRole)
+}
+
+// bindOptInRole binds one of config/rbac's opt-in ClusterRoles to
+// OperatorAccount in namespace.
+func bindOptInRole(ctx context.Context, c client.Client, namespace, role string) error {
 	rb := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "placement-guard-placeholders"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "placement-guard-" + role},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: OperatorAccountNamespace, Name: OperatorAccountName}},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: PlaceholderRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 	}
 	if err := c.Create(ctx, rb); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("bind ClusterRole %s in %s: %w", PlaceholderRole, namespace, err)
+		return fmt.Errorf("bind ClusterRole %s in %s: %w", role, namespace, err)
 	}
 	return nil
 }
