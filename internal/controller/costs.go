@@ -67,7 +67,9 @@ func (s *scope) keepDeletionCosts(ctx context.Context, o outcome) (outcome, erro
 		return o, nil
 	}
 	left, err := s.removeDeletionCosts(ctx)
-	if err != nil || left > 0 {
+	if n, forbidden := s.costsLeftBehind(err); forbidden {
+		o.events = append(o.events, n)
+	} else if err != nil || left > 0 {
 		s.lookAgainIn(staleRetry)
 		return o, err
 	}
@@ -109,7 +111,7 @@ func (s *scope) rankPods(ctx context.Context, o outcome) (outcome, error) {
 		status, reason = metav1.ConditionFalse, pgv1.ReasonDeletionCostRefused
 		// A refusal is not an error to back off from: the condition names
 		// it, and the next change of the pods, or a minute, tries again.
-		s.lookAgainIn(time.Minute)
+		s.lookAgainIn(30 * time.Second)
 	case foreign(rankings) != "":
 		status, reason = metav1.ConditionFalse, pgv1.ReasonForeignDeletionCost
 	case written < len(changes):
@@ -238,6 +240,19 @@ func (s *scope) removeDeletionCosts(ctx context.Context) (int, error) {
 		return len(changes) - removed, fmt.Errorf("remove the deletion costs of PlacementMigration %s/%s: %w", s.pm.Namespace, s.pm.Name, err)
 	}
 	return len(changes) - removed, nil
+}
+
+// costsLeftBehind reports a removal the operator may not make (the opt-in
+// role unbound since): holding the migration would keep it forever, and a
+// cost left only ranks scale-downs, so it is left, with a Warning saying
+// how to take it off.
+func (s *scope) costsLeftBehind(err error) (note, bool) {
+	if err == nil || !apierrors.IsForbidden(err) {
+		return note{}, false
+	}
+	return note{kind: corev1.EventTypeWarning, reason: pgv1.ReasonDeletionCostRefused, message: fmt.Sprintf(
+		"The deletion costs could not be removed (%v); they are left on the targets' pods. Remove them with: kubectl annotate pods -n %s -l <target selector> %s- %s-",
+		err, s.pm.Namespace, corev1.PodDeletionCost, placement.DeletionCostMark)}, true
 }
 
 // dropCostFinalizer lets the migration go once its costs are off.

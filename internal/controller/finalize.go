@@ -14,7 +14,8 @@ import (
 	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
-// finalize restores, for onDelete: Revert, what the targets had before the
+// finalize takes the migration's deletion costs off its targets' pods,
+// restores, for onDelete: Revert, what the targets had before the
 // migration, then lets the migration go. The revert is a recorded
 // operation like any write; it replaces an operation in flight, whose
 // targets it reverts too. Releasing the migration's fields gives back the
@@ -22,19 +23,33 @@ import (
 func (s *scope) finalize(ctx context.Context) (outcome, error) {
 	pm := s.pm
 	metrics.Forget(pm.Namespace, pm.Name)
+	var left []note
 	if controllerutil.ContainsFinalizer(pm, pgv1.DeletionCostFinalizer) {
-		left, err := s.removeDeletionCosts(ctx)
-		if err != nil {
+		remaining, err := s.removeDeletionCosts(ctx)
+		if n, forbidden := s.costsLeftBehind(err); forbidden {
+			left, remaining = append(left, n), 0
+		} else if err != nil {
 			return outcome{}, err
 		}
-		if left > 0 {
+		if remaining > 0 {
 			s.lookAgainIn(staleRetry)
-			return outcome{reason: pgv1.ReasonTargetRemoved, message: fmt.Sprintf("Deleting: removing the deletion costs from %d pod(s)", left)}, nil
+			return outcome{reason: pgv1.ReasonTargetRemoved, message: fmt.Sprintf("Deleting: removing the deletion costs from %d pod(s)", remaining)}, nil
 		}
 		if err := s.dropCostFinalizer(ctx); err != nil {
 			return outcome{}, err
 		}
 	}
+	o, err := s.revertOnDelete(ctx)
+	if len(left) > 0 {
+		o.silent, o.reason, o.events = false, pgv1.ReasonTargetRemoved, append(left, o.events...)
+	}
+	return o, err
+}
+
+// revertOnDelete reverts the targets of a deleted migration whose onDelete
+// is Revert, then takes the revert finalizer off.
+func (s *scope) revertOnDelete(ctx context.Context) (outcome, error) {
+	pm := s.pm
 	if !controllerutil.ContainsFinalizer(pm, pgv1.RevertFinalizer) {
 		return outcome{silent: true}, nil
 	}

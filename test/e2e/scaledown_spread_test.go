@@ -7,6 +7,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -135,5 +138,49 @@ var _ = Describe("A scale-down of a spread Deployment", Label("operator", "rebal
 	It("loses zone c without it: the ReplicaSet removes the youngest pods first (the control)", func(ctx SpecContext) {
 		Expect(scaleDown(ctx, pgv1.RebalanceOff)).To(HaveKeyWithValue("zone-c", 0))
 	}, NodeTimeout(5*time.Minute))
-})
 
+	It("says which role to bind when the operator may not patch pods, and stays Ready", func(ctx SpecContext) {
+		env := newEnv(ctx, "keep-spread-refused")
+		balancedDeployment(ctx, env, "web", []string{"zone-a", "zone-b", "zone-c"}, 3)
+		migration(ctx, env.Namespace, "web-zones", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: zoneSpread("web", 1),
+			Rebalance: &pgv1.Rebalance{Mode: pgv1.RebalanceDeletionCost}})
+		Eventually(phaseOf(ctx, env.Namespace, "web-zones"), 3*time.Minute).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "web-zones"))
+		Eventually(func() metav1.Condition { return conditionOf(ctx, env.Namespace, "web-zones", pgv1.ConditionBalanced) }).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", pgv1.ReasonDeletionCostRefused),
+			HaveField("Message", And(ContainSubstring("forbidden"), ContainSubstring("placement-guard-rebalance"), ContainSubstring("namespace "+env.Namespace)))))
+		Expect(conditionOf(ctx, env.Namespace, "web-zones", pgv1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+		pods, err := utils.PodsOf(ctx, k8sClient, env.Namespace, map[string]string{"app": "web"})
+		Expect(err).NotTo(HaveOccurred())
+		for _, p := range pods {
+			Expect(p.Annotations).NotTo(HaveKey(corev1.PodDeletionCost))
+		}
+
+		By("the role bound, the costs are written")
+		Expect(utils.BindRebalanceRole(ctx, k8sClient, env.Namespace)).To(Succeed())
+		Eventually(func() metav1.Condition { return conditionOf(ctx, env.Namespace, "web-zones", pgv1.ConditionBalanced) }, 2*time.Minute).Should(
+			HaveField("Reason", pgv1.ReasonDeletionCostsKept))
+
+		By("the role unbound and the migration deleted: it goes, leaving its costs, with a Warning that says how to remove them")
+		Expect(k8sClient.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "placement-guard-" + utils.RebalanceRole}})).To(Succeed())
+		Expect(k8sClient.Delete(ctx, getMigration(ctx, env.Namespace, "web-zones"))).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "web-zones"}, &pgv1.PlacementMigration{}))
+		}, time.Minute).Should(BeTrue(), "the deleted migration is held")
+		pods, err = utils.PodsOf(ctx, k8sClient, env.Namespace, map[string]string{"app": "web"})
+		Expect(err).NotTo(HaveOccurred())
+		for _, p := range pods {
+			Expect(p.Annotations).To(HaveKey(corev1.PodDeletionCost))
+		}
+		Eventually(func(g Gomega) {
+			var list eventsv1.EventList
+			g.Expect(k8sClient.List(ctx, &list, client.InNamespace(env.Namespace))).To(Succeed())
+			var notes []string
+			for _, e := range list.Items {
+				if e.Regarding.Name == "web-zones" && e.Reason == pgv1.ReasonDeletionCostRefused && e.Type == corev1.EventTypeWarning {
+					notes = append(notes, e.Note)
+				}
+			}
+			g.Expect(notes).To(ContainElement(ContainSubstring("kubectl annotate pods")))
+		}).Should(Succeed())
+	}, NodeTimeout(5*time.Minute))
+})
