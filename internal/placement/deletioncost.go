@@ -59,9 +59,7 @@ type CostPlan struct {
 // rankedPod is a placed pod of the workload with what orders it within
 // its domain.
 type rankedPod struct {
-	pi     *podInfo
-	domain string
-	placed bool
+	pi *podInfo
 	// ours is the cost placement-guard wrote, when the pod carries it.
 	ours    int32
 	hasOurs bool

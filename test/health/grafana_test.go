@@ -70,7 +70,7 @@ func TestGrafanaQueriesNameExportedMetrics(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"Migrations by phase", "Waiting for capacity", "Rollbacks by reason", "Stage duration", "Engine evaluation latency"} {
+	for _, want := range []string{"Migrations by phase", "Waiting for capacity", "Rollbacks by reason", "Stage duration", "Engine evaluation latency", "Skew of kept constraints"} {
 		found := false
 		for title := range titles {
 			found = found || strings.HasPrefix(title, want)
