@@ -176,6 +176,26 @@ const (
 	// the operator did not write; that target's ranking is left to its
 	// owner.
 	ReasonForeignDeletionCost = "ForeignDeletionCost"
+	// ReasonBalanced: mode Evict finds nothing to move: the spread is as
+	// even as the engine can place it.
+	ReasonBalanced = "Balanced"
+	// ReasonMovingPod: mode Evict moves a pod (recorded, evicted, waiting
+	// for its replacement).
+	ReasonMovingPod = "MovingPod"
+	// ReasonMoveBudgetSpent: the spread could improve, but maxMovesPerHour
+	// moves were made in the last hour.
+	ReasonMoveBudgetSpent = "MoveBudgetSpent"
+	// ReasonNoMovablePod: the spread could improve, but no pod of the
+	// crowded domains may move (protected, too young, a volume it cannot
+	// take along, an annotation that keeps it, the rollout strategy).
+	ReasonNoMovablePod = "NoMovablePod"
+	// ReasonEvictionRefused: the eviction was refused (a
+	// PodDisruptionBudget allows no disruption now).
+	ReasonEvictionRefused = "EvictionRefused"
+	// ReasonRebalanceStopped: moves stopped for this generation (a
+	// replacement landed elsewhere than predicted, a move did not improve
+	// the spread, a replacement was never Ready).
+	ReasonRebalanceStopped = "RebalanceStopped"
 	// ReasonDeletionCostRefused: the API server refused a cost (the opt-in
 	// rebalance ClusterRole is not bound in the namespace, or a policy).
 	ReasonDeletionCostRefused = "DeletionCostRefused"

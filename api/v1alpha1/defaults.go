@@ -78,6 +78,24 @@ func (s *PlacementMigrationSpec) RebalanceMode() RebalanceMode {
 	return s.Rebalance.Mode
 }
 
+// KeepsDeletionCosts reports a migration whose pods' deletion costs the
+// operator keeps (modes DeletionCost and Evict), unless it is a dry run.
+func (s *PlacementMigrationSpec) KeepsDeletionCosts() bool {
+	m := s.RebalanceMode()
+	return (m == RebalanceDeletionCost || m == RebalanceEvict) && !s.DryRun
+}
+
+// DefaultMaxMovesPerHour is the eviction budget of mode Evict when unset.
+const DefaultMaxMovesPerHour = 6
+
+// MaxMovesPerHour is how many pods mode Evict may evict in an hour.
+func (s *PlacementMigrationSpec) MaxMovesPerHour() int {
+	if s.Rebalance == nil || s.Rebalance.MaxMovesPerHour == nil {
+		return DefaultMaxMovesPerHour
+	}
+	return int(*s.Rebalance.MaxMovesPerHour)
+}
+
 // CapacityOrEmpty is the capacity spec, empty when unset.
 func (s *PlacementMigrationSpec) CapacityOrEmpty() Capacity {
 	if s.Capacity == nil {

@@ -74,6 +74,10 @@ type PlacementMigrationStatus struct {
 	// +optional
 	Capacity *CapacityStatus `json:"capacity,omitempty"`
 
+	// rebalance records the pods mode Evict moved and the move in flight.
+	// +optional
+	Rebalance *RebalanceStatus `json:"rebalance,omitempty"`
+
 	// targets records, per workload, the stage verified, what it carried
 	// before and what was written.
 	// +optional
@@ -602,3 +606,81 @@ type TargetPlan struct {
 	// +kubebuilder:validation:MaxLength=512
 	PredictedPlacement string `json:"predictedPlacement,omitempty"`
 }
+
+// RebalanceStatus is the journal of mode Evict: the move in flight,
+// recorded before its eviction, and the last moves made.
+type RebalanceStatus struct {
+	// move is the move in flight: recorded before the pod is evicted, so
+	// that an operator killed between the two evicts it once, and kept
+	// until its replacement is Ready.
+	// +optional
+	Move *PodMove `json:"move,omitempty"`
+
+	// moves are the last moves, newest last: the budget counts those of
+	// the last hour, refused evictions included.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Moves []PodMove `json:"moves,omitempty"`
+
+	// stopped says why moves stopped for this generation (a misprediction,
+	// a move that did not improve the spread, a replacement never Ready);
+	// a change of the spec lifts it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Stopped string `json:"stopped,omitempty"`
+
+	// stoppedGeneration is the generation stopped applies to.
+	// +optional
+	StoppedGeneration int64 `json:"stoppedGeneration,omitempty"`
+}
+
+// PodMove is one pod moved, or to be moved, to where the engine places its
+// replacement.
+type PodMove struct {
+	// target is the workload, Kind/name.
+	// +kubebuilder:validation:MaxLength=300
+	Target string `json:"target"`
+
+	// pod and uid name the pod evicted.
+	// +kubebuilder:validation:MaxLength=253
+	Pod string `json:"pod"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	UID string `json:"uid,omitempty"`
+
+	// from is the domain the pod left; to the domain the engine predicted
+	// for its replacement, on node.
+	// +kubebuilder:validation:MaxLength=253
+	From string `json:"from"`
+	// +kubebuilder:validation:MaxLength=253
+	To string `json:"to"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Node string `json:"node,omitempty"`
+
+	// evicted is set once the Eviction API accepted the eviction.
+	// +optional
+	Evicted bool `json:"evicted,omitempty"`
+
+	// at is when the move was recorded, then when the pod was evicted.
+	At metav1.Time `json:"at"`
+
+	// result is Landed (the replacement is Ready where predicted),
+	// Mispredicted, Refused (a PodDisruptionBudget or the API server
+	// refused the eviction) or Gone (the pod went by itself); empty while
+	// in flight.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Result string `json:"result,omitempty"`
+
+	// replacement names the pod that replaced the evicted one, and landedIn
+	// its domain.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Replacement string `json:"replacement,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	LandedIn string `json:"landedIn,omitempty"`
+}
+

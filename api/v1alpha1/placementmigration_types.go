@@ -163,7 +163,7 @@ type PlacementMigrationSpec struct {
 
 // RebalanceMode is what a migration does after success to keep its
 // constraint true.
-// +kubebuilder:validation:Enum=Off;DeletionCost
+// +kubebuilder:validation:Enum=Off;DeletionCost;Evict
 type RebalanceMode string
 
 const (
@@ -179,15 +179,33 @@ const (
 	// operator needs the opt-in rebalance ClusterRole (patch pods) bound in
 	// the namespace.
 	RebalanceDeletionCost RebalanceMode = "DeletionCost"
+	// RebalanceEvict keeps the deletion costs and, when the pods of a
+	// Deployment target of a topology spread sit more unevenly than the
+	// engine can now place them (a soft stage placed them while a zone had
+	// no node, a zone came back after an outage), moves them one at a time:
+	// the engine picks the pod and predicts where its replacement lands, the
+	// operator evicts it through the Eviction API (PodDisruptionBudgets
+	// hold), waits for the replacement to be Ready where predicted, and
+	// moves the next only if the spread improved, within maxMovesPerHour.
+	// The operator needs the opt-in rebalance ClusterRole for the costs; it
+	// evicts with its own role.
+	RebalanceEvict RebalanceMode = "Evict"
 )
 
 // Rebalance says how the migration keeps its constraint true after
 // success.
 type Rebalance struct {
-	// mode is Off (the default) or DeletionCost.
+	// mode is Off (the default), DeletionCost or Evict.
 	// +optional
 	// +kubebuilder:default=Off
 	Mode RebalanceMode `json:"mode,omitempty"`
+
+	// maxMovesPerHour is how many pods mode Evict may evict in any hour,
+	// refused evictions included; 6 when unset.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=60
+	MaxMovesPerHour *int32 `json:"maxMovesPerHour,omitempty"`
 }
 
 // TargetRef names one workload in the PlacementMigration's namespace.

@@ -80,7 +80,7 @@ func (s *scope) keepDeletionCosts(ctx context.Context, o outcome) (outcome, erro
 
 // ranksPods reports a migration whose spec asks it to keep deletion costs.
 func (s *scope) ranksPods() bool {
-	return s.pm.Spec.RebalanceMode() == pgv1.RebalanceDeletionCost && !s.pm.Spec.DryRun
+	return s.pm.Spec.KeepsDeletionCosts()
 }
 
 // rankPods writes the costs the engine asks for and records how the
@@ -142,7 +142,7 @@ func (s *scope) rankings() ([]targetRanking, error) {
 				return err
 			}
 			r.measured = m
-			if t.RanksScaleDown() && r.heldBy == "" {
+			if t.Interchangeable() && r.heldBy == "" {
 				r.plan = snap.PlanDeletionCosts(t.Workload, key)
 			}
 			out = append(out, r)
@@ -158,7 +158,7 @@ func (s *scope) rankings() ([]targetRanking, error) {
 func (s *scope) rankedByOther(t *target) string {
 	for i := range s.others {
 		o := &s.others[i]
-		if o.Spec.RebalanceMode() != pgv1.RebalanceDeletionCost || o.Spec.DryRun || !o.DeletionTimestamp.IsZero() || !recordsTarget(o, t) {
+		if !o.Spec.KeepsDeletionCosts() || !o.DeletionTimestamp.IsZero() || !recordsTarget(o, t) {
 			continue
 		}
 		if older(o, s.pm) {
@@ -289,7 +289,7 @@ func describeRankings(rankings []targetRanking, left int, refused error, namespa
 		switch {
 		case r.heldBy != "":
 			fmt.Fprintf(&b, "; its pods are ranked by PlacementMigration %s", r.heldBy)
-		case !r.target.RanksScaleDown():
+		case !r.target.Interchangeable():
 			b.WriteString("; a scale-down removes its highest ordinals, which no cost changes")
 		case r.plan.Foreign != "":
 			fmt.Fprintf(&b, "; pod %s carries a pod-deletion-cost placement-guard did not write, so the ranking is left to its owner", r.plan.Foreign)

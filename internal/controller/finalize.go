@@ -122,7 +122,7 @@ func (r *PlacementMigrationReconciler) syncFinalizer(ctx context.Context, pm *pg
 		return nil
 	}
 	revert := pm.Spec.OnDelete == pgv1.DeletionRevert
-	costs := pm.Spec.RebalanceMode() == pgv1.RebalanceDeletionCost && !pm.Spec.DryRun
+	costs := pm.Spec.KeepsDeletionCosts()
 	addCosts := costs && !controllerutil.ContainsFinalizer(pm, pgv1.DeletionCostFinalizer)
 	if revert == controllerutil.ContainsFinalizer(pm, pgv1.RevertFinalizer) && !addCosts {
 		return nil

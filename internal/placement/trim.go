@@ -34,7 +34,7 @@ func trimInto(out, p *corev1.Pod) {
 			CreationTimestamp: p.CreationTimestamp,
 			DeletionTimestamp: p.DeletionTimestamp,
 			Labels:            p.Labels,
-			Annotations:       deletionCost(p.Annotations),
+			Annotations:       keptAnnotationsOf(p.Annotations),
 			OwnerReferences:   p.OwnerReferences,
 		},
 		Spec: corev1.PodSpec{
@@ -60,21 +60,19 @@ func trimInto(out, p *corev1.Pod) {
 	}
 }
 
-// deletionCost keeps the annotations the engine reads: the deletion cost,
-// by which the ReplicaSet controller deletes pods of lower cost first, and
-// the mark of the cost placement-guard wrote.
-func deletionCost(annotations map[string]string) map[string]string {
-	v, ok := annotations[corev1.PodDeletionCost]
-	mark, marked := annotations[DeletionCostMark]
-	if !ok && !marked {
-		return nil
-	}
-	out := make(map[string]string, 2)
-	if ok {
-		out[corev1.PodDeletionCost] = v
-	}
-	if marked {
-		out[DeletionCostMark] = mark
+// keptAnnotationsOf keeps the annotations the engine reads
+// (KeptAnnotations): the deletion cost, by which the ReplicaSet controller
+// deletes pods of lower cost first, the mark of the cost placement-guard
+// wrote, and those that keep a pod from being moved.
+func keptAnnotationsOf(annotations map[string]string) map[string]string {
+	var out map[string]string
+	for _, k := range KeptAnnotations {
+		if v, ok := annotations[k]; ok {
+			if out == nil {
+				out = make(map[string]string, 2)
+			}
+			out[k] = v
+		}
 	}
 	return out
 }

@@ -110,16 +110,20 @@ func mayPinPod(volume []byte) (bool, error) {
 	return pinning, err
 }
 
-// keptAnnotations are the annotations read of a pod: its deletion cost
-// and the mark of the one placement-guard wrote, by the engine, and the
-// mark on the bookmark that ends the first events of a streamed list, by
-// the reflector.
-var keptAnnotations = map[string]bool{corev1.PodDeletionCost: true, DeletionCostMark: true, metav1.InitialEventsAnnotationKey: true}
-
-// DeletionCostMark is placement.DeletionCostMark, spelt here because the
-// engine's tests decode pods with this package (a test holds the two
-// equal).
-const DeletionCostMark = "placementguard.io/deletion-cost"
+// keptAnnotations are the annotations read of a pod: those the engine
+// reads (placement.KeptAnnotations: the deletion cost, its mark, and those
+// that keep a pod from being moved), and the mark on the bookmark that
+// ends the first events of a streamed list, by the reflector. The engine's
+// list is spelt here because the engine's tests decode pods with this
+// package; a test holds the two equal.
+var keptAnnotations = map[string]bool{
+	corev1.PodDeletionCost:                               true,
+	"placementguard.io/deletion-cost":                    true,
+	"cluster-autoscaler.kubernetes.io/safe-to-evict":     true,
+	"karpenter.sh/do-not-disrupt":                        true,
+	"descheduler.alpha.kubernetes.io/prefer-no-eviction": true,
+	metav1.InitialEventsAnnotationKey:                    true,
+}
 
 // isKeptAnnotation reports whether an annotations entry (key 1, value 2)
 // is one of keptAnnotations.

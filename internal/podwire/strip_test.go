@@ -27,7 +27,7 @@ func randomPod(f *randfill.Filler, seed int) *corev1.Pod {
 		metav1.SetMetaDataAnnotation(&p.ObjectMeta, corev1.PodDeletionCost, fmt.Sprint(seed))
 	}
 	if seed%3 == 0 {
-		metav1.SetMetaDataAnnotation(&p.ObjectMeta, DeletionCostMark, fmt.Sprint(seed))
+		metav1.SetMetaDataAnnotation(&p.ObjectMeta, placement.DeletionCostMark, fmt.Sprint(seed))
 	}
 	for i, t := range []corev1.PodConditionType{corev1.PodReady, corev1.PodScheduled, corev1.PodResizePending} {
 		if seed&(1<<i) != 0 {
@@ -108,7 +108,7 @@ func realisticPod(i int) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: fmt.Sprintf("app-abc-%05d", i), Namespace: "team", UID: "8c1f5a2e-0c4b-4e7a-9d55-000000000001", ResourceVersion: "1000",
 			Labels:          map[string]string{"app": "app", "pod-template-hash": "abc"},
-			Annotations:     map[string]string{"kubectl.kubernetes.io/restartedAt": strings.Repeat("x", 300), corev1.PodDeletionCost: "5", DeletionCostMark: "5"},
+			Annotations:     map[string]string{"kubectl.kubernetes.io/restartedAt": strings.Repeat("x", 300), corev1.PodDeletionCost: "5", placement.DeletionCostMark: "5"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "app-abc", UID: "rs", Controller: ptrTo(true)}},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate,
 				FieldsV1: metav1.NewFieldsV1(strings.Repeat(`{"f:metadata":{}}`, 60))}},
@@ -133,11 +133,14 @@ func realisticPod(i int) *corev1.Pod {
 
 func ptrTo[T any](v T) *T { return &v }
 
-// The mark is spelt twice (this package cannot import the engine's tests'
-// package): the two must agree, or the engine never sees its own costs.
-func TestTheDeletionCostMarkIsTheEngines(t *testing.T) {
-	if DeletionCostMark != placement.DeletionCostMark {
-		t.Fatalf("podwire keeps %q, the engine reads %q", DeletionCostMark, placement.DeletionCostMark)
+// The engine's annotations are spelt twice (this package cannot import the
+// engine's tests' package): every one the engine reads must be kept, or
+// the engine never sees it.
+func TestTheEnginesAnnotationsAreKept(t *testing.T) {
+	for _, k := range placement.KeptAnnotations {
+		if !keptAnnotations[k] {
+			t.Errorf("the engine reads %q, which the pod wire drops", k)
+		}
 	}
 }
 

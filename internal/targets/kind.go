@@ -56,10 +56,11 @@ type Kind struct {
 	// podLabels are the labels the kind's controller adds to its i-th pod
 	// besides the template's and the revision's.
 	podLabels func(w *placement.Workload, name string, labels map[string]string)
-	// ranksScaleDown reports a kind whose controller chooses the pods a
-	// scale-down removes by rank, pod-deletion-cost first (a ReplicaSet's),
-	// rather than by ordinal (a StatefulSet's).
-	ranksScaleDown bool
+	// interchangeable reports a kind whose pods are interchangeable, as a
+	// ReplicaSet's are: a scale-down chooses them by rank, pod-deletion-cost
+	// first, and an evicted one is replaced by a new pod the scheduler
+	// places anywhere. A StatefulSet's keep their ordinal, name and claims.
+	interchangeable bool
 }
 
 // kinds are the kinds the project migrates, in the order they are listed.

@@ -33,10 +33,10 @@ var deploymentKind = Kind{
 		d := t.obj.(*appsv1.Deployment)
 		return deploymentProgress(t.String(), d, max(generation, d.Generation))
 	},
-	template:       func(obj client.Object) *corev1.PodTemplateSpec { return &obj.(*appsv1.Deployment).Spec.Template },
-	paused:         func(obj client.Object) bool { return obj.(*appsv1.Deployment).Spec.Paused },
-	partitioned:    func(client.Object) bool { return false },
-	ranksScaleDown: true,
+	template:        func(obj client.Object) *corev1.PodTemplateSpec { return &obj.(*appsv1.Deployment).Spec.Template },
+	paused:          func(obj client.Object) bool { return obj.(*appsv1.Deployment).Spec.Paused },
+	partitioned:     func(client.Object) bool { return false },
+	interchangeable: true,
 }
 
 // FromDeployment builds the Workload of a Deployment. Its pods are those

@@ -105,7 +105,7 @@ func TestOnlyAStatefulSetWithAPartitionIsPartitioned(t *testing.T) {
 }
 
 func TestOnlyADeploymentRanksItsScaleDownByCost(t *testing.T) {
-	if !Build(&appsv1.Deployment{}, nil, nil).RanksScaleDown() || Build(&appsv1.StatefulSet{}, nil, nil).RanksScaleDown() {
+	if !Build(&appsv1.Deployment{}, nil, nil).Interchangeable() || Build(&appsv1.StatefulSet{}, nil, nil).Interchangeable() {
 		t.Fatal("a Deployment's ReplicaSets remove pods by pod-deletion-cost; a StatefulSet removes its highest ordinal")
 	}
 }

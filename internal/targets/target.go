@@ -51,9 +51,10 @@ func (t *Target) Paused() bool { return t.kind.paused(t.obj) }
 // partition (a StatefulSet's): the pods below it keep their template.
 func (t *Target) Partitioned() bool { return t.kind.partitioned(t.obj) }
 
-// RanksScaleDown reports a workload whose controller removes pods by
-// pod-deletion-cost when it scales down, so that costs can keep a spread.
-func (t *Target) RanksScaleDown() bool { return t.kind.ranksScaleDown }
+// Interchangeable reports a workload whose pods are interchangeable: its
+// controller removes them by pod-deletion-cost when it scales down, and
+// replaces an evicted one with a pod placed anywhere.
+func (t *Target) Interchangeable() bool { return t.kind.interchangeable }
 
 // Template is the live pod template.
 func (t *Target) Template() *corev1.PodTemplateSpec { return &t.Workload.Template }

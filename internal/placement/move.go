@@ -1,0 +1,230 @@
+package placement
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// A spread the scheduler could only honour as well as the nodes of its
+// moment allowed (a soft stage applied while a zone had no node, pods that
+// fled a zone during an outage) stays uneven: nothing moves running pods.
+// PlanMove answers which pod to move so that its replacement, placed as the
+// scheduler places it, makes the spread more even, one pod at a time.
+
+// The annotations other tools put on a pod to keep it where it is; a pod
+// that carries one is never moved.
+const (
+	safeToEvictAnnotation       = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+	doNotDisruptAnnotation      = "karpenter.sh/do-not-disrupt"
+	preferNoEvictionAnnotation  = "descheduler.alpha.kubernetes.io/prefer-no-eviction"
+	maxMoveSimulations          = 8
+	movedReplacementNamePostfix = "-moved"
+)
+
+// KeptAnnotations are the pod annotations the engine reads: the deletion
+// cost, its mark, and those that keep a pod from being moved. Whatever
+// strips pods before the engine sees them must keep these.
+var KeptAnnotations = []string{corev1.PodDeletionCost, DeletionCostMark, safeToEvictAnnotation, doNotDisruptAnnotation, preferNoEvictionAnnotation}
+
+// PlannedMove is one pod to evict and where its replacement lands.
+type PlannedMove struct {
+	Pod string
+	UID types.UID
+	// From is the pod's domain; To and Node where the replacement lands.
+	From, To, Node string
+}
+
+// MovePlan is the engine's answer on moving a workload's pods.
+type MovePlan struct {
+	// Move is the pod to move, nil when no move makes the spread more even.
+	Move *PlannedMove
+	// Counts are the pods the spread counts per eligible domain, and Skew
+	// their largest difference.
+	Counts map[string]int
+	Skew   int
+	// Even is true when no move can make the spread more even.
+	Even bool
+	// Why says, when Move is nil, why nothing moves.
+	Why string
+}
+
+// PlanMove finds the pod of the workload whose move makes its spread c
+// more even: a pod of the most crowded domains whose replacement the
+// scheduler would place in a domain with at least two pods fewer. Pods
+// that are not Ready, that mount a claim (a volume the move cannot take
+// along), that carry an annotation keeping them, or that movable refuses
+// (it says why) stay. Only a spread is balanced this way.
+func (s *Snapshot) PlanMove(w *Workload, c Constraint, movable func(*corev1.Pod) string) (MovePlan, error) {
+	if c.Spread == nil {
+		return MovePlan{Even: true, Why: "only a topology spread is rebalanced"}, nil
+	}
+	m, err := s.Measure(w, c)
+	if err != nil {
+		return MovePlan{}, err
+	}
+	plan := MovePlan{Counts: m.Counts, Skew: m.Skew}
+	lowest := minCount(m.Counts)
+	candidates := s.moveCandidates(w, c.Spread.TopologyKey, m.Counts, lowest)
+	if len(candidates) == 0 {
+		plan.Even, plan.Why = true, fmt.Sprintf("the spread is as even as moving one pod can make it (%s)", DescribeCounts(m.Counts))
+		return plan, nil
+	}
+	var kept, nowhere []string
+	simulated := 0
+	for _, cand := range candidates {
+		pi := s.pods[cand.id]
+		if why := s.keptWhere(pi, movable); why != "" {
+			kept = append(kept, pi.name+" ("+why+")")
+			continue
+		}
+		if simulated == maxMoveSimulations {
+			break
+		}
+		simulated++
+		to, node, err := s.replacementDomain(w, cand.id, c.Spread.TopologyKey, m.Counts, cand.domain)
+		if err != nil {
+			return plan, err
+		}
+		if node != "" && m.Counts[to]+1 < m.Counts[cand.domain] {
+			plan.Move = &PlannedMove{Pod: pi.name, UID: pi.uid, From: cand.domain, To: to, Node: node}
+			return plan, nil
+		}
+		where := "nowhere"
+		if node != "" {
+			where = "in " + to
+		}
+		nowhere = append(nowhere, fmt.Sprintf("%s's replacement would land %s", pi.name, where))
+	}
+	switch {
+	case len(nowhere) > 0:
+		plan.Even, plan.Why = true, fmt.Sprintf("no move makes the spread more even (%s): %s", DescribeCounts(m.Counts), firstFew(nowhere, 3))
+	default:
+		plan.Why = fmt.Sprintf("the spread could be more even (%s), but no pod of the crowded domains may move: %s", DescribeCounts(m.Counts), firstFew(kept, 3))
+	}
+	return plan, nil
+}
+
+// moveCandidate is a pod of a crowded domain.
+type moveCandidate struct {
+	id     podID
+	domain string
+	// neighbours are the workload's pods on its node.
+	neighbours int
+}
+
+// moveCandidates are the workload's placed pods in domains with at least
+// two more pods than the least crowded, the most crowded domains first,
+// then the pods doubled up on a node, the youngest, by name.
+func (s *Snapshot) moveCandidates(w *Workload, key string, counts map[string]int, lowest int) []moveCandidate {
+	own := s.workloadPods(w.Pods)
+	perNode := map[nodeID]int{}
+	for _, id := range own {
+		if n := s.pods[id].node; n != noNode {
+			perNode[n]++
+		}
+	}
+	var out []moveCandidate
+	for _, id := range own {
+		pi := s.pods[id]
+		if pi.node == noNode || !w.currentRevision(pi.common()) {
+			continue
+		}
+		domain, ok := s.nodes[pi.node].node.Labels[key]
+		if !ok || counts[domain] < lowest+2 {
+			continue
+		}
+		out = append(out, moveCandidate{id: id, domain: domain, neighbours: perNode[pi.node]})
+	}
+	slices.SortFunc(out, func(a, b moveCandidate) int {
+		if c := cmp.Compare(counts[b.domain], counts[a.domain]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.neighbours, a.neighbours); c != 0 {
+			return c
+		}
+		pa, pb := s.pods[a.id], s.pods[b.id]
+		if c := pb.created.Compare(pa.created.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(pa.name, pb.name)
+	})
+	return out
+}
+
+// keptWhere says why a pod stays where it is, "" when it may move.
+func (s *Snapshot) keptWhere(pi *podInfo, movable func(*corev1.Pod) string) string {
+	status, _, _ := pi.ready()
+	switch {
+	case status != corev1.ConditionTrue:
+		return "not Ready"
+	case pi.annotation(safeToEvictAnnotation) == "false":
+		return safeToEvictAnnotation + "=false"
+	case pi.annotation(doNotDisruptAnnotation) == "true":
+		return doNotDisruptAnnotation
+	case pi.annotation(preferNoEvictionAnnotation) != "":
+		return preferNoEvictionAnnotation
+	}
+	pod := pi.materialize()
+	if len(podClaims(pod)) > 0 {
+		return "mounts a claim the move cannot take along"
+	}
+	if movable != nil {
+		return movable(pod)
+	}
+	return ""
+}
+
+// replacementDomain is where the scheduler would place the replacement of
+// pod id, which left a domain of counts (the spread's counts before it
+// left): of the nodes that pass every filter with the pod gone, one of
+// the least crowded domain of key, as the spread's score ranks them above
+// everything else the default scorers weigh when nodes are this alike;
+// among those, the one the placer prefers (the fewest of the workload's
+// pods, then the least loaded). Node "" when it fits nowhere.
+func (s *Snapshot) replacementDomain(w *Workload, id podID, key string, counts map[string]int, from string) (string, string, error) {
+	p, err := s.newPlacer(newPod(w, w.Name+movedReplacementNamePostfix, nil), s.workloadPods(w.Pods))
+	if err != nil {
+		return "", "", err
+	}
+	defer p.release()
+	p.remove(id)
+	p.rank()
+	count := func(domain string) int {
+		if domain == from {
+			return counts[domain] - 1
+		}
+		return counts[domain]
+	}
+	best, bestCount := -1, 0
+	for _, i := range p.ranked {
+		if !p.e.fits(i) {
+			continue
+		}
+		domain, ok := s.nodes[p.e.order[i]].node.Labels[key]
+		if !ok {
+			continue
+		}
+		if c := count(domain); best < 0 || c < bestCount {
+			best, bestCount = i, c
+		}
+	}
+	if best < 0 {
+		return "", "", nil
+	}
+	node := s.nodes[p.e.order[best]].node
+	return node.Labels[key], node.Name, nil
+}
+
+func minCount(counts map[string]int) int {
+	lowest := -1
+	for _, c := range counts {
+		if lowest < 0 || c < lowest {
+			lowest = c
+		}
+	}
+	return max(lowest, 0)
+}
