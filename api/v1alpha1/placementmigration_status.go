@@ -659,6 +659,11 @@ type PodMove struct {
 	// +kubebuilder:validation:MaxLength=253
 	Node string `json:"node,omitempty"`
 
+	// skewBefore is the target's skew when the move was planned: the move
+	// must not leave it larger.
+	// +optional
+	SkewBefore int32 `json:"skewBefore,omitempty"`
+
 	// evicted is set once the Eviction API accepted the eviction.
 	// +optional
 	Evicted bool `json:"evicted,omitempty"`
@@ -673,6 +678,11 @@ type PodMove struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	Result string `json:"result,omitempty"`
+
+	// message says why an eviction was refused.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 
 	// replacement names the pod that replaced the evicted one, and landedIn
 	// its domain.

@@ -52,6 +52,12 @@ func fullStatus() pgv1.PlacementMigrationStatus {
 		st.Conditions = append(st.Conditions, metav1.Condition{Type: fmt.Sprintf("Condition%d", i), Status: metav1.ConditionFalse, Reason: str(1024, "R"),
 			Message: str(32768, "m"), LastTransitionTime: at, ObservedGeneration: 1 << 40})
 	}
+	move := pgv1.PodMove{Target: str(300, "t"), Pod: str(253, "p"), UID: str(64, "u"), From: str(253, "f"), To: str(253, "t"), Node: str(253, "n"),
+		SkewBefore: 1 << 30, Evicted: true, At: at, Result: str(32, "r"), Message: str(1024, "m"), Replacement: str(253, "p"), LandedIn: str(253, "l")}
+	st.Rebalance = &pgv1.RebalanceStatus{Move: &move, Stopped: str(1024, "s"), StoppedGeneration: 1 << 40}
+	for range 10 {
+		st.Rebalance.Moves = append(st.Rebalance.Moves, move)
+	}
 	for range 16 {
 		st.Hazards = append(st.Hazards, pgv1.Hazard{Type: str(64, "T"), Severity: pgv1.SeverityBlocking, Target: str(320, "t"), Message: str(2048, "m")})
 	}

@@ -54,6 +54,11 @@ func (s *scope) keepDeletionCosts(ctx context.Context, o outcome) (outcome, erro
 	if !pm.DeletionTimestamp.IsZero() || o.silent {
 		return o, nil
 	}
+	if pm.Spec.RebalanceMode() != pgv1.RebalanceEvict {
+		// A pod already evicted is replaced by its controller whatever
+		// the operator does: nothing of a move is left to finish.
+		pm.Status.Rebalance = nil
+	}
 	if s.ranksPods() {
 		if !o.done && !o.degraded {
 			// While a stage is at work the pods are being replaced: the
@@ -118,6 +123,21 @@ func (s *scope) rankPods(ctx context.Context, o outcome) (outcome, error) {
 		reason = pgv1.ReasonDeletionCostsWriting
 	}
 	msg := describeRankings(rankings, len(changes)-written, refused, s.pm.Namespace)
+	if s.pm.Spec.RebalanceMode() == pgv1.RebalanceEvict && !o.degraded {
+		v, err := s.moves(ctx)
+		if err != nil {
+			return o, err
+		}
+		if v.event != nil {
+			o.events = append(o.events, *v.event)
+		}
+		// A cost refused or left to its owner outranks a spread found even;
+		// anything the moves say outranks the costs.
+		if status == metav1.ConditionTrue || v.status != metav1.ConditionTrue {
+			status, reason = v.status, v.reason
+		}
+		msg = v.message + ". " + msg
+	}
 	if c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionBalanced); c == nil || c.Reason != reason {
 		kind := corev1.EventTypeNormal
 		if status == metav1.ConditionFalse {

@@ -97,6 +97,11 @@ var (
 		Help: "Pods whose pod-deletion-cost the operator wrote or removed to keep a spread through scale-downs (spec.rebalance.mode DeletionCost), by result (written, removed, refused).",
 	}, []string{labelNamespace, labelName, "result"})
 
+	podMoves = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "pod_moves_total",
+		Help: "Pods spec.rebalance.mode Evict moved, by result: evicted, then landed (the replacement Ready where the engine placed it) or mispredicted.",
+	}, []string{labelNamespace, labelName, "result"})
+
 	// The feed counts every pod event: resolved once, not per event.
 	podsAdded    = podFeedEvents.WithLabelValues("added")
 	podsModified = podFeedEvents.WithLabelValues("modified")
@@ -105,7 +110,7 @@ var (
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(migrationPhase, qualifyingNodes, requiredNodes, stageDuration, rollbacks, evaluationDuration, pendingPods, disruptionSimulations, reconciles, podFeedEvents,
-		admissionFindings, admissionDuration, targetSkew, deletionCostWrites)
+		admissionFindings, admissionDuration, targetSkew, deletionCostWrites, podMoves)
 }
 
 // Names are the metric names the operator exports, for dashboards and
@@ -125,6 +130,7 @@ var Names = []string{
 	namespace + "_admission_duration_seconds",
 	namespace + "_target_skew",
 	namespace + "_deletion_cost_writes_total",
+	namespace + "_pod_moves_total",
 }
 
 // CountFinding counts one finding of the admission check.
@@ -169,7 +175,11 @@ func Forget(ns, name string) {
 	reconciles.DeletePartialMatch(labels)
 	targetSkew.DeletePartialMatch(labels)
 	deletionCostWrites.DeletePartialMatch(labels)
+	podMoves.DeletePartialMatch(labels)
 }
+
+// CountMove counts one step of a pod moved by mode Evict.
+func CountMove(ns, name, result string) { podMoves.WithLabelValues(ns, name, result).Inc() }
 
 // RecordSkew records the measured skew of a target of a migration that
 // keeps its constraint.

@@ -41,6 +41,7 @@ func TestEveryMetricIsServedFromTheManagerRegistry(t *testing.T) {
 	ObserveAdmission("Deployment", "Off", true, 10*time.Microsecond)
 	RecordSkew("ns", "m", "Deployment/web", 1)
 	CountDeletionCostWrites("ns", "m", "written", 3)
+	CountMove("ns", "m", "landed")
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,369 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/metrics"
+	"github.com/placement-guard/placement-guard/internal/placement"
+)
+
+// Mode Evict moves the pods of a spread that sit more unevenly than the
+// engine can now place them, one pod at a time, each move a recorded
+// operation like a stage: the engine picks the pod and predicts where its
+// replacement lands (placement.PlanMove); the move is recorded in
+// status.rebalance before the eviction, the eviction goes through the
+// Eviction API so that PodDisruptionBudgets hold, and the next move waits
+// for the replacement to be Ready where the engine said. A misprediction,
+// a spread that grew more uneven or a replacement never Ready stops the
+// moves for the generation; a refusal, the budget or a pod that may not
+// move waits. An operator killed between the record and the eviction, or
+// between the eviction and its record, finds the pod gone or terminating
+// and does not evict a second one.
+
+// moveWindow is the budget's window.
+const moveWindow = time.Hour
+
+// keptMoves is how many past moves status keeps.
+const keptMoves = 10
+
+// moveRecheck is how often a move in flight is looked at besides the
+// events of its pods.
+const moveRecheck = 5 * time.Second
+
+// Results of a move.
+const (
+	moveLanded       = "Landed"
+	moveMispredicted = "Mispredicted"
+	moveRefused      = "Refused"
+	moveGone         = "Gone"
+)
+
+// moveVerdict is what the moves concluded this reconcile, for Balanced.
+type moveVerdict struct {
+	status  metav1.ConditionStatus
+	reason  string
+	message string
+	event   *note
+}
+
+// moves takes the next step of mode Evict.
+func (s *scope) moves(ctx context.Context) (moveVerdict, error) {
+	pm := s.pm
+	if pm.Status.Rebalance == nil {
+		pm.Status.Rebalance = &pgv1.RebalanceStatus{}
+	}
+	rb := pm.Status.Rebalance
+	if rb.Stopped != "" && rb.StoppedGeneration != pm.Generation {
+		// An edited spec lifts a stop of an earlier generation.
+		rb.Stopped, rb.StoppedGeneration = "", 0
+	}
+	if rb.Move != nil {
+		return s.continueMove(ctx, rb)
+	}
+	if rb.Stopped != "" {
+		return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonRebalanceStopped, message: rb.Stopped +
+			"; no pod is moved until the spec changes"}, nil
+	}
+	if !s.targetsSettled() {
+		s.lookAgainIn(moveRecheck)
+		return moveVerdict{status: metav1.ConditionUnknown, reason: pgv1.ReasonMovingPod, message: "Waiting for every target pod to run before the next move"}, nil
+	}
+	return s.planMove()
+}
+
+// planMove asks the engine for the next move and records it, within the
+// budget.
+func (s *scope) planMove() (moveVerdict, error) {
+	rb := s.pm.Status.Rebalance
+	var even, kept []string
+	var next *pgv1.PodMove
+	err := s.r.State.With(func(snap *placement.Snapshot) error {
+		for _, t := range s.targets {
+			if !t.Interchangeable() {
+				even = append(even, t.String()+": a StatefulSet's pods keep their ordinal; none is moved")
+				continue
+			}
+			if why := s.strategyForbidsMoves(t); why != "" {
+				kept = append(kept, t.String()+": "+why)
+				continue
+			}
+			plan, err := snap.PlanMove(t.Workload, t.Rendered, s.movable)
+			if err != nil {
+				return err
+			}
+			metrics.RecordSkew(s.pm.Namespace, s.pm.Name, t.String(), plan.Skew)
+			switch {
+			case plan.Move != nil && next == nil:
+				mv := plan.Move
+				next = &pgv1.PodMove{Target: t.String(), Pod: mv.Pod, UID: string(mv.UID), From: mv.From, To: mv.To, Node: mv.Node, At: metav1.NewTime(s.now), SkewBefore: int32(plan.Skew)}
+			case plan.Move != nil:
+			case plan.Even:
+				even = append(even, t.String()+": "+plan.Why)
+			default:
+				kept = append(kept, t.String()+": "+plan.Why)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return moveVerdict{}, err
+	}
+	if next == nil {
+		if len(kept) > 0 {
+			return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonNoMovablePod, message: strings.Join(kept, ". ")}, nil
+		}
+		return moveVerdict{status: metav1.ConditionTrue, reason: pgv1.ReasonBalanced, message: strings.Join(even, ". ")}, nil
+	}
+	if last := lastMove(rb); last != nil && last.Result == moveRefused && s.now.Sub(last.At.Time) < refusalBackoff {
+		s.lookAgainIn(refusalBackoff - s.now.Sub(last.At.Time))
+		return refusedVerdict(last, s.now), nil
+	}
+	if used, until := s.movesWithin(moveWindow); used >= s.pm.Spec.MaxMovesPerHour() {
+		s.lookAgainIn(until)
+		return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonMoveBudgetSpent, message: fmt.Sprintf(
+			"%s could move from %s to %s, but %d move(s) were made in the last hour (spec.rebalance.maxMovesPerHour %d); the next in %s",
+			next.Pod, next.From, next.To, used, s.pm.Spec.MaxMovesPerHour(), until.Round(time.Second))}, nil
+	}
+	// Record the intent; the next reconcile evicts the pod it names.
+	rb.Move = next
+	s.lookAgainIn(staleRetry)
+	return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonMovingPod, message: fmt.Sprintf(
+		"Moving %s of %s from %s to %s (node %s, as the engine places its replacement): recorded, evicting it next", next.Pod, next.Target, next.From, next.To, next.Node)}, nil
+}
+
+// refusalBackoff is how long a refused eviction holds the next try.
+const refusalBackoff = time.Minute
+
+// refusedVerdict says that the eviction mv records was refused.
+func refusedVerdict(mv *pgv1.PodMove, now time.Time) moveVerdict {
+	return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonEvictionRefused, message: fmt.Sprintf(
+		"The eviction of %s (%s, from %s to %s) was refused: %s. Refusals count against spec.rebalance.maxMovesPerHour; the next try is at %s",
+		mv.Pod, mv.Target, mv.From, mv.To, mv.Message, mv.At.Add(refusalBackoff).UTC().Format(time.RFC3339))}
+}
+
+func lastMove(rb *pgv1.RebalanceStatus) *pgv1.PodMove {
+	if len(rb.Moves) == 0 {
+		return nil
+	}
+	return &rb.Moves[len(rb.Moves)-1]
+}
+
+// strategyForbidsMoves says why the target's rollout strategy allows no
+// move: an eviction leaves a pod unavailable until its replacement is
+// Ready, which a strategy with maxUnavailable 0 does not allow.
+func (s *scope) strategyForbidsMoves(t *target) string {
+	_, unavailable, err := placement.SurgeAndUnavailable(t.Workload.Strategy, t.Workload.Replicas)
+	if err != nil || unavailable < 1 {
+		return "its rolling update allows no unavailable pod (maxUnavailable 0), and a move leaves one unavailable until its replacement is Ready"
+	}
+	return ""
+}
+
+// movable says why the operator keeps a pod where it is: protected, not
+// Ready for guards.minPodAge yet, or moved within the budget's window.
+func (s *scope) movable(pod *corev1.Pod) string {
+	if p := s.pm.Spec.Protected(); p != nil {
+		if sel, err := metav1.LabelSelectorAsSelector(p.AsMeta()); err != nil || sel.Matches(labelSet(pod.Labels)) {
+			return "protected by guards.protectedPods"
+		}
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady && s.now.Sub(c.LastTransitionTime.Time) < s.pm.Spec.MinPodAge() {
+			return fmt.Sprintf("Ready for less than guards.minPodAge %s", s.pm.Spec.MinPodAge())
+		}
+	}
+	for _, mv := range s.pm.Status.Rebalance.Moves {
+		if mv.Replacement == pod.Name && s.now.Sub(mv.At.Time) < moveWindow {
+			return "moved here within the hour"
+		}
+	}
+	return ""
+}
+
+// movesWithin counts the moves of the last window, and how long until the
+// oldest of them leaves it.
+func (s *scope) movesWithin(window time.Duration) (int, time.Duration) {
+	used, until := 0, window
+	for _, mv := range s.pm.Status.Rebalance.Moves {
+		if age := s.now.Sub(mv.At.Time); age < window {
+			used++
+			until = min(until, window-age)
+		}
+	}
+	return used, until
+}
+
+// continueMove takes the move in flight one step: evict the pod it names,
+// or judge its replacement.
+func (s *scope) continueMove(ctx context.Context, rb *pgv1.RebalanceStatus) (moveVerdict, error) {
+	mv := rb.Move
+	t := s.targetNamed(mv.Target)
+	if t == nil {
+		mv.Result = moveGone
+		s.finishMove(rb)
+		return moveVerdict{status: metav1.ConditionUnknown, reason: pgv1.ReasonMovingPod, message: mv.Target + " is no longer a target; its move was dropped"}, nil
+	}
+	if !mv.Evicted {
+		return s.evict(ctx, rb, t)
+	}
+	return s.judgeReplacement(rb, t)
+}
+
+// evict evicts the pod the recorded move names, unless it is already
+// going: an operator killed after the eviction, or whose cache is behind
+// it, does not evict another.
+func (s *scope) evict(ctx context.Context, rb *pgv1.RebalanceStatus, t *target) (moveVerdict, error) {
+	mv := rb.Move
+	if pod := podOf(t, types.UID(mv.UID)); pod != nil && pod.DeletionTimestamp == nil {
+		logf.FromContext(ctx).Info("Evicting a pod to even the spread", "migration", klog.KObj(s.pm), "target", mv.Target, "pod", mv.Pod, "from", mv.From, "to", mv.To)
+		uid := types.UID(mv.UID)
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: s.pm.Namespace, Name: mv.Pod},
+			DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}}
+		err := s.r.SubResource("eviction").Create(ctx, &corev1.Pod{ObjectMeta: ev.ObjectMeta}, ev)
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+		case apierrors.IsTooManyRequests(err), apierrors.IsForbidden(err), apierrors.IsConflict(err):
+			mv.Result, mv.Message, mv.At = moveRefused, truncate(err.Error(), 1024), metav1.NewTime(s.now)
+			s.finishMove(rb)
+			metrics.CountMove(s.pm.Namespace, s.pm.Name, "refused")
+			s.lookAgainIn(refusalBackoff)
+			v := refusedVerdict(mv, s.now)
+			v.event = &note{kind: corev1.EventTypeWarning, reason: pgv1.ReasonEvictionRefused, message: v.message}
+			return v, nil
+		default:
+			return moveVerdict{}, fmt.Errorf("evict pod %s/%s to even the spread of %s: %w", s.pm.Namespace, mv.Pod, mv.Target, err)
+		}
+		metrics.CountMove(s.pm.Namespace, s.pm.Name, "evicted")
+	}
+	mv.Evicted, mv.At = true, metav1.NewTime(s.now)
+	s.lookAgainIn(moveRecheck)
+	return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonMovingPod, message: fmt.Sprintf(
+		"Evicted %s of %s from %s; waiting for its replacement to be Ready in %s", mv.Pod, mv.Target, mv.From, mv.To)}, nil
+}
+
+// judgeReplacement waits for the evicted pod's replacement to be Ready,
+// then checks it landed where the engine said and the spread is no less
+// even than before.
+func (s *scope) judgeReplacement(rb *pgv1.RebalanceStatus, t *target) (moveVerdict, error) {
+	mv := rb.Move
+	replacement := s.replacementOf(t, mv)
+	if replacement == nil || !s.targetsSettled() {
+		if waited := s.now.Sub(mv.At.Time); waited > s.pm.Spec.Timeout() {
+			return s.stopMoves(rb, fmt.Sprintf("the replacement of %s (%s) was not Ready within spec.stageTimeout %s", mv.Pod, mv.Target, s.pm.Spec.Timeout())), nil
+		}
+		s.lookAgainIn(moveRecheck)
+		return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonMovingPod, message: fmt.Sprintf(
+			"Evicted %s of %s from %s; waiting for its replacement to be Ready in %s", mv.Pod, mv.Target, mv.From, mv.To)}, nil
+	}
+	landed, skew, err := s.landing(t, replacement)
+	if err != nil {
+		return moveVerdict{}, err
+	}
+	mv.Replacement, mv.LandedIn = replacement.Name, landed
+	if landed != mv.To {
+		mv.Result = moveMispredicted
+		metrics.CountMove(s.pm.Namespace, s.pm.Name, "mispredicted")
+		return s.stopMoves(rb, fmt.Sprintf("the replacement of %s (%s) landed in %s, not in %s where the engine placed it", mv.Pod, mv.Target, landed, mv.To)), nil
+	}
+	mv.Result = moveLanded
+	metrics.CountMove(s.pm.Namespace, s.pm.Name, "landed")
+	if skew > int(mv.SkewBefore) {
+		return s.stopMoves(rb, fmt.Sprintf("after moving %s (%s) from %s to %s the skew is %d, was %d", mv.Pod, mv.Target, mv.From, mv.To, skew, mv.SkewBefore)), nil
+	}
+	s.finishMove(rb)
+	s.lookAgainIn(staleRetry)
+	msg := fmt.Sprintf("Moved %s of %s from %s to %s: its replacement %s is Ready there, as the engine placed it (skew %d, was %d)", mv.Pod, mv.Target, mv.From, mv.To, replacement.Name, skew, mv.SkewBefore)
+	return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonMovingPod, message: msg,
+		event: &note{kind: corev1.EventTypeNormal, reason: "PodMoved", message: msg}}, nil
+}
+
+// replacementOf is the Ready pod of the target created since the eviction
+// that replaced the evicted one, once the evicted one is gone.
+func (s *scope) replacementOf(t *target, mv *pgv1.PodMove) *corev1.Pod {
+	var newest *corev1.Pod
+	for _, p := range t.Pods {
+		if string(p.UID) == mv.UID {
+			return nil
+		}
+		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || !podIsReady(p) || p.CreationTimestamp.Add(time.Second).Before(mv.At.Time) {
+			continue
+		}
+		if newest == nil || newest.CreationTimestamp.Before(&p.CreationTimestamp) {
+			newest = p
+		}
+	}
+	return newest
+}
+
+// landing is the domain the replacement runs in and the target's skew now.
+func (s *scope) landing(t *target, replacement *corev1.Pod) (string, int, error) {
+	var domain string
+	var skew int
+	err := s.r.State.With(func(snap *placement.Snapshot) error {
+		if n, ok := snap.Node(replacement.Spec.NodeName); ok {
+			domain = n.Labels[s.constraint.TopologyKey()]
+		}
+		m, err := snap.Measure(t.Workload, t.Rendered)
+		skew = m.Skew
+		return err
+	})
+	return domain, skew, err
+}
+
+// stopMoves ends the move in flight and stops the moves for this
+// generation.
+func (s *scope) stopMoves(rb *pgv1.RebalanceStatus, why string) moveVerdict {
+	s.finishMove(rb)
+	rb.Stopped, rb.StoppedGeneration = truncate("Moves stopped: "+why, 1024), s.pm.Generation
+	return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonRebalanceStopped, message: rb.Stopped + "; no pod is moved until the spec changes",
+		event: &note{kind: corev1.EventTypeWarning, reason: pgv1.ReasonRebalanceStopped, message: rb.Stopped}}
+}
+
+// finishMove files the move in flight among the last moves.
+func (s *scope) finishMove(rb *pgv1.RebalanceStatus) {
+	rb.Moves = append(rb.Moves, *rb.Move)
+	if len(rb.Moves) > keptMoves {
+		rb.Moves = rb.Moves[len(rb.Moves)-keptMoves:]
+	}
+	rb.Move = nil
+}
+
+// targetNamed finds a target by its "Kind/name".
+func (s *scope) targetNamed(name string) *target {
+	for _, t := range s.targets {
+		if t.String() == name {
+			return t
+		}
+	}
+	return nil
+}
+
+func podOf(t *target, uid types.UID) *corev1.Pod {
+	for _, p := range t.Pods {
+		if p.UID == uid {
+			return p
+		}
+	}
+	return nil
+}
+
+func podIsReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
