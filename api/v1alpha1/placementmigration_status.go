@@ -693,4 +693,3 @@ type PodMove struct {
 	// +kubebuilder:validation:MaxLength=253
 	LandedIn string `json:"landedIn,omitempty"`
 }
-
