@@ -668,7 +668,8 @@ type PodMove struct {
 	// +optional
 	Evicted bool `json:"evicted,omitempty"`
 
-	// at is when the move was recorded, then when the pod was evicted.
+	// at is when the move was recorded (its eviction and replacement come
+	// after), or when its eviction was refused.
 	At metav1.Time `json:"at"`
 
 	// result is Landed (the replacement is Ready where predicted),

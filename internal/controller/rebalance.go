@@ -247,7 +247,10 @@ func (s *scope) evict(ctx context.Context, rb *pgv1.RebalanceStatus, t *target) 
 		}
 		metrics.CountMove(s.pm.Namespace, s.pm.Name, "evicted")
 	}
-	mv.Evicted, mv.At = true, metav1.NewTime(s.now)
+	// At stays when the move was recorded: the eviction came after it, so
+	// the replacement is the pod created since, even one created while an
+	// operator killed after the eviction was down.
+	mv.Evicted = true
 	s.lookAgainIn(moveRecheck)
 	return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonMovingPod, message: fmt.Sprintf(
 		"Evicted %s of %s from %s; waiting for its replacement to be Ready in %s", mv.Pod, mv.Target, mv.From, mv.To)}, nil
