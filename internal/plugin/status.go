@@ -222,6 +222,7 @@ func printStatusTree(w io.Writer, pm *pgv1.PlacementMigration, now time.Time) {
 			hazards.add("%s %s %s: %s", h.Severity, h.Type, orNone(h.Target), h.Message)
 		}
 	}
+	addRebalance(root, pm, now)
 	plan := root.add("Plan")
 	for _, e := range st.Plan {
 		more := ""
@@ -232,6 +233,45 @@ func printStatusTree(w io.Writer, pm *pgv1.PlacementMigration, now time.Time) {
 	}
 	fmt.Fprintf(w, "PlacementMigration %s/%s\n", pm.Namespace, pm.Name)
 	root.write(w, "")
+}
+
+// addRebalance shows what spec.rebalance keeps: the mode, the move in
+// flight and the moves made, newest first.
+func addRebalance(parent *node, pm *pgv1.PlacementMigration, now time.Time) {
+	mode := pm.Spec.RebalanceMode()
+	rb := pm.Status.Rebalance
+	if mode == pgv1.RebalanceOff && rb == nil {
+		return
+	}
+	budget := ""
+	if mode == pgv1.RebalanceEvict {
+		budget = fmt.Sprintf(", at most %d move(s) an hour", pm.Spec.MaxMovesPerHour())
+	}
+	r := parent.add("Rebalance: %s%s", mode, budget)
+	if rb == nil {
+		return
+	}
+	if rb.Stopped != "" {
+		r.add("%s", rb.Stopped)
+	}
+	if mv := rb.Move; mv != nil {
+		state := "recorded, to be evicted"
+		if mv.Evicted {
+			state = "evicted, waiting for its replacement"
+		}
+		r.add("Moving %s of %s from %s to %s (node %s): %s, since %s ago", mv.Pod, mv.Target, mv.From, mv.To, orNone(mv.Node), state, ago(mv.At.Time, now))
+	}
+	for i := len(rb.Moves) - 1; i >= 0; i-- {
+		mv := rb.Moves[i]
+		what := fmt.Sprintf("%s %s of %s from %s to %s, %s ago", mv.Result, mv.Pod, mv.Target, mv.From, mv.To, ago(mv.At.Time, now))
+		switch {
+		case mv.Replacement != "":
+			what += fmt.Sprintf(": replaced by %s in %s", mv.Replacement, mv.LandedIn)
+		case mv.Message != "":
+			what += ": " + mv.Message
+		}
+		r.add("%s", what)
+	}
 }
 
 func addTargetStatus(parent *node, ts pgv1.TargetStatus, now time.Time) {

@@ -48,6 +48,41 @@ func TestStatusTree(t *testing.T) {
 	}
 }
 
+// A migration that keeps its constraint shows the move in flight and the
+// moves made, newest first, and says nothing of rebalancing otherwise.
+func TestStatusTreeShowsTheMoves(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(-d)) }
+	pm := &pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Name: "web-zones", Namespace: "shop"},
+		Spec: pgv1.PlacementMigrationSpec{Rebalance: &pgv1.Rebalance{Mode: pgv1.RebalanceEvict}},
+		Status: pgv1.PlacementMigrationStatus{Rebalance: &pgv1.RebalanceStatus{
+			Move: &pgv1.PodMove{Target: "Deployment/web", Pod: "web-3", From: "zone-b", To: "zone-c", Node: "c-1", Evicted: true, At: at(4 * time.Second)},
+			Moves: []pgv1.PodMove{
+				{Target: "Deployment/web", Pod: "web-1", From: "zone-a", To: "zone-c", At: at(10 * time.Minute), Result: "Landed", Replacement: "web-9", LandedIn: "zone-c"},
+				{Target: "Deployment/web", Pod: "web-2", From: "zone-a", To: "zone-c", At: at(time.Minute), Result: "Refused", Message: "Cannot evict pod as it would violate the pod's disruption budget."},
+			}}}}
+	var out bytes.Buffer
+	printStatusTree(&out, pm, now)
+	text := out.String()
+	for _, want := range []string{"Rebalance: Evict, at most 6 move(s) an hour",
+		"Moving web-3 of Deployment/web from zone-b to zone-c (node c-1): evicted, waiting for its replacement, since 4s ago",
+		"Refused web-2 of Deployment/web from zone-a to zone-c, 60s ago: Cannot evict pod",
+		"Landed web-1 of Deployment/web from zone-a to zone-c, 10m ago: replaced by web-9 in zone-c"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the tree lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Index(text, "Refused web-2") > strings.Index(text, "Landed web-1") {
+		t.Errorf("the newest move comes first:\n%s", text)
+	}
+	pm.Spec.Rebalance, pm.Status.Rebalance = nil, nil
+	out.Reset()
+	printStatusTree(&out, pm, now)
+	if strings.Contains(out.String(), "Rebalance") {
+		t.Errorf("a migration without rebalance shows it:\n%s", out.String())
+	}
+}
+
 // The list says where each migration is and why, in kubectl's columns.
 func TestMigrationTable(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
