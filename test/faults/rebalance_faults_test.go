@@ -68,17 +68,25 @@ var _ = Describe("F16: the operator killed between an eviction of mode Evict and
 		Expect(inFlight.Move).NotTo(BeNil(), "the move was recorded before the eviction")
 		Expect(inFlight.Move.Evicted).To(BeFalse(), "the operator died before it recorded the eviction")
 		evicted := inFlight.Move.Pod
+		// The restart comes a few seconds after the replacement was made, as
+		// any restart does: the replacement must still be found as the one
+		// made since the move was recorded.
 		Eventually(func(g Gomega) {
 			pods, err := utils.PodsOf(ctx, k8sClient, env.Namespace, map[string]string{"app": "web"})
 			g.Expect(err).NotTo(HaveOccurred())
 			running := 0
+			newest := time.Time{}
 			for _, p := range pods {
 				g.Expect(p.Name).NotTo(Equal(evicted))
 				if utils.Running(p) {
 					running++
 				}
+				if p.CreationTimestamp.After(newest) {
+					newest = p.CreationTimestamp.Time
+				}
 			}
 			g.Expect(running).To(Equal(6))
+			g.Expect(time.Since(newest)).To(BeNumerically(">", 3*time.Second))
 		}).Should(Succeed(), "the ReplicaSet replaced the evicted pod while the operator was down")
 
 		By("restarted, it finishes that move without a second eviction, then makes the next")
