@@ -17,6 +17,7 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
 // Mode Evict moves the pods of a spread that sit more unevenly than the
@@ -33,7 +34,7 @@ import (
 // and does not evict a second one.
 
 // moveWindow is the budget's window.
-const moveWindow = time.Hour
+const moveWindow = planning.MoveWindow
 
 // keptMoves is how many past moves status keeps.
 const keptMoves = 10
@@ -91,19 +92,13 @@ func (s *scope) planMove() (moveVerdict, error) {
 	var next *pgv1.PodMove
 	err := s.r.State.With(func(snap *placement.Snapshot) error {
 		for _, t := range s.targets {
-			if !t.Interchangeable() {
-				even = append(even, t.String()+": a StatefulSet's pods keep their ordinal; none is moved")
-				continue
-			}
-			if why := s.strategyForbidsMoves(t); why != "" {
-				kept = append(kept, t.String()+": "+why)
-				continue
-			}
-			plan, err := snap.PlanMove(t.Workload, t.Rendered, s.movable)
+			plan, err := planning.NextMove(snap, s.pm, t.Target, s.now)
 			if err != nil {
 				return err
 			}
-			metrics.RecordSkew(s.pm.Namespace, s.pm.Name, t.String(), plan.Skew)
+			if plan.Counts != nil {
+				metrics.RecordSkew(s.pm.Namespace, s.pm.Name, t.String(), plan.Skew)
+			}
 			switch {
 			case plan.Move != nil && next == nil:
 				mv := plan.Move
@@ -158,38 +153,6 @@ func lastMove(rb *pgv1.RebalanceStatus) *pgv1.PodMove {
 		return nil
 	}
 	return &rb.Moves[len(rb.Moves)-1]
-}
-
-// strategyForbidsMoves says why the target's rollout strategy allows no
-// move: an eviction leaves a pod unavailable until its replacement is
-// Ready, which a strategy with maxUnavailable 0 does not allow.
-func (s *scope) strategyForbidsMoves(t *target) string {
-	_, unavailable, err := placement.SurgeAndUnavailable(t.Workload.Strategy, t.Workload.Replicas)
-	if err != nil || unavailable < 1 {
-		return "its rolling update allows no unavailable pod (maxUnavailable 0), and a move leaves one unavailable until its replacement is Ready"
-	}
-	return ""
-}
-
-// movable says why the operator keeps a pod where it is: protected, not
-// Ready for guards.minPodAge yet, or moved within the budget's window.
-func (s *scope) movable(pod *corev1.Pod) string {
-	if p := s.pm.Spec.Protected(); p != nil {
-		if sel, err := metav1.LabelSelectorAsSelector(p.AsMeta()); err != nil || sel.Matches(labelSet(pod.Labels)) {
-			return "protected by guards.protectedPods"
-		}
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady && s.now.Sub(c.LastTransitionTime.Time) < s.pm.Spec.MinPodAge() {
-			return fmt.Sprintf("Ready for less than guards.minPodAge %s", s.pm.Spec.MinPodAge())
-		}
-	}
-	for _, mv := range s.pm.Status.Rebalance.Moves {
-		if mv.Replacement == pod.Name && s.now.Sub(mv.At.Time) < moveWindow {
-			return "moved here within the hour"
-		}
-	}
-	return ""
 }
 
 // movesWithin counts the moves of the last window, and how long until the

@@ -107,6 +107,23 @@ func (c *Cluster) Snapshot() (*placement.Snapshot, error) {
 	return snap, nil
 }
 
+// freshSnapshot is an index of the cluster of its own, which a simulation
+// may change without changing what Snapshot answers.
+func (c *Cluster) freshSnapshot() (*placement.Snapshot, error) {
+	objs := c.Objects
+	objs.Pods = nil
+	snap, err := placement.NewSnapshot(objs)
+	if err != nil {
+		return nil, fmt.Errorf("index the cluster: %w", err)
+	}
+	for _, p := range c.Pods {
+		// A pod the engine cannot index was skipped, and said so, by
+		// Snapshot already.
+		_ = snap.UpsertPod(p)
+	}
+	return snap, nil
+}
+
 // ClusterOf sorts documents into a Cluster; other kinds are ignored.
 func ClusterOf(docs []Document) *Cluster {
 	c := &Cluster{}

@@ -191,3 +191,32 @@ func TestPlanNamesTheMigrationThatHoldsTheField(t *testing.T) {
 		t.Fatalf("a spread on another key shares the workload: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// plan lists the moves mode Evict would make, asking before each what the
+// operator asks (planning.NextMove) on the cluster as the moves before it
+// leave it: a soft zone spread 3/3/0 whose zone c has nodes now takes two.
+func TestPlanListsTheMovesOfModeEvict(t *testing.T) {
+	out, errOut, code := run(t, "", "plan", "-f", "testdata/rebalance/migration.yaml", "--snapshot", "testdata/rebalance/cluster", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	var report Report
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatal(err)
+	}
+	if len(report.Moves) != 2 || report.Moves[0].From == report.Moves[1].From {
+		t.Fatalf("want one move from each crowded zone, got %+v", report.Moves)
+	}
+	for _, m := range report.Moves {
+		if m.To != "zone-c" || m.Target != "Deployment/web" {
+			t.Errorf("move %+v: want to zone-c", m)
+		}
+	}
+	if len(report.MovesNote) != 1 || !strings.Contains(report.MovesNote[0], "zone-a=2, zone-b=2, zone-c=2") {
+		t.Errorf("the moves end even: %q", report.MovesNote)
+	}
+	out, _, _ = run(t, "", "plan", "-f", "testdata/rebalance/migration.yaml", "--snapshot", "testdata/rebalance/cluster")
+	if !strings.Contains(out, "move web-7d9f-b2 of Deployment/web from zone-b to zone-c") {
+		t.Errorf("the table lacks the first move:\n%s", out)
+	}
+}

@@ -1,6 +1,8 @@
 package plugin
 
 import (
+	"time"
+
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
@@ -15,6 +17,10 @@ type Report struct {
 	Constraint string        `json:"constraint"`
 	Missing    []string      `json:"missingTargets,omitempty"`
 	Stages     []StageReport `json:"stages"`
+	// Moves are the moves spec.rebalance.mode Evict would make now, and
+	// MovesNote why the list ends; empty for other modes.
+	Moves     []MoveReport `json:"moves,omitempty"`
+	MovesNote []string     `json:"movesNote,omitempty"`
 }
 
 // StageReport is the engine's answer for one stage.
@@ -119,6 +125,12 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 			return report, err
 		}
 		report.Stages = append(report.Stages, stageReport(stage, found, answers[0]))
+	}
+	if pm.Spec.RebalanceMode() == pgv1.RebalanceEvict && !pm.Spec.DryRun {
+		report.Moves, report.MovesNote, err = planMoves(c, pm, found, time.Now())
+		if err != nil {
+			return report, err
+		}
 	}
 	return report, nil
 }

@@ -68,6 +68,15 @@ func printPlanTable(w io.Writer, r Report) {
 			printTargetPlan(w, t)
 		}
 	}
+	if len(r.Moves) > 0 || len(r.MovesNote) > 0 {
+		fmt.Fprintf(w, "\nRebalance (mode Evict), once the migration has succeeded\n")
+		for _, m := range r.Moves {
+			fmt.Fprintf(w, "  move %s of %s from %s to %s (node %s)\n", m.Pod, m.Target, m.From, m.To, m.Node)
+		}
+		for _, n := range r.MovesNote {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
+	}
 }
 
 func printTargetPlan(w io.Writer, t TargetReport) {
