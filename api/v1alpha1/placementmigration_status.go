@@ -639,22 +639,31 @@ type RebalanceStatus struct {
 // replacement.
 type PodMove struct {
 	// target is the workload, Kind/name.
+	// +required
 	// +kubebuilder:validation:MaxLength=300
 	Target string `json:"target"`
 
-	// pod and uid name the pod evicted.
+	// pod is the name of the pod evicted.
+	// +required
 	// +kubebuilder:validation:MaxLength=253
 	Pod string `json:"pod"`
+
+	// uid is the uid of the pod evicted.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	UID string `json:"uid,omitempty"`
 
-	// from is the domain the pod left; to the domain the engine predicted
-	// for its replacement, on node.
+	// from is the domain the pod left.
+	// +required
 	// +kubebuilder:validation:MaxLength=253
 	From string `json:"from"`
+
+	// to is the domain the engine predicted for its replacement.
+	// +required
 	// +kubebuilder:validation:MaxLength=253
 	To string `json:"to"`
+
+	// node is the node the engine predicted for its replacement.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Node string `json:"node,omitempty"`
@@ -670,6 +679,7 @@ type PodMove struct {
 
 	// at is when the move was recorded (its eviction and replacement come
 	// after), or when its eviction was refused.
+	// +required
 	At metav1.Time `json:"at"`
 
 	// result is Landed (the replacement is Ready where predicted),
@@ -685,11 +695,12 @@ type PodMove struct {
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
 
-	// replacement names the pod that replaced the evicted one, and landedIn
-	// its domain.
+	// replacement names the pod that replaced the evicted one.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Replacement string `json:"replacement,omitempty"`
+
+	// landedIn is the domain the replacement runs in.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	LandedIn string `json:"landedIn,omitempty"`

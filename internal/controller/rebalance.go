@@ -123,7 +123,7 @@ func (s *scope) planMove() (moveVerdict, error) {
 	}
 	if last := lastMove(rb); last != nil && last.Result == moveRefused && s.now.Sub(last.At.Time) < refusalBackoff {
 		s.lookAgainIn(refusalBackoff - s.now.Sub(last.At.Time))
-		return refusedVerdict(last, s.now), nil
+		return refusedVerdict(last), nil
 	}
 	if used, until := s.movesWithin(moveWindow); used >= s.pm.Spec.MaxMovesPerHour() {
 		s.lookAgainIn(until)
@@ -142,7 +142,7 @@ func (s *scope) planMove() (moveVerdict, error) {
 const refusalBackoff = time.Minute
 
 // refusedVerdict says that the eviction mv records was refused.
-func refusedVerdict(mv *pgv1.PodMove, now time.Time) moveVerdict {
+func refusedVerdict(mv *pgv1.PodMove) moveVerdict {
 	return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonEvictionRefused, message: fmt.Sprintf(
 		"The eviction of %s (%s, from %s to %s) was refused: %s. Refusals count against spec.rebalance.maxMovesPerHour; the next try is at %s",
 		mv.Pod, mv.Target, mv.From, mv.To, mv.Message, mv.At.Add(refusalBackoff).UTC().Format(time.RFC3339))}
@@ -202,7 +202,7 @@ func (s *scope) evict(ctx context.Context, rb *pgv1.RebalanceStatus, t *target) 
 			s.finishMove(rb)
 			metrics.CountMove(s.pm.Namespace, s.pm.Name, "refused")
 			s.lookAgainIn(refusalBackoff)
-			v := refusedVerdict(mv, s.now)
+			v := refusedVerdict(mv)
 			v.event = &note{kind: corev1.EventTypeWarning, reason: pgv1.ReasonEvictionRefused, message: v.message}
 			return v, nil
 		default:

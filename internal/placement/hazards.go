@@ -93,7 +93,7 @@ func (s *Snapshot) selectorOverlap(w *Workload, c Constraint, targets map[types.
 	return &Hazard{
 		Type: HazardSelectorOverlap, Blocking: true, Workload: w.ref(),
 		Message: fmt.Sprintf("%s: the constraint's selector %s also selects %d pod(s) of other workloads or revisions (%s); they would be counted with %s's own pods, as blue and green were in one zone. Fix: %s",
-			w.ref(), describeSelector(term), len(strangers)-min(elsewhere, 1)+elsewhere, firstFew(strangers, 3), w.Name, fix),
+			w.ref(), describeSelector(term), len(strangers)-min(elsewhere, 1)+elsewhere, firstFew(strangers), w.Name, fix),
 	}
 }
 
@@ -250,7 +250,9 @@ func describeSelector(t affinityTerm) string {
 	return "{" + t.selector.String() + "}"
 }
 
-func firstFew(items []string, n int) string {
+// firstFew lists the first three items and counts the rest.
+func firstFew(items []string) string {
+	const n = 3
 	if len(items) <= n {
 		return strings.Join(items, ", ")
 	}

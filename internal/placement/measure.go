@@ -88,7 +88,7 @@ func (s *Snapshot) measureAntiAffinity(w *Workload, a *AntiAffinity, own []podID
 	if m.Holds {
 		m.Summary = fmt.Sprintf("every pod of %s is alone among the selected pods in its %s domain", w.ref(), a.TopologyKey)
 	} else {
-		m.Summary = fmt.Sprintf("%s: %s", w.ref(), firstFew(crowded, 3))
+		m.Summary = fmt.Sprintf("%s: %s", w.ref(), firstFew(crowded))
 	}
 	return m, nil
 }

@@ -101,9 +101,9 @@ func (s *Snapshot) PlanMove(w *Workload, c Constraint, movable func(*corev1.Pod)
 	}
 	switch {
 	case len(nowhere) > 0:
-		plan.Even, plan.Why = true, fmt.Sprintf("no move makes the spread more even (%s): %s", DescribeCounts(m.Counts), firstFew(nowhere, 3))
+		plan.Even, plan.Why = true, fmt.Sprintf("no move makes the spread more even (%s): %s", DescribeCounts(m.Counts), firstFew(nowhere))
 	default:
-		plan.Why = fmt.Sprintf("the spread could be more even (%s), but no pod of the crowded domains may move: %s", DescribeCounts(m.Counts), firstFew(kept, 3))
+		plan.Why = fmt.Sprintf("the spread could be more even (%s), but no pod of the crowded domains may move: %s", DescribeCounts(m.Counts), firstFew(kept))
 	}
 	return plan, nil
 }

@@ -106,7 +106,9 @@ var _ = Describe("Rebalance by eviction", Label("operator", "rebalance"), func()
 		patch := client.MergeFrom(pm.DeepCopy())
 		pm.Annotations = map[string]string{"spec.example/poked": time.Now().String()}
 		Expect(k8sClient.Patch(ctx, pm, patch)).To(Succeed())
-		Consistently(func() map[string]incarnation { return incarnations(ctx, env.Namespace, map[string]string{"app": "web"}) }, "5s").Should(Equal(before))
+		Consistently(func() map[string]incarnation {
+			return incarnations(ctx, env.Namespace, map[string]string{"app": "web"})
+		}, "5s").Should(Equal(before))
 
 		By("mode Evict, under a budget that allows no disruption")
 		pm = getMigration(ctx, env.Namespace, "web-zones")
