@@ -263,7 +263,7 @@ func (s *scope) replacementOf(t *target, mv *pgv1.PodMove) *corev1.Pod {
 		if string(p.UID) == mv.UID {
 			return nil
 		}
-		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || !podIsReady(p) || p.CreationTimestamp.Add(time.Second).Before(mv.At.Time) {
+		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || !isReady(p) || p.CreationTimestamp.Add(time.Second).Before(mv.At.Time) {
 			continue
 		}
 		if newest == nil || newest.CreationTimestamp.Before(&p.CreationTimestamp) {
@@ -325,11 +325,7 @@ func podOf(t *target, uid types.UID) *corev1.Pod {
 	return nil
 }
 
-func podIsReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+func isReady(p *corev1.Pod) bool {
+	ready, _ := podReady(p)
+	return ready
 }

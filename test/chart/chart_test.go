@@ -335,44 +335,35 @@ func TestChartAdmissionValues(t *testing.T) {
 			t.Errorf("issuerRef %s", ref)
 		}
 	})
-	t.Run("placeholder namespaces get the opt-in role bound", func(t *testing.T) {
-		objs := kinds(helmTemplate(t, "capacity.placeholderNamespaces={team-a,team-b}"))
-		var bound []string
-		for _, rb := range objs["RoleBinding"] {
-			if strings.HasSuffix(rb.GetName(), "-placeholders") {
+	// An opt-in ClusterRole is rendered, and bound in the namespaces its
+	// value lists only.
+	optIn := []struct{ role, set string }{
+		{"placeholders", "capacity.placeholderNamespaces={team-a,team-b}"},
+		{"rebalance", "rebalance.namespaces={team-a,team-b}"},
+	}
+	for _, o := range optIn {
+		t.Run(o.role+" namespaces get the opt-in role bound", func(t *testing.T) {
+			objs := kinds(helmTemplate(t, o.set))
+			role := "placement-guard-" + o.role
+			var bound []string
+			for _, rb := range objs["RoleBinding"] {
+				if rb.GetName() != role {
+					continue
+				}
 				bound = append(bound, rb.GetNamespace())
 				ref, _ := sigsyaml.Marshal(rb.Object["roleRef"])
-				if !strings.Contains(string(ref), "name: placement-guard-placeholders") {
+				if !strings.Contains(string(ref), "name: "+role) {
 					t.Errorf("roleRef %s", ref)
 				}
 			}
-		}
-		if !reflect.DeepEqual(bound, []string{"team-a", "team-b"}) {
-			t.Errorf("placeholders bound in %v", bound)
-		}
-	})
-	t.Run("rebalance namespaces get the opt-in role bound", func(t *testing.T) {
-		objs := kinds(helmTemplate(t, "rebalance.namespaces={team-c}"))
-		var bound []string
-		for _, rb := range objs["RoleBinding"] {
-			if strings.HasSuffix(rb.GetName(), "-rebalance") {
-				bound = append(bound, rb.GetNamespace())
-				ref, _ := sigsyaml.Marshal(rb.Object["roleRef"])
-				if !strings.Contains(string(ref), "name: placement-guard-rebalance") {
-					t.Errorf("roleRef %s", ref)
-				}
+			if !reflect.DeepEqual(bound, []string{"team-a", "team-b"}) {
+				t.Errorf("%s bound in %v", role, bound)
 			}
-		}
-		if !reflect.DeepEqual(bound, []string{"team-c"}) {
-			t.Errorf("rebalance bound in %v", bound)
-		}
-		for _, cr := range objs["ClusterRole"] {
-			if cr.GetName() == "placement-guard-rebalance" {
-				return
+			if !slices.ContainsFunc(objs["ClusterRole"], func(cr *unstructured.Unstructured) bool { return cr.GetName() == role }) {
+				t.Errorf("no ClusterRole %s", role)
 			}
-		}
-		t.Error("no ClusterRole placement-guard-rebalance")
-	})
+		})
+	}
 	t.Run("the disruption budget can be left out", func(t *testing.T) {
 		if n := len(kinds(helmTemplate(t, "podDisruptionBudget.enabled=false"))["PodDisruptionBudget"]); n != 0 {
 			t.Errorf("%d PodDisruptionBudgets", n)
