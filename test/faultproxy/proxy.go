@@ -3,13 +3,15 @@
 // it answers a request with an error status, delays it, drops the
 // connection, or lets the server commit a write and then runs a hook (a
 // SIGKILL of the operator) before the reply is passed on. Watches are
-// streamed. The operator connects without credentials; the proxy reaches
+// streamed, and can be cut (CutWatches) as a restarting API server cuts
+// them. The operator connects without credentials; the proxy reaches
 // the API server with its own and impersonates the operator's user, so the
 // operator keeps exactly its RBAC.
 package faultproxy
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -36,6 +38,9 @@ type Request struct {
 	// Write is true for a create, update, patch or delete that is not a
 	// dry run.
 	Write bool
+	// Watch is true for a watch (a GET with watch=true): a long response
+	// CutWatches can end.
+	Watch bool
 	// Seq is the number of this write among the writes the proxy saw so
 	// far (1 for the first); 0 for a read.
 	Seq int
@@ -84,6 +89,8 @@ type Proxy struct {
 	writes    int
 	stats     Stats
 	committed []Request
+	// watches are the watches in flight, each with what ends it.
+	watches map[*watchCall]struct{}
 
 	server *http.Server
 }
@@ -186,6 +193,30 @@ func (p *Proxy) CommittedList(match func(Request) bool) []string {
 	return out
 }
 
+// watchCall is a watch in flight.
+type watchCall struct {
+	req    Request
+	cancel context.CancelFunc
+}
+
+// CutWatches ends the watches in flight that match, as a load balancer or
+// an API server restart does; it returns how many it ended. The client
+// sees its stream end and watches again, or lists again if the rule
+// refuses the new watch with 410 Gone.
+func (p *Proxy) CutWatches(match func(Request) bool) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for w := range p.watches {
+		if match(w.req) {
+			w.cancel()
+			delete(p.watches, w)
+			n++
+		}
+	}
+	return n
+}
+
 // Close stops the proxy and cuts every connection.
 func (p *Proxy) Close() {
 	_ = p.server.Close()
@@ -237,6 +268,23 @@ func (p *Proxy) handler(rp *httputil.ReverseProxy) http.Handler {
 			rec.replay(w)
 			return
 		}
+		if req.Watch {
+			ctx, cancel := context.WithCancel(r.Context())
+			call := &watchCall{req: req, cancel: cancel}
+			p.mu.Lock()
+			if p.watches == nil {
+				p.watches = map[*watchCall]struct{}{}
+			}
+			p.watches[call] = struct{}{}
+			p.mu.Unlock()
+			defer func() {
+				p.mu.Lock()
+				delete(p.watches, call)
+				p.mu.Unlock()
+				cancel()
+			}()
+			r = r.WithContext(ctx)
+		}
 		rw := &statusWriter{ResponseWriter: w}
 		rp.ServeHTTP(rw, r)
 		p.recordWrite(req, rw.code)
@@ -287,6 +335,10 @@ func parse(r *http.Request) Request {
 	}
 	if len(parts) > 2 {
 		req.Subresource = parts[2]
+	}
+	if r.Method == http.MethodGet {
+		w := r.URL.Query().Get("watch")
+		req.Watch = w == "true" || w == "1"
 	}
 	switch r.Method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
