@@ -180,9 +180,10 @@ const (
 	// the namespace.
 	RebalanceDeletionCost RebalanceMode = "DeletionCost"
 	// RebalanceEvict keeps the deletion costs and, when the pods of a
-	// Deployment target of a topology spread sit more unevenly than the
-	// engine can now place them (a soft stage placed them while a zone had
-	// no node, a zone came back after an outage), moves them one at a time:
+	// Deployment target sit more unevenly than the engine can now place
+	// them (a soft spread or anti-affinity placed them while a zone or node
+	// was missing, a zone came back after an outage), moves them one at a
+	// time:
 	// the engine picks the pod and predicts where its replacement lands, the
 	// operator evicts it through the Eviction API (PodDisruptionBudgets
 	// hold), waits for the replacement to be Ready where predicted, and

@@ -52,15 +52,19 @@ type MovePlan struct {
 	Why string
 }
 
-// PlanMove finds the pod of the workload whose move makes its spread c
-// more even: a pod of the most crowded domains whose replacement the
-// scheduler would place in a domain with at least two pods fewer. Pods
-// that are not Ready, that mount a claim (a volume the move cannot take
+// PlanMove finds the pod of the workload whose move makes its placement
+// under c more even: for a spread, a pod of the most crowded domains whose
+// replacement the scheduler would place in a domain with at least two
+// pods fewer; for anti-affinity, a pod sharing its domain with another of
+// the workload's whose replacement would land in a domain with none (the
+// soft form leaves pods together while domains are missing). Pods that
+// are not Ready, that mount a claim (a volume the move cannot take
 // along), that carry an annotation keeping them, or that movable refuses
-// (it says why) stay. Only a spread is balanced this way.
+// (it says why) stay.
 func (s *Snapshot) PlanMove(w *Workload, c Constraint, movable func(*corev1.Pod) string) (MovePlan, error) {
-	if c.Spread == nil {
-		return MovePlan{Even: true, Why: "only a topology spread is rebalanced"}, nil
+	key := c.TopologyKey()
+	if key == "" {
+		return MovePlan{Even: true, Why: "the constraint has no topology key to rebalance over"}, nil
 	}
 	m, err := s.Measure(w, c)
 	if err != nil {
@@ -68,9 +72,14 @@ func (s *Snapshot) PlanMove(w *Workload, c Constraint, movable func(*corev1.Pod)
 	}
 	plan := MovePlan{Counts: m.Counts, Skew: m.Skew}
 	lowest := minCount(m.Counts)
-	candidates := s.moveCandidates(w, c.Spread.TopologyKey, m.Counts, lowest)
+	if c.AntiAffinity != nil && s.someDomainWithout(key, m.Counts) {
+		// Anti-affinity counts the domains the workload runs in only; a
+		// node of another domain is room for a replacement.
+		lowest = 0
+	}
+	candidates := s.moveCandidates(w, key, m.Counts, lowest)
 	if len(candidates) == 0 {
-		plan.Even, plan.Why = true, fmt.Sprintf("the spread is as even as moving one pod can make it (%s)", DescribeCounts(m.Counts))
+		plan.Even, plan.Why = true, fmt.Sprintf("the placement is as even as moving one pod can make it (%s)", DescribeCounts(m.Counts))
 		return plan, nil
 	}
 	var kept, nowhere []string
@@ -85,7 +94,7 @@ func (s *Snapshot) PlanMove(w *Workload, c Constraint, movable func(*corev1.Pod)
 			break
 		}
 		simulated++
-		to, node, err := s.replacementDomain(w, cand.id, c.Spread.TopologyKey, m.Counts, cand.domain)
+		to, node, err := s.replacementDomain(w, cand.id, key, m.Counts, cand.domain)
 		if err != nil {
 			return plan, err
 		}
@@ -101,9 +110,9 @@ func (s *Snapshot) PlanMove(w *Workload, c Constraint, movable func(*corev1.Pod)
 	}
 	switch {
 	case len(nowhere) > 0:
-		plan.Even, plan.Why = true, fmt.Sprintf("no move makes the spread more even (%s): %s", DescribeCounts(m.Counts), firstFew(nowhere))
+		plan.Even, plan.Why = true, fmt.Sprintf("no move makes the placement more even (%s): %s", DescribeCounts(m.Counts), firstFew(nowhere))
 	default:
-		plan.Why = fmt.Sprintf("the spread could be more even (%s), but no pod of the crowded domains may move: %s", DescribeCounts(m.Counts), firstFew(kept))
+		plan.Why = fmt.Sprintf("the placement could be more even (%s), but no pod of the crowded domains may move: %s", DescribeCounts(m.Counts), firstFew(kept))
 	}
 	return plan, nil
 }
@@ -217,6 +226,19 @@ func (s *Snapshot) replacementDomain(w *Workload, id podID, key string, counts m
 	}
 	node := s.nodes[p.e.order[best]].node
 	return node.Labels[key], node.Name, nil
+}
+
+// someDomainWithout reports a node with key whose domain counts is
+// without.
+func (s *Snapshot) someDomainWithout(key string, counts map[string]int) bool {
+	for _, nid := range s.liveNodes() {
+		if d, ok := s.nodes[nid].node.Labels[key]; ok {
+			if _, counted := counts[d]; !counted {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func minCount(counts map[string]int) int {

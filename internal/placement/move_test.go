@@ -29,12 +29,16 @@ func readyWeb(name, node string, minutes int, opts ...podOpt) *corev1.Pod {
 
 func planMove(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, movable func(*corev1.Pod) string) MovePlan {
 	t.Helper()
+	return planMoveOf(t, softZoneSpread(), nodes, pods, movable)
+}
+
+func planMoveOf(t *testing.T, c Constraint, nodes []*corev1.Node, pods []*corev1.Pod, movable func(*corev1.Pod) string) MovePlan {
+	t.Helper()
 	objs := Objects{Nodes: nodes, Pods: pods, Namespaces: []*corev1.Namespace{mkNamespace("ns")}}
 	s, err := NewSnapshot(objs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := softZoneSpread()
 	tmpl, err := c.Apply(&corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}, webSelector, StageSoft)
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +111,21 @@ func TestPlanMove(t *testing.T) {
 				t.Fatalf("move %q even=%v why %q; want %q even=%v why containing %q", got, plan.Even, plan.Why, tc.wantMove, tc.even, tc.why)
 			}
 		})
+	}
+}
+
+// The soft form of anti-affinity leaves pods together while nodes are
+// missing: once a node joins, one of two pods sharing a node moves there.
+func TestPlanMoveSeparatesPodsASoftAntiAffinityLeftTogether(t *testing.T) {
+	apart := Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname}}
+	pods := []*corev1.Pod{readyWeb("web-1", "n1", 30), readyWeb("web-2", "n1", 10), readyWeb("web-3", "n2", 20)}
+	plan := planMoveOf(t, apart, []*corev1.Node{mkNode("n1"), mkNode("n2"), mkNode("n3")}, pods, nil)
+	if plan.Move == nil || plan.Move.Pod != "web-2" || plan.Move.To != "n3" {
+		t.Fatalf("want web-2 moved to n3, got %+v (%s)", plan.Move, plan.Why)
+	}
+	plan = planMoveOf(t, apart, []*corev1.Node{mkNode("n1"), mkNode("n2")}, pods, nil)
+	if plan.Move != nil || !plan.Even {
+		t.Fatalf("with two nodes for three pods nothing moves, got %+v (%s)", plan.Move, plan.Why)
 	}
 }
 
