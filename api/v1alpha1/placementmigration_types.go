@@ -188,8 +188,8 @@ const (
 	// operator evicts it through the Eviction API (PodDisruptionBudgets
 	// hold), waits for the replacement to be Ready where predicted, and
 	// moves the next only if the spread improved, within maxMovesPerHour.
-	// The operator needs the opt-in rebalance ClusterRole for the costs; it
-	// evicts with its own role.
+	// The operator needs the opt-in rebalance ClusterRole for the costs and
+	// the opt-in evict ClusterRole for the evictions.
 	RebalanceEvict RebalanceMode = "Evict"
 )
 
@@ -529,7 +529,8 @@ type Guards struct {
 	// Pending with the template being rolled back: an OrderedReady
 	// StatefulSet does not replace a pod that never became Ready
 	// (kubernetes#67250), so the reverted template would never roll out.
-	// When false, the migration names the pod to delete.
+	// When false, the migration names the pod to delete. The operator
+	// needs the opt-in evict ClusterRole bound in the namespace to evict.
 	// +optional
 	EvictStuckPods bool `json:"evictStuckPods,omitempty"`
 

@@ -87,7 +87,6 @@ type PlacementMigrationReconciler struct {
 // +kubebuilder:rbac:groups="",resources=podtemplates,verbs=get;create;delete
 // +kubebuilder:rbac:groups=autoscaling.x-k8s.io,resources=capacitybuffers,verbs=get;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods;nodes;namespaces;persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes;volumeattachments;csidrivers;csistoragecapacities,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch

@@ -138,6 +138,14 @@ func (s *scope) planMove() (moveVerdict, error) {
 		"Moving %s of %s from %s to %s (node %s, as the engine places its replacement): recorded, evicting it next", next.Pod, next.Target, next.From, next.To, next.Node)}, nil
 }
 
+// evictRole is the opt-in ClusterRole that lets the operator evict pods.
+const evictRole = "placement-guard-evict"
+
+// evictRoleHint tells how to grant the right to evict.
+func evictRoleHint(namespace string) string {
+	return fmt.Sprintf("Bind the opt-in ClusterRole %s to the operator's ServiceAccount in namespace %s (docs/operations.md, \"Evictions\")", evictRole, namespace)
+}
+
 // refusalBackoff is how long a refused eviction holds the next try.
 const refusalBackoff = time.Minute
 
@@ -198,7 +206,11 @@ func (s *scope) evict(ctx context.Context, rb *pgv1.RebalanceStatus, t *target) 
 		switch {
 		case err == nil, apierrors.IsNotFound(err):
 		case apierrors.IsTooManyRequests(err), apierrors.IsForbidden(err), apierrors.IsConflict(err):
-			mv.Result, mv.Message, mv.At = moveRefused, truncate(err.Error(), 1024), metav1.NewTime(s.now)
+			why := err.Error()
+			if apierrors.IsForbidden(err) {
+				why += ". " + evictRoleHint(s.pm.Namespace)
+			}
+			mv.Result, mv.Message, mv.At = moveRefused, truncate(why, 1024), metav1.NewTime(s.now)
 			s.finishMove(rb)
 			metrics.CountMove(s.pm.Namespace, s.pm.Name, "refused")
 			s.lookAgainIn(refusalBackoff)

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -152,6 +153,14 @@ func (s *scope) unstick(ctx context.Context, t *target, pod string) (outcome, er
 	logf.FromContext(ctx).Info("Evicting a stuck pod", "migration", klog.KObj(s.pm), "target", t.String(), "pod", pod)
 	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: s.pm.Namespace, Name: pod}}
 	if err := s.r.SubResource("eviction").Create(ctx, &corev1.Pod{ObjectMeta: ev.ObjectMeta}, ev); err != nil && !apierrors.IsNotFound(err) {
+		if apierrors.IsForbidden(err) {
+			// A person must act either way: grant the right, or delete
+			// the pod. Tried again every 30 s.
+			s.lookAgainIn(30 * time.Second)
+			return outcome{reason: pgv1.ReasonStuckPod, stalled: true, message: fmt.Sprintf(
+				"%s: pod %s is not Ready and the StatefulSet controller does not replace it (kubernetes#67250); guards.evictStuckPods is set but the eviction was refused (%v). %s, or delete pod %s",
+				t, pod, err, evictRoleHint(s.pm.Namespace), pod)}, nil
+		}
 		return outcome{}, fmt.Errorf("evict pod %s/%s blocking the rollback of %s: %w", s.pm.Namespace, pod, t, err)
 	}
 	return outcome{reason: pgv1.ReasonStuckPod,

@@ -340,6 +340,7 @@ func TestChartAdmissionValues(t *testing.T) {
 	optIn := []struct{ role, set string }{
 		{"placeholders", "capacity.placeholderNamespaces={team-a,team-b}"},
 		{"rebalance", "rebalance.namespaces={team-a,team-b}"},
+		{"evict", "evictions.namespaces={team-a,team-b}"},
 	}
 	for _, o := range optIn {
 		t.Run(o.role+" namespaces get the opt-in role bound", func(t *testing.T) {

@@ -52,9 +52,8 @@ var _ = Describe("The operator's ServiceAccount", Label("operator", "rbac"), fun
 		Entry("not update migrations (it patches)", "placementguard.io", "placementmigrations", "update", false),
 		Entry("not update migration status (it patches with a lock)", "placementguard.io", "placementmigrations/status", "update", false),
 		Entry("not read controller revisions", "apps", "controllerrevisions", "list", false),
-		// A rollback may evict a StatefulSet pod stuck Pending when the
-		// spec opts in: eviction honours PodDisruptionBudgets, deletion
-		// would not.
-		Entry("evict pods", "", "pods/eviction", "create", true),
+		// Evictions (guards.evictStuckPods, rebalance mode Evict) need the
+		// opt-in evict role, bound where a migration uses them.
+		Entry("not evict pods", "", "pods/eviction", "create", false),
 	)
 })

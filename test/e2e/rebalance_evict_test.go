@@ -28,6 +28,7 @@ var _ = Describe("Rebalance by eviction", Label("operator", "rebalance"), func()
 	stacked := func(ctx SpecContext, mode pgv1.RebalanceMode, budget intstr.IntOrString) (*utils.Env, utils.Zones) {
 		env := newEnv(ctx, "rebalance")
 		Expect(utils.BindRebalanceRole(ctx, k8sClient, env.Namespace)).To(Succeed())
+		Expect(utils.BindEvictRole(ctx, k8sClient, env.Namespace)).To(Succeed())
 		_, zones := balancedDeployment(ctx, env, "web", []string{"zone-a", "zone-b"}, 6)
 		Expect(k8sClient.Create(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "web"},
 			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &budget, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}})).To(Succeed())

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"time"
+
 	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -128,12 +130,17 @@ var _ = Describe("StatefulSet rollouts under a migration", Label("operator", "st
 		Expect(conditionOf(ctx, env.Namespace, "db-apart", pgv1.ConditionStalled)).To(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", pgv1.ReasonStuckPod)), "a person must delete the pod: kubectl wait --for=condition=Stalled says so")
 
-		By("evicting it once the spec allows")
+		By("the spec allows the eviction, the operator may not evict yet: it names the role")
 		pm := getMigration(ctx, env.Namespace, "db-apart")
 		patch := client.MergeFrom(pm.DeepCopy())
 		pm.Spec.Guards.EvictStuckPods = true
 		Expect(k8sClient.Patch(ctx, pm, patch)).To(Succeed())
-		Eventually(phaseOf(ctx, env.Namespace, "db-apart")).Should(Equal(pgv1.PhaseRolledBack), explain(ctx, env.Namespace, "db-apart"))
+		Eventually(func() metav1.Condition { return conditionOf(ctx, env.Namespace, "db-apart", pgv1.ConditionStalled) }).Should(And(
+			HaveField("Reason", pgv1.ReasonStuckPod), HaveField("Message", ContainSubstring("placement-guard-evict"))), explain(ctx, env.Namespace, "db-apart"))
+
+		By("evicting it once the opt-in evict role is bound")
+		Expect(utils.BindEvictRole(ctx, k8sClient, env.Namespace)).To(Succeed())
+		Eventually(phaseOf(ctx, env.Namespace, "db-apart"), time.Minute).Should(Equal(pgv1.PhaseRolledBack), explain(ctx, env.Namespace, "db-apart"))
 		Expect(conditionOf(ctx, env.Namespace, "db-apart", pgv1.ConditionStalled).Reason).To(Equal(pgv1.ReasonPodsUnschedulable))
 		pods := allRunning(ctx, env.Namespace, map[string]string{"app": "db"}, 3)
 		sts := getStatefulSet(ctx, env.Namespace, "db")

@@ -27,6 +27,7 @@ type moveScenario struct {
 func newMoveScenario(ctx SpecContext, prefix string) *moveScenario {
 	env := newEnv(ctx, prefix)
 	Expect(utils.BindRebalanceRole(ctx, k8sClient, env.Namespace)).To(Succeed())
+	Expect(utils.BindEvictRole(ctx, k8sClient, env.Namespace)).To(Succeed())
 	zones, err := env.AddZones(ctx, []string{"zone-a", "zone-b"}, 1)
 	Expect(err).NotTo(HaveOccurred())
 	d := utils.Deployment(env.Namespace, "web", env.Pool(), 0, nil)

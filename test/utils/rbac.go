@@ -113,6 +113,17 @@ func BindRebalanceRole(ctx context.Context, c client.Client, namespace string) e
 	return bindOptInRole(ctx, c, namespace, RebalanceRole)
 }
 
+// EvictRole is the opt-in ClusterRole of config/rbac that lets the operator
+// evict pods, before config/default prefixes it.
+const EvictRole = "evict"
+
+// BindEvictRole binds EvictRole to OperatorAccount in one namespace, as
+// docs/operations.md tells a user whose migrations there use mode Evict or
+// guards.evictStuckPods.
+func BindEvictRole(ctx context.Context, c client.Client, namespace string) error {
+	return bindOptInRole(ctx, c, namespace, EvictRole)
+}
+
 // bindOptInRole binds one of config/rbac's opt-in ClusterRoles to
 // OperatorAccount in namespace.
 func bindOptInRole(ctx context.Context, c client.Client, namespace, role string) error {
