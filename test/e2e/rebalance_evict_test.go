@@ -1,7 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,10 +15,13 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/plugin"
 	"github.com/placement-guard/placement-guard/test/utils"
 )
 
@@ -111,6 +119,9 @@ var _ = Describe("Rebalance by eviction", Label("operator", "rebalance"), func()
 			return incarnations(ctx, env.Namespace, map[string]string{"app": "web"})
 		}, "5s").Should(Equal(before))
 
+		By("kubectl placement plan, asked what the operator asks, names the move it will try")
+		planned := firstPlannedMove(ctx, getMigration(ctx, env.Namespace, "web-zones"))
+
 		By("mode Evict, under a budget that allows no disruption")
 		pm = getMigration(ctx, env.Namespace, "web-zones")
 		patch = client.MergeFrom(pm.DeepCopy())
@@ -123,6 +134,29 @@ var _ = Describe("Rebalance by eviction", Label("operator", "rebalance"), func()
 		rb := getMigration(ctx, env.Namespace, "web-zones").Status.Rebalance
 		Expect(rb.Moves).NotTo(BeEmpty())
 		Expect(rb.Moves[len(rb.Moves)-1].Result).To(Equal("Refused"))
+		Expect(rb.Moves[0]).To(And(HaveField("Pod", planned.Pod), HaveField("From", planned.From), HaveField("To", planned.To), HaveField("Node", planned.Node)),
+			"the operator's first move is the one plan gave")
 		Expect(getMigration(ctx, env.Namespace, "web-zones").Status.Phase).To(Equal(pgv1.PhaseSucceeded))
 	}, NodeTimeout(5*time.Minute))
 })
+
+// firstPlannedMove runs `kubectl placement plan` on the live cluster for pm
+// with mode Evict, as a user would before turning it on, and returns the
+// first move it lists.
+func firstPlannedMove(ctx context.Context, pm *pgv1.PlacementMigration) plugin.MoveReport {
+	manifest := &pgv1.PlacementMigration{TypeMeta: metav1.TypeMeta{APIVersion: pgv1.GroupVersion.String(), Kind: "PlacementMigration"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: pm.Namespace, Name: pm.Name}, Spec: *pm.Spec.DeepCopy()}
+	manifest.Spec.Rebalance.Mode = pgv1.RebalanceEvict
+	data, err := yaml.Marshal(manifest)
+	Expect(err).NotTo(HaveOccurred())
+	file := filepath.Join(GinkgoT().TempDir(), "migration.yaml")
+	Expect(os.WriteFile(file, data, 0o600)).To(Succeed())
+	var out, errOut bytes.Buffer
+	code := plugin.Main([]string{"plan", "-f", file, "-o", "json", "--kubeconfig", cluster.Kubeconfig},
+		genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	Expect(code).To(BeNumerically("<", 2), errOut.String())
+	var report plugin.Report
+	Expect(json.Unmarshal(out.Bytes(), &report)).To(Succeed(), out.String())
+	Expect(report.Moves).NotTo(BeEmpty(), "plan lists no move: %s", out.String())
+	return report.Moves[0]
+}
