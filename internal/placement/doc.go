@@ -1,6 +1,8 @@
 // Package placement is placement-guard's judgement: given a snapshot of the
 // cluster, can a workload's pods be placed with a candidate constraint, will
-// its rollout complete, and if not, exactly why.
+// its rollout complete, and if not, exactly why; and, once the constraint
+// is in place, which deletion costs keep it through a scale-down and which
+// pod to move to make it true again.
 //
 // It reproduces the kube-scheduler's filters that decide where a pod may go
 // (NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit,
