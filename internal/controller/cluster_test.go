@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
+	clientretry "k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -258,8 +259,15 @@ func (fc *fakeCluster) pod(rs *appsv1.ReplicaSet, node string, state func(*corev
 		m(&p.Spec)
 	}
 	Expect(k8sClient.Create(ctx, p)).To(Succeed())
-	state(p)
-	Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
+	// The operator may write the new pod meanwhile (a deletion cost): set
+	// the status on the pod as it is now.
+	Expect(clientretry.RetryOnConflict(clientretry.DefaultRetry, func() error {
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		state(p)
+		return k8sClient.Status().Update(ctx, p)
+	})).To(Succeed())
 	return p
 }
 

@@ -131,6 +131,26 @@ var _ = Describe("A succeeded migration that keeps deletion costs", func() {
 		Expect(other.Annotations).To(HaveKeyWithValue(corev1.PodDeletionCost, "-4"))
 	})
 
+	It("leaves a Deployment's ranking to the older of two migrations that keep costs on it", func() {
+		spreadSucceeded(pgv1.RebalanceDeletionCost)
+		Eventually(costsByZone).Should(Equal(map[string][]string{"a": {"-1", "0"}, "b": {"0"}, "c": {"0"}}))
+
+		By("a younger migration of the same Deployment, on another key, keeping costs too")
+		// Creation times have a grain of a second; a tie goes to the name
+		// first in order, which this one is not either.
+		fc.migration("web-zz-hosts", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil),
+			FinalStage: pgv1.StageSoft, Rebalance: &pgv1.Rebalance{Mode: pgv1.RebalanceDeletionCost}})
+		Eventually(fc.phase("web-zz-hosts")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-zz-hosts"))
+		fc.rollOut("web", "a1", "a2", "b1", "c1")
+		Eventually(fc.phase("web-zz-hosts")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("web-zz-hosts"))
+		Eventually(func() metav1.Condition { return fc.condition("web-zz-hosts", pgv1.ConditionBalanced) }).Should(
+			HaveField("Message", ContainSubstring("its pods are ranked by PlacementMigration web-spread")))
+
+		By("the older one's zone ranking holds, never rewritten by the younger's hostname ranking")
+		Eventually(costsByZone).Should(Equal(map[string][]string{"a": {"-1", "0"}, "b": {"0"}, "c": {"0"}}))
+		Consistently(costsByZone, "2s").Should(Equal(map[string][]string{"a": {"-1", "0"}, "b": {"0"}, "c": {"0"}}))
+	})
+
 	It("writes nothing with rebalance Off", func() {
 		spreadSucceeded(pgv1.RebalanceOff)
 		poke(fc, "web-spread")
