@@ -33,9 +33,6 @@ import (
 // between the eviction and its record, finds the pod gone or terminating
 // and does not evict a second one.
 
-// moveWindow is the budget's window.
-const moveWindow = planning.MoveWindow
-
 // keptMoves is how many past moves status keeps.
 const keptMoves = 10
 
@@ -125,7 +122,7 @@ func (s *scope) planMove() (moveVerdict, error) {
 		s.lookAgainIn(refusalBackoff - s.now.Sub(last.At.Time))
 		return refusedVerdict(last), nil
 	}
-	if used, until := s.movesWithin(moveWindow); used >= s.pm.Spec.MaxMovesPerHour() {
+	if used, until := s.movesWithin(planning.MoveWindow); used >= s.pm.Spec.MaxMovesPerHour() {
 		s.lookAgainIn(until)
 		return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonMoveBudgetSpent, message: fmt.Sprintf(
 			"%s could move from %s to %s, but %d move(s) were made in the last hour (spec.rebalance.maxMovesPerHour %d); the next in %s",

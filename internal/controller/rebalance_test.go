@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
 var rebalanceNow = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
@@ -38,7 +39,7 @@ func TestTheMoveBudgetCountsTheLastHour(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			used, until := moveScope(pgv1.PlacementMigrationSpec{}, tc.moves...).movesWithin(moveWindow)
+			used, until := moveScope(pgv1.PlacementMigrationSpec{}, tc.moves...).movesWithin(planning.MoveWindow)
 			if used != tc.used || until != tc.until {
 				t.Fatalf("used %d, next in %s; want %d, %s", used, until, tc.used, tc.until)
 			}
