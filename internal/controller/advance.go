@@ -22,7 +22,6 @@ import (
 // checks about capacity and pods.
 func (s *scope) advance(ctx context.Context, group []*target, stage placement.Stage) (outcome, error) {
 	pm := s.pm
-	final := placement.Stage(pm.Spec.Final())
 	if o, ok := s.checkOthers(group); ok {
 		return o, nil
 	}
@@ -30,25 +29,24 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 	if o, ok := s.waitForPaused(group, string(stage)); ok {
 		return o, nil
 	}
-	var answers []placement.Answer
+	verdict := planning.Verdict{Stage: stage}
 	if !lowering {
 		o, stuck, recheck := s.stuckOutside(group)
 		if stuck {
 			return o, nil
 		}
 		s.lookAgainIn(recheck)
-		stages := []placement.Stage{stage}
-		if stage != final {
-			stages = append(stages, final)
-		}
 		var err error
-		if answers, err = s.analyze(group, stages); err != nil {
+		if verdict, err = s.evaluate(ctx, group, stage); err != nil {
 			return outcome{}, err
 		}
-		if o, ok := s.checkCapacity(answers[0].Capacity, stage); ok {
+		if verdict.Claim != nil {
+			return outcome{blocked: true, reason: pgv1.ReasonTargetClaimed, message: verdict.Claim.Message()}, nil
+		}
+		if o, ok := s.checkCapacity(verdict.Answers[0].Capacity, stage); ok {
 			return o, nil
 		}
-		if o, ok, err := s.checkFeasible(ctx, answers, stages); ok || err != nil {
+		if o, ok, err := s.checkFeasible(ctx, verdict); ok || err != nil {
 			return o, err
 		}
 		if o, ok := s.checkPodsStable(group); ok {
@@ -56,18 +54,14 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 		}
 	}
 	var warnings []note
-	if stage == placement.StageHard && !lowering {
-		v, err := s.preflightDisruptions(ctx, group, answers[0])
-		if err != nil {
-			return outcome{}, err
-		}
-		o, blocked := s.applyPreflight(v)
+	if verdict.PreflightAsked {
+		o, blocked := s.applyPreflight(verdict.Disruptions)
 		if blocked {
 			return o, nil
 		}
 		warnings = o.events
 	}
-	plan, recreated, o, blocked, err := s.plan(ctx, group, stage, answers)
+	plan, recreated, o, blocked, err := s.plan(ctx, group, verdict)
 	if err != nil || blocked {
 		return o, err
 	}
@@ -125,28 +119,28 @@ func (s *scope) checkOthers(group []*target) (outcome, bool) {
 	return outcome{}, false
 }
 
-// analyze asks the engine about each stage, against one snapshot. Each
-// workload is judged with the other migrations' constraints present at
-// their final stage, so that two compatible migrations do not each pass
-// on a cluster that cannot hold both.
-func (s *scope) analyze(group []*target, stages []placement.Stage) ([]placement.Answer, error) {
-	workloads := make([]*placement.Workload, len(group))
-	for i, t := range group {
-		workloads[i] = s.withOthers(t)
+// evaluate asks the one question (planning.Evaluate) about the stage,
+// against one snapshot, and the capacity the final stage would ask the
+// autoscaler for.
+func (s *scope) evaluate(ctx context.Context, group []*target, stage placement.Stage) (planning.Verdict, error) {
+	sit := planning.Situation{Migration: s.pm, Targets: planned(group), Others: s.others, Companions: s.companions()}
+	if stage == placement.StageHard && s.pm.Spec.DisruptionCheck() != pgv1.DisruptionIgnore {
+		var err error
+		if sit.Policies, err = s.disruptionPolicies(ctx); err != nil {
+			return planning.Verdict{}, err
+		}
 	}
-	var answers []placement.Answer
+	var v planning.Verdict
 	err := s.r.State.With(func(snap *placement.Snapshot) error {
 		var err error
-		capacity := planning.CapacityFromSpec(s.pm.Spec.Capacity)
-		q := placement.Question{Workloads: workloads, Constraint: s.constraint, Capacity: capacity, Companions: s.companions()}
-		if answers, err = planning.Ask(snap, q, stages); err != nil {
+		if v, err = planning.Evaluate(snap, sit, stage); err != nil || v.Claim != nil {
 			return err
 		}
 		if s.pm.Spec.Capacity.ProvisionMode() == pgv1.ProvisionNone {
 			return nil
 		}
 		final := placement.Stage(s.pm.Spec.Final())
-		req, err := snap.RequestCapacity(workloads, s.constraint, capacity, final, answers[len(answers)-1], s.requestSpec())
+		req, err := snap.RequestCapacity(v.Workloads, s.constraint, planning.CapacityFromSpec(s.pm.Spec.Capacity), final, v.Answers[len(v.Answers)-1], s.requestSpec())
 		if err != nil {
 			return fmt.Errorf("compute the capacity request: %w", err)
 		}
@@ -156,14 +150,11 @@ func (s *scope) analyze(group []*target, stages []placement.Stage) ([]placement.
 		}
 		return nil
 	})
-	for _, a := range answers {
+	if v.PreflightAsked {
+		metrics.CountDisruptionSimulation()
+	}
+	for _, a := range v.Answers {
 		metrics.ObserveEvaluation(a.Duration)
 	}
-	return answers, err
-}
-
-// withOthers is the target's workload with the final stage of every other
-// compatible migration of it added to the template.
-func (s *scope) withOthers(t *target) *placement.Workload {
-	return planning.WithOthers(s.pm, s.others, t.Target)
+	return v, err
 }

@@ -16,33 +16,31 @@ import (
 )
 
 // checkFeasible stops at the first blocking hazard of any stage's answer.
-func (s *scope) checkFeasible(ctx context.Context, answers []placement.Answer, stages []placement.Stage) (outcome, bool, error) {
-	s.pm.Status.Hazards = planning.HazardsFromAnswer(planning.UniqueHazards(answers))
-	for _, a := range answers {
-		if b := a.FirstBlocking(); b != nil {
-			msg := b.Message
-			if b.Type == placement.HazardAffinityClobber {
-				owners, err := s.placementOwners(ctx, b.Workload)
-				if err != nil {
-					return outcome{}, false, err
-				}
-				if owners != "" {
-					msg += "; those fields are written by field manager " + owners
-				}
+func (s *scope) checkFeasible(ctx context.Context, v planning.Verdict) (outcome, bool, error) {
+	s.pm.Status.Hazards = v.Hazards()
+	if b := v.FirstBlocking(); b != nil {
+		msg := b.Message
+		if b.Type == placement.HazardAffinityClobber {
+			owners, err := s.placementOwners(ctx, b.Workload)
+			if err != nil {
+				return outcome{}, false, err
 			}
-			setCondition(s.pm, s.now, pgv1.ConditionFeasible, metav1.ConditionFalse, b.Type, msg)
-			if r := s.request; r != nil && r.Shortfall > 0 {
-				// More nodes let the rollout through, and the spec asks
-				// the autoscaler for them: wait for them, as for capacity.
-				msg = fmt.Sprintf("%s; %s", r.Why, msg)
-				setCondition(s.pm, s.now, pgv1.ConditionCapacityAvailable, metav1.ConditionFalse, pgv1.ReasonInsufficientCapacity, msg)
-				return outcome{reason: pgv1.ReasonWaitingForCapacity, message: truncate(msg, 2048)}, true, nil
+			if owners != "" {
+				msg += "; those fields are written by field manager " + owners
 			}
-			return outcome{blocked: true, reason: b.Type, message: truncate(msg, 2048)}, true, nil
 		}
+		setCondition(s.pm, s.now, pgv1.ConditionFeasible, metav1.ConditionFalse, b.Type, msg)
+		if r := s.request; r != nil && r.Shortfall > 0 {
+			// More nodes let the rollout through, and the spec asks the
+			// autoscaler for them: wait for them, as for capacity.
+			msg = fmt.Sprintf("%s; %s", r.Why, msg)
+			setCondition(s.pm, s.now, pgv1.ConditionCapacityAvailable, metav1.ConditionFalse, pgv1.ReasonInsufficientCapacity, msg)
+			return outcome{reason: pgv1.ReasonWaitingForCapacity, message: truncate(msg, 2048)}, true, nil
+		}
+		return outcome{blocked: true, reason: b.Type, message: truncate(msg, 2048)}, true, nil
 	}
-	names := make([]string, len(stages))
-	for i, st := range stages {
+	names := make([]string, len(v.Stages))
+	for i, st := range v.Stages {
 		names[i] = string(st)
 	}
 	setCondition(s.pm, s.now, pgv1.ConditionFeasible, metav1.ConditionTrue, pgv1.ReasonFeasible,
@@ -73,21 +71,14 @@ func (s *scope) placementOwners(ctx context.Context, ref string) (string, error)
 }
 
 // plan dry-runs the stage on every target of the group and lists, from
-// the engine's answer, the pods it recreates and where a hard spread
-// leaves them.
-func (s *scope) plan(ctx context.Context, group []*target, stage placement.Stage, answers []placement.Answer) ([]pgv1.TargetPlan, map[string][]string, outcome, bool, error) {
-	var plan []pgv1.TargetPlan
-	recreated := map[string][]string{}
+// the verdict, the pods it recreates and where a hard spread leaves them.
+func (s *scope) plan(ctx context.Context, group []*target, v planning.Verdict) ([]pgv1.TargetPlan, map[string][]string, outcome, bool, error) {
 	for _, t := range group {
-		if o, refused, err := s.dryRun(ctx, t, t.entry(stage), stage); refused || err != nil {
+		if o, refused, err := s.dryRun(ctx, t, t.entry(v.Stage), v.Stage); refused || err != nil {
 			return nil, nil, o, refused, err
 		}
-		entry, all := planning.TargetPlan(t.Target, stage, answers)
-		if all != nil {
-			recreated[t.String()] = all
-		}
-		plan = append(plan, entry)
 	}
+	plan, recreated := v.Plan(planned(group))
 	return plan, recreated, outcome{}, false, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
 // The records of pods the guards compare with. A record summarises every
@@ -204,9 +205,4 @@ func protectedChanged(rec *pgv1.ProtectedPodsRecord, live []*corev1.Pod) string 
 	return firstFew(changes, 3)
 }
 
-func firstFew(items []string, n int) string {
-	if len(items) <= n {
-		return strings.Join(items, "; ")
-	}
-	return strings.Join(items[:n], "; ") + fmt.Sprintf(" and %d more", len(items)-n)
-}
+func firstFew(items []string, n int) string { return planning.FirstFew(items, n) }

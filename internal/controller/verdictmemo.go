@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
 // verdictMemo keeps, per migration, the last disruption verdict and the
@@ -15,17 +17,17 @@ type verdictMemo struct {
 
 type memoized struct {
 	key     string
-	verdict disruptionVerdict
+	verdict planning.DisruptionVerdict
 }
 
-func (m *verdictMemo) get(name types.NamespacedName, key string) (disruptionVerdict, bool) {
+func (m *verdictMemo) get(name types.NamespacedName, key string) (planning.DisruptionVerdict, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	got, ok := m.last[name]
 	return got.verdict, ok && got.key == key
 }
 
-func (m *verdictMemo) put(name types.NamespacedName, key string, v disruptionVerdict) {
+func (m *verdictMemo) put(name types.NamespacedName, key string, v planning.DisruptionVerdict) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.last == nil {

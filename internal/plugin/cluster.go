@@ -5,7 +5,9 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +27,10 @@ type Cluster struct {
 	Workloads   []client.Object
 	ReplicaSets []*appsv1.ReplicaSet
 	Migrations  []*pgv1.PlacementMigration
+	// Budgets and Autoscalers decide how the targets are disrupted: the
+	// hard stage's pre-flight asks about them, as the operator's does.
+	Budgets     []*policyv1.PodDisruptionBudget
+	Autoscalers []*autoscalingv2.HorizontalPodAutoscaler
 
 	// Skipped names the objects the engine could not index, with why: a
 	// pod whose anti-affinity selector does not parse (the API server
@@ -163,6 +169,10 @@ func (c *Cluster) add(o any) {
 		c.ReplicaSets = append(c.ReplicaSets, o)
 	case *pgv1.PlacementMigration:
 		c.Migrations = append(c.Migrations, o)
+	case *policyv1.PodDisruptionBudget:
+		c.Budgets = append(c.Budgets, o)
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		c.Autoscalers = append(c.Autoscalers, o)
 	}
 }
 
@@ -174,6 +184,18 @@ func (c *Cluster) migrationsIn(namespace string) []pgv1.PlacementMigration {
 		out = append(out, *pm)
 	}
 	return out
+}
+
+// policiesIn are the namespace's disruption budgets and autoscalers.
+func (c *Cluster) policiesIn(namespace string) planning.Policies {
+	var p planning.Policies
+	for _, b := range inNamespace(c.Budgets, namespace) {
+		p.Budgets = append(p.Budgets, *b)
+	}
+	for _, a := range inNamespace(c.Autoscalers, namespace) {
+		p.Autoscalers = append(p.Autoscalers, *a)
+	}
+	return p
 }
 
 // Inventory is the namespace's part of the cluster the targets resolve in.
@@ -225,7 +247,9 @@ func ReadCluster(ctx context.Context, c client.Reader, namespaces ...string) (*C
 		}
 		lists = append(lists,
 			list{"replicasets in " + ns, &appsv1.ReplicaSetList{}, in},
-			list{"placementmigrations in " + ns, &pgv1.PlacementMigrationList{}, in})
+			list{"placementmigrations in " + ns, &pgv1.PlacementMigrationList{}, in},
+			list{"poddisruptionbudgets in " + ns, &policyv1.PodDisruptionBudgetList{}, in},
+			list{"horizontalpodautoscalers in " + ns, &autoscalingv2.HorizontalPodAutoscalerList{}, in})
 	}
 	for _, l := range lists {
 		if err := c.List(ctx, l.list, l.opts...); err != nil {

@@ -21,6 +21,23 @@ type Report struct {
 	// MovesNote why the list ends; empty for other modes.
 	Moves     []MoveReport `json:"moves,omitempty"`
 	MovesNote []string     `json:"movesNote,omitempty"`
+	// Verdict is what the operator decides before the first stage, from
+	// the same question.
+	Verdict *VerdictReport `json:"verdict,omitempty"`
+}
+
+// VerdictReport is the operator's decision before a stage and what it
+// records with it.
+type VerdictReport struct {
+	Stage pgv1.Stage `json:"stage"`
+	// Outcome is Proceeds, WaitingForCapacity or Blocked; Reason and
+	// Message are the condition's.
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Hazards and Plan are what status.hazards and status.plan record.
+	Hazards []pgv1.Hazard     `json:"hazards,omitempty"`
+	Plan    []pgv1.TargetPlan `json:"plan,omitempty"`
 }
 
 // StageReport is the engine's answer for one stage.
@@ -99,32 +116,20 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 	if len(found) == 0 {
 		return report, nil
 	}
-	// Another migration of the same targets that holds the field this one
-	// would write blocks every stage, as the operator blocks it before it
-	// asks the engine anything.
-	others := c.migrationsIn(ns)
-	if claim := planning.ClaimOf(pm, others, refs); claim != nil {
-		for _, stage := range planning.Stages(pm.Spec.Final()) {
-			report.Stages = append(report.Stages, StageReport{Stage: pgv1.Stage(stage), Hazards: []pgv1.Hazard{{
-				Type: pgv1.ReasonTargetClaimed, Target: planning.RefKey(claim.Target), Severity: pgv1.SeverityBlocking, Message: claim.Message()}}})
-		}
-		return report, nil
-	}
 	snap, err := c.Snapshot()
 	if err != nil {
 		return report, err
 	}
-	workloads := make([]*placement.Workload, len(found))
-	for i, t := range found {
-		workloads[i] = planning.WithOthers(pm, others, t)
-	}
-	capacity := planning.CapacityFromSpec(pm.Spec.Capacity)
-	for _, stage := range planning.Stages(pm.Spec.Final()) {
-		answers, err := planning.Ask(snap, placement.Question{Workloads: workloads, Constraint: constraint, Capacity: capacity}, []placement.Stage{stage})
+	sit := planning.Situation{Migration: pm, Targets: found, Others: c.migrationsIn(ns), Policies: c.policiesIn(ns)}
+	for i, stage := range planning.Stages(pm.Spec.Final()) {
+		v, err := planning.Evaluate(snap, sit, stage)
 		if err != nil {
 			return report, err
 		}
-		report.Stages = append(report.Stages, stageReport(stage, found, answers[0]))
+		if i == 0 {
+			report.Verdict = verdictReport(pm, found, v)
+		}
+		report.Stages = append(report.Stages, stageReport(pm, found, v))
 	}
 	if pm.Spec.RebalanceMode() == pgv1.RebalanceEvict && !pm.Spec.DryRun {
 		report.Moves, report.MovesNote, err = planMoves(c, pm, found, time.Now())
@@ -135,15 +140,43 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 	return report, nil
 }
 
-func stageReport(stage placement.Stage, found []*planning.Target, a placement.Answer) StageReport {
+// verdictReport is the operator's decision on the verdict, and what it
+// records: the hazards once it has the capacity, the plan once it
+// proceeds.
+func verdictReport(pm *pgv1.PlacementMigration, found []*planning.Target, v planning.Verdict) *VerdictReport {
+	o := v.Outcome(pm)
+	r := &VerdictReport{Stage: pgv1.Stage(v.Stage), Outcome: string(o.Kind), Reason: o.Reason, Message: o.Message}
+	if o.Kind == planning.WaitingForCapacity || v.Claim != nil {
+		return r
+	}
+	r.Hazards = v.Hazards()
+	if o.Kind == planning.Proceeds {
+		r.Plan, _ = v.Plan(found)
+	}
+	return r
+}
+
+// stageReport is the stage's own answer: the stage's capacity, hazards and
+// rollouts, and before the hard stage the disruption pre-flight's verdict
+// as the guards weigh it. A claim by another migration blocks every stage.
+func stageReport(pm *pgv1.PlacementMigration, found []*planning.Target, v planning.Verdict) StageReport {
+	if v.Claim != nil {
+		return StageReport{Stage: pgv1.Stage(v.Stage), Hazards: []pgv1.Hazard{{
+			Type: pgv1.ReasonTargetClaimed, Target: planning.RefKey(v.Claim.Target), Severity: pgv1.SeverityBlocking, Message: v.Claim.Message()}}}
+	}
+	a := v.Answers[0]
 	sr := StageReport{
-		Stage:    pgv1.Stage(stage),
+		Stage:    pgv1.Stage(v.Stage),
 		Capacity: capacityReport(a.Capacity),
 		Feasible: a.FirstBlocking() == nil,
 		Hazards:  planning.HazardsFromAnswer(a.Hazards),
 	}
+	if h := preflightHazard(pm, v); h != nil {
+		sr.Hazards = append(sr.Hazards, *h)
+		sr.Feasible = sr.Feasible && h.Severity != pgv1.SeverityBlocking
+	}
 	for _, t := range found {
-		entry, all := planning.TargetPlan(t, stage, []placement.Answer{a})
+		entry, all := planning.TargetPlan(t, v.Stage, v.Answers[:1])
 		entry.Recreates = all
 		tr := TargetReport{TargetPlan: entry}
 		if r, ok := a.Rollouts[planning.RefKey(t.Ref)]; ok {
@@ -159,6 +192,20 @@ func stageReport(stage placement.Stage, found []*planning.Target, a placement.An
 		sr.Targets = append(sr.Targets, tr)
 	}
 	return sr
+}
+
+// preflightHazard is the disruption pre-flight's finding, blocking when
+// the guards block on it, as the operator does before the hard stage.
+func preflightHazard(pm *pgv1.PlacementMigration, v planning.Verdict) *pgv1.Hazard {
+	if !v.PreflightAsked || v.Disruptions.OK {
+		return nil
+	}
+	if pm.Spec.DisruptionCheck() == pgv1.DisruptionBlock {
+		return &pgv1.Hazard{Type: v.Disruptions.Reason, Severity: pgv1.SeverityBlocking, Message: planning.Truncate(
+			v.Disruptions.Message+" (guards.disruptions: Block: the Soft stage stays applied)", planning.MaxHazardMessage)}
+	}
+	return &pgv1.Hazard{Type: v.Disruptions.Reason, Severity: pgv1.SeverityInfo, Message: planning.Truncate(
+		v.Disruptions.Message+" (guards.disruptions: Warn: the Hard stage is applied)", planning.MaxHazardMessage)}
 }
 
 func capacityReport(c placement.Capacity) CapacityReport {

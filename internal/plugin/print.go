@@ -54,6 +54,7 @@ func printPlanTable(w io.Writer, r Report) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", s.Stage, capacityCell(s.Capacity), yesNo(s.Feasible), len(s.Hazards), recreates)
 	}
 	tw.Flush()
+	printVerdict(w, r.Verdict)
 	for _, s := range r.Stages {
 		fmt.Fprintf(w, "\n%s stage\n", s.Stage)
 		fmt.Fprintf(w, "  Capacity: %s\n", capacityLine(s.Capacity))
@@ -76,6 +77,22 @@ func printPlanTable(w io.Writer, r Report) {
 		for _, n := range r.MovesNote {
 			fmt.Fprintf(w, "  %s\n", n)
 		}
+	}
+}
+
+// printVerdict says what the operator would do now, before the first
+// stage.
+func printVerdict(w io.Writer, v *VerdictReport) {
+	if v == nil {
+		return
+	}
+	switch v.Outcome {
+	case "Proceeds":
+		fmt.Fprintf(w, "\nThe operator would apply the %s stage now.\n", v.Stage)
+	case "WaitingForCapacity":
+		fmt.Fprintf(w, "\nThe operator would wait for capacity before the %s stage: %s\n", v.Stage, v.Message)
+	default:
+		fmt.Fprintf(w, "\nThe operator would block before the %s stage: %s\n", v.Stage, v.Reason)
 	}
 }
 

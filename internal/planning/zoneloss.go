@@ -1,4 +1,4 @@
-package controller
+package planning
 
 import (
 	"fmt"
@@ -17,8 +17,7 @@ const maxZonesSimulated = 10
 // zoneLoss simulates, for a constraint over zones, the loss of each zone
 // the target runs in. A zone's nodes stay in the cluster when it is lost,
 // unreachable, so a spread under nodeTaintsPolicy Ignore still counts it.
-func (s *scope) zoneLoss(snap *placement.Snapshot, t *target, final placement.Stage) (disruptionVerdict, error) {
-	c := s.pm.Spec.Constraint
+func zoneLoss(snap *placement.Snapshot, c pgv1.Constraint, t *Target, final placement.Stage) (DisruptionVerdict, error) {
 	var keys []string
 	if c.TopologySpread != nil {
 		keys = append(keys, c.TopologySpread.TopologyKey)
@@ -35,26 +34,26 @@ func (s *scope) zoneLoss(snap *placement.Snapshot, t *target, final placement.St
 		for _, domain := range domains[:min(len(domains), maxZonesSimulated)] {
 			l, err := snap.SimulateDomainLoss(t.Workload, key, domain)
 			if err != nil {
-				return disruptionVerdict{}, err
+				return DisruptionVerdict{}, err
 			}
 			if len(l.Unplaced) > 0 {
-				return disruptionVerdict{reason: pgv1.ReasonZoneLossUnplaceable, message: fmt.Sprintf(
+				return DisruptionVerdict{Reason: pgv1.ReasonZoneLossUnplaceable, Message: fmt.Sprintf(
 					"the loss of %s=%s (%d nodes unreachable, their pods gone) leaves %s of %s Pending until it returns, under the %s constraint (%s); %s",
-					key, domain, l.Nodes, firstFew(l.Unplaced, 3), t, final, l.Message, s.zoneLossFix(l, final))}, nil
+					key, domain, l.Nodes, FirstFew(l.Unplaced, 3), t, final, l.Message, zoneLossFix(c, l, final))}, nil
 			}
 		}
 		if len(domains) > 0 {
 			survived = append(survived, "and the loss of any one "+key)
 		}
 	}
-	return disruptionVerdict{ok: true, message: strings.Join(survived, ", ")}, nil
+	return DisruptionVerdict{OK: true, Message: strings.Join(survived, ", ")}, nil
 }
 
 // zoneLossFix offers what would let the lost zone's pods go elsewhere: for
 // a spread, not counting the lost zone or allowing more skew; otherwise
 // room in the zones left.
-func (s *scope) zoneLossFix(l placement.DomainLoss, final placement.Stage) string {
-	ts := s.pm.Spec.Constraint.TopologySpread
+func zoneLossFix(c pgv1.Constraint, l placement.DomainLoss, final placement.Stage) string {
+	ts := c.TopologySpread
 	if ts == nil || ts.TopologyKey != l.Key || l.Reasons[placement.ReasonSpread] == 0 {
 		return "add qualifying capacity in the other zones (N+1 per zone)" + softerFix(final)
 	}

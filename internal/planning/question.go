@@ -1,0 +1,155 @@
+package planning
+
+import (
+	"fmt"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
+)
+
+// The one question. Before each stage the operator asks it of its warm
+// snapshot, `kubectl placement plan` of a snapshot it read or was given;
+// both hand in the same situation, so that they cannot answer differently
+// for the same cluster.
+
+// Situation is what a verdict on a migration's next stage hangs on.
+type Situation struct {
+	Migration *pgv1.PlacementMigration
+	// Targets are the migration's targets, resolved and rendered.
+	Targets []*Target
+	// Others are the migrations of the namespace, this one among them or
+	// not: a compatible one's final stage is judged with, one holding the
+	// field claims the targets.
+	Others []pgv1.PlacementMigration
+	// Companions are workloads whose pods the constraint counts with the
+	// targets' (those that left the set keeping its entry).
+	Companions []*placement.Workload
+	// Policies are the namespace's disruption budgets and autoscalers.
+	Policies Policies
+}
+
+// Verdict is the answer about one stage.
+type Verdict struct {
+	Stage placement.Stage
+	// Claim is another migration holding the field the targets would
+	// get; when set, nothing else was asked.
+	Claim *Claim
+	// Workloads are the targets as judged: each with the final stage of
+	// the other compatible migrations of it.
+	Workloads []*placement.Workload
+	// Stages are the stages asked, the stage and then, when it is
+	// another, the final stage: a stage is not applied when the final one
+	// cannot follow it. Answers are the engine's, one per stage.
+	Stages  []placement.Stage
+	Answers []placement.Answer
+	// Disruptions is the hard stage's pre-flight on the placement its
+	// rollout leaves; asked only before the hard stage, when it has the
+	// capacity and no blocking hazard, and the guards judge disruptions.
+	Disruptions DisruptionVerdict
+	// PreflightAsked says whether the pre-flight was asked.
+	PreflightAsked bool
+}
+
+// Evaluate asks the one question about the stage.
+func Evaluate(snap *placement.Snapshot, sit Situation, stage placement.Stage) (Verdict, error) {
+	pm := sit.Migration
+	v := Verdict{Stage: stage, Disruptions: Tolerated}
+	refs := make([]pgv1.TargetRef, len(sit.Targets))
+	for i, t := range sit.Targets {
+		refs[i] = t.Ref
+	}
+	if v.Claim = ClaimOf(pm, sit.Others, refs); v.Claim != nil {
+		return v, nil
+	}
+	v.Workloads = make([]*placement.Workload, len(sit.Targets))
+	for i, t := range sit.Targets {
+		v.Workloads[i] = WithOthers(pm, sit.Others, t)
+	}
+	final := placement.Stage(pm.Spec.Final())
+	v.Stages = []placement.Stage{stage}
+	if stage != final {
+		v.Stages = append(v.Stages, final)
+	}
+	q := placement.Question{Workloads: v.Workloads, Constraint: ConstraintFromSpec(pm.Spec.Constraint),
+		Capacity: CapacityFromSpec(pm.Spec.Capacity), Companions: sit.Companions}
+	var err error
+	if v.Answers, err = Ask(snap, q, v.Stages); err != nil {
+		return v, err
+	}
+	if stage != placement.StageHard || pm.Spec.DisruptionCheck() == pgv1.DisruptionIgnore ||
+		!v.Answers[0].Capacity.Enough() || v.FirstBlocking() != nil {
+		return v, nil
+	}
+	v.PreflightAsked = true
+	if v.Disruptions, err = DisruptionsAfterHard(snap, pm, sit.Others, sit.Targets, v.Answers[0], sit.Policies); err != nil {
+		return v, fmt.Errorf("pre-flight of the Hard stage: %w", err)
+	}
+	return v, nil
+}
+
+// FirstBlocking is the first blocking hazard of any answer.
+func (v Verdict) FirstBlocking() *placement.Hazard {
+	for _, a := range v.Answers {
+		if b := a.FirstBlocking(); b != nil {
+			return b
+		}
+	}
+	return nil
+}
+
+// Hazards are the findings of every answer, each type once per workload,
+// as status.hazards records them.
+func (v Verdict) Hazards() []pgv1.Hazard {
+	return HazardsFromAnswer(UniqueHazards(v.Answers))
+}
+
+// Plan is what the stage changes on each target, as status.plan records
+// it, and every pod each target's rollout recreates, by target.
+func (v Verdict) Plan(ts []*Target) ([]pgv1.TargetPlan, map[string][]string) {
+	var plan []pgv1.TargetPlan
+	recreated := map[string][]string{}
+	for _, t := range ts {
+		entry, all := TargetPlan(t, v.Stage, v.Answers)
+		if all != nil {
+			recreated[t.String()] = all
+		}
+		plan = append(plan, entry)
+	}
+	return plan, recreated
+}
+
+// OutcomeKind is what a verdict lets the migration do.
+type OutcomeKind string
+
+const (
+	Proceeds           OutcomeKind = "Proceeds"
+	WaitingForCapacity OutcomeKind = "WaitingForCapacity"
+	Blocked            OutcomeKind = "Blocked"
+)
+
+// Outcome is a verdict's decision, with the reason and message the
+// migration's conditions give it.
+type Outcome struct {
+	Kind            OutcomeKind
+	Reason, Message string
+}
+
+// Outcome decides, in the operator's order: a claim by another migration,
+// then the capacity, then the first blocking hazard, then the pre-flight
+// as the guards weigh it.
+func (v Verdict) Outcome(pm *pgv1.PlacementMigration) Outcome {
+	switch {
+	case v.Claim != nil:
+		return Outcome{Kind: Blocked, Reason: pgv1.ReasonTargetClaimed, Message: v.Claim.Message()}
+	case !v.Answers[0].Capacity.Enough():
+		return Outcome{Kind: WaitingForCapacity, Reason: pgv1.ReasonInsufficientCapacity,
+			Message: v.Answers[0].Capacity.Shortfall(ConstraintFromSpec(pm.Spec.Constraint).TopologyKey())}
+	}
+	if b := v.FirstBlocking(); b != nil {
+		return Outcome{Kind: Blocked, Reason: b.Type, Message: b.Message}
+	}
+	if !v.Disruptions.OK && pm.Spec.DisruptionCheck() == pgv1.DisruptionBlock {
+		return Outcome{Kind: Blocked, Reason: v.Disruptions.Reason, Message: v.Disruptions.Message}
+	}
+	return Outcome{Kind: Proceeds}
+}
