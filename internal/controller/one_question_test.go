@@ -1,0 +1,397 @@
+package controller
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/yaml"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/plugin"
+)
+
+// The operator and `kubectl placement plan` ask one question
+// (planning.Evaluate). This holds them to it where their inputs are put
+// together differently: the operator from its cache and warm snapshot,
+// plan from a snapshot directory of YAML. For generated clusters, the
+// verdict the operator records for a dry-run migration and the verdict
+// plan gives offline, on a snapshot of that very cluster, must be the
+// same: the outcome, the hazards, the pods recreated and the predicted
+// end state.
+
+// differentialClusters is how many clusters the spec generates;
+// PG_DIFFERENTIAL_CLUSTERS raises it for a longer run.
+func differentialClusters() int {
+	if n, err := strconv.Atoi(os.Getenv("PG_DIFFERENTIAL_CLUSTERS")); err == nil && n > 0 {
+		return n
+	}
+	return 200
+}
+
+// generatedCluster is one namespace's cluster and its dry-run migration.
+type generatedCluster struct {
+	fc *fakeCluster
+	// name is the dry-run migration's.
+	name  string
+	shape string
+	// migrate creates the migrations. They are created once every
+	// cluster exists: the scheduler's messages in the verdicts count the
+	// nodes of the whole cluster, which must not change between the
+	// operator's verdicts and the snapshot plan reads.
+	migrate func()
+}
+
+// generateCluster builds, in a namespace of its own, 1-5 nodes over 1-3
+// zones, a Deployment of 1-6 replicas on random nodes with a random
+// rolling update, sometimes a PodDisruptionBudget, and a dry-run
+// migration of a random constraint: hostname or zone anti-affinity, or a
+// zone or hostname spread of maxSkew 1-2, final stage Soft or Hard.
+func generateCluster(rng *rand.Rand) generatedCluster {
+	fc := newFakeCluster()
+	nodes := 1 + rng.IntN(5)
+	zones := 1 + rng.IntN(3)
+	names := make([]string, nodes)
+	for i := range names {
+		names[i] = fmt.Sprintf("n%d", i)
+		fc.node(names[i], map[string]string{corev1.LabelTopologyZone: fmt.Sprintf("z%d", i%zones)})
+	}
+	// As many replicas as nodes half the time: the shape of seed 001.
+	replicas := int32(nodes)
+	if rng.IntN(2) == 0 {
+		replicas = int32(1 + rng.IntN(6))
+	}
+	surge, unavailable := []intstr.IntOrString{intstr.FromInt32(1), intstr.FromInt32(0), intstr.FromString("25%")}[rng.IntN(3)],
+		[]intstr.IntOrString{intstr.FromInt32(0), intstr.FromInt32(1), intstr.FromString("25%")}[rng.IntN(3)]
+	if surge.IntVal == 0 && surge.Type == intstr.Int && unavailable.IntVal == 0 && unavailable.Type == intstr.Int {
+		unavailable = intstr.FromInt32(1)
+	}
+	fc.deployment("app", replicas, func(d *appsv1.Deployment) {
+		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}}
+	})
+	placed := make([]string, replicas)
+	for i := range placed {
+		placed[i] = names[rng.IntN(nodes)]
+	}
+	fc.rollOut("app", placed...)
+	if rng.IntN(5) == 0 {
+		// A canary whose pods the constraint's selector (app=app) counts
+		// too: the shape of seed 002.
+		fc.deployment("canary", 1, func(d *appsv1.Deployment) {
+			d.Spec.Selector.MatchLabels = map[string]string{"app": "app", "track": "canary"}
+			d.Spec.Template.Labels = map[string]string{"app": "app", "track": "canary"}
+		})
+		fc.rollOut("canary", names[rng.IntN(nodes)])
+	}
+	if rng.IntN(4) == 0 {
+		Expect(k8sClient.Create(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: fc.ns, Name: "app"},
+			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(int32(rng.IntN(2)))),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "app"}}}})).To(Succeed())
+	}
+	key := []string{hostnameKey, corev1.LabelTopologyZone}[rng.IntN(2)]
+	var c pgv1.Constraint
+	if rng.IntN(2) == 0 {
+		c = pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: key}}
+	} else {
+		c = pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{TopologyKey: key, MaxSkew: int32(1 + rng.IntN(2))}}
+	}
+	final := []pgv1.Stage{pgv1.StageSoft, pgv1.StageHard}[rng.IntN(2)]
+	others, migrate := "", func() {}
+	if rng.IntN(6) == 0 {
+		// An older, paused migration of the same target: with the same
+		// constraint it is judged with, over another key it holds the
+		// field.
+		first := *c.DeepCopy()
+		if rng.IntN(2) == 0 {
+			others = ", an older migration of the same constraint"
+		} else {
+			others = ", an older migration of the field over another key"
+			other := map[string]string{hostnameKey: corev1.LabelTopologyZone, corev1.LabelTopologyZone: hostnameKey}[key]
+			if first.PodAntiAffinity != nil {
+				first.PodAntiAffinity.TopologyKey = other
+			} else {
+				first.TopologySpread.TopologyKey = other
+			}
+		}
+		migrate = func() {
+			fc.migration("a-first", pgv1.PlacementMigrationSpec{Targets: targetsNamed("app"), Constraint: first, Paused: true})
+		}
+	}
+	return generatedCluster{fc: fc, name: "guard", migrate: func() {
+		migrate()
+		fc.migration("guard", pgv1.PlacementMigrationSpec{Targets: targetsNamed("app"), Constraint: c, FinalStage: final, DryRun: true})
+	}, shape: fmt.Sprintf("%d nodes in %d zones, %d replicas on %v, surge %s unavailable %s, %s, final %s%s",
+		nodes, zones, replicas, placed, surge.String(), unavailable.String(), describeConstraint(c), final, others)}
+}
+
+func describeConstraint(c pgv1.Constraint) string {
+	if c.PodAntiAffinity != nil {
+		return "anti-affinity over " + c.PodAntiAffinity.TopologyKey
+	}
+	return fmt.Sprintf("spread over %s maxSkew %d", c.TopologySpread.TopologyKey, c.TopologySpread.MaxSkew)
+}
+
+// decided is the operator's verdict as it recorded it, once it has one.
+func (g generatedCluster) decided() *pgv1.PlacementMigration {
+	pm := g.fc.pm(g.name)
+	if pm.Status.ObservedGeneration != pm.Generation {
+		return nil
+	}
+	switch pm.Status.Phase {
+	case pgv1.PhasePlanned, pgv1.PhaseBlocked, pgv1.PhaseWaitingForCapacity:
+		return pm
+	}
+	return nil
+}
+
+// writeSnapshot reads the cluster as plan does and writes it as a
+// snapshot directory of YAML, as a user hands plan --snapshot.
+func writeSnapshot(namespaces []string) string {
+	live, err := plugin.ReadCluster(ctx, k8sClient, namespaces...)
+	Expect(err).NotTo(HaveOccurred())
+	var objs []runtime.Object
+	for _, n := range live.Nodes {
+		objs = append(objs, n)
+	}
+	for _, p := range live.Pods {
+		objs = append(objs, p)
+	}
+	for _, n := range live.Namespaces {
+		objs = append(objs, n)
+	}
+	for _, w := range live.Workloads {
+		objs = append(objs, w)
+	}
+	for _, rs := range live.ReplicaSets {
+		objs = append(objs, rs)
+	}
+	for _, b := range live.Budgets {
+		objs = append(objs, b)
+	}
+	for _, pm := range live.Migrations {
+		objs = append(objs, pm)
+	}
+	var out []byte
+	for _, o := range objs {
+		gvk, err := apiutil.GVKForObject(o, scheme)
+		Expect(err).NotTo(HaveOccurred())
+		o.GetObjectKind().SetGroupVersionKind(gvk)
+		data, err := yaml.Marshal(o)
+		Expect(err).NotTo(HaveOccurred())
+		out = append(append(out, "---\n"...), data...)
+	}
+	dir := GinkgoT().TempDir()
+	Expect(os.WriteFile(filepath.Join(dir, "cluster.yaml"), out, 0o644)).To(Succeed())
+	return dir
+}
+
+// expectAlike asks plan, offline, on the snapshot, and expects the verdict
+// the operator has recorded on the cluster to be the same: the outcome and
+// its reason, the hazards, the plan. The operator's verdict is read until
+// it agrees, for a while: a verdict taken before its feeds had every pod
+// is taken again when they do. It returns the outcome and reason.
+func expectAlike(g generatedCluster, snapshot *plugin.Cluster, seed int64) string {
+	why := fmt.Sprintf("%s in %s (seed %d)", g.shape, g.fc.ns, seed)
+	var v *plugin.VerdictReport
+	Eventually(func(gm Gomega) {
+		pm := g.decided()
+		gm.Expect(pm).NotTo(BeNil())
+		asked := pm.DeepCopy()
+		asked.Status = pgv1.PlacementMigrationStatus{}
+		report, err := plugin.Plan(snapshot, asked)
+		gm.Expect(err).NotTo(HaveOccurred())
+		v = report.Verdict
+		gm.Expect(v).NotTo(BeNil(), "%s: plan gave no verdict", why)
+		gm.Expect(v.Outcome).To(Equal(operatorOutcome(pm)), "%s: the outcome", why)
+		if v.Outcome == "Blocked" {
+			ready := meta.FindStatusCondition(pm.Status.Conditions, pgv1.ConditionReady)
+			gm.Expect(ready).NotTo(BeNil(), "%s: blocked, with no Ready condition", why)
+			gm.Expect(v.Reason).To(Equal(ready.Reason), "%s: the reason", why)
+		}
+		gm.Expect(orNil(v.Hazards)).To(Equal(orNil(pm.Status.Hazards)), "%s: the hazards", why)
+		gm.Expect(orNil(v.Plan)).To(Equal(orNil(pm.Status.Plan)), "%s: the plan (pods recreated, predicted end state)", why)
+	}).WithTimeout(5 * time.Second).Should(Succeed())
+	return v.Outcome + "/" + v.Reason
+}
+
+// operatorOutcome is the plan's word for the phase the operator recorded.
+func operatorOutcome(pm *pgv1.PlacementMigration) string {
+	switch pm.Status.Phase {
+	case pgv1.PhasePlanned:
+		return "Proceeds"
+	case pgv1.PhaseWaitingForCapacity:
+		return "WaitingForCapacity"
+	}
+	return "Blocked"
+}
+
+var _ = Describe("One question", func() {
+	It("gives the operator's verdict and plan's offline verdict alike on generated clusters", func() {
+		seed := GinkgoRandomSeed()
+		rng := rand.New(rand.NewPCG(uint64(seed), 35))
+		clusters := make([]generatedCluster, differentialClusters())
+		namespaces := make([]string, len(clusters))
+		for i := range clusters {
+			clusters[i] = generateCluster(rng)
+			namespaces[i] = clusters[i].fc.ns
+		}
+		for _, g := range clusters {
+			g.migrate()
+		}
+		for _, g := range clusters {
+			Eventually(g.decided).ShouldNot(BeNil(), "%s: the operator decided nothing", g.shape)
+		}
+		snapshot, err := plugin.ReadClusterDir(writeSnapshot(namespaces))
+		Expect(err).NotTo(HaveOccurred())
+		outcomes := map[string]int{}
+		for _, g := range clusters {
+			outcomes[expectAlike(g, snapshot, seed)]++
+		}
+		GinkgoWriter.Printf("%d clusters, outcomes: %v\n", len(clusters), outcomes)
+		// The generator must reach every outcome, or the agreement says
+		// little.
+		Expect(outcomes).To(HaveKey("Proceeds/"))
+		Expect(outcomes).To(HaveKey("WaitingForCapacity/" + pgv1.ReasonInsufficientCapacity))
+		Expect(len(outcomes)).To(BeNumerically(">=", 4))
+	})
+})
+
+// orNil makes an empty list nil: the API server drops an empty list.
+func orNil[T any](items []T) []T {
+	if len(items) == 0 {
+		return nil
+	}
+	return items
+}
+
+// loadSeed creates a seed incident's snapshot directory in the API server,
+// as the incident's cluster was: nodes Ready and untainted, claims and
+// volumes bound, every pod Running and Ready on its node, owned by the
+// objects created here, and workloads rolled out. It removes all of it
+// when the spec ends.
+func loadSeed(dir string) {
+	seed, err := plugin.ReadClusterDir(dir)
+	Expect(err).NotTo(HaveOccurred())
+	var created []client.Object
+	create := func(obj client.Object) {
+		obj.SetUID("")
+		obj.SetResourceVersion("")
+		obj.SetCreationTimestamp(metav1.Time{})
+		Expect(k8sClient.Create(ctx, obj)).To(Succeed(), "create %T %s", obj, obj.GetName())
+		created = append(created, obj)
+	}
+	DeferCleanup(func() {
+		for i := len(created) - 1; i >= 0; i-- {
+			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, created[i], client.GracePeriodSeconds(0)))).To(Succeed())
+		}
+	})
+	namespaces := map[string]bool{}
+	for _, w := range seed.Workloads {
+		namespaces[w.GetNamespace()] = true
+	}
+	for ns := range namespaces {
+		create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	for _, n := range seed.Nodes {
+		status, taints := n.Status, n.Spec.Taints
+		create(n)
+		n.Status = status
+		Expect(k8sClient.Status().Update(ctx, n)).To(Succeed())
+		n.Spec.Taints = taints // the not-ready taint the API server adds is lifted, as the node is Ready
+		Expect(k8sClient.Update(ctx, n)).To(Succeed())
+	}
+	for _, v := range seed.Volumes {
+		create(v)
+	}
+	for _, c := range seed.Claims {
+		status := c.Status
+		create(c)
+		c.Status = status
+		Expect(k8sClient.Status().Update(ctx, c)).To(Succeed())
+	}
+	uids := map[string]types.UID{}
+	owned := func(obj client.Object) {
+		refs := obj.GetOwnerReferences()
+		for i := range refs {
+			refs[i].UID = uids[refs[i].Kind+"/"+obj.GetNamespace()+"/"+refs[i].Name]
+		}
+		obj.SetOwnerReferences(refs)
+	}
+	for _, w := range seed.Workloads {
+		gvk, err := apiutil.GVKForObject(w, scheme)
+		Expect(err).NotTo(HaveOccurred())
+		create(w)
+		uids[gvk.Kind+"/"+w.GetNamespace()+"/"+w.GetName()] = w.GetUID()
+		rolledOut(w)
+	}
+	for _, rs := range seed.ReplicaSets {
+		owned(rs)
+		create(rs)
+		uids["ReplicaSet/"+rs.Namespace+"/"+rs.Name] = rs.UID
+	}
+	for _, p := range seed.Pods {
+		owned(p)
+		create(p)
+		readyPod(p)
+		Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
+	}
+}
+
+// rolledOut reports a workload's rollout complete, as its controller does.
+func rolledOut(w client.Object) {
+	switch w := w.(type) {
+	case *appsv1.Deployment:
+		n := *w.Spec.Replicas
+		w.Status = appsv1.DeploymentStatus{ObservedGeneration: w.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+	case *appsv1.StatefulSet:
+		n := *w.Spec.Replicas
+		w.Status = appsv1.StatefulSetStatus{ObservedGeneration: w.Generation, Replicas: n, ReadyReplicas: n, CurrentReplicas: n, UpdatedReplicas: n, AvailableReplicas: n}
+	}
+	Expect(k8sClient.Status().Update(ctx, w)).To(Succeed())
+}
+
+var _ = Describe("One question on the seed incidents", func() {
+	DescribeTable("gives the operator's verdict and plan's offline verdict alike",
+		func(seed, outcome string) {
+			dir := filepath.Join("..", "plugin", "testdata", seed)
+			loadSeed(filepath.Join(dir, "cluster"))
+			docs, err := os.ReadFile(filepath.Join(dir, "migration.yaml"))
+			Expect(err).NotTo(HaveOccurred())
+			pm := &pgv1.PlacementMigration{}
+			Expect(yaml.UnmarshalStrict(docs, pm)).To(Succeed())
+			pm.Spec.DryRun = true
+			if pm.Spec.Guards == nil {
+				pm.Spec.Guards = &pgv1.Guards{}
+			}
+			pm.Spec.Guards.MinPodAge = &metav1.Duration{}
+			Expect(k8sClient.Create(ctx, pm)).To(Succeed())
+			g := generatedCluster{fc: &fakeCluster{ns: pm.Namespace}, name: pm.Name, shape: "seed " + seed}
+			Eventually(g.decided).ShouldNot(BeNil(), "the operator decided nothing on seed %s", seed)
+			snapshot, err := plugin.ReadClusterDir(writeSnapshot([]string{pm.Namespace}))
+			Expect(err).NotTo(HaveOccurred())
+			expectAlike(g, snapshot, 0)
+			Expect(operatorOutcome(g.decided())).To(Equal(outcome))
+		},
+		Entry("000: a required anti-affinity before the second node exists", "000", "WaitingForCapacity"),
+		Entry("001: hard anti-affinity with replicas == nodes", "001", "Blocked"),
+		Entry("002: a spread whose selector matches blue and green", "002", "Blocked"),
+		Entry("004: a soft spread over single-replica controllers", "004", "Proceeds"),
+	)
+})
