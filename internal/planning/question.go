@@ -153,3 +153,36 @@ func (v Verdict) Outcome(pm *pgv1.PlacementMigration) Outcome {
 	}
 	return Outcome{Kind: Proceeds}
 }
+
+// PreflightHazard is the hard stage's pre-flight as a finding, blocking
+// when the guards block on it, as the operator weighs it; nil when it
+// was not asked or found nothing.
+func (v Verdict) PreflightHazard(pm *pgv1.PlacementMigration) *placement.Hazard {
+	if !v.PreflightAsked || v.Disruptions.OK {
+		return nil
+	}
+	if pm.Spec.DisruptionCheck() == pgv1.DisruptionBlock {
+		return &placement.Hazard{Type: v.Disruptions.Reason, Blocking: true,
+			Message: v.Disruptions.Message + " (guards.disruptions: Block: the Soft stage stays applied)"}
+	}
+	return &placement.Hazard{Type: v.Disruptions.Reason,
+		Message: v.Disruptions.Message + " (guards.disruptions: Warn: the Hard stage is applied)"}
+}
+
+// EvaluateStages asks the one question about every stage of the
+// migration in turn, as if each were next: what plan and lint report.
+// A claim by another migration stops at the first.
+func EvaluateStages(snap *placement.Snapshot, sit Situation) ([]Verdict, error) {
+	var out []Verdict
+	for _, stage := range Stages(sit.Migration.Spec.Final()) {
+		v, err := Evaluate(snap, sit, stage)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+		if v.Claim != nil {
+			break
+		}
+	}
+	return out, nil
+}

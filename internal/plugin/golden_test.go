@@ -110,6 +110,9 @@ func TestLintGolden(t *testing.T) {
 			[]string{"No placement hazards found."}},
 		{"lint-two-migrations.txt", []string{"lint", "--nodes", "3", "testdata/lint/two-migrations.yaml"}, "", ExitHazards,
 			[]string{"TargetClaimed", "PlacementMigration/web-apart-zones", "PlacementMigration web-apart,"}},
+		// The hard stage's disruption pre-flight, the operator's question.
+		{"lint-migration-budget.txt", []string{"lint", "--nodes", "3", "testdata/lint/migration-budget.yaml"}, "", ExitHazards,
+			[]string{"DrainBlockedByBudget", "PodDisruptionBudget api has maxUnavailable 0", "guards.disruptions: Block"}},
 		// A zone spread is never failed for zones lint did not assume.
 		{"lint-zone-spread-no-zones.txt", []string{"lint", "--nodes", "3", "testdata/lint/zone-spread.yaml"}, "", ExitOK,
 			[]string{"No placement hazards found."}},

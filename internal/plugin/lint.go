@@ -5,6 +5,9 @@ import (
 	"sort"
 	"strconv"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -43,6 +46,8 @@ type LintOptions struct {
 type manifestWorkload struct {
 	doc      Document
 	workload *placement.Workload
+	// pods are the workload's pods as lint placed them, or the live ones.
+	pods []*corev1.Pod
 }
 
 // lintRevision marks the pods lint places for a workload: the revision
@@ -87,7 +92,7 @@ func Lint(docs []Document, opts LintOptions) ([]Finding, error) {
 	migrations := manifestMigrations(docs, opts)
 	for _, d := range docs {
 		if pm, ok := d.Object.(*pgv1.PlacementMigration); ok {
-			fs, err := lintMigration(snap, withNodes && opts.knows(planning.ConstraintFromSpec(pm.Spec.Constraint)), d, pm, workloads, migrations, opts.Namespace)
+			fs, err := lintMigration(snap, withNodes && opts.knows(planning.ConstraintFromSpec(pm.Spec.Constraint)), d, pm, workloads, migrations, lintPolicies(docs, opts), opts.Namespace)
 			if err != nil {
 				return nil, err
 			}
@@ -104,16 +109,19 @@ func (o LintOptions) knows(c placement.Constraint) bool {
 }
 
 // lintMigration judges a migration of the manifests against the manifests'
-// workloads it targets, at both stages.
-func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv1.PlacementMigration, workloads []manifestWorkload, migrations []pgv1.PlacementMigration, defaultNS string) ([]Finding, error) {
-	ns := namespaceOr(pm.Namespace, defaultNS)
+// workloads it targets, at both stages: with nodes, the operator's one
+// question (planning.EvaluateStages); without, the findings that need none.
+func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv1.PlacementMigration, workloads []manifestWorkload, migrations []pgv1.PlacementMigration, policies func(namespace string) planning.Policies, defaultNS string) ([]Finding, error) {
+	pm = pm.DeepCopy()
+	pm.Namespace = namespaceOr(pm.Namespace, defaultNS)
+	ns := pm.Namespace
 	var objects []client.Object
-	byRef := map[string]*placement.Workload{}
+	byRef := map[string]manifestWorkload{}
 	for _, mw := range workloads {
 		if mw.workload.Namespace != ns {
 			continue
 		}
-		byRef[string(mw.workload.Kind)+"/"+mw.workload.Name] = mw.workload
+		byRef[string(mw.workload.Kind)+"/"+mw.workload.Name] = mw
 		objects = append(objects, mw.doc.Object.(client.Object))
 	}
 	refs, err := planning.TargetRefs(pm.Spec, objects)
@@ -129,21 +137,72 @@ func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv
 	if claim := planning.ClaimOf(pm, others, refs); claim != nil {
 		return []Finding{{File: d.File, Line: d.Line, Object: objectName(d), Type: pgv1.ReasonTargetClaimed, Blocking: true, Message: claim.Message()}}, nil
 	}
-	var ws []*placement.Workload
+	var found []*planning.Target
 	for _, ref := range refs {
-		if w := byRef[planning.RefKey(ref)]; w != nil {
-			ws = append(ws, w)
+		if mw, ok := byRef[planning.RefKey(ref)]; ok {
+			found = append(found, manifestTarget(mw, ref))
 		}
 	}
-	if len(ws) == 0 {
+	if len(found) == 0 {
 		return nil, nil
 	}
 	c := planning.ConstraintFromSpec(pm.Spec.Constraint)
-	hs, err := planning.Judge(snap, withNodes, placement.Question{Workloads: ws, Constraint: c, Capacity: planning.CapacityFromSpec(pm.Spec.Capacity)}, planning.Stages(pm.Spec.Final()))
+	planning.Render(found, c)
+	if !withNodes {
+		ws := make([]*placement.Workload, len(found))
+		for i, t := range found {
+			ws[i] = t.Workload
+		}
+		hs, err := planning.Judge(snap, false, placement.Question{Workloads: ws, Constraint: c, Capacity: planning.CapacityFromSpec(pm.Spec.Capacity)}, planning.Stages(pm.Spec.Final()))
+		return findingsAt(d, hs), err
+	}
+	verdicts, err := planning.EvaluateStages(snap, planning.Situation{Migration: pm, Targets: found, Others: others, Policies: policies(ns)})
 	if err != nil {
 		return nil, err
 	}
+	var hs []placement.Hazard
+	for _, v := range verdicts {
+		if v.Claim != nil {
+			return []Finding{{File: d.File, Line: d.Line, Object: objectName(d), Type: pgv1.ReasonTargetClaimed, Blocking: true, Message: v.Claim.Message()}}, nil
+		}
+		hs = append(hs, v.Answers[0].Hazards...)
+		if h := v.PreflightHazard(pm); h != nil {
+			hs = append(hs, *h)
+		}
+	}
 	return findingsAt(d, hs), nil
+}
+
+// manifestTarget is a manifest's workload as a target, with the pods lint
+// placed for it or the live ones.
+func manifestTarget(mw manifestWorkload, ref pgv1.TargetRef) *planning.Target {
+	t := targets.Build(mw.doc.Object.(client.Object), nil, nil)
+	t.Workload, t.Pods = mw.workload, mw.pods
+	return &planning.Target{Target: t, Ref: ref}
+}
+
+// lintPolicies are the disruption budgets and autoscalers of a namespace,
+// the manifests' and the snapshot's.
+func lintPolicies(docs []Document, opts LintOptions) func(namespace string) planning.Policies {
+	return func(namespace string) planning.Policies {
+		var p planning.Policies
+		if opts.Cluster != nil {
+			p = opts.Cluster.policiesIn(namespace)
+		}
+		for _, d := range docs {
+			switch o := d.Object.(type) {
+			case *policyv1.PodDisruptionBudget:
+				if namespaceOr(o.Namespace, opts.Namespace) == namespace {
+					p.Budgets = append(p.Budgets, *o)
+				}
+			case *autoscalingv2.HorizontalPodAutoscaler:
+				if namespaceOr(o.Namespace, opts.Namespace) == namespace {
+					p.Autoscalers = append(p.Autoscalers, *o)
+				}
+			}
+		}
+		return p
+	}
 }
 
 // manifestMigrations are the migrations lint judges each one against:

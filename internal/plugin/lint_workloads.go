@@ -28,9 +28,9 @@ func placeWorkloads(snap *placement.Snapshot, docs []Document, defaultNS string,
 			continue
 		}
 		if existing != nil {
-			if live := liveWorkload(existing, w); live != nil {
-				w.Pods, w.Revision = live.Pods, live.Revision
-				out = append(out, manifestWorkload{doc: d, workload: w})
+			if live := liveTarget(existing, w); live != nil {
+				w.Pods, w.Revision = live.Workload.Pods, live.Workload.Revision
+				out = append(out, manifestWorkload{doc: d, workload: w, pods: live.Pods})
 				continue
 			}
 		}
@@ -45,19 +45,19 @@ func placeWorkloads(snap *placement.Snapshot, docs []Document, defaultNS string,
 			w.Pods = append(w.Pods, p.UID)
 		}
 		w.Revision = lintRevision
-		out = append(out, manifestWorkload{doc: d, workload: w})
+		out = append(out, manifestWorkload{doc: d, workload: w, pods: pods})
 	}
 	return out, nil
 }
 
-// liveWorkload is the snapshot's workload of the same kind and name.
-func liveWorkload(c *Cluster, w *placement.Workload) *placement.Workload {
+// liveTarget is the snapshot's workload of the same kind and name.
+func liveTarget(c *Cluster, w *placement.Workload) *planning.Target {
 	ref := pgv1.TargetRef{Kind: pgv1.WorkloadKind(w.Kind), Name: w.Name}
 	found, _ := planning.Resolve([]pgv1.TargetRef{ref}, c.Inventory(w.Namespace), placement.Constraint{})
 	if len(found) == 0 {
 		return nil
 	}
-	return found[0].Workload
+	return found[0]
 }
 
 // placePods places the workload's replicas, without its hard constraints,

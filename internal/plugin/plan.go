@@ -121,14 +121,15 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 		return report, err
 	}
 	sit := planning.Situation{Migration: pm, Targets: found, Others: c.migrationsIn(ns), Policies: c.policiesIn(ns)}
-	for i, stage := range planning.Stages(pm.Spec.Final()) {
-		v, err := planning.Evaluate(snap, sit, stage)
-		if err != nil {
-			return report, err
-		}
-		if i == 0 {
-			report.Verdict = verdictReport(pm, found, v)
-		}
+	verdicts, err := planning.EvaluateStages(snap, sit)
+	if err != nil {
+		return report, err
+	}
+	report.Verdict = verdictReport(pm, found, verdicts[0])
+	for _, stage := range planning.Stages(pm.Spec.Final()) {
+		// A claim blocks every stage alike.
+		v := verdicts[min(len(verdicts)-1, len(report.Stages))]
+		v.Stage = stage
 		report.Stages = append(report.Stages, stageReport(pm, found, v))
 	}
 	if pm.Spec.RebalanceMode() == pgv1.RebalanceEvict && !pm.Spec.DryRun {
@@ -171,9 +172,9 @@ func stageReport(pm *pgv1.PlacementMigration, found []*planning.Target, v planni
 		Feasible: a.FirstBlocking() == nil,
 		Hazards:  planning.HazardsFromAnswer(a.Hazards),
 	}
-	if h := preflightHazard(pm, v); h != nil {
-		sr.Hazards = append(sr.Hazards, *h)
-		sr.Feasible = sr.Feasible && h.Severity != pgv1.SeverityBlocking
+	if h := v.PreflightHazard(pm); h != nil {
+		sr.Hazards = append(sr.Hazards, planning.HazardsFromAnswer([]placement.Hazard{*h})...)
+		sr.Feasible = sr.Feasible && !h.Blocking
 	}
 	for _, t := range found {
 		entry, all := planning.TargetPlan(t, v.Stage, v.Answers[:1])
@@ -192,20 +193,6 @@ func stageReport(pm *pgv1.PlacementMigration, found []*planning.Target, v planni
 		sr.Targets = append(sr.Targets, tr)
 	}
 	return sr
-}
-
-// preflightHazard is the disruption pre-flight's finding, blocking when
-// the guards block on it, as the operator does before the hard stage.
-func preflightHazard(pm *pgv1.PlacementMigration, v planning.Verdict) *pgv1.Hazard {
-	if !v.PreflightAsked || v.Disruptions.OK {
-		return nil
-	}
-	if pm.Spec.DisruptionCheck() == pgv1.DisruptionBlock {
-		return &pgv1.Hazard{Type: v.Disruptions.Reason, Severity: pgv1.SeverityBlocking, Message: planning.Truncate(
-			v.Disruptions.Message+" (guards.disruptions: Block: the Soft stage stays applied)", planning.MaxHazardMessage)}
-	}
-	return &pgv1.Hazard{Type: v.Disruptions.Reason, Severity: pgv1.SeverityInfo, Message: planning.Truncate(
-		v.Disruptions.Message+" (guards.disruptions: Warn: the Hard stage is applied)", planning.MaxHazardMessage)}
 }
 
 func capacityReport(c placement.Capacity) CapacityReport {
