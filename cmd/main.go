@@ -32,6 +32,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/clusterstate"
 	"github.com/placement-guard/placement-guard/internal/controller"
 	"github.com/placement-guard/placement-guard/internal/leadership"
 	"github.com/placement-guard/placement-guard/internal/memlimit"
@@ -95,7 +96,7 @@ func main() {
 	flag.IntVar(&budgetWrites, "write-budget", defaults.Max, "How many times any workload may be written, by all migrations together, within --write-budget-window; a migration that would exceed it stalls (WriteBudgetExceeded).")
 	flag.DurationVar(&budgetWindow, "write-budget-window", defaults.Window, "The window of --write-budget.")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "The address Go's profiles (/debug/pprof) are served on, without authentication; off when empty. For measurements, never on a shared network.")
-	flag.DurationVar(&feedRead, "feed-read-interval", controller.DefaultFeedReadInterval, "While every migration is settled, read the pod and node watches at most this often, taking in every event of the interval at one wake-up: less than half the CPU that pod churn and node heartbeats cost. While a migration is at work, and while a list streams, events are read as they arrive; a migration going to work waits one interval, once, for the events held back. 0 reads each event as it arrives, always.")
+	flag.DurationVar(&feedRead, "feed-read-interval", clusterstate.DefaultFeedReadInterval, "While every migration is settled, read the pod and node watches at most this often, taking in every event of the interval at one wake-up: less than half the CPU that pod churn and node heartbeats cost. While a migration is at work, and while a list streams, events are read as they arrive; a migration going to work waits one interval, once, for the events held back. 0 reads each event as it arrives, always.")
 	flag.Float64Var(&memoryRatio, "memory-limit-ratio", 0.9, "The share of the container's memory limit set as the Go runtime's soft memory limit (0 leaves it unset; GOMEMLIMIT in the environment wins).")
 	flag.IntVar(&gcPercent, "gc-percent", defaultGCPercent, "The garbage collector's target (GOGC): how far the heap grows past the live heap before a collection. The live heap is mostly the manager's steady index of the cluster, and each judgement of the admission check allocates a burst; a collection that begins during one makes it help mark the whole index (judgements above 10 ms on a 150,000-pod cluster were all such). The default of 200 halves how often that happens and the help asked, for a heap up to three times the live one, still bounded by the memory limit. 0 keeps Go's 100; GOGC in the environment wins.")
 	opts := zap.Options{Development: false}
@@ -143,8 +144,8 @@ func main() {
 	cfg.DisableCompression = true
 	options := ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  controller.CacheOptions(),
-		Client:                 controller.ClientOptions(),
+		Cache:                  clusterstate.CacheOptions(),
+		Client:                 clusterstate.ClientOptions(),
 		Metrics:                metricsOpts,
 		HealthProbeBindAddress: probeAddr,
 		PprofBindAddress:       pprofAddr,
@@ -192,6 +193,13 @@ func main() {
 		log.Error(err, "Unable to create the manager")
 		os.Exit(1)
 	}
+	// The engine's view of the cluster, warm on every replica: the
+	// reconciler, the findings and the admission check ask it.
+	state, feeds, err := clusterstate.Setup(mgr, feedRead)
+	if err != nil {
+		log.Error(err, "Unable to set up the cluster state")
+		os.Exit(1)
+	}
 	reconciler := &controller.PlacementMigrationReconciler{
 		Client:             mgr.GetClient(),
 		APIReader:          mgr.GetAPIReader(),
@@ -199,7 +207,8 @@ func main() {
 		Recorder:           mgr.GetEventRecorder("placement-guard"),
 		UnschedulableGrace: grace,
 		Budget:             &controller.WriteBudget{Max: budgetWrites, Window: budgetWindow},
-		FeedReadInterval:   feedRead,
+		State:              state,
+		Feeds:              feeds,
 	}
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		log.Error(err, "Unable to set up the controller", "controller", "PlacementMigration")

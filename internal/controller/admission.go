@@ -37,11 +37,4 @@ func (c AdmissionCluster) Live(ctx context.Context, obj client.Object) (*placeme
 // Synced reports whether the feeds have taken in their first list: until
 // then the snapshot does not know the cluster, and a replica must not
 // judge (readiness waits for it).
-func (c AdmissionCluster) Synced() bool {
-	for _, f := range c.r.feeds {
-		if f == nil || !f.HasSynced() {
-			return false
-		}
-	}
-	return len(c.r.feeds) > 0
-}
+func (c AdmissionCluster) Synced() bool { return c.r.Feeds.HasSynced() }

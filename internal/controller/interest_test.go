@@ -14,16 +14,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/clusterstate"
 	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
-func names(reqs []reconcile.Request) []string {
-	out := make([]string, len(reqs))
-	for i, r := range reqs {
-		out[i] = r.Name
+func names(keys []types.NamespacedName) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.Name
 	}
 	sort.Strings(out)
 	return out
+}
+
+func requestNames(reqs []reconcile.Request) []string {
+	keys := make([]types.NamespacedName, len(reqs))
+	for i, r := range reqs {
+		keys[i] = r.NamespacedName
+	}
+	return names(keys)
 }
 
 // settledScope is a migration whose one target is verified at the final
@@ -38,19 +47,19 @@ func settledScope(name string, spec pgv1.PlacementMigrationSpec, c placement.Con
 // on; one at work of everything in its namespace; none of another
 // namespace's pods.
 func TestAChangeReachesOnlyTheMigrationsItConcerns(t *testing.T) {
-	var in interests
+	in := clusterstate.NewRouter(nil)
 	web := settledScope("web-apart", pgv1.PlacementMigrationSpec{
 		Targets: []pgv1.TargetRef{{Kind: pgv1.KindDeployment, Name: "web"}},
 		Guards:  &pgv1.Guards{ProtectedPods: pgv1.Labels(map[string]string{"tier": "db"})},
 	}, placement.Constraint{AntiAffinity: &placement.AntiAffinity{TopologyKey: "kubernetes.io/hostname",
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}})
-	in.set(types.NamespacedName{Namespace: "shop", Name: "web-apart"}, web.interestOf())
+	in.Set(types.NamespacedName{Namespace: "shop", Name: "web-apart"}, web.interestOf())
 	selected := settledScope("by-team", pgv1.PlacementMigrationSpec{
 		TargetSelector: &pgv1.TargetSelector{Selector: *pgv1.Labels(map[string]string{"team": "checkout"})},
 	}, placement.Constraint{Spread: &placement.Spread{TopologyKey: "zone",
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "checkout"}}}})
-	in.set(types.NamespacedName{Namespace: "shop", Name: "by-team"}, selected.interestOf())
-	in.markAtWork(types.NamespacedName{Namespace: "shop", Name: "rolling"})
+	in.Set(types.NamespacedName{Namespace: "shop", Name: "by-team"}, selected.interestOf())
+	in.MarkAtWork(types.NamespacedName{Namespace: "shop", Name: "rolling"})
 
 	cases := []struct {
 		name          string
@@ -67,7 +76,7 @@ func TestAChangeReachesOnlyTheMigrationsItConcerns(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := names(in.podChange(tc.ns, tc.before, tc.after))
+			got := names(in.PodChange(tc.ns, tc.before, tc.after))
 			if len(got) != len(tc.want) || (len(got) > 0 && !equalStrings(got, tc.want)) {
 				t.Errorf("concerned %v, want %v", got, tc.want)
 			}
@@ -86,15 +95,15 @@ func TestAChangeReachesOnlyTheMigrationsItConcerns(t *testing.T) {
 	}
 	for _, tc := range workloads {
 		t.Run(tc.name, func(t *testing.T) {
-			got := names(in.workloadChange("shop", tc.kind, tc.workload, tc.labels))
+			got := names(in.WorkloadChange("shop", tc.kind, tc.workload, tc.labels))
 			if !equalStrings(got, tc.want) {
 				t.Errorf("concerned %v, want %v", got, tc.want)
 			}
 		})
 	}
 
-	in.forget(types.NamespacedName{Namespace: "shop", Name: "rolling"})
-	if got := names(in.podChange("shop", nil, map[string]string{"app": "batch"})); len(got) != 0 {
+	in.Forget(types.NamespacedName{Namespace: "shop", Name: "rolling"})
+	if got := names(in.PodChange("shop", nil, map[string]string{"app": "batch"})); len(got) != 0 {
 		t.Errorf("a forgotten migration is still told: %v", got)
 	}
 }
@@ -123,36 +132,36 @@ func TestOnlySettledMigrationsNarrowWhatConcernsThem(t *testing.T) {
 	} {
 		before := s.pm.DeepCopy()
 		c.record(s.pm)
-		if s.interestOf().settled {
+		if s.interestOf().Settled {
 			t.Errorf("%s: narrows what concerns it", c.name)
 		}
 		s.pm = before
 	}
-	if !s.interestOf().settled {
+	if !s.interestOf().Settled {
 		t.Fatal("a Succeeded migration does not narrow what concerns it")
 	}
 	s.pm.Status.Halt = &pgv1.Halt{Outcome: pgv1.HaltRolledBack, Generation: s.pm.Generation}
 	s.pm.Status.Targets[0].Verified = nil
-	if !s.interestOf().settled {
+	if !s.interestOf().Settled {
 		t.Fatal("a halted migration does not narrow what concerns it")
 	}
 	now := metav1.Now()
 	s.pm.DeletionTimestamp = &now
-	if s.interestOf().settled {
+	if s.interestOf().Settled {
 		t.Error("a migration being deleted narrows what concerns it")
 	}
 
-	var in interests
+	in := clusterstate.NewRouter(nil)
 	key := types.NamespacedName{Namespace: "shop", Name: "web-apart"}
 	s.pm.DeletionTimestamp = nil
-	in.set(key, s.interestOf())
-	in.markAtWork(key)
-	if got := in.podChange("shop", nil, map[string]string{"app": "batch"}); len(got) != 0 {
+	in.Set(key, s.interestOf())
+	in.MarkAtWork(key)
+	if got := in.PodChange("shop", nil, map[string]string{"app": "batch"}); len(got) != 0 {
 		t.Errorf("looking at a settled migration again widened its interest: %v", names(got))
 	}
 	other := types.NamespacedName{Namespace: "shop", Name: "rolling"}
-	in.markAtWork(other)
-	if !in.settled(key) || in.settled(other) || in.settled(types.NamespacedName{Namespace: "shop", Name: "unknown"}) {
+	in.MarkAtWork(other)
+	if !in.Settled(key) || in.Settled(other) || in.Settled(types.NamespacedName{Namespace: "shop", Name: "unknown"}) {
 		t.Error("only a migration known to have settled may wait for a node change")
 	}
 }
@@ -167,24 +176,6 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
-}
-
-// A namespace that only changes phase or finalizers (one being deleted)
-// reaches no migration; one whose labels change may change a term's
-// namespaceSelector, and reaches them all.
-func TestOnlyANamespacesLabelsAreARelevantChange(t *testing.T) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"team": "checkout"}}}
-	terminating := ns.DeepCopy()
-	terminating.Status.Phase = corev1.NamespaceTerminating
-	terminating.Finalizers = []string{"kubernetes"}
-	if relevantChange(ns, terminating) {
-		t.Error("a namespace being deleted is a relevant change")
-	}
-	relabelled := ns.DeepCopy()
-	relabelled.Labels["team"] = "payments"
-	if !relevantChange(ns, relabelled) {
-		t.Error("a namespace whose labels changed is not a relevant change")
-	}
 }
 
 // A driver's CSIStorageCapacity lives in the driver's namespace but decides
@@ -202,12 +193,12 @@ func TestStorageCapacityReachesEveryMigration(t *testing.T) {
 	r := &PlacementMigrationReconciler{Client: c}
 	capacity := &storagev1.CSIStorageCapacity{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "fast-zone-a"}}
 	now, later := r.concernedBy(context.Background(), capacity)
-	if got := names(append(now, later...)); len(got) != 2 {
+	if got := requestNames(append(now, later...)); len(got) != 2 {
 		t.Fatalf("a storage capacity reaches every migration, got %v", got)
 	}
 	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "data"}}
 	now, later = r.concernedBy(context.Background(), claim)
-	if got := names(append(now, later...)); len(got) != 1 || got[0] != "web-apart" {
+	if got := requestNames(append(now, later...)); len(got) != 1 || got[0] != "web-apart" {
 		t.Fatalf("a claim reaches its namespace's migrations, got %v", got)
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/clusterstate"
 	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
@@ -338,7 +339,7 @@ func (w *world) rollOut() {
 
 // state rebuilds the engine's snapshot from the objects, as the informers
 // would keep it.
-func (w *world) state() *ClusterState {
+func (w *world) state() *clusterstate.ClusterState {
 	ctx := context.Background()
 	var nodes corev1.NodeList
 	var pods corev1.PodList
@@ -348,18 +349,22 @@ func (w *world) state() *ClusterState {
 	if err := w.c.List(ctx, &pods); err != nil {
 		w.t.Fatal(err)
 	}
-	var objs placement.Objects
-	for i := range nodes.Items {
-		objs.Nodes = append(objs.Nodes, &nodes.Items[i])
-	}
-	for i := range pods.Items {
-		objs.Pods = append(objs.Pods, &pods.Items[i])
-	}
-	snap, err := placement.NewSnapshot(objs)
+	state := clusterstate.NewClusterState()
+	err := state.With(func(snap *placement.Snapshot) error {
+		for i := range nodes.Items {
+			snap.UpsertNode(&nodes.Items[i])
+		}
+		for i := range pods.Items {
+			if err := snap.UpsertPod(&pods.Items[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	return &ClusterState{snap: snap}
+	return state
 }
 
 func (w *world) migration() *pgv1.PlacementMigration {

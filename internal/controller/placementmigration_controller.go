@@ -1,7 +1,9 @@
 // Package controller holds the reconcilers of placement-guard. They read the
 // cluster, ask the domain packages what to do, act and record; the judgement
-// itself lives in those packages. No controller here switches on a
-// workload's kind (internal/targets knows the kinds; make verify holds it).
+// itself lives in those packages (planning asks the engine the one
+// question), and the engine's view of the cluster in internal/clusterstate.
+// No controller here switches on a workload's kind (internal/targets knows
+// the kinds; make verify holds it).
 package controller
 
 import (
@@ -27,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/clusterstate"
 	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/targets"
@@ -47,16 +50,21 @@ type PlacementMigrationReconciler struct {
 	// migration's current resourceVersion before a write to a workload.
 	APIReader client.Reader
 	Scheme    *runtime.Scheme
-	State     *ClusterState
-	Recorder  events.EventRecorder
-	Clock     clock.PassiveClock
+	// State is the engine's view of the cluster and Feeds bring its pods
+	// and nodes (clusterstate.Setup); SetupWithManager sets both up when
+	// State is nil.
+	State    *clusterstate.ClusterState
+	Feeds    clusterstate.Feeds
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
 	// UnschedulableGrace is how long a target pod may stay Pending because
 	// of our constraint before the stage is rolled back.
 	UnschedulableGrace time.Duration
 	// Budget bounds the writes to any workload.
 	Budget *WriteBudget
 	// FeedReadInterval paces the reads of the pod and node feeds while
-	// every migration is settled (NewPodFeed, DefaultFeedReadInterval):
+	// every migration is settled (clusterstate.DefaultFeedReadInterval)
+	// when SetupWithManager sets them up:
 	// their events reach the engine up to this late, for a fraction of the
 	// CPU that pod churn and node heartbeats cost. Zero reads each event
 	// as it arrives.
@@ -66,11 +74,9 @@ type PlacementMigrationReconciler struct {
 	// disruptions remembers each migration's last disruption verdict and
 	// what it was computed from.
 	disruptions verdictMemo
-	// interests maps a change to the migrations it can affect.
-	interests interests
-	// feeds bring the engine's pods and nodes; they read events as they
-	// come while a migration is at work.
-	feeds feeds
+	// router maps a change to the migrations it can affect, and keeps
+	// the feeds up with events while a migration is at work.
+	router clusterstate.Router
 }
 
 // +kubebuilder:rbac:groups=placementguard.io,resources=placementmigrations,verbs=get;list;watch;patch
@@ -101,14 +107,14 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 		if apierrors.IsNotFound(err) {
 			metrics.Forget(req.Namespace, req.Name)
 			r.disruptions.forget(req.NamespacedName)
-			r.interests.forget(req.NamespacedName)
+			r.router.Forget(req.NamespacedName)
 			r.inflight.track(req.Namespace, req.Name, nil)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get PlacementMigration %s: %w", req.NamespacedName, err)
 	}
 	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("migration", klog.KObj(pm)))
-	r.interests.markAtWork(req.NamespacedName)
+	r.router.MarkAtWork(req.NamespacedName)
 	if wait := r.freshPodsIn(req.NamespacedName, pm); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
@@ -154,7 +160,7 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.interests.set(req.NamespacedName, s.interestOf())
+	r.router.Set(req.NamespacedName, s.interestOf())
 	r.announce(before, pm, o)
 	metrics.RecordPhase(pm.Namespace, pm.Name, string(pm.Status.Phase))
 	metrics.RecordPendingPods(pm.Namespace, pm.Name, o.pendingByConstraint, o.pendingOther)
@@ -243,24 +249,12 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		r.Budget = DefaultWriteBudget()
 	}
 	if r.State == nil {
-		r.State = NewClusterState()
+		var err error
+		if r.State, r.Feeds, err = clusterstate.Setup(mgr, r.FeedReadInterval); err != nil {
+			return err
+		}
 	}
-	if err := r.State.Watch(context.Background(), mgr.GetCache()); err != nil {
-		return err
-	}
-	pods, err := NewPodFeed(mgr.GetConfig(), r.State, r.FeedReadInterval)
-	if err != nil {
-		return err
-	}
-	nodes, err := NewNodeFeed(mgr.GetConfig(), r.State, r.FeedReadInterval)
-	if err != nil {
-		return err
-	}
-	if err := errors.Join(mgr.Add(pods), mgr.Add(nodes)); err != nil {
-		return fmt.Errorf("add the engine's feeds: %w", err)
-	}
-	r.feeds = feeds{pods.feed, nodes.feed}
-	r.interests.onAtWork = r.feeds.keepUp
+	r.router.Pace(r.Feeds)
 	if err := indexOwners(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -271,12 +265,12 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	// update, so a workload whose labels leave a targetSelector is seen.
 	workload := func(kind placement.WorkloadKind) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			return r.interests.workloadChange(o.GetNamespace(), string(kind), o.GetName(), o.GetLabels())
+			return requests(r.router.WorkloadChange(o.GetNamespace(), string(kind), o.GetName(), o.GetLabels()))
 		})
 	}
 	autoscaler := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		ref := o.(*autoscalingv2.HorizontalPodAutoscaler).Spec.ScaleTargetRef
-		return r.interests.workloadChange(o.GetNamespace(), ref.Kind, ref.Name, nil)
+		return requests(r.router.WorkloadChange(o.GetNamespace(), ref.Kind, ref.Name, nil))
 	})
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&pgv1.PlacementMigration{}).
@@ -287,7 +281,7 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	return b.
 		Watches(&policyv1.PodDisruptionBudget{}, inNamespace).
 		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, autoscaler).
-		WatchesRawSource(&stateSource{r: r, feeds: r.feeds}).
+		WatchesRawSource(&stateSource{r: r}).
 		Named("placementmigration").
 		Complete(r)
 }

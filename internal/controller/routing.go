@@ -5,6 +5,7 @@ import (
 	"time"
 
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,7 +37,7 @@ func (r *PlacementMigrationReconciler) concernedBy(ctx context.Context, obj clie
 		return all, nil
 	}
 	for _, req := range all {
-		if r.interests.settled(req.NamespacedName) {
+		if r.router.Settled(req.NamespacedName) {
 			later = append(later, req)
 		} else {
 			now = append(now, req)
@@ -74,8 +75,7 @@ func (r *PlacementMigrationReconciler) migrationsIn(ctx context.Context, namespa
 // every pod: a migration judged on a half-listed cluster would see pods
 // missing.
 type stateSource struct {
-	r     *PlacementMigrationReconciler
-	feeds feeds
+	r *PlacementMigrationReconciler
 }
 
 var _ source.TypedSyncingSource[reconcile.Request] = (*stateSource)(nil)
@@ -89,8 +89,8 @@ func (s *stateSource) Start(ctx context.Context, q workqueue.TypedRateLimitingIn
 		addLater(q, later)
 	})
 	s.r.State.NotifyPods(func(namespace string, before, after map[string]string) {
-		for _, req := range s.r.interests.podChange(namespace, before, after) {
-			q.Add(req)
+		for _, key := range s.r.router.PodChange(namespace, before, after) {
+			q.Add(reconcile.Request{NamespacedName: key})
 		}
 	})
 	return nil
@@ -114,6 +114,26 @@ func addLater(q workqueue.TypedRateLimitingInterface[reconcile.Request], reqs []
 	}
 }
 
-func (s *stateSource) WaitForSync(ctx context.Context) error { return s.feeds.WaitForSync(ctx) }
+func (s *stateSource) WaitForSync(ctx context.Context) error { return s.r.Feeds.WaitForSync(ctx) }
 
 func (s *stateSource) String() string { return "placement-guard cluster state" }
+
+// requests are the migrations' reconcile requests.
+func requests(keys []types.NamespacedName) []reconcile.Request {
+	out := make([]reconcile.Request, len(keys))
+	for i, k := range keys {
+		out[i] = reconcile.Request{NamespacedName: k}
+	}
+	return out
+}
+
+// freshPodsIn is how long a migration about to act on its pods and nodes
+// waits for the feeds to catch up (clusterstate.Router.GoingToWork). A
+// settled migration judges at once: what woke it has reached the engine,
+// and what comes after wakes it again.
+func (r *PlacementMigrationReconciler) freshPodsIn(key types.NamespacedName, pm *pgv1.PlacementMigration) time.Duration {
+	if settled(pm) {
+		return 0
+	}
+	return r.router.GoingToWork(key)
+}

@@ -22,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/clusterstate"
 )
 
 // The controller's specs run against a real API server and etcd (envtest),
@@ -85,8 +86,8 @@ func startManager() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  CacheOptions(),
-		Client:                 ClientOptions(),
+		Cache:                  clusterstate.CacheOptions(),
+		Client:                 clusterstate.ClientOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
@@ -98,7 +99,7 @@ func startManager() {
 		Recorder:           mgr.GetEventRecorder("placement-guard"),
 		Clock:              testClock,
 		UnschedulableGrace: testGrace,
-		FeedReadInterval:   DefaultFeedReadInterval,
+		FeedReadInterval:   clusterstate.DefaultFeedReadInterval,
 	}).SetupWithManager(mgr)).To(Succeed())
 	mgrCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -19,6 +19,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/clusterstate"
 	"github.com/placement-guard/placement-guard/internal/controller"
 	"github.com/placement-guard/placement-guard/internal/webhook"
 )
@@ -65,8 +66,8 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 	}
 	options := ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  controller.CacheOptions(),
-		Client:                 controller.ClientOptions(),
+		Cache:                  clusterstate.CacheOptions(),
+		Client:                 clusterstate.ClientOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	}
@@ -94,7 +95,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 		Scheme:             mgr.GetScheme(),
 		Recorder:           mgr.GetEventRecorder("placement-guard"),
 		UnschedulableGrace: opts.UnschedulableGrace,
-		FeedReadInterval:   controller.DefaultFeedReadInterval,
+		FeedReadInterval:   clusterstate.DefaultFeedReadInterval,
 	}
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up the reconciler: %w", err)

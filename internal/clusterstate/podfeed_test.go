@@ -1,4 +1,4 @@
-package controller
+package clusterstate
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package controller
+package clusterstate
 
 import (
 	"context"
@@ -27,7 +27,7 @@ import (
 // every event of the interval at one wake-up, for less than half the CPU
 // that reading each as it arrives costs under pod churn and node
 // heartbeats (docs/performance.md). While a migration is at work they are
-// read as they arrive (freshPodsIn).
+// read as they arrive (Router.GoingToWork).
 const DefaultFeedReadInterval = 100 * time.Millisecond
 
 // PodFeed keeps the engine's pods in step with the API server. Its
@@ -53,7 +53,7 @@ var _ manager.LeaderElectionRunnable = (*PodFeed)(nil)
 // every readEvery while pod events trickle in (package pacing): under
 // churn, waking for each event costs more than decoding it. Pod events
 // then reach the engine up to readEvery late, except while the feed is
-// hurried (feeds.keepUp, feeds.freshIn) or lists: lists are never paced.
+// hurried (Feeds.KeepUp, Feeds.FreshIn) or lists: lists are never paced.
 func NewPodFeed(cfg *rest.Config, state *ClusterState, readEvery time.Duration) (*PodFeed, error) {
 	cfg, pacer := feedConfig(cfg, readEvery, podwire.Serializer{NegotiatedSerializer: clientgoscheme.Codecs.WithoutConversion()})
 	cfg.APIPath = "/api"

@@ -1,4 +1,4 @@
-package controller
+package clusterstate
 
 import (
 	"context"
@@ -44,7 +44,7 @@ var _ = Describe("The cluster state behind the placement engine", func() {
 		Expect(err).NotTo(HaveOccurred())
 		go func() { _ = feed.Start(cacheCtx) }()
 		go func() { _ = nodes.Start(cacheCtx) }()
-		Expect(feeds{feed.feed, nodes.feed}.WaitForSync(cacheCtx)).To(Succeed())
+		Expect(NewFeeds(feed, nodes).WaitForSync(cacheCtx)).To(Succeed())
 	})
 
 	schedule := func(pod *corev1.Pod) placement.Verdict {

@@ -1,4 +1,4 @@
-package controller
+package clusterstate
 
 import (
 	"context"
@@ -7,12 +7,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/pacing"
 )
 
@@ -115,13 +113,16 @@ func (f *feed) HasSynced() bool {
 	}
 }
 
-// feeds are the engine's feeds, paced together: while a migration is at
+// Feeds are the engine's feeds, paced together: while a migration is at
 // work every one reads events as they arrive.
-type feeds []*feed
+type Feeds []*feed
 
-// keepUp reads events as they arrive while a migration is at work, and at
+// NewFeeds paces the pod and node feeds together.
+func NewFeeds(pods *PodFeed, nodes *NodeFeed) Feeds { return Feeds{pods.feed, nodes.feed} }
+
+// KeepUp reads events as they arrive while a migration is at work, and at
 // the feeds' pace otherwise.
-func (fs feeds) keepUp(atWork bool) {
+func (fs Feeds) KeepUp(atWork bool) {
 	for _, f := range fs {
 		if atWork {
 			f.pacer.Hurry()
@@ -131,11 +132,11 @@ func (fs feeds) keepUp(atWork bool) {
 	}
 }
 
-// freshIn is how long until the engine is as current as unpaced feeds
+// FreshIn is how long until the engine is as current as unpaced feeds
 // keep it, hurrying the feeds that are not yet: zero for unpaced feeds or
 // ones hurried for an interval, whose connections then hold no event that
 // waited out their pace.
-func (fs feeds) freshIn() time.Duration {
+func (fs Feeds) FreshIn() time.Duration {
 	var wait time.Duration
 	for _, f := range fs {
 		if f.pacer == nil {
@@ -147,31 +148,23 @@ func (fs feeds) freshIn() time.Duration {
 	return wait
 }
 
+// HasSynced reports whether every feed has taken in its first list:
+// until then the snapshot does not know the cluster.
+func (fs Feeds) HasSynced() bool {
+	for _, f := range fs {
+		if f == nil || !f.HasSynced() {
+			return false
+		}
+	}
+	return len(fs) > 0
+}
+
 // WaitForSync blocks until every feed holds its first list.
-func (fs feeds) WaitForSync(ctx context.Context) error {
+func (fs Feeds) WaitForSync(ctx context.Context) error {
 	for _, f := range fs {
 		if err := f.WaitForSync(ctx); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// freshPodsIn is how long a migration about to act on its pods and nodes
-// waits for the feeds to catch up: a paced feed holds events back up to
-// one interval, and a migration created right after its Deployment would
-// otherwise be judged on pods missing. A migration at work (not settled,
-// its spec changed, or being deleted) is recorded as such first, which
-// hurries the feeds for as long as any is at work; it then waits once, an
-// interval, when the feeds were paced until now. A settled migration
-// judges at once: what woke it has reached the engine, and what comes
-// after wakes it again.
-func (r *PlacementMigrationReconciler) freshPodsIn(key types.NamespacedName, pm *pgv1.PlacementMigration) time.Duration {
-	if settled(pm) {
-		return 0
-	}
-	if r.interests.settled(key) {
-		r.interests.set(key, atWork)
-	}
-	return r.feeds.freshIn()
 }
