@@ -6,12 +6,16 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/placement-guard/placement-guard/internal/pacing"
+	"github.com/placement-guard/placement-guard/internal/podwire"
 )
 
 // feed is what the pod and node feeds share: a reflector of their own
@@ -64,6 +68,20 @@ func feedConfig(cfg *rest.Config, readEvery time.Duration, codecs runtime.Negoti
 		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
 	return cfg, pacer
+}
+
+// coreListWatch lists and watches every object of a core resource (pods,
+// nodes) across namespaces over a client of its own (feedConfig), decoded
+// by podwire, which skips on the wire what the engine never reads.
+func coreListWatch(cfg *rest.Config, resource string, readEvery time.Duration) (toolscache.ListerWatcher, *pacing.Pacer, error) {
+	cfg, pacer := feedConfig(cfg, readEvery, podwire.Serializer{NegotiatedSerializer: clientgoscheme.Codecs.WithoutConversion()})
+	cfg.APIPath = "/api"
+	cfg.GroupVersion = &corev1.SchemeGroupVersion
+	rc, err := rest.RESTClientFor(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("client for the %s feed: %w", resource, err)
+	}
+	return toolscache.NewListWatchFromClient(rc, resource, corev1.NamespaceAll, fields.Everything()), pacer, nil
 }
 
 // run lists and watches into store until ctx ends.

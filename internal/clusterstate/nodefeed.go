@@ -2,12 +2,9 @@ package clusterstate
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -35,14 +32,11 @@ var _ manager.LeaderElectionRunnable = (*NodeFeed)(nil)
 // skips on the wire their managed fields, images, addresses and versions
 // (podwire.TrimNode): most of a heartbeat's bytes.
 func NewNodeFeed(cfg *rest.Config, state *ClusterState, readEvery time.Duration) (*NodeFeed, error) {
-	cfg, pacer := feedConfig(cfg, readEvery, podwire.Serializer{NegotiatedSerializer: clientgoscheme.Codecs.WithoutConversion()})
-	cfg.APIPath = "/api"
-	cfg.GroupVersion = &corev1.SchemeGroupVersion
-	rc, err := rest.RESTClientFor(cfg)
+	lw, pacer, err := coreListWatch(cfg, "nodes", readEvery)
 	if err != nil {
-		return nil, fmt.Errorf("client for the node feed: %w", err)
+		return nil, err
 	}
-	return newNodeFeed(toolscache.NewListWatchFromClient(rc, "nodes", "", fields.Everything()), state, pacer), nil
+	return newNodeFeed(lw, state, pacer), nil
 }
 
 func newNodeFeed(lw toolscache.ListerWatcher, state *ClusterState, pacer *pacing.Pacer) *NodeFeed {

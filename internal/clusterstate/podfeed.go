@@ -2,16 +2,13 @@ package clusterstate
 
 import (
 	"context"
-	"fmt"
 	"runtime/debug"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -19,7 +16,6 @@ import (
 
 	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/pacing"
-	"github.com/placement-guard/placement-guard/internal/podwire"
 )
 
 // DefaultFeedReadInterval is the pace of the pod and node feeds: while
@@ -55,14 +51,11 @@ var _ manager.LeaderElectionRunnable = (*PodFeed)(nil)
 // then reach the engine up to readEvery late, except while the feed is
 // hurried (Feeds.KeepUp, Feeds.FreshIn) or lists: lists are never paced.
 func NewPodFeed(cfg *rest.Config, state *ClusterState, readEvery time.Duration) (*PodFeed, error) {
-	cfg, pacer := feedConfig(cfg, readEvery, podwire.Serializer{NegotiatedSerializer: clientgoscheme.Codecs.WithoutConversion()})
-	cfg.APIPath = "/api"
-	cfg.GroupVersion = &corev1.SchemeGroupVersion
-	rc, err := rest.RESTClientFor(cfg)
+	lw, pacer, err := coreListWatch(cfg, "pods", readEvery)
 	if err != nil {
-		return nil, fmt.Errorf("client for the pod feed: %w", err)
+		return nil, err
 	}
-	return newPodFeed(toolscache.NewListWatchFromClient(rc, "pods", corev1.NamespaceAll, fields.Everything()), state, pacer), nil
+	return newPodFeed(lw, state, pacer), nil
 }
 
 // newPodFeed feeds state from lw; with a pacer, its lists pause the pacing.
