@@ -39,6 +39,8 @@ type Policies struct {
 type DisruptionVerdict struct {
 	OK              bool
 	Reason, Message string
+	// Target is the target ("Kind/name") that does not survive it.
+	Target string
 }
 
 // Tolerated is the all-clear with nothing said.
@@ -53,6 +55,7 @@ func Disruptions(snap *placement.Snapshot, spec *pgv1.PlacementMigrationSpec, ts
 	for _, t := range ts {
 		got, err := disruptionsOf(snap, spec, t, final, p)
 		if err != nil || !got.OK {
+			got.Target = RefKey(t.Ref)
 			return got, err
 		}
 		cleared = append(cleared, got.Message)
@@ -73,6 +76,7 @@ func DisruptionsAfterHard(snap *placement.Snapshot, pm *pgv1.PlacementMigration,
 	for _, t := range ts {
 		got, err := disruptionsAfter(snap, pm, others, t, hard, p)
 		if err != nil || !got.OK {
+			got.Target = RefKey(t.Ref)
 			return got, err
 		}
 	}

@@ -162,10 +162,10 @@ func (v Verdict) PreflightHazard(pm *pgv1.PlacementMigration) *placement.Hazard 
 		return nil
 	}
 	if pm.Spec.DisruptionCheck() == pgv1.DisruptionBlock {
-		return &placement.Hazard{Type: v.Disruptions.Reason, Blocking: true,
+		return &placement.Hazard{Type: v.Disruptions.Reason, Blocking: true, Workload: v.Disruptions.Target,
 			Message: v.Disruptions.Message + " (guards.disruptions: Block: the Soft stage stays applied)"}
 	}
-	return &placement.Hazard{Type: v.Disruptions.Reason,
+	return &placement.Hazard{Type: v.Disruptions.Reason, Workload: v.Disruptions.Target,
 		Message: v.Disruptions.Message + " (guards.disruptions: Warn: the Hard stage is applied)"}
 }
 
