@@ -207,15 +207,15 @@ func unschedulableWith(message string) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
 		p.Status.Phase = corev1.PodPending
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
-			Reason: corev1.PodReasonUnschedulable, Message: message, LastTransitionTime: metav1.Now()}}
+			Reason: corev1.PodReasonUnschedulable, Message: message, LastTransitionTime: now()}}
 	}
 }
 
 func readyPod(p *corev1.Pod) {
 	p.Status.Phase = corev1.PodRunning
 	p.Status.Conditions = []corev1.PodCondition{
-		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()},
-		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()},
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now()},
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now()},
 	}
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Ready: true, Image: "registry.example/app:1", ImageID: "registry.example/app@sha256:1"}}
 }

@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"time"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -67,8 +65,9 @@ var _ = Describe("A succeeded migration", func() {
 		By("a scale-up beyond the qualifying nodes")
 		scaleTo(3)
 		pending := fc.pod(rs, "", unschedulableWith("0/2 nodes are available: 2 "+placement.ReasonAntiAffinity+". preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."))
-		Consistently(fc.phase("web-apart"), testGrace/2).Should(Equal(pgv1.PhaseSucceeded), "not before the grace")
-		Eventually(fc.phase("web-apart"), testGrace+10*time.Second).Should(Equal(pgv1.PhaseDegraded), fc.explain("web-apart"))
+		Consistently(fc.phase("web-apart"), "1s").Should(Equal(pgv1.PhaseSucceeded), "not before the grace")
+		stepAndLook(fc, "web-apart", testGrace)
+		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseDegraded), fc.explain("web-apart"))
 		ready := fc.condition("web-apart", pgv1.ConditionReady)
 		Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 		Expect(ready.Reason).To(Equal(pgv1.ReasonConstraintUnsatisfied), ready.Message)
@@ -101,7 +100,8 @@ var _ = Describe("A succeeded migration", func() {
 		fc.pod(rs, "", unschedulableWith("0/3 nodes are available: 1 Insufficient cpu, 2 "+placement.ReasonAntiAffinity+"."), func(spec *corev1.PodSpec) {
 			spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("8")
 		})
-		Eventually(fc.phase("web-apart"), testGrace+10*time.Second).Should(Equal(pgv1.PhaseDegraded), fc.explain("web-apart"))
+		stepAndLook(fc, "web-apart", testGrace)
+		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseDegraded), fc.explain("web-apart"))
 		ready := fc.condition("web-apart", pgv1.ConditionReady)
 		Expect(ready.Reason).To(Equal(pgv1.ReasonTargetPodsPending))
 		Expect(ready.Message).To(And(ContainSubstring("Pending for a reason the constraint does not cause"), ContainSubstring("Insufficient cpu")))

@@ -47,8 +47,10 @@ var _ = Describe("Drift", func() {
 		Expect(fc.condition("web-soft", pgv1.ConditionReady)).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", pgv1.ReasonDrifted)))
 		Expect(fc.condition("web-soft", pgv1.ConditionReconciling).Status).To(Equal(metav1.ConditionTrue))
 
-		By("re-applying after the backoff")
-		Eventually(func() *corev1.PodAntiAffinity { return fc.antiAffinityOf("web") }, "10s").ShouldNot(BeNil())
+		By("re-applying after the backoff, and not before")
+		Consistently(func() *corev1.PodAntiAffinity { return fc.antiAffinityOf("web") }, "1s").Should(BeNil())
+		stepAndLook(fc, "web-soft", 5*time.Second)
+		Eventually(func() *corev1.PodAntiAffinity { return fc.antiAffinityOf("web") }).ShouldNot(BeNil())
 		fc.rollOut("web", "n1")
 		Eventually(func() metav1.ConditionStatus { return fc.condition("web-soft", pgv1.ConditionConstraintInSync).Status }).Should(Equal(metav1.ConditionTrue))
 		Expect(fc.pm("web-soft").Status.DriftCorrections).To(Equal(int32(1)))
@@ -61,9 +63,7 @@ var _ = Describe("Drift", func() {
 				break
 			}
 			// Skip the backoff rather than wait for it.
-			testClock.Advance(time.Minute)
-			DeferCleanup(testClock.Advance, -time.Minute)
-			poke(fc, "web-soft")
+			stepAndLook(fc, "web-soft", time.Minute)
 			Eventually(func() *corev1.PodAntiAffinity { return fc.antiAffinityOf("web") }).ShouldNot(BeNil())
 			fc.rollOut("web", "n1")
 			Eventually(func() metav1.ConditionStatus { return fc.condition("web-soft", pgv1.ConditionConstraintInSync).Status }).Should(Equal(metav1.ConditionTrue))

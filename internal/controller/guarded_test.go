@@ -52,8 +52,7 @@ func (fc *fakeCluster) rolledBackByTimeout(name string) {
 	fc.migration(name, pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil),
 		StageTimeout: &metav1.Duration{Duration: 10 * time.Minute}})
 	Eventually(fc.phase(name)).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain(name))
-	testClock.Advance(11 * time.Minute)
-	DeferCleanup(testClock.Advance, -11*time.Minute)
+	testClock.Step(11 * time.Minute)
 	poke(fc, name)
 	Eventually(fc.phase(name)).Should(Equal(pgv1.PhaseRollingBack), fc.explain(name))
 }

@@ -81,9 +81,7 @@ var _ = Describe("The ends of a migration", func() {
 		Eventually(fc.condition("web-apart", pgv1.ConditionReady).Reason).Should(Equal(pgv1.ReasonRollingBack))
 		Expect(fc.condition("web-apart", pgv1.ConditionStalled).Type).To(BeEmpty(), "within the timeout it is only rolling back")
 
-		testClock.Advance(11 * time.Minute)
-		DeferCleanup(testClock.Advance, -11*time.Minute)
-		poke(fc, "web-apart")
+		stepAndLook(fc, "web-apart", 11*time.Minute)
 		Eventually(func() metav1.Condition { return fc.condition("web-apart", pgv1.ConditionStalled) }).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", pgv1.ReasonRollbackStalled),
 			HaveField("Message", And(ContainSubstring("cannot finish by itself"), ContainSubstring("Insufficient memory")))), fc.explain("web-apart"))
@@ -100,6 +98,7 @@ var _ = Describe("The ends of a migration", func() {
 
 		By("another team points the Deployment at a pool with no nodes; its new pod stays Pending")
 		stuck := fc.pendingPod("web", "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.")
+		stepAndLook(fc, "web-apart", testGrace)
 		Eventually(func() metav1.Condition { return fc.condition("web-apart", pgv1.ConditionStalled) }).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", pgv1.ReasonTargetPodsPending),
 			HaveField("Message", And(ContainSubstring("pod "+stuck.Name), ContainSubstring("didn't match Pod's node affinity/selector"),
@@ -139,8 +138,7 @@ var _ = Describe("The ends of a migration", func() {
 		By("paused, the stage outlives its timeout without a rollback")
 		setPaused(fc, "web", true)
 		Eventually(func() string { return fc.condition("web-apart", pgv1.ConditionReady).Reason }).Should(Equal(pgv1.ReasonTargetPaused), fc.explain("web-apart"))
-		testClock.Advance(30 * time.Minute)
-		DeferCleanup(testClock.Advance, -30*time.Minute)
+		testClock.Step(30 * time.Minute)
 		poke(fc, "web-apart")
 		Consistently(fc.phase("web-apart"), "1s").Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-apart"))
 

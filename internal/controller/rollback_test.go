@@ -32,10 +32,11 @@ var _ = Describe("Rolling back on its own", func() {
 
 		By("a surge pod Pending while the third node has room: the engine places it, so the hard term is not blamed")
 		fc.pendingPod("web", "0/3 nodes are available: 1 node(s) were unschedulable, 2 "+placement.ReasonAntiAffinity+". preemption: not eligible.")
-		Consistently(fc.phase("web-apart"), testGrace+time.Second).Should(Equal(pgv1.PhaseApplyingHard))
+		stepAndLook(fc, "web-apart", testGrace)
+		Consistently(fc.phase("web-apart"), "1s").Should(Equal(pgv1.PhaseApplyingHard))
 		By("the third node cordoned: the other two hold a pod of web, and only the hard term keeps the pod out")
 		fc.cordon("n3")
-		Eventually(fc.phase("web-apart"), testGrace+10*time.Second).Should(Equal(pgv1.PhaseRollingBack), fc.explain("web-apart"))
+		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseRollingBack), fc.explain("web-apart"))
 		By("declaring the rollback done only once the restored template rolled out")
 		Eventually(func() []corev1.PodAffinityTerm {
 			return fc.antiAffinityOf("web").RequiredDuringSchedulingIgnoredDuringExecution

@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -65,15 +66,35 @@ var _ = BeforeSuite(func() {
 	startManager()
 })
 
-// clock is the reconciler's clock: real time, which specs may move ahead
-// to reach a timer (a stage timeout) without waiting for it.
-var testClock = &aheadClock{}
+// testClock is the reconciler's clock. It follows real time: the API
+// server stamps what it stores with real time (a pod's creation, from
+// which its stability counts), and a clock standing still behind those
+// stamps would never find a new pod stable. A spec moves it on (Step) to
+// reach a soak's end, a stage timeout, a drift backoff or a pod's grace
+// without waiting for them; each spec starts it at real time again.
+var testClock = &steppedClock{}
 
-type aheadClock struct{ ahead atomic.Int64 }
+var _ = BeforeEach(func() { testClock.reset() })
 
-func (c *aheadClock) Now() time.Time                  { return time.Now().Add(time.Duration(c.ahead.Load())) }
-func (c *aheadClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-func (c *aheadClock) Advance(d time.Duration)         { c.ahead.Add(int64(d)) }
+type steppedClock struct{ ahead atomic.Int64 }
+
+func (c *steppedClock) Now() time.Time                  { return time.Now().Add(time.Duration(c.ahead.Load())) }
+func (c *steppedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// Step moves the clock on by d.
+func (c *steppedClock) Step(d time.Duration) { c.ahead.Add(int64(d)) }
+func (c *steppedClock) reset()               { c.ahead.Store(0) }
+
+// now is the test clock's time, for what the specs stamp themselves: a
+// pod's Ready or Unschedulable condition.
+func now() metav1.Time { return metav1.NewTime(testClock.Now()) }
+
+// stepAndLook moves the clock on by d and makes the reconciler look
+// again at once, instead of at the real time it asked to be woken.
+func stepAndLook(fc *fakeCluster, name string, d time.Duration) {
+	testClock.Step(d)
+	poke(fc, name)
+}
 
 // testGrace is how long a pod may stay Pending because of our constraint
 // before the stage is rolled back, short so the rollback specs run fast.
