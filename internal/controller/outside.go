@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
 // Causes outside the migration. A target can stop rolling out for a reason
@@ -59,13 +60,13 @@ func (s *scope) stuckOutside(group []*target) (outcome, bool, time.Duration) {
 				t, p.Message)}, true, 0
 		}
 		for _, pod := range t.Pods {
-			since, msg, ok := unschedulable(pod)
+			since, msg, ok := planning.Unschedulable(pod)
 			if !ok {
 				continue
 			}
 			waited := s.now.Sub(since)
 			if waited < grace {
-				recheck = shortest(recheck, grace-waited)
+				recheck = planning.Shortest(recheck, grace-waited)
 				continue
 			}
 			return outcome{blocked: true, reason: pgv1.ReasonTargetPodsPending, message: fmt.Sprintf(
@@ -116,7 +117,7 @@ func (s *scope) deadline(op *pgv1.Operation) time.Time {
 // its word on it, for a message; "" when none is.
 func pendingWhy(pods []*corev1.Pod) string {
 	for _, p := range pods {
-		if _, msg, ok := unschedulable(p); ok {
+		if _, msg, ok := planning.Unschedulable(p); ok {
 			return fmt.Sprintf("pod %s is Pending: %s", p.Name, msg)
 		}
 	}

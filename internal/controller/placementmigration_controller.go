@@ -32,6 +32,7 @@ import (
 	"github.com/placement-guard/placement-guard/internal/clusterstate"
 	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/targets"
 )
 
@@ -167,7 +168,7 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if c := pm.Status.Capacity; c != nil {
 		metrics.RecordCapacity(pm.Namespace, pm.Name, int(c.QualifyingNodes), int(c.RequiredNodes))
 	}
-	return ctrl.Result{RequeueAfter: shortest(o.after, s.recheck)}, nil
+	return ctrl.Result{RequeueAfter: planning.Shortest(o.after, s.recheck)}, nil
 }
 
 // patchStatus writes the status if it changed, with an optimistic lock: a

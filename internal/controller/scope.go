@@ -54,7 +54,7 @@ type scope struct {
 
 // lookAgainIn asks for another look after d; 0 asks for none.
 func (s *scope) lookAgainIn(d time.Duration) {
-	s.recheck = shortest(s.recheck, d)
+	s.recheck = planning.Shortest(s.recheck, d)
 }
 
 // target is one workload of the migration: the workload behind one type,

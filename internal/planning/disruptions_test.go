@@ -117,3 +117,5 @@ func TestDisruptionsNameTheFirstOneATargetDoesNotSurvive(t *testing.T) {
 		})
 	}
 }
+
+func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
