@@ -93,10 +93,8 @@ func (s *Snapshot) Analyze(q Question) (Answer, error) {
 			return a, fmt.Errorf("apply %s stage to %s: %w", q.Stage, w.ref(), err)
 		}
 		a.Templates[w.ref()] = spec
-		changed := *w
-		changed.Template = *w.Template.DeepCopy()
-		changed.Template.Spec = *spec
-		r, err := s.SimulateRollout(&changed)
+		changed := w.WithSpec(spec)
+		r, err := s.SimulateRollout(changed)
 		if err != nil {
 			return a, err
 		}
@@ -104,19 +102,19 @@ func (s *Snapshot) Analyze(q Question) (Answer, error) {
 		if r.Note != "" {
 			a.Hazards = append(a.Hazards, Hazard{Type: HazardOnDeleteStrategy, Workload: w.ref(), Message: r.Note})
 		}
-		if h := s.rolloutHazard(&changed, c, r); h != nil {
+		if h := s.rolloutHazard(changed, c, r); h != nil {
 			a.Hazards = append(a.Hazards, *h)
 			continue
 		}
 		if q.Stage != StageHard || c.Spread == nil || !r.Completes || r.Note != "" {
 			continue
 		}
-		es, err := s.predictEndStates(&changed, c, r)
+		es, err := s.predictEndStates(changed, c, r)
 		if err != nil {
 			return a, err
 		}
 		a.EndStates[w.ref()] = es
-		if h := spreadEndHazard(&changed, c, es); h != nil {
+		if h := spreadEndHazard(changed, c, es); h != nil {
 			a.Hazards = append(a.Hazards, *h)
 		}
 	}

@@ -214,10 +214,7 @@ func (s *Snapshot) revisionScopedAdvice(w *Workload, c Constraint) string {
 	if err != nil {
 		return ""
 	}
-	alt := *w
-	alt.Template = *w.Template.DeepCopy()
-	alt.Template.Spec = *spec
-	if r, err := s.SimulateRollout(&alt); err != nil || !r.Completes {
+	if r, err := s.SimulateRollout(w.WithSpec(spec)); err != nil || !r.Completes {
 		return ""
 	}
 	return "; or scope the term to the new revision with matchLabelKeys: [pod-template-hash], which lets the rollout finish but lets an old and a new pod share a " + c.TopologyKey() + " domain while it runs"

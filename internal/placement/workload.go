@@ -54,3 +54,11 @@ func (w *Workload) currentRevision(pod *corev1.Pod) bool {
 }
 
 func (w *Workload) ref() string { return string(w.Kind) + "/" + w.Name }
+
+// WithSpec is a copy of w whose template has spec: the workload as a
+// change to its pods' spec (a stage, a constraint taken out) leaves it.
+func (w *Workload) WithSpec(spec *corev1.PodSpec) *Workload {
+	changed := *w
+	changed.Template = corev1.PodTemplateSpec{ObjectMeta: *w.Template.ObjectMeta.DeepCopy(), Spec: *spec}
+	return &changed
+}

@@ -90,11 +90,9 @@ func disruptionsAfter(snap *placement.Snapshot, pm *pgv1.PlacementMigration, oth
 	if !found || spec == nil || !r.Completes {
 		return Tolerated, nil
 	}
-	w := *WithOthers(pm, others, t)
-	w.Template = *w.Template.DeepCopy()
-	w.Template.Spec = *spec
+	w := WithOthers(pm, others, t).WithSpec(spec)
 	v := Tolerated
-	err := snap.WithRolledOut(&w, r, func(rolled *placement.Workload, pods []*corev1.Pod) error {
+	err := snap.WithRolledOut(w, r, func(rolled *placement.Workload, pods []*corev1.Pod) error {
 		view := *t.Target
 		view.Workload, view.Pods = rolled, pods
 		var err error

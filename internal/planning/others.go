@@ -139,10 +139,7 @@ func WithOthers(pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration, t
 		if err != nil {
 			continue
 		}
-		copied := *w
-		copied.Template = *w.Template.DeepCopy()
-		copied.Template.Spec = *spec
-		w = &copied
+		w = w.WithSpec(spec)
 	}
 	return w
 }

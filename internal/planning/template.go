@@ -49,14 +49,11 @@ type ConstraintFinding struct {
 func JudgeTemplate(snap *placement.Snapshot, w *placement.Workload, withNodes func(placement.Constraint) bool) ([]ConstraintFinding, error) {
 	var out []ConstraintFinding
 	for _, c := range HardConstraints(&w.Template.Spec) {
-		without := *w
 		spec, err := c.Apply(&w.Template.Spec, w.Selector, placement.StageNone)
 		if err != nil {
 			return nil, err
 		}
-		without.Template = *w.Template.DeepCopy()
-		without.Template.Spec = *spec
-		hs, err := Judge(snap, withNodes(c), placement.Question{Workloads: []*placement.Workload{&without}, Constraint: c}, []placement.Stage{placement.StageHard})
+		hs, err := Judge(snap, withNodes(c), placement.Question{Workloads: []*placement.Workload{w.WithSpec(spec)}, Constraint: c}, []placement.Stage{placement.StageHard})
 		if err != nil {
 			return nil, err
 		}

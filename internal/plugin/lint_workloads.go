@@ -73,10 +73,7 @@ func placePods(snap *placement.Snapshot, w *placement.Workload) ([]*corev1.Pod, 
 	}
 	nodes := map[int]string{}
 	if snap.NodeCount() > 0 {
-		initial := *w
-		initial.Template = *w.Template.DeepCopy()
-		initial.Template.Spec = *spec
-		r, err := snap.SimulateRollout(&initial)
+		r, err := snap.SimulateRollout(w.WithSpec(spec))
 		if err != nil {
 			return nil, err
 		}
