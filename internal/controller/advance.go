@@ -37,7 +37,7 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 		}
 		s.lookAgainIn(recheck)
 		var err error
-		if verdict, err = s.evaluate(ctx, group, stage); err != nil {
+		if verdict, err = s.evaluate(group, stage); err != nil {
 			return outcome{}, err
 		}
 		if verdict.Claim != nil {
@@ -54,7 +54,10 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 		}
 	}
 	var warnings []note
-	if verdict.PreflightAsked {
+	if !lowering && verdict.PreflightDue(pm) {
+		if err := s.preflight(ctx, group, &verdict); err != nil {
+			return outcome{}, err
+		}
 		o, blocked := s.applyPreflight(verdict.Disruptions)
 		if blocked {
 			return o, nil
@@ -122,18 +125,11 @@ func (s *scope) checkOthers(group []*target) (outcome, bool) {
 // evaluate asks the one question (planning.Evaluate) about the stage,
 // against one snapshot, and the capacity the final stage would ask the
 // autoscaler for.
-func (s *scope) evaluate(ctx context.Context, group []*target, stage placement.Stage) (planning.Verdict, error) {
-	sit := planning.Situation{Migration: s.pm, Targets: planned(group), Others: s.others, Companions: s.companions()}
-	if stage == placement.StageHard && s.pm.Spec.DisruptionCheck() != pgv1.DisruptionIgnore {
-		var err error
-		if sit.Policies, err = s.disruptionPolicies(ctx); err != nil {
-			return planning.Verdict{}, err
-		}
-	}
+func (s *scope) evaluate(group []*target, stage placement.Stage) (planning.Verdict, error) {
 	var v planning.Verdict
 	err := s.r.State.With(func(snap *placement.Snapshot) error {
 		var err error
-		if v, err = planning.Evaluate(snap, sit, stage); err != nil || v.Claim != nil {
+		if v, err = planning.AskStage(snap, s.situation(group), stage); err != nil || v.Claim != nil {
 			return err
 		}
 		if s.pm.Spec.Capacity.ProvisionMode() == pgv1.ProvisionNone {
@@ -150,9 +146,6 @@ func (s *scope) evaluate(ctx context.Context, group []*target, stage placement.S
 		}
 		return nil
 	})
-	if v.PreflightAsked {
-		metrics.CountDisruptionSimulation()
-	}
 	for _, a := range v.Answers {
 		metrics.ObserveEvaluation(a.Duration)
 	}

@@ -50,8 +50,22 @@ type Verdict struct {
 	PreflightAsked bool
 }
 
-// Evaluate asks the one question about the stage.
+// Evaluate asks the one question about the stage: the claim and the
+// engine's answers (AskStage), then, when it is due, the pre-flight.
 func Evaluate(snap *placement.Snapshot, sit Situation, stage placement.Stage) (Verdict, error) {
+	v, err := AskStage(snap, sit, stage)
+	if err != nil || !v.PreflightDue(sit.Migration) {
+		return v, err
+	}
+	return v, v.AskPreflight(snap, sit)
+}
+
+// AskStage asks the first part of the one question: another migration's
+// claim, then the engine's answers for the stage and the final stage. The
+// operator asks the pre-flight (AskPreflight) only once the pods are
+// stable too, since the pre-flight's drains cost many rollouts and a
+// migration waiting for its pods is looked at on every pod change.
+func AskStage(snap *placement.Snapshot, sit Situation, stage placement.Stage) (Verdict, error) {
 	pm := sit.Migration
 	v := Verdict{Stage: stage, Disruptions: Tolerated}
 	refs := make([]pgv1.TargetRef, len(sit.Targets))
@@ -73,18 +87,27 @@ func Evaluate(snap *placement.Snapshot, sit Situation, stage placement.Stage) (V
 	q := placement.Question{Workloads: v.Workloads, Constraint: ConstraintFromSpec(pm.Spec.Constraint),
 		Capacity: CapacityFromSpec(pm.Spec.Capacity), Companions: sit.Companions}
 	var err error
-	if v.Answers, err = Ask(snap, q, v.Stages); err != nil {
-		return v, err
+	v.Answers, err = Ask(snap, q, v.Stages)
+	return v, err
+}
+
+// PreflightDue reports whether the verdict asks the pre-flight: before the
+// hard stage, with the capacity and no blocking hazard, when the guards
+// judge disruptions.
+func (v Verdict) PreflightDue(pm *pgv1.PlacementMigration) bool {
+	return v.Stage == placement.StageHard && v.Claim == nil && len(v.Answers) > 0 &&
+		pm.Spec.DisruptionCheck() != pgv1.DisruptionIgnore && v.Answers[0].Capacity.Enough() && v.FirstBlocking() == nil
+}
+
+// AskPreflight asks the hard stage's pre-flight of a verdict it is due for:
+// does what the rollout leaves survive the disruptions (DisruptionsAfterHard).
+func (v *Verdict) AskPreflight(snap *placement.Snapshot, sit Situation) error {
+	d, err := DisruptionsAfterHard(snap, sit.Migration, sit.Others, sit.Targets, v.Answers[0], sit.Policies)
+	if err != nil {
+		return fmt.Errorf("pre-flight of the Hard stage: %w", err)
 	}
-	if stage != placement.StageHard || pm.Spec.DisruptionCheck() == pgv1.DisruptionIgnore ||
-		!v.Answers[0].Capacity.Enough() || v.FirstBlocking() != nil {
-		return v, nil
-	}
-	v.PreflightAsked = true
-	if v.Disruptions, err = DisruptionsAfterHard(snap, pm, sit.Others, sit.Targets, v.Answers[0], sit.Policies); err != nil {
-		return v, fmt.Errorf("pre-flight of the Hard stage: %w", err)
-	}
-	return v, nil
+	v.Disruptions, v.PreflightAsked = d, true
+	return nil
 }
 
 // FirstBlocking is the first blocking hazard of any answer.
