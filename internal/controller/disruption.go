@@ -114,15 +114,6 @@ func (s *scope) simulateDisruptions(p planning.Policies) (planning.DisruptionVer
 	return v, err
 }
 
-// planned are the targets as planning knows them.
-func planned(ts []*target) []*planning.Target {
-	out := make([]*planning.Target, len(ts))
-	for i, t := range ts {
-		out[i] = t.Target
-	}
-	return out
-}
-
 // disruptionInputs fingerprints what the verdict is computed from: the
 // spec, the nodes, the targets (generation, replicas, and each pod's
 // resourceVersion) and the namespace's budgets and autoscalers. Pods of

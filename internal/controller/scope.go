@@ -63,6 +63,15 @@ type target struct {
 	*planning.Target
 }
 
+// planned are the targets as planning knows them.
+func planned(ts []*target) []*planning.Target {
+	out := make([]*planning.Target, len(ts))
+	for i, t := range ts {
+		out[i] = t.Target
+	}
+	return out
+}
+
 // entry is what the stage writes into the target.
 func (t *target) entry(stage placement.Stage) *corev1.PodSpec {
 	e, err := t.Rendered.Entry(t.Selector(), stage)
