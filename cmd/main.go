@@ -215,6 +215,11 @@ func main() {
 		os.Exit(1)
 	}
 	cluster := reconciler.AdmissionCluster()
+	ctx := ctrl.SetupSignalHandler()
+	if err := cluster.Warm(ctx, mgr.GetCache()); err != nil {
+		log.Error(err, "Unable to set up the admission check's cache")
+		os.Exit(1)
+	}
 	if serveAdmission {
 		webhook.Register(mgr, cluster, webhook.Options{Mode: mode, Skip: skippedNamespaces(skipNS), Budget: webhook.DefaultBudget})
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
@@ -262,7 +267,7 @@ func main() {
 		os.Exit(1)
 	}
 	log.Info("Starting the manager")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "The manager stopped with an error")
 		os.Exit(1)
 	}

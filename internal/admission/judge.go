@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
 )
@@ -25,19 +26,21 @@ type Finding struct {
 	Message  string
 }
 
-// Judge asks the engine about every hard constraint of w, the workload as
-// the change leaves it with the pods it runs now, against the cluster in
-// snap: pods that cannot be placed (the qualifying nodes counted), a
+// Judge asks the one question (planning.JudgeChange) about every hard
+// constraint of the workload as the change leaves it, with the pods it runs
+// now, against the cluster in snap: another migration that writes the same
+// field, pods that cannot be placed (the qualifying nodes counted), a
 // rollout that deadlocks, a selector that counts other workloads' pods, a
-// spread that ends skewed, volumes that pin pods. Blocking findings come
-// first.
-func Judge(snap *placement.Snapshot, w *placement.Workload) ([]Finding, error) {
+// spread that ends skewed, volumes that pin pods, and what the rollout
+// leaves that a drain, a zone's loss or the autoscaler cannot place.
+// Blocking findings come first.
+func Judge(snap *placement.Snapshot, ch planning.Change) ([]Finding, error) {
 	withNodes := snap.NodeCount() > 0
-	judged, err := planning.JudgeTemplate(snap, w, func(placement.Constraint) bool { return withNodes })
+	judged, err := planning.JudgeChange(snap, ch, func(placement.Constraint) bool { return withNodes })
 	if err != nil {
 		return nil, err
 	}
-	ref := fmt.Sprintf("%s/%s", w.Kind, w.Name)
+	ref := ch.Target.String()
 	var out []Finding
 	seen := map[string]bool{}
 	for _, cf := range judged {
@@ -61,13 +64,18 @@ var fixes = map[string]string{
 	placement.HazardSpreadEndsSkewed:     "set matchLabelKeys: [pod-template-hash]",
 	placement.HazardVolumeZonePinning:    "keep the spread soft (ScheduleAnyway) or move the volumes first",
 	placement.HazardUnschedulable:        "add matching nodes first, or make it a PlacementMigration (kubectl placement plan)",
+	pgv1.ReasonTargetClaimed:             "change that PlacementMigration instead, or delete it first",
+	pgv1.ReasonDrainBlockedByBudget:      "let the PodDisruptionBudget allow one disruption, with a spare qualifying node",
+	pgv1.ReasonEvictedPodUnplaceable:     "add a spare qualifying node, or keep the constraint soft",
+	pgv1.ReasonZoneLossUnplaceable:       "add a domain, or keep the spread soft (ScheduleAnyway)",
+	pgv1.ReasonScaleOutUnsatisfiable:     "add nodes, or lower the HorizontalPodAutoscaler's maxReplicas",
 }
 
 // word puts a hazard into one warning: the workload, the constraint, the
 // engine's first clause, the fix.
 func word(ref string, c placement.Constraint, h placement.Hazard) string {
 	what := firstClause(strings.TrimPrefix(h.Message, ref+": "))
-	head := fmt.Sprintf("%s: %s %s: ", ref, describe(c), h.Type)
+	head := fmt.Sprintf("%s: %s %s: ", ref, c.Short(), h.Type)
 	tail := ""
 	if fix, ok := fixes[h.Type]; ok {
 		tail = ". Fix: " + fix
@@ -75,14 +83,6 @@ func word(ref string, c placement.Constraint, h placement.Hazard) string {
 	// The fix is what a person acts on: the engine's words give way first.
 	room := maxWarning - utf8.RuneCountInString(head) - utf8.RuneCountInString(tail)
 	return clip(head+clip(what, max(room, 16))+tail, maxWarning)
-}
-
-// describe names a constraint in a few words.
-func describe(c placement.Constraint) string {
-	if c.Spread != nil {
-		return "DoNotSchedule spread on " + c.Spread.TopologyKey
-	}
-	return "required anti-affinity on " + c.TopologyKey()
 }
 
 // firstClause is a message up to its first full stop or semicolon.

@@ -14,6 +14,8 @@ import (
 	"github.com/placement-guard/placement-guard/internal/admission"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/placement/benchcluster"
+	"github.com/placement-guard/placement-guard/internal/planning"
+	"github.com/placement-guard/placement-guard/internal/targets"
 )
 
 // BenchmarkJudgeLarge is one judged admission request on the benchmark
@@ -25,12 +27,12 @@ func BenchmarkJudgeLarge(b *testing.B) {
 	c, snap := largeCluster(b)
 	for _, bc := range judgeCases(b, c) {
 		b.Run(bc.name, func(b *testing.B) {
-			w := bc.ready(b, snap)
+			ch := bc.ready(b, c, snap)
 			var took []time.Duration
 			b.ReportAllocs()
 			for b.Loop() {
 				start := time.Now()
-				if _, err := admission.Judge(snap, w); err != nil {
+				if _, err := admission.Judge(snap, ch); err != nil {
 					b.Fatal(err)
 				}
 				took = append(took, time.Since(start))
@@ -54,7 +56,7 @@ func BenchmarkJudgeStream(b *testing.B) {
 	c, snap := largeCluster(b)
 	for _, bc := range judgeCases(b, c) {
 		b.Run(bc.name, func(b *testing.B) {
-			w := bc.ready(b, snap)
+			ch := bc.ready(b, c, snap)
 			var took []time.Duration
 			next := time.Now()
 			moving := c.Objects.Pods[1].DeepCopy() // another app's: the first is the Deployment's
@@ -67,7 +69,7 @@ func BenchmarkJudgeStream(b *testing.B) {
 					b.Fatal(err)
 				}
 				start := time.Now()
-				if _, err := admission.Judge(snap, w); err != nil {
+				if _, err := admission.Judge(snap, ch); err != nil {
 					b.Fatal(err)
 				}
 				took = append(took, time.Since(start))
@@ -95,17 +97,32 @@ type judgeCase struct {
 	workload *placement.Workload
 }
 
-// ready is the changed workload, once judged as the case expects.
-func (jc judgeCase) ready(b *testing.B, snap *placement.Snapshot) *placement.Workload {
-	w := jc.change(jc.workload)
-	findings, err := admission.Judge(snap, w)
+// ready is the change, once judged as the case expects.
+func (jc judgeCase) ready(b *testing.B, c *benchcluster.Cluster, snap *placement.Snapshot) planning.Change {
+	ch := changeOf(c, jc.change(jc.workload))
+	findings, err := admission.Judge(snap, ch)
 	if err != nil {
 		b.Fatal(err)
 	}
 	if blocking := len(findings) > 0 && findings[0].Blocking; blocking != jc.blocking {
 		b.Fatalf("blocking %v, want %v: %+v", blocking, jc.blocking, findings)
 	}
-	return w
+	return ch
+}
+
+// changeOf is a Helm upgrade's change to the benchmark's Deployment: w,
+// with the pods it runs, alone in its namespace.
+func changeOf(c *benchcluster.Cluster, w *placement.Workload) planning.Change {
+	d := &appsv1.Deployment{}
+	d.Namespace, d.Name = w.Namespace, w.Name
+	t := targets.Build(d, nil, nil)
+	t.Workload = w
+	for _, p := range c.Objects.Pods {
+		if slices.Contains(w.Pods, p.UID) {
+			t.Pods = append(t.Pods, p)
+		}
+	}
+	return planning.Change{Target: t}
 }
 
 func judgeCases(b *testing.B, c *benchcluster.Cluster) []judgeCase {

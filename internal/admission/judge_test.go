@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/targets"
 )
 
@@ -62,6 +63,14 @@ func withPods(d *appsv1.Deployment, pods ...*corev1.Pod) *placement.Workload {
 	}
 	w.Revision = "old"
 	return w
+}
+
+// changeOf is a create of d, running pods: a change judged alone, with
+// no migration and no disruption policy in its namespace.
+func changeOf(d *appsv1.Deployment, pods ...*corev1.Pod) planning.Change {
+	t := targets.Build(d, nil, nil)
+	t.Workload, t.Pods = withPods(d, pods...), pods
+	return planning.Change{Target: t}
 }
 
 func TestRelevantChanges(t *testing.T) {
@@ -113,7 +122,7 @@ func TestJudgeSeed000NamesTheQualifyingNodes(t *testing.T) {
 	d := deployment("graphdb", 1, requiredApart(map[string]string{"app": "search"}), func(d *appsv1.Deployment) {
 		d.Spec.Template.Spec.NodeSelector = map[string]string{"role": "data"}
 	})
-	fs, err := Judge(snap, withPods(d, graph))
+	fs, err := Judge(snap, changeOf(d, graph))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +149,7 @@ func TestJudgeSeed001NamesTheDeadlockAndItsFix(t *testing.T) {
 		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
 			MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}}
 	})
-	fs, err := Judge(snap, withPods(d, a, b))
+	fs, err := Judge(snap, changeOf(d, a, b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +159,7 @@ func TestJudgeSeed001NamesTheDeadlockAndItsFix(t *testing.T) {
 
 	// Three nodes: room for the surge pod, nothing to say.
 	snap.UpsertNode(node("n3", nil))
-	fs, err = Judge(snap, withPods(d, a, b))
+	fs, err = Judge(snap, changeOf(d, a, b))
 	if err != nil {
 		t.Fatal(err)
 	}

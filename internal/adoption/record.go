@@ -9,6 +9,7 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
 // Records reads the records a workload's annotations carry; none when it
@@ -111,38 +112,27 @@ func Find(annotations map[string]string, migration string) (*Record, error) {
 // matchLabelKeys every revision counted, so that the migration's hard
 // stage writes back what the manifest says.
 func (r Record) Constraint() pgv1.Constraint {
-	if r.Term != nil {
-		t := r.Term
-		return pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{
-			TopologyKey:       t.TopologyKey,
-			LabelSelector:     pgv1.SelectorFrom(t.LabelSelector),
-			MatchLabelKeys:    t.MatchLabelKeys,
-			Namespaces:        t.Namespaces,
-			NamespaceSelector: pgv1.SelectorFrom(t.NamespaceSelector),
-		}}
-	}
-	s := r.Spread
-	c := &pgv1.TopologySpreadConstraint{
-		TopologyKey:        s.TopologyKey,
-		MaxSkew:            s.MaxSkew,
-		MinDomains:         s.MinDomains,
-		LabelSelector:      pgv1.SelectorFrom(s.LabelSelector),
-		MatchLabelKeys:     s.MatchLabelKeys,
-		NodeAffinityPolicy: policy(s.NodeAffinityPolicy),
-		NodeTaintsPolicy:   policy(s.NodeTaintsPolicy),
-	}
-	if len(s.MatchLabelKeys) == 0 {
-		all := pgv1.RevisionScopeAll
-		c.RevisionScope = &all
-	}
-	return pgv1.Constraint{TopologySpread: c}
+	return planning.SpecFromConstraint(r.constraint())
 }
 
-func policy(p *corev1.NodeInclusionPolicy) pgv1.InclusionPolicy {
-	if p == nil {
-		return ""
+// Short names the record's constraint in a few words.
+func (r Record) Short() string { return r.constraint().Short() }
+
+// constraint is the record's constraint in the engine's form, counting
+// every revision.
+func (r Record) constraint() placement.Constraint {
+	entry := &corev1.PodSpec{}
+	if r.Term != nil {
+		entry.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{*r.Term}}}
+	} else {
+		entry.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{*r.Spread}
 	}
-	return pgv1.InclusionPolicy(*p)
+	c := placement.ConstraintOf(entry)
+	if c.Spread != nil {
+		c.Spread.AllRevisions = true
+	}
+	return c
 }
 
 // Place writes the record's constraint into spec at stage: the hard form

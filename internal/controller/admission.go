@@ -2,15 +2,22 @@ package controller
 
 import (
 	"context"
+	"fmt"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	policyv1 "k8s.io/api/policy/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
+	"github.com/placement-guard/placement-guard/internal/targets"
 )
 
 // AdmissionCluster is what the admission check reads of the cluster: the
 // engine's snapshot, which the feeds keep warm on every replica, leader or
-// not, and a workload with what it runs now.
+// not, a workload with what it runs now, and what a change is judged with.
 type AdmissionCluster struct{ r *PlacementMigrationReconciler }
 
 // AdmissionCluster gives the admission check the reconciler's view of the
@@ -24,14 +31,35 @@ func (c AdmissionCluster) With(f func(*placement.Snapshot) error) error {
 	return c.r.State.With(f)
 }
 
-// Live is obj's workload with the pods and revision the object of its uid
-// runs now: none for a create.
-func (c AdmissionCluster) Live(ctx context.Context, obj client.Object) (*placement.Workload, error) {
-	t, err := c.r.live(ctx, obj)
-	if err != nil {
-		return nil, err
+// Live is obj as a target, with the pods and revision the object of its
+// uid runs now: none for a create.
+func (c AdmissionCluster) Live(ctx context.Context, obj client.Object) (*targets.Target, error) {
+	return c.r.live(ctx, obj)
+}
+
+// Surroundings are what a change to a workload of the namespace is judged
+// with, read from the manager's cache: the namespace's PlacementMigrations
+// (one may write the field the change writes, or be judged with it), its
+// PodDisruptionBudgets and HorizontalPodAutoscalers (the pre-flight).
+func (c AdmissionCluster) Surroundings(ctx context.Context, namespace string) ([]pgv1.PlacementMigration, planning.Policies, error) {
+	var migrations pgv1.PlacementMigrationList
+	if err := c.r.List(ctx, &migrations, client.InNamespace(namespace)); err != nil {
+		return nil, planning.Policies{}, fmt.Errorf("list PlacementMigrations in %s: %w", namespace, err)
 	}
-	return t.Workload, nil
+	policies, err := policiesIn(ctx, c.r.Client, namespace)
+	return migrations.Items, policies, err
+}
+
+// Warm asks the manager's cache for what Surroundings reads before the
+// manager starts, so that every replica, leader or not, keeps it warm
+// from its start instead of listing it on the first change it judges.
+func (c AdmissionCluster) Warm(ctx context.Context, informers cache.Informers) error {
+	for _, obj := range []client.Object{&pgv1.PlacementMigration{}, &policyv1.PodDisruptionBudget{}, &autoscalingv2.HorizontalPodAutoscaler{}} {
+		if _, err := informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+			return fmt.Errorf("watch %T for the admission check: %w", obj, err)
+		}
+	}
+	return nil
 }
 
 // Synced reports whether the feeds have taken in their first list: until

@@ -90,13 +90,19 @@ func (s *scope) targetsSettled() bool {
 // disruptionPolicies reads the namespace's PodDisruptionBudgets and
 // HorizontalPodAutoscalers from the cache.
 func (s *scope) disruptionPolicies(ctx context.Context) (planning.Policies, error) {
+	return policiesIn(ctx, s.r.Client, s.pm.Namespace)
+}
+
+// policiesIn reads a namespace's PodDisruptionBudgets and
+// HorizontalPodAutoscalers.
+func policiesIn(ctx context.Context, c client.Reader, namespace string) (planning.Policies, error) {
 	var budgets policyv1.PodDisruptionBudgetList
-	if err := s.r.List(ctx, &budgets, client.InNamespace(s.pm.Namespace)); err != nil {
-		return planning.Policies{}, fmt.Errorf("list PodDisruptionBudgets in %s: %w", s.pm.Namespace, err)
+	if err := c.List(ctx, &budgets, client.InNamespace(namespace)); err != nil {
+		return planning.Policies{}, fmt.Errorf("list PodDisruptionBudgets in %s: %w", namespace, err)
 	}
 	var autoscalers autoscalingv2.HorizontalPodAutoscalerList
-	if err := s.r.List(ctx, &autoscalers, client.InNamespace(s.pm.Namespace)); err != nil {
-		return planning.Policies{}, fmt.Errorf("list HorizontalPodAutoscalers in %s: %w", s.pm.Namespace, err)
+	if err := c.List(ctx, &autoscalers, client.InNamespace(namespace)); err != nil {
+		return planning.Policies{}, fmt.Errorf("list HorizontalPodAutoscalers in %s: %w", namespace, err)
 	}
 	return planning.Policies{Budgets: budgets.Items, Autoscalers: autoscalers.Items}, nil
 }

@@ -89,14 +89,22 @@ func (r *FindingsReconciler) record(ctx context.Context, obj client.Object) erro
 	if err != nil || targeted {
 		return err
 	}
-	w, err := r.Cluster.Live(ctx, obj)
+	t, err := r.Cluster.Live(ctx, obj)
 	if err != nil {
 		return err
 	}
+	migrations, policies, err := r.Cluster.Surroundings(ctx, obj.GetNamespace())
+	if err != nil {
+		return err
+	}
+	// The change has landed and what it replaced is gone: every hard
+	// constraint is judged as the workload's own. Off the request's path,
+	// the pre-flight is asked too.
+	ch := planning.Change{Target: t, Migrations: migrations, Policies: policies, Preflight: true}
 	var findings []admission.Finding
 	err = r.Cluster.With(func(snap *placement.Snapshot) error {
 		var err error
-		findings, err = admission.Judge(snap, w)
+		findings, err = admission.Judge(snap, ch)
 		return err
 	})
 	if err != nil {

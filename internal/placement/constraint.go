@@ -168,6 +168,15 @@ func (s *Spread) SpreadConstraint(own *metav1.LabelSelector, stage Stage) corev1
 	return c
 }
 
+// Short names the constraint's hard form in a few words, as a warning or
+// an error about one of a template's constraints names it.
+func (c Constraint) Short() string {
+	if c.Spread != nil {
+		return "DoNotSchedule spread on " + c.Spread.TopologyKey
+	}
+	return "required anti-affinity on " + c.TopologyKey()
+}
+
 // Describe says in words what moving a workload from stage from to stage to
 // changes in its pod template, for the plan a person reviews.
 func (c Constraint) Describe(from, to Stage) string {

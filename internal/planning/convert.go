@@ -57,6 +57,50 @@ func inclusionPolicy(p pgv1.InclusionPolicy) *corev1.NodeInclusionPolicy {
 	return &v
 }
 
+// SpecFromConstraint is the engine's constraint in the API's form, the
+// inverse of ConstraintFromSpec: how a constraint written straight into a
+// workload is asked about as a migration's (JudgeChange), and how the Adopt
+// mode names the migration that hardens one.
+func SpecFromConstraint(c placement.Constraint) pgv1.Constraint {
+	switch {
+	case c.AntiAffinity != nil:
+		a := c.AntiAffinity
+		return pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{
+			TopologyKey:       a.TopologyKey,
+			LabelSelector:     pgv1.SelectorFrom(a.Selector),
+			MatchLabelKeys:    a.MatchLabelKeys,
+			Namespaces:        a.Namespaces,
+			NamespaceSelector: pgv1.SelectorFrom(a.NamespaceSelector),
+		}}
+	case c.Spread != nil:
+		s := c.Spread
+		out := &pgv1.TopologySpreadConstraint{
+			TopologyKey:        s.TopologyKey,
+			MaxSkew:            s.MaxSkew,
+			MinDomains:         s.MinDomains,
+			LabelSelector:      pgv1.SelectorFrom(s.Selector),
+			MatchLabelKeys:     s.MatchLabelKeys,
+			NodeAffinityPolicy: specPolicy(s.NodeAffinityPolicy),
+			NodeTaintsPolicy:   specPolicy(s.NodeTaintsPolicy),
+		}
+		// A spread naming matchLabelKeys counts what they say whatever
+		// the scope: the scope is written only where it decides.
+		if s.AllRevisions && len(s.MatchLabelKeys) == 0 {
+			all := pgv1.RevisionScopeAll
+			out.RevisionScope = &all
+		}
+		return pgv1.Constraint{TopologySpread: out}
+	}
+	return pgv1.Constraint{}
+}
+
+func specPolicy(p *corev1.NodeInclusionPolicy) pgv1.InclusionPolicy {
+	if p == nil {
+		return ""
+	}
+	return pgv1.InclusionPolicy(*p)
+}
+
 // CapacityFromSpec converts the spec's capacity (nil for none) into the
 // engine's.
 func CapacityFromSpec(c *pgv1.Capacity) placement.CapacitySpec {

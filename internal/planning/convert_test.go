@@ -35,6 +35,43 @@ func TestConstraintFromSpec(t *testing.T) {
 	}
 }
 
+// A constraint written straight into a template is asked about as a
+// migration's: the API's form must carry everything the engine reads.
+func TestSpecFromConstraintKeepsWhatTheEngineReads(t *testing.T) {
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"},
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"a", "b"}}}}
+	two := int32(2)
+	honor, ignore := corev1.NodeInclusionPolicyHonor, corev1.NodeInclusionPolicyIgnore
+	cases := []struct {
+		name string
+		c    placement.Constraint
+		want placement.Constraint
+	}{
+		{"anti-affinity across namespaces", placement.Constraint{AntiAffinity: &placement.AntiAffinity{TopologyKey: corev1.LabelHostname, Selector: sel,
+			MatchLabelKeys: []string{"pod-template-hash"}, Namespaces: []string{"shop", "ledger"}, NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "x"}}}}, placement.Constraint{}},
+		{"anti-affinity against the workload's own pods", placement.Constraint{AntiAffinity: &placement.AntiAffinity{TopologyKey: corev1.LabelTopologyZone}}, placement.Constraint{}},
+		{"a spread of every revision, with its policies", placement.Constraint{Spread: &placement.Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 2, MinDomains: &two,
+			Selector: sel, NodeAffinityPolicy: &ignore, NodeTaintsPolicy: &honor, AllRevisions: true}}, placement.Constraint{}},
+		{"a spread of the new revision", placement.Constraint{Spread: &placement.Spread{TopologyKey: corev1.LabelHostname, MaxSkew: 1}}, placement.Constraint{}},
+		// matchLabelKeys decide what a spread counts whatever the scope:
+		// the scope is left unwritten, and the engine counts the same.
+		{"a spread naming matchLabelKeys", placement.Constraint{Spread: &placement.Spread{TopologyKey: corev1.LabelHostname, MaxSkew: 1,
+			MatchLabelKeys: []string{"pod-template-hash"}, AllRevisions: true}},
+			placement.Constraint{Spread: &placement.Spread{TopologyKey: corev1.LabelHostname, MaxSkew: 1, MatchLabelKeys: []string{"pod-template-hash"}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			want := tc.want
+			if want.AntiAffinity == nil && want.Spread == nil {
+				want = tc.c
+			}
+			if got := ConstraintFromSpec(SpecFromConstraint(tc.c)); !equality.Semantic.DeepEqual(got, want) {
+				t.Errorf("round trip:\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
 func TestHazardMessagesStayWithinTheAPIBound(t *testing.T) {
 	long := strings.Repeat("é€😀", 1000)
 	hs := HazardsFromAnswer([]placement.Hazard{{Type: placement.HazardUnschedulable, Blocking: true, Message: long}})

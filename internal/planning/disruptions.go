@@ -83,6 +83,10 @@ func DisruptionsAfterHard(snap *placement.Snapshot, pm *pgv1.PlacementMigration,
 	return Tolerated, nil
 }
 
+// afterHard begins the message of a disruption found on what the Hard
+// stage's rollout leaves.
+const afterHard = "once the Hard stage has rolled out, "
+
 func disruptionsAfter(snap *placement.Snapshot, pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration, t *Target, hard placement.Answer, p Policies) (DisruptionVerdict, error) {
 	key := RefKey(t.Ref)
 	r, found := hard.Rollouts[key]
@@ -103,7 +107,7 @@ func disruptionsAfter(snap *placement.Snapshot, pm *pgv1.PlacementMigration, oth
 		return Tolerated, fmt.Errorf("simulate the disruptions of %s after the Hard stage: %w", t, err)
 	}
 	if !v.OK {
-		v.Message = "once the Hard stage has rolled out, " + v.Message
+		v.Message = afterHard + v.Message
 	}
 	return v, nil
 }

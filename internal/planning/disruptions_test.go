@@ -25,14 +25,21 @@ import (
 // `nodes` nodes, each node in zone z<i%zones>.
 func apartCluster(t *testing.T, key string, nodes, replicas, zones int) (*placement.Snapshot, []*Target) {
 	t.Helper()
+	return apiCluster(t, corev1.PodSpec{Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+		TopologyKey: key, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}}}}}}}, nodes, replicas, zones)
+}
+
+// apiCluster is a Deployment "api" of pod spec spec (its container added),
+// one pod on each of the first `replicas` of `nodes` nodes, each node in
+// zone z<i%zones>.
+func apiCluster(t *testing.T, spec corev1.PodSpec, nodes, replicas, zones int) (*placement.Snapshot, []*Target) {
+	t.Helper()
 	labels := map[string]string{"app": "api"}
+	spec.Containers = []corev1.Container{{Name: "api", Image: "api:1"}}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: "api", UID: "d-api"},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(replicas)), Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-				Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-					TopologyKey: key, LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}}}},
-				Containers: []corev1.Container{{Name: "api", Image: "api:1"}}}}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}},
 	}
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: "api-1", UID: "rs-api",
 		Labels:          map[string]string{"app": "api", appsv1.DefaultDeploymentUniqueLabelKey: "1"},

@@ -6,9 +6,10 @@ import (
 	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
-// A workload's own hard constraints, judged as written: lint asks this of
-// every Deployment and StatefulSet of rendered manifests, and the
-// admission check of every change that comes straight to the API server.
+// A workload's own hard constraints, judged as written (JudgeChange): lint
+// asks this of every Deployment and StatefulSet of rendered manifests, and
+// the admission check of every change that comes straight to the API
+// server.
 
 // HardConstraints are the spec's required anti-affinity terms and
 // DoNotSchedule spreads, each as a constraint judged as written: a spread
@@ -31,35 +32,6 @@ func HardConstraints(spec *corev1.PodSpec) []placement.Constraint {
 		out = append(out, c)
 	}
 	return out
-}
-
-// ConstraintFinding is what the engine says of one hard constraint of a
-// workload's template.
-type ConstraintFinding struct {
-	Constraint placement.Constraint
-	Hazards    []placement.Hazard
-}
-
-// JudgeTemplate asks the engine about each hard constraint of w's
-// template as a rollout that adds it to the workload as it runs without
-// it: whether the nodes exist, whether the rollout completes, where it
-// leaves the pods, what else the selector counts. withNodes says, per
-// constraint, whether the snapshot's nodes can tell (a topology they carry);
-// without, only the findings that need no nodes are asked for.
-func JudgeTemplate(snap *placement.Snapshot, w *placement.Workload, withNodes func(placement.Constraint) bool) ([]ConstraintFinding, error) {
-	var out []ConstraintFinding
-	for _, c := range HardConstraints(&w.Template.Spec) {
-		spec, err := c.Apply(&w.Template.Spec, w.Selector, placement.StageNone)
-		if err != nil {
-			return nil, err
-		}
-		hs, err := Judge(snap, withNodes(c), placement.Question{Workloads: []*placement.Workload{w.WithSpec(spec)}, Constraint: c}, []placement.Stage{placement.StageHard})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ConstraintFinding{Constraint: c, Hazards: hs})
-	}
-	return out, nil
 }
 
 // Judge asks the engine q at each stage: the whole analysis when the nodes

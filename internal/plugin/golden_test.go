@@ -82,8 +82,11 @@ func TestPlanGolden(t *testing.T) {
 	}
 }
 
-// Lint finds seeds 000, 001 and 002 in rendered manifests and stays silent
-// on their fixed versions.
+// Lint finds seeds 000, 001 and 002 in rendered manifests and passes their
+// fixed versions (exit 0), telling as Info what the operator's pre-flight
+// tells of a migration making them: seed 001's fix leaves replicas ==
+// nodes, so a drain cannot place the evicted pod; seed 002's zone spread
+// counts a lost zone.
 func TestLintGolden(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -99,15 +102,15 @@ func TestLintGolden(t *testing.T) {
 		{"lint-001.github", []string{"lint", "--nodes", "3", "-o", "github", "testdata/001/manifests.yaml"}, "", ExitHazards,
 			[]string{"::error file=testdata/001/manifests.yaml,line=29,title=RolloutDeadlock in Deployment/web::"}},
 		{"lint-001-fixed.txt", []string{"lint", "--nodes", "3", "testdata/001/manifests-fixed.yaml"}, "", ExitOK,
-			[]string{"No placement hazards found."}},
+			[]string{"Info", "EvictedPodUnplaceable", "once the change has rolled out, a drain of node"}},
 		{"lint-002.json", []string{"lint", "-o", "json", "testdata/002/manifests.yaml"}, "", ExitHazards,
 			[]string{`"type": "SelectorOverlap"`, `"object": "StatefulSet/my-app-blue"`, `"object": "StatefulSet/my-app-green"`}},
 		{"lint-002-fixed.json", []string{"lint", "-o", "json", "--snapshot", "testdata/002/cluster", "testdata/002/manifests-fixed.yaml"}, "", ExitOK,
-			[]string{"[]"}},
+			[]string{`"type": "ZoneLossUnplaceable"`, `"blocking": false`, `"object": "StatefulSet/my-app-green"`}},
 		{"lint-spread-all-revisions.txt", []string{"lint", "--nodes", "3", "testdata/lint/spread-all-revisions.yaml"}, "", ExitHazards,
 			[]string{"SpreadEndsSkewed", "spread-all-revisions.yaml:12"}},
 		{"lint-spread-new-revision.txt", []string{"lint", "--nodes", "3", "-", "testdata/lint/spread-new-revision.yaml"}, "", ExitOK,
-			[]string{"No placement hazards found."}},
+			[]string{"Info", "EvictedPodUnplaceable"}},
 		{"lint-two-migrations.txt", []string{"lint", "--nodes", "3", "testdata/lint/two-migrations.yaml"}, "", ExitHazards,
 			[]string{"TargetClaimed", "PlacementMigration/web-apart-zones", "PlacementMigration web-apart,"}},
 		// The hard stage's disruption pre-flight, the operator's question.
@@ -117,7 +120,7 @@ func TestLintGolden(t *testing.T) {
 		{"lint-zone-spread-no-zones.txt", []string{"lint", "--nodes", "3", "testdata/lint/zone-spread.yaml"}, "", ExitOK,
 			[]string{"No placement hazards found."}},
 		{"lint-zone-spread.txt", []string{"lint", "--nodes", "6", "--zones", "a,b,c", "testdata/lint/zone-spread.yaml"}, "", ExitOK,
-			[]string{"No placement hazards found."}},
+			[]string{"Info", "ZoneLossUnplaceable", "nodeTaintsPolicy Honor"}},
 		{"lint-zone-spread-four-domains.txt", []string{"lint", "--nodes", "6", "--zones", "a,b,c", "testdata/lint/zone-spread-four-domains.yaml"}, "", ExitHazards,
 			[]string{"InsufficientCapacity", "3 of 4"}},
 	}

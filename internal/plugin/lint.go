@@ -77,9 +77,12 @@ func Lint(docs []Document, opts LintOptions) ([]Finding, error) {
 	if err != nil {
 		return nil, err
 	}
+	migrations := manifestMigrations(docs, opts)
+	policies := lintPolicies(docs, opts)
 	var findings []Finding
 	for _, mw := range workloads {
-		judged, err := planning.JudgeTemplate(snap, mw.workload, func(c placement.Constraint) bool { return withNodes && opts.knows(c) })
+		ch := planning.Change{Target: manifestTarget(mw).Target, Migrations: migrationsIn(migrations, mw.workload.Namespace), Policies: policies(mw.workload.Namespace), Preflight: true}
+		judged, err := planning.JudgeChange(snap, ch, func(c placement.Constraint) bool { return withNodes && opts.knows(c) })
 		if err != nil {
 			return nil, err
 		}
@@ -89,10 +92,9 @@ func Lint(docs []Document, opts LintOptions) ([]Finding, error) {
 			findings = append(findings, findingsAt(at, f.Hazards)...)
 		}
 	}
-	migrations := manifestMigrations(docs, opts)
 	for _, d := range docs {
 		if pm, ok := d.Object.(*pgv1.PlacementMigration); ok {
-			fs, err := lintMigration(snap, withNodes && opts.knows(planning.ConstraintFromSpec(pm.Spec.Constraint)), d, pm, workloads, migrations, lintPolicies(docs, opts), opts.Namespace)
+			fs, err := lintMigration(snap, withNodes && opts.knows(planning.ConstraintFromSpec(pm.Spec.Constraint)), d, pm, workloads, migrations, policies, opts.Namespace)
 			if err != nil {
 				return nil, err
 			}
@@ -128,19 +130,14 @@ func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv
 	if err != nil {
 		return []Finding{{File: d.File, Line: d.Line, Object: objectName(d), Type: "InvalidSpec", Blocking: true, Message: err.Error()}}, nil
 	}
-	var others []pgv1.PlacementMigration
-	for _, o := range migrations {
-		if o.Namespace == ns {
-			others = append(others, o)
-		}
-	}
+	others := migrationsIn(migrations, ns)
 	if claim := planning.ClaimOf(pm, others, refs); claim != nil {
 		return []Finding{{File: d.File, Line: d.Line, Object: objectName(d), Type: pgv1.ReasonTargetClaimed, Blocking: true, Message: claim.Message()}}, nil
 	}
 	var found []*planning.Target
 	for _, ref := range refs {
 		if mw, ok := byRef[planning.RefKey(ref)]; ok {
-			found = append(found, manifestTarget(mw, ref))
+			found = append(found, manifestTarget(mw))
 		}
 	}
 	if len(found) == 0 {
@@ -175,10 +172,21 @@ func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv
 
 // manifestTarget is a manifest's workload as a target, with the pods lint
 // placed for it or the live ones.
-func manifestTarget(mw manifestWorkload, ref pgv1.TargetRef) *planning.Target {
+func manifestTarget(mw manifestWorkload) *planning.Target {
 	t := targets.Build(mw.doc.Object.(client.Object), nil, nil)
 	t.Workload, t.Pods = mw.workload, mw.pods
-	return &planning.Target{Target: t, Ref: ref}
+	return &planning.Target{Target: t, Ref: pgv1.TargetRef{Kind: pgv1.WorkloadKind(t.Kind()), Name: t.Name()}}
+}
+
+// migrationsIn are the migrations of one namespace.
+func migrationsIn(migrations []pgv1.PlacementMigration, namespace string) []pgv1.PlacementMigration {
+	var out []pgv1.PlacementMigration
+	for _, o := range migrations {
+		if o.Namespace == namespace {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // lintPolicies are the disruption budgets and autoscalers of a namespace,

@@ -115,7 +115,7 @@ func (a *Adopter) handle(ctx context.Context, req admission.Request) (admission.
 	}
 	for _, r := range dropped {
 		warnings = append(warnings, pgadmission.ClipWarning(fmt.Sprintf("placement-guard: %s/%s: %s no longer in %s's manifest; its soft form and PlacementMigration %s go",
-			req.Kind.Kind, obj.GetName(), describe(r), author, r.Migration)))
+			req.Kind.Kind, obj.GetName(), r.Short(), author, r.Migration)))
 	}
 	if softened.Spec == nil && len(dropped) == 0 {
 		return admission.Allowed("").WithWarnings(warnings...), false
@@ -123,7 +123,7 @@ func (a *Adopter) handle(ctx context.Context, req admission.Request) (admission.
 	result := spec
 	if softened.Spec != nil {
 		result = softened.Spec
-		warnings = append(warnings, a.why(ctx, req, obj, softened)...)
+		warnings = append(warnings, a.why(ctx, req, obj, old, softened)...)
 	}
 	for _, r := range dropped {
 		result = r.Place(result, placement.StageNone)
@@ -160,12 +160,13 @@ func fieldManager(req admission.Request) string {
 }
 
 // why words what was adopted, and the engine's findings against the hard
-// form: why it is not applied at once. A judgement that cannot be made in
-// the budget only leaves the findings out.
-func (a *Adopter) why(ctx context.Context, req admission.Request, obj *unstructured.Unstructured, softened adoption.Softened) []string {
+// form: why it is not applied at once. old is the pod spec the change
+// replaces (nil for a create). A judgement that cannot be made in the
+// budget only leaves the findings out.
+func (a *Adopter) why(ctx context.Context, req admission.Request, obj *unstructured.Unstructured, old *corev1.PodSpec, softened adoption.Softened) []string {
 	var out []string
 	for _, r := range softened.Records {
-		what, soft := describe(r), "preferred"
+		what, soft := r.Short(), "preferred"
 		if r.Spread != nil {
 			soft = "ScheduleAnyway"
 		}
@@ -176,7 +177,7 @@ func (a *Adopter) why(ctx context.Context, req admission.Request, obj *unstructu
 	if err != nil {
 		return out
 	}
-	findings, err := a.Validator.judge(ctx, hardObj)
+	findings, err := a.Validator.judge(ctx, hardObj, old)
 	if err != nil {
 		return out
 	}
@@ -184,14 +185,6 @@ func (a *Adopter) why(ctx context.Context, req admission.Request, obj *unstructu
 		metrics.CountFinding(req.Namespace, req.Kind.Kind, f.Type, string(ModeAdopt))
 	}
 	return append(out, pgadmission.Warnings(findings)...)
-}
-
-// describe names a record's constraint in a few words.
-func describe(r adoption.Record) string {
-	if r.Term != nil {
-		return "required anti-affinity on " + r.Term.TopologyKey
-	}
-	return "DoNotSchedule spread on " + r.Spread.TopologyKey
 }
 
 // podSpecOf reads a serialized workload and its pod template's spec: every

@@ -25,6 +25,7 @@ import (
 	pgadmission "github.com/placement-guard/placement-guard/internal/admission"
 	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/targets"
 	"github.com/placement-guard/placement-guard/internal/workloadpatch"
 )
@@ -58,13 +59,17 @@ func ParseMode(s string) (Mode, error) {
 }
 
 // Cluster is what the check reads: the engine's snapshot, kept warm by the
-// operator's feeds, and a workload as it runs now.
+// operator's feeds, a workload as it runs now, and what a change to it is
+// judged with.
 type Cluster interface {
 	// With runs f with the snapshot held still.
 	With(f func(*placement.Snapshot) error) error
-	// Live is obj's workload with the pods and revision of the object of
-	// that uid as it runs now (none for an object not created yet).
-	Live(ctx context.Context, obj client.Object) (*placement.Workload, error)
+	// Live is obj as a target, with the pods and revision of the object
+	// of that uid as it runs now (none for an object not created yet).
+	Live(ctx context.Context, obj client.Object) (*targets.Target, error)
+	// Surroundings are the namespace's PlacementMigrations, disruption
+	// budgets and autoscalers.
+	Surroundings(ctx context.Context, namespace string) ([]pgv1.PlacementMigration, planning.Policies, error)
 }
 
 // Validator is the admission check.
@@ -145,7 +150,11 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 	if mode == ModeOff {
 		return admission.Allowed(""), ModeOff, kind
 	}
-	findings, err := v.judge(ctx, newObj)
+	var before *corev1.PodSpec
+	if oldW != nil {
+		before = &oldW.Template.Spec
+	}
+	findings, err := v.judge(ctx, newObj, before)
 	if err != nil {
 		logf.FromContext(ctx).Info("Admitted a change that was not judged", "kind", kind, "namespace", req.Namespace, "name", req.Name, "reason", err.Error())
 		return admission.Allowed("").WithWarnings(fmt.Sprintf("placement-guard: the change was not judged (%v); kubectl placement lint judges it offline", err)), mode, kind
@@ -209,9 +218,10 @@ func (v *Validator) mode(ctx context.Context, namespace string) (Mode, error) {
 	return mode, nil
 }
 
-// judge asks the engine, within the budget, about the workload as the
-// change leaves it.
-func (v *Validator) judge(ctx context.Context, obj client.Object) ([]pgadmission.Finding, error) {
+// judge asks the one question, within the budget, about the workload as
+// the change leaves it; before is the pod spec it replaces (nil for a
+// create).
+func (v *Validator) judge(ctx context.Context, obj client.Object, before *corev1.PodSpec) ([]pgadmission.Finding, error) {
 	if v.Budget > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, v.Budget)
@@ -223,7 +233,7 @@ func (v *Validator) judge(ctx context.Context, obj client.Object) ([]pgadmission
 	}
 	done := make(chan result, 1)
 	go func() {
-		w, err := v.Cluster.Live(ctx, obj)
+		ch, err := v.change(ctx, obj, before)
 		if err != nil {
 			done <- result{err: err}
 			return
@@ -234,7 +244,7 @@ func (v *Validator) judge(ctx context.Context, obj client.Object) ([]pgadmission
 				return ctx.Err()
 			}
 			var err error
-			fs, err = pgadmission.Judge(snap, w)
+			fs, err = pgadmission.Judge(snap, ch)
 			return err
 		})
 		done <- result{fs, err}
@@ -245,6 +255,19 @@ func (v *Validator) judge(ctx context.Context, obj client.Object) ([]pgadmission
 	case <-ctx.Done():
 		return nil, fmt.Errorf("no answer within %s", v.Budget)
 	}
+}
+
+// change is the request's change with what it is judged with.
+func (v *Validator) change(ctx context.Context, obj client.Object, before *corev1.PodSpec) (planning.Change, error) {
+	t, err := v.Cluster.Live(ctx, obj)
+	if err != nil {
+		return planning.Change{}, err
+	}
+	migrations, policies, err := v.Cluster.Surroundings(ctx, obj.GetNamespace())
+	if err != nil {
+		return planning.Change{}, err
+	}
+	return planning.Change{Target: t, Before: before, Migrations: migrations, Policies: policies}, nil
 }
 
 func blocking(fs []pgadmission.Finding) bool {

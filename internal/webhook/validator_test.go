@@ -23,14 +23,16 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/targets"
 	"github.com/placement-guard/placement-guard/internal/workloadpatch"
 )
 
 // twoNodes is seed 001's cluster: web's two pods on two nodes.
 type twoNodes struct {
-	snap  *placement.Snapshot
-	delay time.Duration
+	snap       *placement.Snapshot
+	delay      time.Duration
+	migrations []pgv1.PlacementMigration
 }
 
 func newTwoNodes(t *testing.T) *twoNodes {
@@ -57,10 +59,14 @@ func (c *twoNodes) With(f func(*placement.Snapshot) error) error {
 	return f(c.snap)
 }
 
-func (c *twoNodes) Live(_ context.Context, obj client.Object) (*placement.Workload, error) {
-	w := targets.WorkloadOf(obj)
-	w.Pods, w.Revision = []k8stypes.UID{"uid-web-a", "uid-web-b"}, "old"
-	return w, nil
+func (c *twoNodes) Live(_ context.Context, obj client.Object) (*targets.Target, error) {
+	t := targets.Build(obj, nil, nil)
+	t.Workload.Pods, t.Workload.Revision = []k8stypes.UID{"uid-web-a", "uid-web-b"}, "old"
+	return t, nil
+}
+
+func (c *twoNodes) Surroundings(context.Context, string) ([]pgv1.PlacementMigration, planning.Policies, error) {
+	return c.migrations, planning.Policies{}, nil
 }
 
 func web(mutate ...func(*appsv1.Deployment)) *appsv1.Deployment {
@@ -79,6 +85,22 @@ func web(mutate ...func(*appsv1.Deployment)) *appsv1.Deployment {
 func apart(d *appsv1.Deployment) {
 	d.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
 		TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}}
+}
+
+// surgeFree lets seed 001's rollout free a node before its surge pod
+// needs one.
+func surgeFree(d *appsv1.Deployment) {
+	d.Spec.Strategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+}
+
+// webApart is a migration taking web to a hostname anti-affinity, at
+// stage on web.
+func webApart(stage pgv1.Stage) pgv1.PlacementMigration {
+	pm := pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-apart", CreationTimestamp: metav1.NewTime(time.Unix(1, 0))},
+		Spec: pgv1.PlacementMigrationSpec{Targets: []pgv1.TargetRef{{Kind: pgv1.KindDeployment, Name: "web"}},
+			Constraint: pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname}}}}
+	pm.Status.Targets = []pgv1.TargetStatus{{Kind: pgv1.KindDeployment, Name: "web", Stage: stage}}
+	return pm
 }
 
 func request(t *testing.T, op admissionv1.Operation, old, obj client.Object, fieldManager string) admission.Request {
@@ -183,6 +205,31 @@ func TestWhatTheCheckAnswers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A change to a field a PlacementMigration writes names the migration (the
+// operator would write its entry back over the change), and is judged all
+// the same: a second writer never makes seed 001's deadlock admissible.
+func TestAChangeOverAMigrationsFieldNamesIt(t *testing.T) {
+	ctx := context.Background()
+	v, cluster := validator(t, "Deny", ModeWarn)
+	cluster.migrations = []pgv1.PlacementMigration{webApart(pgv1.StageSoft)}
+	claim := "TargetClaimed: the change writes the pod anti-affinity term lists, which PlacementMigration web-apart writes"
+
+	resp := v.Handle(ctx, request(t, admissionv1.Update, web(), web(apart), "helm"))
+	if resp.Allowed || !strings.Contains(resp.Result.Message, "RolloutDeadlock") || !strings.Contains(resp.Result.Message, claim) {
+		t.Fatalf("seed 001 over web-apart's field: want refused, naming the deadlock and web-apart; got allowed %v: %+v", resp.Allowed, resp.Result)
+	}
+	resp = v.Handle(ctx, request(t, admissionv1.Update, web(), web(apart, surgeFree), "helm"))
+	if !resp.Allowed || !strings.Contains(strings.Join(resp.Warnings, "\n"), claim) {
+		t.Fatalf("a change that fits over web-apart's field: want admitted, naming web-apart; got allowed %v, %q", resp.Allowed, resp.Warnings)
+	}
+	// The same change to a workload already carrying the constraint (the
+	// migration's own entry, or a chart applied again) claims nothing.
+	resp = v.Handle(ctx, request(t, admissionv1.Update, web(apart), web(apart, surgeFree), "helm"))
+	if !resp.Allowed || strings.Contains(strings.Join(resp.Warnings, "\n"), "TargetClaimed") {
+		t.Fatalf("a strategy change beside a carried constraint: want no claim; got allowed %v, %q", resp.Allowed, resp.Warnings)
 	}
 }
 

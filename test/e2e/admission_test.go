@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -75,17 +74,7 @@ var _ = Describe("The admission check of changes that do not come as a migration
 		Expect(getDeployment(ctx, env.Namespace, "graphdb").Spec.Template.Spec.Affinity).NotTo(BeNil(), "Warn admits the change")
 
 		By("the finding persists as an Event on the Deployment, for those whose tools drop warnings")
-		Eventually(func(g Gomega) {
-			var list eventsv1.EventList
-			g.Expect(k8sClient.List(ctx, &list, client.InNamespace(env.Namespace))).To(Succeed())
-			var notes []string
-			for _, e := range list.Items {
-				if e.Regarding.Kind == "Deployment" && e.Regarding.Name == "graphdb" && e.Reason == "InsufficientCapacity" {
-					notes = append(notes, e.Note)
-				}
-			}
-			g.Expect(notes).To(ContainElement(ContainSubstring("qualifying nodes")))
-		}).Should(Succeed())
+		Expect(eventNotes(ctx, env.Namespace, "graphdb", "InsufficientCapacity")).To(ContainElement(ContainSubstring("qualifying nodes")))
 	})
 
 	It("refuses seed 001's shape with its fix in Deny mode, through a server dry run too, and lets an image change and a change that fits through", func(ctx SpecContext) {
@@ -124,6 +113,33 @@ var _ = Describe("The admission check of changes that do not come as a migration
 		_, errOut, code = kubectlApply(ctx, env.Namespace, nil, fits)
 		Expect(code).To(Equal(0), errOut)
 		Expect(strings.ToLower(errOut)).NotTo(ContainSubstring("warning"))
+
+		By("off the request's path the same question asks the pre-flight too: with replicas == nodes a drain strands a pod, told as an Event")
+		Expect(eventNotes(ctx, env.Namespace, "web", pgv1.ReasonEvictedPodUnplaceable)).To(ContainElement(
+			ContainSubstring("once the change has rolled out, a drain of node")))
+	})
+
+	It("names the migration whose field a direct change writes, and judges the change all the same", func(ctx SpecContext) {
+		env := newEnv(ctx, "admit-claimed")
+		seed001(ctx, env)
+		migration(ctx, env.Namespace, "web-apart", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameApart(nil)})
+
+		change := getDeployment(ctx, env.Namespace, "web")
+		change.APIVersion, change.Kind = "apps/v1", "Deployment"
+		change.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(map[string]string{"app": "web"})
+		_, errOut, code := kubectlApply(ctx, env.Namespace, []string{"--dry-run=server"}, change.DeepCopy())
+		Expect(code).To(Equal(0), errOut)
+		Expect(errOut).To(And(ContainSubstring("TargetClaimed: the change writes the pod anti-affinity term lists, which PlacementMigration web-apart writes"),
+			ContainSubstring("RolloutDeadlock")), "the claim and the change's own hazard")
+
+		By("in Deny the deadlock is refused, the migration named beside it")
+		labelNamespace(ctx, env.Namespace, "Deny")
+		Eventually(func(g Gomega) {
+			_, errOut, code := kubectlApply(ctx, env.Namespace, nil, change.DeepCopy())
+			g.Expect(code).NotTo(Equal(0))
+			g.Expect(errOut).To(And(ContainSubstring("denied the request"), ContainSubstring("RolloutDeadlock"), ContainSubstring("PlacementMigration web-apart")))
+		}).Should(Succeed())
+		Expect(getDeployment(ctx, env.Namespace, "web").Spec.Template.Spec.Affinity).To(BeNil(), "nothing was written")
 	})
 
 	It("never judges a workload that opts out, nor a migration's own writes", func(ctx SpecContext) {

@@ -110,9 +110,13 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 		if mode == "" {
 			mode = webhook.ModeWarn
 		}
-		webhook.Register(mgr, reconciler.AdmissionCluster(), webhook.Options{Mode: mode, Skip: []string{"kube-system"}, Budget: webhook.DefaultBudget})
+		cluster := reconciler.AdmissionCluster()
+		if err := cluster.Warm(ctx, mgr.GetCache()); err != nil {
+			return nil, err
+		}
+		webhook.Register(mgr, cluster, webhook.Options{Mode: mode, Skip: []string{"kube-system"}, Budget: webhook.DefaultBudget})
 		if err := (&controller.FindingsReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("placement-guard"),
-			Cluster: reconciler.AdmissionCluster(), Skip: []string{"kube-system"}}).SetupWithManager(mgr); err != nil {
+			Cluster: cluster, Skip: []string{"kube-system"}}).SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("set up the admission findings: %w", err)
 		}
 	}
