@@ -9,10 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/placement-guard/placement-guard/internal/pacing"
 	"github.com/placement-guard/placement-guard/internal/podwire"
@@ -84,6 +86,79 @@ func coreListWatch(cfg *rest.Config, resource string, readEvery time.Duration) (
 	return toolscache.NewListWatchFromClient(rc, resource, corev1.NamespaceAll, fields.Everything()), pacer, nil
 }
 
+// Feed keeps one kind of the engine's objects, pods or nodes, in step with
+// the API server: a reflector whose store is the engine's snapshot, over a
+// connection of its own (feed).
+type Feed struct {
+	*feed
+	// object is the kind's empty object, as the reflector expects it.
+	object runtime.Object
+	// store hands what the reflector reads to the kind's records.
+	store toolscache.ReflectorStore
+}
+
+var _ manager.LeaderElectionRunnable = (*Feed)(nil)
+
+// Start lists and watches the kind until ctx ends.
+func (f *Feed) Start(ctx context.Context) error {
+	f.run(ctx, f.object, f.store)
+	return nil
+}
+
+// records are one kind's records in the cluster state, as a feed's store
+// hands it the objects the reflector reads, from one goroutine.
+type records interface {
+	// upsert takes an object in; event is the watch event's type, or ""
+	// for an object of a list.
+	upsert(obj any, event watch.EventType)
+	remove(obj any)
+	// key names an object of a list, for the deletion of those the list
+	// lacks; false for an object the kind does not hold.
+	key(obj any) (string, bool)
+	// dropAllBut deletes every record keep does not name.
+	dropAllBut(keep map[string]struct{})
+	// listed is told that a list is in, and whether it was the first.
+	listed(first bool)
+}
+
+// store is a feed's reflector store: the records of its kind.
+type store struct {
+	feed    *feed
+	records records
+}
+
+func (s *store) Add(obj any) error {
+	s.records.upsert(obj, watch.Added)
+	return nil
+}
+
+func (s *store) Update(obj any) error {
+	s.records.upsert(obj, watch.Modified)
+	return nil
+}
+
+func (s *store) Delete(obj any) error {
+	s.records.remove(obj)
+	return nil
+}
+
+// Replace takes in a full list: every object listed, and the deletion of
+// every record the list lacks (deleted while the watch was down).
+func (s *store) Replace(list []any, _ string) error {
+	listed := make(map[string]struct{}, len(list))
+	for _, obj := range list {
+		if key, ok := s.records.key(obj); ok {
+			listed[key] = struct{}{}
+			s.records.upsert(obj, "")
+		}
+	}
+	s.records.dropAllBut(listed)
+	s.records.listed(s.feed.listedAll())
+	return nil
+}
+
+func (s *store) Resync() error { return nil }
+
 // run lists and watches into store until ctx ends.
 func (f *feed) run(ctx context.Context, expected runtime.Object, store toolscache.ReflectorStore) {
 	log := logf.FromContext(ctx).WithName(f.kind + "-feed")
@@ -136,7 +211,7 @@ func (f *feed) HasSynced() bool {
 type Feeds []*feed
 
 // NewFeeds paces the pod and node feeds together.
-func NewFeeds(pods *PodFeed, nodes *NodeFeed) Feeds { return Feeds{pods.feed, nodes.feed} }
+func NewFeeds(pods, nodes *Feed) Feeds { return Feeds{pods.feed, nodes.feed} }
 
 // KeepUp reads events as they arrive while a migration is at work, and at
 // the feeds' pace otherwise.

@@ -1,37 +1,29 @@
 package clusterstate
 
 import (
-	"context"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/placement-guard/placement-guard/internal/pacing"
 	"github.com/placement-guard/placement-guard/internal/podwire"
 )
 
-// NodeFeed keeps the engine's nodes in step with the API server, as
-// PodFeed its pods. Every node sends a status heartbeat every few dozen
-// seconds, and a thousand nodes several a second, none of which changes an
-// answer: taken straight into the snapshot, with nothing told unless what
-// the engine reads changed (nodeChanged), a heartbeat costs a decoding
-// and a comparison, where an informer would hand it through a queue and
-// two goroutines to its handler.
-type NodeFeed struct {
-	*feed
-	state *ClusterState
-}
-
-var _ manager.LeaderElectionRunnable = (*NodeFeed)(nil)
-
 // NewNodeFeed returns the feed of every node of the cluster into state,
 // paced as the pod feed (NewPodFeed). Nodes are decoded by podwire, which
 // skips on the wire their managed fields, images, addresses and versions
 // (podwire.TrimNode): most of a heartbeat's bytes.
-func NewNodeFeed(cfg *rest.Config, state *ClusterState, readEvery time.Duration) (*NodeFeed, error) {
+//
+// Every node sends a status heartbeat every few dozen seconds, and a
+// thousand nodes several a second, none of which changes an answer: taken
+// straight into the snapshot, with nothing told unless what the engine
+// reads changed (nodeChanged), a heartbeat costs a decoding and a
+// comparison, where an informer would hand it through a queue and two
+// goroutines to its handler.
+func NewNodeFeed(cfg *rest.Config, state *ClusterState, readEvery time.Duration) (*Feed, error) {
 	lw, pacer, err := coreListWatch(cfg, "nodes", readEvery)
 	if err != nil {
 		return nil, err
@@ -39,55 +31,33 @@ func NewNodeFeed(cfg *rest.Config, state *ClusterState, readEvery time.Duration)
 	return newNodeFeed(lw, state, pacer), nil
 }
 
-func newNodeFeed(lw toolscache.ListerWatcher, state *ClusterState, pacer *pacing.Pacer) *NodeFeed {
-	return &NodeFeed{feed: newFeed("node", lw, pacer), state: state}
+func newNodeFeed(lw toolscache.ListerWatcher, state *ClusterState, pacer *pacing.Pacer) *Feed {
+	f := newFeed("node", lw, pacer)
+	return &Feed{feed: f, object: &corev1.Node{}, store: &store{feed: f, records: nodeRecords{state}}}
 }
 
-// Start lists and watches nodes until ctx ends.
-func (f *NodeFeed) Start(ctx context.Context) error {
-	f.run(ctx, &corev1.Node{}, &nodeStore{feed: f})
-	return nil
-}
+// nodeRecords are the cluster state's nodes.
+type nodeRecords struct{ state *ClusterState }
 
-// nodeStore is the node reflector's store: it hands each node, trimmed,
-// to the snapshot. The reflector calls it from one goroutine.
-type nodeStore struct {
-	feed *NodeFeed
-}
+func (r nodeRecords) upsert(obj any, _ watch.EventType) { r.state.upsertNode(obj) }
 
-func (s *nodeStore) Add(obj any) error {
-	s.feed.state.upsertNode(obj)
-	return nil
-}
-
-func (s *nodeStore) Update(obj any) error {
-	s.feed.state.upsertNode(obj)
-	return nil
-}
-
-func (s *nodeStore) Delete(obj any) error {
+func (r nodeRecords) remove(obj any) {
 	if n, ok := obj.(*corev1.Node); ok {
-		s.feed.state.deleteNode(n)
+		r.state.deleteNode(n)
 	}
-	return nil
 }
 
-// Replace takes in a full list: every node listed, and the deletion of
-// every node the engine holds that the list lacks.
-func (s *nodeStore) Replace(list []any, _ string) error {
-	listed := make(map[string]struct{}, len(list))
-	for _, obj := range list {
-		if n, ok := obj.(*corev1.Node); ok {
-			listed[n.Name] = struct{}{}
-			s.feed.state.upsertNode(n)
-		}
+func (nodeRecords) key(obj any) (string, bool) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return "", false
 	}
-	s.feed.state.dropNodesBut(listed)
-	s.feed.listedAll()
-	return nil
+	return n.Name, true
 }
 
-func (s *nodeStore) Resync() error { return nil }
+func (r nodeRecords) dropAllBut(keep map[string]struct{}) { r.state.dropNodesBut(keep) }
+
+func (nodeRecords) listed(bool) {}
 
 // upsertNode takes a node in, trimmed to what the engine reads, and tells
 // who listens when that changed.

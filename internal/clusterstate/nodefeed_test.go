@@ -34,7 +34,7 @@ func TestTheNodeFeedTellsOnlyChangesThatReachAnAnswer(t *testing.T) {
 	state := NewClusterState()
 	pacer := pacing.NewPacer(time.Hour)
 	feed := newNodeFeed(nil, state, pacer)
-	store := &nodeStore{feed: feed}
+	store := feed.store
 	var told []string
 	state.Notify(func(o client.Object) { told = append(told, o.GetName()) })
 	held := func(name string) *corev1.Node {

@@ -1,7 +1,6 @@
 package clusterstate
 
 import (
-	"context"
 	"runtime/debug"
 	"time"
 
@@ -9,10 +8,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/pacing"
@@ -26,31 +25,22 @@ import (
 // read as they arrive (Router.GoingToWork).
 const DefaultFeedReadInterval = 100 * time.Millisecond
 
-// PodFeed keeps the engine's pods in step with the API server. Its
-// reflector's store is the engine's snapshot (feed): each pod decoded
-// from the watch goes straight into the engine's compact record and is
-// dropped, so the operator holds one small copy of each pod. The
-// controller reads target and protected pods from the same records
-// (PodsControlledBy, PodsSelected).
-type PodFeed struct {
-	*feed
-	state *ClusterState
-}
-
-var _ manager.LeaderElectionRunnable = (*PodFeed)(nil)
-
 // NewPodFeed returns the feed of every pod of the cluster into state
-// (feedConfig). Pods are decoded by podwire, which skips on the wire what
-// the engine never reads (environment, probes, images, managedFields,
-// most of the status): most of a pod's bytes, and most of what decoding
-// it would allocate.
+// (feedConfig). Its reflector's store is the engine's snapshot: each pod
+// decoded from the watch goes straight into the engine's compact record and
+// is dropped, so the operator holds one small copy of each pod; the
+// controller reads target and protected pods from the same records
+// (PodsControlledBy, PodsSelected). Pods are decoded by podwire, which
+// skips on the wire what the engine never reads (environment, probes,
+// images, managedFields, most of the status): most of a pod's bytes, and
+// most of what decoding it would allocate.
 //
 // With readEvery above zero the feed's connection is read at most once
 // every readEvery while pod events trickle in (package pacing): under
 // churn, waking for each event costs more than decoding it. Pod events
 // then reach the engine up to readEvery late, except while the feed is
 // hurried (Feeds.KeepUp, Feeds.FreshIn) or lists: lists are never paced.
-func NewPodFeed(cfg *rest.Config, state *ClusterState, readEvery time.Duration) (*PodFeed, error) {
+func NewPodFeed(cfg *rest.Config, state *ClusterState, readEvery time.Duration) (*Feed, error) {
 	lw, pacer, err := coreListWatch(cfg, "pods", readEvery)
 	if err != nil {
 		return nil, err
@@ -59,21 +49,14 @@ func NewPodFeed(cfg *rest.Config, state *ClusterState, readEvery time.Duration) 
 }
 
 // newPodFeed feeds state from lw; with a pacer, its lists pause the pacing.
-func newPodFeed(lw toolscache.ListerWatcher, state *ClusterState, pacer *pacing.Pacer) *PodFeed {
-	return &PodFeed{feed: newFeed("pod", lw, pacer), state: state}
+func newPodFeed(lw toolscache.ListerWatcher, state *ClusterState, pacer *pacing.Pacer) *Feed {
+	f := newFeed("pod", lw, pacer)
+	return &Feed{feed: f, object: &corev1.Pod{}, store: &podStore{store{feed: f, records: podRecords{state}}}}
 }
 
-// Start lists and watches pods until ctx ends.
-func (f *PodFeed) Start(ctx context.Context) error {
-	f.run(ctx, &corev1.Pod{}, &podStore{feed: f})
-	return nil
-}
-
-// podStore is the reflector's store: it hands each pod to the snapshot.
-// The reflector calls it from one goroutine.
-type podStore struct {
-	feed *PodFeed
-}
+// podStore is the pod feed's store, which takes a streamed list's pods in
+// as they arrive (Transformer).
+type podStore struct{ store }
 
 var _ toolscache.TransformingStore = (*podStore)(nil)
 
@@ -86,60 +69,57 @@ var _ toolscache.TransformingStore = (*podStore)(nil)
 // the pod as it is now, and a pod deleted meanwhile is dropped by Replace
 // as missing from the list.
 func (p *podStore) Transformer() toolscache.TransformFunc {
+	state := p.records.(podRecords).state
 	return func(o any) (any, error) {
 		pod, ok := o.(*corev1.Pod)
 		if !ok {
 			return o, nil
 		}
-		p.feed.state.upsertPod(pod)
+		state.upsertPod(pod)
 		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}, nil
 	}
 }
 
-func (p *podStore) Add(obj any) error {
-	metrics.CountPodAdded()
-	p.feed.state.upsertPod(obj)
-	return nil
+// podRecords are the cluster state's pods, by uid.
+type podRecords struct{ state *ClusterState }
+
+func (r podRecords) upsert(obj any, event watch.EventType) {
+	switch event {
+	case watch.Added:
+		metrics.CountPodAdded()
+	case watch.Modified:
+		metrics.CountPodModified()
+	}
+	// A stand-in of a streamed list was taken in as it streamed.
+	r.state.upsertPod(obj)
 }
 
-func (p *podStore) Update(obj any) error {
-	metrics.CountPodModified()
-	p.feed.state.upsertPod(obj)
-	return nil
-}
-
-func (p *podStore) Resync() error { return nil }
-
-func (p *podStore) Delete(obj any) error {
+func (r podRecords) remove(obj any) {
 	metrics.CountPodDeleted()
 	if pod, ok := obj.(*corev1.Pod); ok {
-		p.feed.state.deletePod(pod)
+		r.state.deletePod(pod)
 	}
-	return nil
 }
 
-// Replace takes in a full list: every pod listed, and the deletion of
-// every pod the engine holds that the list lacks (deleted while the watch
-// was down).
-func (p *podStore) Replace(list []any, _ string) error {
-	listed := make(map[types.UID]struct{}, len(list))
-	for _, obj := range list {
-		switch o := obj.(type) {
-		case *corev1.Pod:
-			listed[o.UID] = struct{}{}
-			p.feed.state.upsertPod(o)
-		case *metav1.PartialObjectMetadata:
-			// Taken in as the list streamed (Transformer).
-			listed[o.UID] = struct{}{}
-		}
+func (podRecords) key(obj any) (string, bool) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return string(o.UID), true
+	case *metav1.PartialObjectMetadata:
+		return string(o.UID), true
 	}
-	p.feed.state.dropPodsBut(listed)
-	if p.feed.listedAll() {
-		// Listing every pod of a large cluster briefly takes several times
-		// what the records keep; give it back now rather than over minutes.
+	return "", false
+}
+
+func (r podRecords) dropAllBut(keep map[string]struct{}) { r.state.dropPodsBut(keep) }
+
+// listed gives back, after the first list, what listing every pod of a
+// large cluster briefly took: several times what the records keep, given
+// back now rather than over minutes.
+func (podRecords) listed(first bool) {
+	if first {
 		debug.FreeOSMemory()
 	}
-	return nil
 }
 
 // upsertPod takes a pod in and tells who listens, with the labels it had.
@@ -170,12 +150,12 @@ func (c *ClusterState) deletePod(pod *corev1.Pod) {
 	c.tellPod(pod.Namespace, nil, pod.Labels)
 }
 
-// dropPodsBut deletes the pods not among keep.
-func (c *ClusterState) dropPodsBut(keep map[types.UID]struct{}) {
+// dropPodsBut deletes the pods whose uid keep lacks.
+func (c *ClusterState) dropPodsBut(keep map[string]struct{}) {
 	var gone []*corev1.Pod
 	c.mu.Lock()
 	for _, uid := range c.snap.PodUIDs() {
-		if _, ok := keep[uid]; !ok {
+		if _, ok := keep[string(uid)]; !ok {
 			if p, ok := c.snap.Pod(uid); ok {
 				gone = append(gone, p)
 			}

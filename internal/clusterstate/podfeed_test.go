@@ -30,7 +30,7 @@ import (
 func TestThePodFeedKeepsTheEngineInStep(t *testing.T) {
 	state := NewClusterState()
 	feed := newPodFeed(nil, state, nil)
-	store := &podStore{feed: feed}
+	store := feed.store.(*podStore)
 	var told []string
 	state.NotifyPods(func(ns string, before, after map[string]string) {
 		told = append(told, fmt.Sprintf("%s %s->%s", ns, before["v"], after["v"]))
@@ -89,7 +89,7 @@ func TestThePodFeedKeepsTheEngineInStep(t *testing.T) {
 // a pod deleted while the list streams is dropped when it ends.
 func TestAStreamedListIsTakenInAsItComes(t *testing.T) {
 	state := NewClusterState()
-	store := &podStore{feed: newPodFeed(nil, state, nil)}
+	store := newPodFeed(nil, state, nil).store.(*podStore)
 	held := toolscache.NewStore(toolscache.DeletionHandlingMetaNamespaceKeyFunc, toolscache.WithTransformer(store.Transformer()))
 	pod := func(name string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{"app": "a"},
@@ -153,7 +153,7 @@ func BenchmarkFirstList(b *testing.B) {
 		for b.Loop() {
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			store := &podStore{feed: newPodFeed(nil, NewClusterState(), nil)}
+			store := newPodFeed(nil, NewClusterState(), nil).store.(*podStore)
 			held := toolscache.NewStore(toolscache.DeletionHandlingMetaNamespaceKeyFunc, toolscache.WithTransformer(transform(store)))
 			for _, raw := range raws {
 				p := &corev1.Pod{}
@@ -223,7 +223,7 @@ func TestListsAreNeverPaced(t *testing.T) {
 		},
 	}, NewClusterState(), pacer)
 	lw := feed.lw.(toolscache.ListerWatcherWithContext)
-	store := &podStore{feed: feed}
+	store := feed.store.(*podStore)
 	ctx := context.Background()
 
 	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true)}); err != nil {

@@ -90,8 +90,8 @@ func (c *ClusterState) With(f func(*placement.Snapshot) error) error {
 }
 
 // Watch registers the state's event handlers with the informers of the
-// cache for every kind the engine reads but pods and nodes, which PodFeed
-// and NodeFeed bring.
+// cache for every kind the engine reads but pods and nodes, which the pod
+// and node feeds bring (Feed).
 func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
 	handlers := []struct {
 		obj    client.Object
@@ -214,7 +214,7 @@ func ClientOptions() client.Options {
 // CacheOptions trims what the manager caches: managed fields of every
 // object, and of ReplicaSets the pod template, replaced by its fingerprint
 // (targets.TrimReplicaSet). Pods and nodes are not in the cache at all:
-// PodFeed and NodeFeed keep them in the engine's records.
+// The pod and node feeds (Feed) keep them in the engine's records.
 func CacheOptions() cache.Options {
 	strip := cache.TransformStripManagedFields()
 	return cache.Options{

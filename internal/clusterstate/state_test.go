@@ -23,7 +23,7 @@ var _ = Describe("The cluster state behind the placement engine", func() {
 	var (
 		state *ClusterState
 		ca    cache.Cache
-		feed  *PodFeed
+		feed  *Feed
 	)
 
 	BeforeEach(func() {

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -12,18 +11,17 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/clusterstate"
+	"github.com/placement-guard/placement-guard/internal/testenv"
 )
 
 // The controller's specs run against a real API server and etcd (envtest),
@@ -33,36 +31,14 @@ var (
 	ctx       context.Context
 	cfg       *rest.Config
 	k8sClient client.Client
-	scheme    = runtime.NewScheme()
+	scheme    *runtime.Scheme
 )
 
-func TestController(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(20 * time.Second)
-	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
-	RunSpecs(t, "Controller Suite")
-}
+func TestController(t *testing.T) { testenv.Run(t, "Controller Suite") }
 
 var _ = BeforeSuite(func() {
-	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(),
-		"KUBEBUILDER_ASSETS must name the directory with etcd and kube-apiserver; run the tests with `make test`")
-	var cancel context.CancelFunc
-	ctx, cancel = context.WithCancel(context.Background())
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	var err error
-	cfg, err = env.Start()
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() {
-		cancel()
-		Expect(env.Stop()).To(Succeed())
-	})
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(pgv1.AddToScheme(scheme)).To(Succeed())
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
+	env := testenv.Start([]string{filepath.Join("..", "..", "config", "crd", "bases")}, pgv1.AddToScheme)
+	ctx, cfg, k8sClient, scheme = env.Ctx, env.Config, env.Client, env.Scheme
 	startManager()
 })
 
