@@ -67,7 +67,7 @@ func JudgeChange(snap *placement.Snapshot, ch Change, withNodes func(placement.C
 			return nil, err
 		}
 		var hs []placement.Hazard
-		if claim := ClaimOf(sit.Migration, sit.Others, []pgv1.TargetRef{sit.Targets[0].Ref}); claim != nil {
+		if claim := claimOnChange(sit.Migration, sit.Others); claim != nil {
 			hs = append(hs, claimOfChange(*claim))
 		}
 		// Unlike a migration's, a change is written whoever else writes
@@ -161,6 +161,30 @@ func judgeWithoutNodes(snap *placement.Snapshot, sit Situation) []placement.Haza
 	q := placement.Question{Workloads: []*placement.Workload{WithOthers(sit.Migration, sit.Others, sit.Targets[0])},
 		Constraint: ConstraintFromSpec(sit.Migration.Spec.Constraint), Stage: placement.StageHard}
 	return snap.Findings(q)
+}
+
+// claimOnChange is the first other migration that writes, or is to
+// write, the field the change writes on its workload; nil when none does,
+// or when the workload carried the constraint before the change. A
+// change is written after every migration: one that only names the
+// workload (not reconciled yet, or beside the workload in manifests)
+// claims it as well as one that holds it. Migrations being deleted, and
+// dry runs, claim nothing, as ClaimOf says.
+func claimOnChange(pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration) *Claim {
+	ref := pm.Spec.Targets[0]
+	if Holds(pm, ref) {
+		return nil
+	}
+	for i := range others {
+		o := &others[i]
+		if !o.DeletionTimestamp.IsZero() || o.Spec.DryRun || Compatible(pm.Spec.Constraint, o.Spec.Constraint) {
+			continue
+		}
+		if Holds(o, ref) || targetsOf(o, ref) {
+			return &Claim{Migration: o.Name, Target: ref, Field: fieldOf(pm.Spec.Constraint)}
+		}
+	}
+	return nil
 }
 
 // claimOfChange words a claim on a field a change writes directly: the

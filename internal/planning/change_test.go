@@ -41,6 +41,13 @@ func TestAChangeIsJudgedAsTheMigrationThatWouldMakeIt(t *testing.T) {
 		{name: "a change that fits says nothing", nodes: 4, never: "any"},
 		{name: "another migration writing the field claims it", nodes: 4, migrations: []pgv1.PlacementMigration{holding("api-apart", apart)},
 			want: pgv1.ReasonTargetClaimed, says: "PlacementMigration api-apart writes"},
+		{name: "one that only names the workload, not created yet (manifests beside it), claims it too", nodes: 4, migrations: []pgv1.PlacementMigration{{
+			ObjectMeta: metav1.ObjectMeta{Name: "api-apart", Namespace: "payments"},
+			Spec:       pgv1.PlacementMigrationSpec{Targets: []pgv1.TargetRef{{Kind: pgv1.KindDeployment, Name: "api"}}, Constraint: apart}}},
+			want: pgv1.ReasonTargetClaimed, says: "PlacementMigration api-apart writes"},
+		{name: "a compatible one claims nothing", nodes: 4, migrations: []pgv1.PlacementMigration{holding("api-zones",
+			pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1}})},
+			never: pgv1.ReasonTargetClaimed},
 		{name: "a constraint the workload carried before the change claims nothing", nodes: 4, migrations: []pgv1.PlacementMigration{holding("api-apart", apart)},
 			carriedBy: true, never: pgv1.ReasonTargetClaimed},
 		{name: "the pre-flight, asked for: a budget forbids every eviction", nodes: 4, policies: Policies{Budgets: []policyv1.PodDisruptionBudget{budget}},

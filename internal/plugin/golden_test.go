@@ -113,6 +113,10 @@ func TestLintGolden(t *testing.T) {
 			[]string{"Info", "EvictedPodUnplaceable"}},
 		{"lint-two-migrations.txt", []string{"lint", "--nodes", "3", "testdata/lint/two-migrations.yaml"}, "", ExitHazards,
 			[]string{"TargetClaimed", "PlacementMigration/web-apart-zones", "PlacementMigration web-apart,"}},
+		// A template's constraint and a migration of the manifests that
+		// writes the same field: each side names the other.
+		{"lint-template-and-migration.txt", []string{"lint", "--nodes", "6", "testdata/lint/template-and-migration.yaml"}, "", ExitHazards,
+			[]string{"template-and-migration.yaml:15", "TargetClaimed    StatefulSet/ledger: the change writes the pod anti-affinity term lists, which PlacementMigration ledger-racks writes", "AffinityClobber"}},
 		// The hard stage's disruption pre-flight, the operator's question.
 		{"lint-migration-budget.txt", []string{"lint", "--nodes", "3", "testdata/lint/migration-budget.yaml"}, "", ExitHazards,
 			[]string{"DrainBlockedByBudget", "PodDisruptionBudget api has maxUnavailable 0", "guards.disruptions: Block"}},
