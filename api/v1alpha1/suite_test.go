@@ -8,12 +8,11 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/testenv"
 )
 
 // These specs install the generated CRD into a real kube-apiserver and etcd
@@ -23,8 +22,6 @@ import (
 
 var (
 	ctx       context.Context
-	cancel    context.CancelFunc
-	testEnv   *envtest.Environment
 	k8sClient client.Client
 )
 
@@ -34,25 +31,9 @@ func TestAPI(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(),
-		"KUBEBUILDER_ASSETS must name the directory with etcd and kube-apiserver; run the tests with `make test`")
-	ctx, cancel = context.WithCancel(context.Background())
-
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := testEnv.Start()
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() {
-		cancel()
-		Expect(testEnv.Stop()).To(Succeed())
-	})
-
-	scheme := runtime.NewScheme()
-	Expect(pgv1.AddToScheme(scheme)).To(Succeed())
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
+	env := testenv.Start([]string{filepath.Join("..", "..", "config", "crd", "bases")}, pgv1.AddToScheme)
+	ctx, k8sClient = env.Ctx, env.Client
+	cfg := env.Config
 
 	// The version matrix (make test) runs this suite on the oldest
 	// Kubernetes the bundle claims as well: make sure it ran there.

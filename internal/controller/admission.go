@@ -37,20 +37,23 @@ func (c AdmissionCluster) Live(ctx context.Context, obj client.Object) (*targets
 	return c.r.live(ctx, obj)
 }
 
-// Surroundings are what a change to a workload of the namespace is judged
-// with, read from the manager's cache: the namespace's PlacementMigrations
-// (one may write the field the change writes, or be judged with it), its
-// PodDisruptionBudgets and HorizontalPodAutoscalers (the pre-flight).
-func (c AdmissionCluster) Surroundings(ctx context.Context, namespace string) ([]pgv1.PlacementMigration, planning.Policies, error) {
+// Migrations are the namespace's PlacementMigrations, from the manager's
+// cache: one may write the field a change writes, or be judged with it.
+func (c AdmissionCluster) Migrations(ctx context.Context, namespace string) ([]pgv1.PlacementMigration, error) {
 	var migrations pgv1.PlacementMigrationList
 	if err := c.r.List(ctx, &migrations, client.InNamespace(namespace)); err != nil {
-		return nil, planning.Policies{}, fmt.Errorf("list PlacementMigrations in %s: %w", namespace, err)
+		return nil, fmt.Errorf("list PlacementMigrations in %s: %w", namespace, err)
 	}
-	policies, err := policiesIn(ctx, c.r.Client, namespace)
-	return migrations.Items, policies, err
+	return migrations.Items, nil
 }
 
-// Warm asks the manager's cache for what Surroundings reads before the
+// Policies are the namespace's PodDisruptionBudgets and
+// HorizontalPodAutoscalers, from the manager's cache: the pre-flight's.
+func (c AdmissionCluster) Policies(ctx context.Context, namespace string) (planning.Policies, error) {
+	return policiesIn(ctx, c.r.Client, namespace)
+}
+
+// Warm asks the manager's cache for what Migrations and Policies read before the
 // manager starts, so that every replica, leader or not, keeps it warm
 // from its start instead of listing it on the first change it judges.
 func (c AdmissionCluster) Warm(ctx context.Context, informers cache.Informers) error {

@@ -85,15 +85,15 @@ func (r *FindingsReconciler) record(ctx context.Context, obj client.Object) erro
 	if !r.firstTime(obj) {
 		return nil
 	}
-	targeted, err := r.migrated(ctx, obj)
-	if err != nil || targeted {
+	migrations, err := r.Cluster.Migrations(ctx, obj.GetNamespace())
+	if err != nil || migrated(migrations, obj) {
 		return err
 	}
 	t, err := r.Cluster.Live(ctx, obj)
 	if err != nil {
 		return err
 	}
-	migrations, policies, err := r.Cluster.Surroundings(ctx, obj.GetNamespace())
+	policies, err := r.Cluster.Policies(ctx, obj.GetNamespace())
 	if err != nil {
 		return err
 	}
@@ -135,31 +135,27 @@ func (r *FindingsReconciler) firstTime(obj client.Object) bool {
 	return true
 }
 
-// migrated reports a workload a PlacementMigration of its namespace
-// targets: the migration judges it, and says so in its own status.
-func (r *FindingsReconciler) migrated(ctx context.Context, obj client.Object) (bool, error) {
-	var list pgv1.PlacementMigrationList
-	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
-		return false, fmt.Errorf("list PlacementMigrations in %s: %w", obj.GetNamespace(), err)
-	}
+// migrated reports a workload one of the namespace's migrations targets:
+// the migration judges it, and says so in its own status.
+func migrated(migrations []pgv1.PlacementMigration, obj client.Object) bool {
 	ref := pgv1.TargetRef{Kind: pgv1.WorkloadKind(objectKind(obj)), Name: obj.GetName()}
-	for i := range list.Items {
-		pm := &list.Items[i]
+	for i := range migrations {
+		pm := &migrations[i]
 		if planning.Holds(pm, ref) {
-			return true, nil
+			return true
 		}
 		for _, t := range pm.Spec.Targets {
 			if t == ref {
-				return true, nil
+				return true
 			}
 		}
 		for _, ts := range pm.Status.Targets {
 			if ts.Kind == ref.Kind && ts.Name == ref.Name {
-				return true, nil
+				return true
 			}
 		}
 	}
-	return false, nil
+	return false
 }
 
 // objectKind is the workload kind of an object the cache returned.

@@ -67,9 +67,10 @@ type Cluster interface {
 	// Live is obj as a target, with the pods and revision of the object
 	// of that uid as it runs now (none for an object not created yet).
 	Live(ctx context.Context, obj client.Object) (*targets.Target, error)
-	// Surroundings are the namespace's PlacementMigrations, disruption
-	// budgets and autoscalers.
-	Surroundings(ctx context.Context, namespace string) ([]pgv1.PlacementMigration, planning.Policies, error)
+	// Migrations are the namespace's PlacementMigrations. The check asks
+	// no pre-flight on the request's path, so it reads no disruption
+	// budget nor autoscaler.
+	Migrations(ctx context.Context, namespace string) ([]pgv1.PlacementMigration, error)
 }
 
 // Validator is the admission check.
@@ -263,11 +264,11 @@ func (v *Validator) change(ctx context.Context, obj client.Object, before *corev
 	if err != nil {
 		return planning.Change{}, err
 	}
-	migrations, policies, err := v.Cluster.Surroundings(ctx, obj.GetNamespace())
+	migrations, err := v.Cluster.Migrations(ctx, obj.GetNamespace())
 	if err != nil {
 		return planning.Change{}, err
 	}
-	return planning.Change{Target: t, Before: before, Migrations: migrations, Policies: policies}, nil
+	return planning.Change{Target: t, Before: before, Migrations: migrations}, nil
 }
 
 func blocking(fs []pgadmission.Finding) bool {

@@ -23,7 +23,6 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
-	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/targets"
 	"github.com/placement-guard/placement-guard/internal/workloadpatch"
 )
@@ -65,8 +64,8 @@ func (c *twoNodes) Live(_ context.Context, obj client.Object) (*targets.Target, 
 	return t, nil
 }
 
-func (c *twoNodes) Surroundings(context.Context, string) ([]pgv1.PlacementMigration, planning.Policies, error) {
-	return c.migrations, planning.Policies{}, nil
+func (c *twoNodes) Migrations(context.Context, string) ([]pgv1.PlacementMigration, error) {
+	return c.migrations, nil
 }
 
 func web(mutate ...func(*appsv1.Deployment)) *appsv1.Deployment {
