@@ -191,6 +191,7 @@ func (fc *fakeCluster) pinnedStatefulSet(name string, replicas int32, zone, node
 		p.Spec.NodeName = node
 		p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
 		Expect(k8sClient.Create(ctx, p)).To(Succeed())
+		reach(p.CreationTimestamp.Time)
 		readyPod(p)
 		Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
 	}
@@ -259,6 +260,7 @@ func (fc *fakeCluster) pod(rs *appsv1.ReplicaSet, node string, state func(*corev
 		m(&p.Spec)
 	}
 	Expect(k8sClient.Create(ctx, p)).To(Succeed())
+	reach(p.CreationTimestamp.Time)
 	// The operator may write the new pod meanwhile (a deletion cost): set
 	// the status on the pod as it is now.
 	Expect(clientretry.RetryOnConflict(clientretry.DefaultRetry, func() error {

@@ -40,7 +40,13 @@ var _ = Describe("Guards before a stage", func() {
 		Expect(stable.Message).To(And(ContainSubstring("is stable at"), ContainSubstring("guards.minPodAge 1h0m0s")))
 		Expect(fc.get("web").Generation).To(Equal(int64(1)))
 
-		editSpec(fc, "web-young", func(s *pgv1.PlacementMigrationSpec) { s.Guards.MinPodAge = &metav1.Duration{} })
+		By("still waiting a minute before the pods are an hour old")
+		stepAndLook(fc, "web-young", 59*time.Minute)
+		Consistently(fc.phase("web-young"), "1s").Should(Equal(pgv1.PhasePending), fc.explain("web-young"))
+		Expect(fc.get("web").Generation).To(Equal(int64(1)))
+
+		By("writing the soft stage once they are")
+		stepAndLook(fc, "web-young", time.Minute)
 		Eventually(fc.phase("web-young")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-young"))
 	})
 })

@@ -295,6 +295,7 @@ func loadSeed(dir string) {
 		obj.SetResourceVersion("")
 		obj.SetCreationTimestamp(metav1.Time{})
 		Expect(k8sClient.Create(ctx, obj)).To(Succeed(), "create %T %s", obj, obj.GetName())
+		reach(obj.GetCreationTimestamp().Time)
 		created = append(created, obj)
 	}
 	DeferCleanup(func() {

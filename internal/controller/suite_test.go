@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,24 +42,25 @@ var _ = BeforeSuite(func() {
 	startManager()
 })
 
-// testClock is the reconciler's clock. It follows real time: the API
-// server stamps what it stores with real time (a pod's creation, from
-// which its stability counts), and a clock standing still behind those
-// stamps would never find a new pod stable. A spec moves it on (Step) to
-// reach a soak's end, a stage timeout, a drift backoff or a pod's grace
-// without waiting for them; each spec starts it at real time again.
-var testClock = &steppedClock{}
+// testClock is the reconciler's clock, and it stands still: time passes
+// for the reconciler only when a spec moves it on (Step) to a soak's end,
+// a stage timeout, a drift backoff or a pod's grace, so that what a spec
+// sees never depends on how fast the machine runs it. Each spec starts it
+// at real time, because the API server stamps what it stores with real
+// time; a spec that creates a pod brings the clock up to the pod's
+// creation stamp (reach), as a kubelet starts the pod the moment it is
+// created.
+var testClock = testingclock.NewFakeClock(time.Now())
 
-var _ = BeforeEach(func() { testClock.reset() })
+var _ = BeforeEach(func() { testClock.SetTime(time.Now()) })
 
-type steppedClock struct{ ahead atomic.Int64 }
-
-func (c *steppedClock) Now() time.Time                  { return time.Now().Add(time.Duration(c.ahead.Load())) }
-func (c *steppedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-
-// Step moves the clock on by d.
-func (c *steppedClock) Step(d time.Duration) { c.ahead.Add(int64(d)) }
-func (c *steppedClock) reset()               { c.ahead.Store(0) }
+// reach moves the clock on to t when t is later than the clock: an object
+// the API server stamped has been made by "now".
+func reach(t time.Time) {
+	if t.After(testClock.Now()) {
+		testClock.SetTime(t)
+	}
+}
 
 // now is the test clock's time, for what the specs stamp themselves: a
 // pod's Ready or Unschedulable condition.
