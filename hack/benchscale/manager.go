@@ -26,10 +26,9 @@ type manager struct {
 	pprofAddr   string
 	probeAddr   string
 
-	mu     sync.Mutex
-	synced time.Time
-	tail   []string
-	done   chan struct{}
+	mu   sync.Mutex
+	tail []string
+	done chan struct{}
 }
 
 // startManager starts the manager with the harness's flags, then extra.
@@ -85,8 +84,7 @@ var managerFlags []string
 // config/manager. 0 leaves the machine's.
 var managerCPUs int
 
-// read follows the manager's log: the first "Starting workers" is when
-// the controller's caches have synced.
+// read follows the manager's log, keeping its tail for errors.
 func (m *manager) read(r io.Reader) {
 	defer close(m.done)
 	sc := bufio.NewScanner(r)
@@ -94,9 +92,6 @@ func (m *manager) read(r io.Reader) {
 	for sc.Scan() {
 		line := sc.Text()
 		m.mu.Lock()
-		if m.synced.IsZero() && strings.Contains(line, "Starting workers") {
-			m.synced = time.Now()
-		}
 		if managerLog != nil {
 			fmt.Fprintln(managerLog, line)
 		}
@@ -108,21 +103,23 @@ func (m *manager) read(r io.Reader) {
 	}
 }
 
-// waitSynced waits for the caches and returns how long they took.
+// waitSynced waits until the manager is ready, which it is once the
+// engine's pod and node feeds have taken in their first list (cmd's
+// "synced" readiness check), and returns how long that took. The first
+// "Starting workers" of its log is no measure of it: the manager runs
+// several controllers, and the first to start may wait for small caches
+// only.
 func (m *manager) waitSynced(ctx context.Context) (time.Duration, error) {
 	for {
-		m.mu.Lock()
-		synced := m.synced
-		m.mu.Unlock()
-		if !synced.IsZero() {
-			return synced.Sub(m.started), nil
+		if _, err := get(ctx, "http://"+m.probeAddr+"/readyz"); err == nil {
+			return time.Since(m.started), nil
 		}
 		select {
 		case <-m.done:
 			return 0, fmt.Errorf("the manager exited before its caches synced:\n%s", m.logTail())
 		case <-ctx.Done():
 			return 0, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
