@@ -110,18 +110,10 @@ func (m *manager) read(r io.Reader) {
 // several controllers, and the first to start may wait for small caches
 // only.
 func (m *manager) waitSynced(ctx context.Context) (time.Duration, error) {
-	for {
-		if _, err := get(ctx, "http://"+m.probeAddr+"/readyz"); err == nil {
-			return time.Since(m.started), nil
-		}
-		select {
-		case <-m.done:
-			return 0, fmt.Errorf("the manager exited before its caches synced:\n%s", m.logTail())
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := m.waitReady(ctx); err != nil {
+		return 0, err
 	}
+	return time.Since(m.started), nil
 }
 
 // waitReady waits for the manager's readiness probe: its caches synced
@@ -136,7 +128,7 @@ func (m *manager) waitReady(ctx context.Context) error {
 			return fmt.Errorf("the manager exited before it was ready:\n%s", m.logTail())
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
