@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -112,6 +111,9 @@ type admissionResult struct {
 	order     []string
 	// served are the check's own times, from its histogram.
 	served []histogram
+	// calls are both ends' times for the API server's calls to the check
+	// during the stream.
+	calls callSides
 }
 
 // measureAdmission serves the admission check from a manager of its own
@@ -176,6 +178,11 @@ func measureAdmission(ctx context.Context, o options, cfg *rest.Config, c client
 	if err := waitJudged(ctx, c, live); err != nil {
 		return res, fmt.Errorf("%w\n%s", err, m.logTail())
 	}
+	metricsURL := "http://" + m.metricsAddr + "/metrics"
+	callsBefore, err := readCallSides(ctx, cfg, metricsURL)
+	if err != nil {
+		return res, err
+	}
 	logf("admission: %d updates a second for %s", o.admissionRate, o.admissionFor)
 	profiled, traced := make(chan error, 1), make(chan error, 1)
 	go func() { profiled <- m.cpuProfile(ctx, o.admissionProfile, o.admissionFor-2*time.Second) }()
@@ -186,7 +193,12 @@ func measureAdmission(ctx context.Context, o options, cfg *rest.Config, c client
 	if err := errors.Join(<-profiled, <-traced); err != nil {
 		return res, err
 	}
-	body, err := get(ctx, "http://"+m.metricsAddr+"/metrics")
+	callsAfter, err := readCallSides(ctx, cfg, metricsURL)
+	if err != nil {
+		return res, err
+	}
+	res.calls = callsAfter.since(callsBefore)
+	body, err := get(ctx, metricsURL)
 	if err != nil {
 		return res, err
 	}
@@ -313,37 +325,10 @@ func (h histogram) describe() string {
 	return "judged, admitted"
 }
 
-var bucketLine = regexp.MustCompile(`^placementguard_admission_duration_seconds_bucket\{(.*),le="([^"]+)"\} (\S+)$`)
-
 // admissionHistograms reads the check's histogram from the manager's
 // metrics, one per kind, mode and verdict.
 func admissionHistograms(body string) []histogram {
-	byLabels := map[string]*histogram{}
-	var order []string
-	for _, line := range strings.Split(body, "\n") {
-		m := bucketLine.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		h, ok := byLabels[m[1]]
-		if !ok {
-			h = &histogram{labels: m[1], atMost: map[float64]float64{}}
-			byLabels[m[1]] = h
-			order = append(order, m[1])
-		}
-		n, _ := strconv.ParseFloat(m[3], 64)
-		if m[2] == "+Inf" {
-			h.count = n
-			continue
-		}
-		le, _ := strconv.ParseFloat(m[2], 64)
-		h.atMost[le] = n
-	}
-	out := make([]histogram, 0, len(order))
-	for _, l := range order {
-		out = append(out, *byLabels[l])
-	}
-	return out
+	return histogramsOf(body, "placementguard_admission_duration_seconds")
 }
 
 // markdown reports the stream: the client's percentiles by change, and
@@ -372,6 +357,7 @@ func (r admissionResult) markdown() string {
 		fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %s | %s | %s | %s |\n", h.describe(), h.count,
 			share(0.00005), share(0.0001), share(0.001), share(0.005), share(0.01), share(0.025))
 	}
+	b.WriteString(callSidesMarkdown(r.calls))
 	return b.String()
 }
 
