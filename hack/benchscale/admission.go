@@ -348,14 +348,8 @@ func (r admissionResult) markdown() string {
 	}
 	b.WriteString("\nThe check's own time (placementguard_admission_duration_seconds):\n\n| series | answers | ≤ 50 µs | ≤ 100 µs | ≤ 1 ms | ≤ 5 ms | ≤ 10 ms | ≤ 25 ms |\n|---|---|---|---|---|---|---|---|\n")
 	for _, h := range r.served {
-		share := func(le float64) string {
-			if h.count == 0 {
-				return "-"
-			}
-			return fmt.Sprintf("%.2f%%", 100*h.atMost[le]/h.count)
-		}
 		fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %s | %s | %s | %s |\n", h.describe(), h.count,
-			share(0.00005), share(0.0001), share(0.001), share(0.005), share(0.01), share(0.025))
+			h.shareWithin(0.00005), h.shareWithin(0.0001), h.shareWithin(0.001), h.shareWithin(0.005), h.shareWithin(0.01), h.shareWithin(0.025))
 	}
 	b.WriteString(callSidesMarkdown(r.calls))
 	return b.String()
