@@ -111,8 +111,8 @@ type admissionResult struct {
 	order     []string
 	// served are the check's own times, from its histogram.
 	served []histogram
-	// calls are both ends' times for the API server's calls to the check
-	// during the stream.
+	// calls are the updates' times at each step of their path during the
+	// stream, and the API server's CPU and collector then.
 	calls callSides
 }
 

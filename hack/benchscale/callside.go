@@ -14,10 +14,13 @@ import (
 	"github.com/placement-guard/placement-guard/internal/webhook"
 )
 
-// The two ends of the API server's call to the check, read as histograms
+// The path of the stream's updates, read as histograms and counters
 // before and after the stream: where the client's wait lies when the
 // check's own time does not explain it.
 const (
+	// apiServerRequest is the API server's time for a whole request: its
+	// own work, the call to the check and the check's.
+	apiServerRequest = "apiserver_request_duration_seconds"
 	// apiServerCall is the API server's time for its call to the check:
 	// the connection, TLS, the manager's HTTP server and the check.
 	apiServerCall = "apiserver_admission_webhook_admission_duration_seconds"
@@ -26,10 +29,19 @@ const (
 	managerHandler = "controller_runtime_webhook_latency_seconds"
 )
 
-// callSides are both ends' histograms of the check's calls.
-type callSides struct{ apiServer, manager histogram }
+// callSides are the histograms of the stream's updates at each step of
+// their path, and what the API server spent on its CPU and its collector.
+type callSides struct {
+	// request is the API server's whole time for the dry-run updates of
+	// Deployments; apiServer its calls to the check; manager the
+	// manager's HTTP handler for them.
+	request, apiServer, manager histogram
+	// apiServerCPU is the API server's CPU in seconds; apiServerGCs its
+	// collector's cycles.
+	apiServerCPU, apiServerGCs float64
+}
 
-// readCallSides reads both ends' histograms of the check's calls now.
+// readCallSides reads the path's histograms and counters now.
 func readCallSides(ctx context.Context, cfg *rest.Config, managerMetrics string) (callSides, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -43,15 +55,40 @@ func readCallSides(ctx context.Context, cfg *rest.Config, managerMetrics string)
 	if err != nil {
 		return callSides{}, fmt.Errorf("read the manager's metrics: %w", err)
 	}
+	page := string(raw)
 	return callSides{
-		apiServer: sumOf(histogramsOf(string(raw), apiServerCall), `name="workloads.placementguard.io"`),
-		manager:   sumOf(histogramsOf(body, managerHandler), fmt.Sprintf(`webhook=%q`, webhook.Path)),
+		request:      sumOf(histogramsOf(page, apiServerRequest), `dry_run="All"`, `resource="deployments"`, `subresource=""`, `verb="PUT"`),
+		apiServer:    sumOf(histogramsOf(page, apiServerCall), `name="workloads.placementguard.io"`),
+		manager:      sumOf(histogramsOf(body, managerHandler), fmt.Sprintf(`webhook=%q`, webhook.Path)),
+		apiServerCPU: counterOf(page, "process_cpu_seconds_total"),
+		apiServerGCs: counterOf(page, "go_gc_duration_seconds_count"),
 	}, nil
 }
 
-// since is what the calls between s and later took.
+// since is what the updates between s and later took.
 func (s callSides) since(earlier callSides) callSides {
-	return callSides{apiServer: s.apiServer.minus(earlier.apiServer), manager: s.manager.minus(earlier.manager)}
+	return callSides{
+		request:      s.request.minus(earlier.request),
+		apiServer:    s.apiServer.minus(earlier.apiServer),
+		manager:      s.manager.minus(earlier.manager),
+		apiServerCPU: s.apiServerCPU - earlier.apiServerCPU,
+		apiServerGCs: s.apiServerGCs - earlier.apiServerGCs,
+	}
+}
+
+// counterOf reads an unlabelled sample from a metrics page, 0 when absent.
+func counterOf(body, name string) float64 {
+	for _, l := range strings.Split(body, "\n") {
+		value, ok := strings.CutPrefix(l, name+" ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err == nil {
+			return n
+		}
+	}
+	return 0
 }
 
 // histogramsOf reads a histogram family's series from a metrics page.
@@ -85,11 +122,11 @@ func histogramsOf(body, family string) []histogram {
 	return out
 }
 
-// sumOf adds up the series whose labels hold label.
-func sumOf(hs []histogram, label string) histogram {
-	out := histogram{labels: label, atMost: map[float64]float64{}}
+// sumOf adds up the series whose labels hold every one of labels.
+func sumOf(hs []histogram, labels ...string) histogram {
+	out := histogram{labels: strings.Join(labels, ","), atMost: map[float64]float64{}}
 	for _, h := range hs {
-		if !strings.Contains(h.labels, label) {
+		if !holdsAll(h.labels, labels) {
 			continue
 		}
 		out.count += h.count
@@ -98,6 +135,16 @@ func sumOf(hs []histogram, label string) histogram {
 		}
 	}
 	return out
+}
+
+// holdsAll says whether a series' labels hold every one of want.
+func holdsAll(labels string, want []string) bool {
+	for _, w := range want {
+		if !strings.Contains(labels, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // minus is h without the observations of earlier, a reading of the same
@@ -110,26 +157,32 @@ func (h histogram) minus(earlier histogram) histogram {
 	return out
 }
 
-// callSidesMarkdown reports both ends' shares within the bounds of either
-// histogram ("-" where a histogram has no such bound).
+// callSidesMarkdown reports each step's shares within the bounds of any
+// histogram ("-" where a histogram has no such bound), and the API
+// server's CPU and collector over the stream.
 func callSidesMarkdown(s callSides) string {
-	bounds := []float64{0.001, 0.005, 0.01, 0.025, 0.1, 0.5}
+	bounds := []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5}
 	var b strings.Builder
-	b.WriteString("\nThe call to the check, from both ends (the API server's " + apiServerCall + " and the manager's " + managerHandler + "):\n\n| end | calls |")
+	b.WriteString("\nThe updates' path, step by step (" + apiServerRequest + ", " + apiServerCall + ", " + managerHandler + "):\n\n| step | calls |")
 	for _, le := range bounds {
 		fmt.Fprintf(&b, " ≤ %g ms |", le*1000)
 	}
 	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(bounds)) + "\n")
 	for _, row := range []struct {
-		end string
-		h   histogram
-	}{{"API server", s.apiServer}, {"manager's HTTP handler", s.manager}} {
-		fmt.Fprintf(&b, "| %s | %.0f |", row.end, row.h.count)
+		step string
+		h    histogram
+	}{
+		{"API server, the whole request", s.request},
+		{"API server, its call to the check", s.apiServer},
+		{"manager's HTTP handler", s.manager},
+	} {
+		fmt.Fprintf(&b, "| %s | %.0f |", row.step, row.h.count)
 		for _, le := range bounds {
 			fmt.Fprintf(&b, " %s |", row.h.shareWithin(le))
 		}
 		b.WriteString("\n")
 	}
+	fmt.Fprintf(&b, "\nThe API server over the stream: %.1f s of CPU; its collector's cycles: %.0f.\n", s.apiServerCPU, s.apiServerGCs)
 	return b.String()
 }
 
