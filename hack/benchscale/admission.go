@@ -184,13 +184,16 @@ func measureAdmission(ctx context.Context, o options, cfg *rest.Config, c client
 		return res, err
 	}
 	logf("admission: %d updates a second for %s", o.admissionRate, o.admissionFor)
-	profiled, traced := make(chan error, 1), make(chan error, 1)
+	profiled, traced, apiServerProfiled := make(chan error, 1), make(chan error, 1), make(chan error, 1)
 	go func() { profiled <- m.cpuProfile(ctx, o.admissionProfile, o.admissionFor-2*time.Second) }()
 	go func() { traced <- m.executionTrace(ctx, o.admissionTrace, o.admissionFor-2*time.Second) }()
+	go func() {
+		apiServerProfiled <- apiServerCPUProfile(ctx, cfg, o.admissionAPIServerProfile, o.admissionFor-2*time.Second)
+	}()
 	if err := stream(ctx, cfg, c.Scheme(), live, &res); err != nil {
 		return res, fmt.Errorf("%w\n%s", err, m.logTail())
 	}
-	if err := errors.Join(<-profiled, <-traced); err != nil {
+	if err := errors.Join(<-profiled, <-traced, <-apiServerProfiled); err != nil {
 		return res, err
 	}
 	callsAfter, err := readCallSides(ctx, cfg, metricsURL)

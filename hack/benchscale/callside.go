@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -74,6 +76,24 @@ func (s callSides) since(earlier callSides) callSides {
 		apiServerCPU: s.apiServerCPU - earlier.apiServerCPU,
 		apiServerGCs: s.apiServerGCs - earlier.apiServerGCs,
 	}
+}
+
+// apiServerCPUProfile writes the API server's CPU profile over d to
+// path, if set: what its own work on the stream's updates was.
+func apiServerCPUProfile(ctx context.Context, cfg *rest.Config, path string, d time.Duration) error {
+	if path == "" {
+		return nil
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
+		Param("seconds", strconv.Itoa(int(d.Seconds()))).DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("profile the API server: %w", err)
+	}
+	return os.WriteFile(path, raw, 0o644)
 }
 
 // counterOf reads an unlabelled sample from a metrics page, 0 when absent.

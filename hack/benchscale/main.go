@@ -53,6 +53,9 @@ type options struct {
 	admissionFor     time.Duration
 	admissionProfile string
 	admissionTrace   string
+	// admissionAPIServerProfile is where the API server's CPU profile
+	// during the admission stream goes.
+	admissionAPIServerProfile string
 }
 
 func main() {
@@ -76,6 +79,7 @@ func main() {
 	flag.BoolVar(&o.storeOnly, "store-only", false, "an API server and etcd alone, pod status written by the harness: memory and cache sync only")
 	flag.IntVar(&managerCore, "manager-core", -1, "run the managers alone on this CPU, and the harness, API server and etcd on the others, as the manager's own container and a control plane elsewhere would be; -1 shares every CPU")
 	flag.StringVar(&o.admissionProfile, "admission-cpuprofile", "", "write the manager's CPU profile during the admission stream here")
+	flag.StringVar(&o.admissionAPIServerProfile, "admission-apiserver-cpuprofile", "", "write the API server's CPU profile during the admission stream here")
 	flag.StringVar(&o.admissionTrace, "admission-trace", "", "write the manager's execution trace during the admission stream here (go tool trace)")
 	flag.IntVar(&managerCPUs, "manager-cpus", 1, "GOMAXPROCS of the manager, as its container's CPU limit sets it (1 in config/manager); 0 leaves the machine's")
 	logPath := flag.String("manager-log", "", "append the managers' logs to this file")
