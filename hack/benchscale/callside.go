@@ -45,11 +45,7 @@ type callSides struct {
 
 // readCallSides reads the path's histograms and counters now.
 func readCallSides(ctx context.Context, cfg *rest.Config, managerMetrics string) (callSides, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return callSides{}, err
-	}
-	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	raw, err := readAPIServer(ctx, cfg, "/metrics", nil)
 	if err != nil {
 		return callSides{}, fmt.Errorf("read the API server's metrics: %w", err)
 	}
@@ -84,16 +80,24 @@ func apiServerCPUProfile(ctx context.Context, cfg *rest.Config, path string, d t
 	if path == "" {
 		return nil
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
-		Param("seconds", strconv.Itoa(int(d.Seconds()))).DoRaw(ctx)
+	raw, err := readAPIServer(ctx, cfg, "/debug/pprof/profile", map[string]string{"seconds": strconv.Itoa(int(d.Seconds()))})
 	if err != nil {
 		return fmt.Errorf("profile the API server: %w", err)
 	}
 	return os.WriteFile(path, raw, 0o644)
+}
+
+// readAPIServer reads one of the API server's own pages, with params.
+func readAPIServer(ctx context.Context, cfg *rest.Config, path string, params map[string]string) ([]byte, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	req := cs.Discovery().RESTClient().Get().AbsPath(path)
+	for k, v := range params {
+		req = req.Param(k, v)
+	}
+	return req.DoRaw(ctx)
 }
 
 // counterOf reads an unlabelled sample from a metrics page, 0 when absent.
