@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -39,8 +40,12 @@ type callSides struct {
 	// manager's HTTP handler for them.
 	request, apiServer, manager histogram
 	// apiServerCPU is the API server's CPU in seconds; apiServerGCs its
-	// collector's cycles.
-	apiServerCPU, apiServerGCs float64
+	// collector's cycles; apiServerHeap its heap in use, in bytes.
+	apiServerCPU, apiServerGCs, apiServerHeap float64
+	// requests counts the API server's requests by their labels, and
+	// watchEvents the events it sent to watchers by kind: what else it
+	// served while the stream ran.
+	requests, watchEvents map[string]float64
 }
 
 // readCallSides reads the path's histograms and counters now.
@@ -55,23 +60,41 @@ func readCallSides(ctx context.Context, cfg *rest.Config, managerMetrics string)
 	}
 	page := string(raw)
 	return callSides{
-		request:      sumOf(histogramsOf(page, apiServerRequest), `dry_run="All"`, `resource="deployments"`, `subresource=""`, `verb="PUT"`),
-		apiServer:    sumOf(histogramsOf(page, apiServerCall), `name="workloads.placementguard.io"`),
-		manager:      sumOf(histogramsOf(body, managerHandler), fmt.Sprintf(`webhook=%q`, webhook.Path)),
-		apiServerCPU: counterOf(page, "process_cpu_seconds_total"),
-		apiServerGCs: counterOf(page, "go_gc_duration_seconds_count"),
+		request:       sumOf(histogramsOf(page, apiServerRequest), `dry_run="All"`, `resource="deployments"`, `subresource=""`, `verb="PUT"`),
+		apiServer:     sumOf(histogramsOf(page, apiServerCall), `name="workloads.placementguard.io"`),
+		manager:       sumOf(histogramsOf(body, managerHandler), fmt.Sprintf(`webhook=%q`, webhook.Path)),
+		apiServerCPU:  counterOf(page, "process_cpu_seconds_total"),
+		apiServerGCs:  counterOf(page, "go_gc_duration_seconds_count"),
+		apiServerHeap: counterOf(page, "go_memstats_heap_inuse_bytes"),
+		requests:      countersOf(page, "apiserver_request_total"),
+		watchEvents:   countersOf(page, "apiserver_watch_events_total"),
 	}, nil
 }
 
 // since is what the updates between s and later took.
 func (s callSides) since(earlier callSides) callSides {
 	return callSides{
-		request:      s.request.minus(earlier.request),
-		apiServer:    s.apiServer.minus(earlier.apiServer),
-		manager:      s.manager.minus(earlier.manager),
-		apiServerCPU: s.apiServerCPU - earlier.apiServerCPU,
-		apiServerGCs: s.apiServerGCs - earlier.apiServerGCs,
+		request:       s.request.minus(earlier.request),
+		apiServer:     s.apiServer.minus(earlier.apiServer),
+		manager:       s.manager.minus(earlier.manager),
+		apiServerCPU:  s.apiServerCPU - earlier.apiServerCPU,
+		apiServerGCs:  s.apiServerGCs - earlier.apiServerGCs,
+		apiServerHeap: s.apiServerHeap,
+		requests:      countsSince(s.requests, earlier.requests),
+		watchEvents:   countsSince(s.watchEvents, earlier.watchEvents),
 	}
+}
+
+// countsSince is what each of later's counters gained since earlier,
+// the counters that did not move left out.
+func countsSince(later, earlier map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for labels, n := range later {
+		if d := n - earlier[labels]; d > 0 {
+			out[labels] = d
+		}
+	}
+	return out
 }
 
 // apiServerCPUProfile writes the API server's CPU profile over d to
@@ -113,6 +136,26 @@ func counterOf(body, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// countersOf reads a labelled counter family's samples from a metrics
+// page, keyed by their labels.
+func countersOf(body, family string) map[string]float64 {
+	out := map[string]float64{}
+	for _, l := range strings.Split(body, "\n") {
+		sample, ok := strings.CutPrefix(l, family+"{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(sample, "} ")
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
+			out[labels] += n
+		}
+	}
+	return out
 }
 
 // histogramsOf reads a histogram family's series from a metrics page.
@@ -206,7 +249,43 @@ func callSidesMarkdown(s callSides) string {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "\nThe API server over the stream: %.1f s of CPU; its collector's cycles: %.0f.\n", s.apiServerCPU, s.apiServerGCs)
+	fmt.Fprintf(&b, "\nThe API server over the stream: %.1f s of CPU; its collector's cycles: %.0f; heap in use after it %.0f MiB.\n", s.apiServerCPU, s.apiServerGCs, s.apiServerHeap/(1<<20))
+	b.WriteString(countsMarkdown("Other requests the API server answered during the stream (apiserver_request_total)", withoutStream(s.requests)))
+	b.WriteString(countsMarkdown("Watch events the API server sent during the stream (apiserver_watch_events_total)", s.watchEvents))
+	return b.String()
+}
+
+// withoutStream leaves out the stream's own dry-run updates.
+func withoutStream(requests map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for labels, n := range requests {
+		if !holdsAll(labels, []string{`dry_run="All"`, `resource="deployments"`, `verb="PUT"`}) {
+			out[labels] = n
+		}
+	}
+	return out
+}
+
+// countsMarkdown lists counts by their labels, the largest first.
+func countsMarkdown(title string, counts map[string]float64) string {
+	if len(counts) == 0 {
+		return "\n" + title + ": none.\n"
+	}
+	labels := make([]string, 0, len(counts))
+	for l := range counts {
+		labels = append(labels, l)
+	}
+	sort.Slice(labels, func(i, j int) bool {
+		if counts[labels[i]] != counts[labels[j]] {
+			return counts[labels[i]] > counts[labels[j]]
+		}
+		return labels[i] < labels[j]
+	})
+	var b strings.Builder
+	b.WriteString("\n" + title + ":\n\n| count | labels |\n|---|---|\n")
+	for _, l := range labels {
+		fmt.Fprintf(&b, "| %.0f | `%s` |\n", counts[l], l)
+	}
 	return b.String()
 }
 
