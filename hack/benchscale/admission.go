@@ -114,6 +114,10 @@ type admissionResult struct {
 	// calls are the updates' times at each step of their path during the
 	// stream, and the API server's CPU and collector then.
 	calls callSides
+	// lead is the API server's load from the check's manager starting
+	// (its first list of every pod) to the stream: what the stream begins
+	// on.
+	lead apiServerStretch
 }
 
 // measureAdmission serves the admission check from a manager of its own
@@ -133,6 +137,10 @@ func measureAdmission(ctx context.Context, o options, cfg *rest.Config, c client
 		return res, err
 	}
 	ports, err := freePorts(1)
+	if err != nil {
+		return res, err
+	}
+	leadStart, err := readAPIServerLoad(ctx, cfg)
 	if err != nil {
 		return res, err
 	}
@@ -183,6 +191,7 @@ func measureAdmission(ctx context.Context, o options, cfg *rest.Config, c client
 	if err != nil {
 		return res, err
 	}
+	res.lead = apiServerLoad{cpu: callsBefore.apiServerCPU, gcs: callsBefore.apiServerGCs, at: time.Now()}.since(leadStart)
 	logf("admission: %d updates a second for %s", o.admissionRate, o.admissionFor)
 	profiled, traced, apiServerProfiled := make(chan error, 1), make(chan error, 1), make(chan error, 1)
 	go func() { profiled <- m.cpuProfile(ctx, o.admissionProfile, o.admissionFor-2*time.Second) }()
@@ -355,6 +364,7 @@ func (r admissionResult) markdown() string {
 			h.shareWithin(0.00005), h.shareWithin(0.0001), h.shareWithin(0.001), h.shareWithin(0.005), h.shareWithin(0.01), h.shareWithin(0.025))
 	}
 	b.WriteString(callSidesMarkdown(r.calls))
+	fmt.Fprintf(&b, "\nThe API server before the stream, from the check's manager starting: %.1f s of CPU in %.0f s; its collector's cycles: %.0f.\n", r.lead.cpu, r.lead.took.Seconds(), r.lead.gcs)
 	return b.String()
 }
 

@@ -71,6 +71,35 @@ func readCallSides(ctx context.Context, cfg *rest.Config, managerMetrics string)
 	}, nil
 }
 
+// apiServerLoad is the API server's CPU seconds and collector cycles,
+// read at a time.
+type apiServerLoad struct {
+	cpu, gcs float64
+	at       time.Time
+}
+
+// readAPIServerLoad reads the API server's load counters now.
+func readAPIServerLoad(ctx context.Context, cfg *rest.Config) (apiServerLoad, error) {
+	raw, err := readAPIServer(ctx, cfg, "/metrics", nil)
+	if err != nil {
+		return apiServerLoad{}, fmt.Errorf("read the API server's metrics: %w", err)
+	}
+	page := string(raw)
+	return apiServerLoad{cpu: counterOf(page, "process_cpu_seconds_total"), gcs: counterOf(page, "go_gc_duration_seconds_count"), at: time.Now()}, nil
+}
+
+// apiServerStretch is the API server's CPU seconds and collector cycles
+// over a stretch of time.
+type apiServerStretch struct {
+	cpu, gcs float64
+	took     time.Duration
+}
+
+// since is the API server's load between earlier and l.
+func (l apiServerLoad) since(earlier apiServerLoad) apiServerStretch {
+	return apiServerStretch{cpu: l.cpu - earlier.cpu, gcs: l.gcs - earlier.gcs, took: l.at.Sub(earlier.at)}
+}
+
 // since is what the updates between s and later took.
 func (s callSides) since(earlier callSides) callSides {
 	return callSides{
