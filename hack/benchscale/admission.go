@@ -187,11 +187,15 @@ func measureAdmission(ctx context.Context, o options, cfg *rest.Config, c client
 		return res, fmt.Errorf("%w\n%s", err, m.logTail())
 	}
 	metricsURL := "http://" + m.metricsAddr + "/metrics"
+	leadEnd, err := readAPIServerLoad(ctx, cfg)
+	if err != nil {
+		return res, err
+	}
+	res.lead = leadEnd.since(leadStart)
 	callsBefore, err := readCallSides(ctx, cfg, metricsURL)
 	if err != nil {
 		return res, err
 	}
-	res.lead = apiServerLoad{cpu: callsBefore.apiServerCPU, gcs: callsBefore.apiServerGCs, at: time.Now()}.since(leadStart)
 	logf("admission: %d updates a second for %s", o.admissionRate, o.admissionFor)
 	profiled, traced, apiServerProfiled := make(chan error, 1), make(chan error, 1), make(chan error, 1)
 	go func() { profiled <- m.cpuProfile(ctx, o.admissionProfile, o.admissionFor-2*time.Second) }()

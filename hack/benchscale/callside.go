@@ -59,12 +59,13 @@ func readCallSides(ctx context.Context, cfg *rest.Config, managerMetrics string)
 		return callSides{}, fmt.Errorf("read the manager's metrics: %w", err)
 	}
 	page := string(raw)
+	load := loadOf(page)
 	return callSides{
 		request:       sumOf(histogramsOf(page, apiServerRequest), `dry_run="All"`, `resource="deployments"`, `subresource=""`, `verb="PUT"`),
 		apiServer:     sumOf(histogramsOf(page, apiServerCall), `name="workloads.placementguard.io"`),
 		manager:       sumOf(histogramsOf(body, managerHandler), fmt.Sprintf(`webhook=%q`, webhook.Path)),
-		apiServerCPU:  counterOf(page, "process_cpu_seconds_total"),
-		apiServerGCs:  counterOf(page, "go_gc_duration_seconds_count"),
+		apiServerCPU:  load.cpu,
+		apiServerGCs:  load.gcs,
 		apiServerHeap: counterOf(page, "go_memstats_heap_inuse_bytes"),
 		requests:      countersOf(page, "apiserver_request_total"),
 		watchEvents:   countersOf(page, "apiserver_watch_events_total"),
@@ -84,8 +85,13 @@ func readAPIServerLoad(ctx context.Context, cfg *rest.Config) (apiServerLoad, er
 	if err != nil {
 		return apiServerLoad{}, fmt.Errorf("read the API server's metrics: %w", err)
 	}
-	page := string(raw)
-	return apiServerLoad{cpu: counterOf(page, "process_cpu_seconds_total"), gcs: counterOf(page, "go_gc_duration_seconds_count"), at: time.Now()}, nil
+	return loadOf(string(raw)), nil
+}
+
+// loadOf reads the API server's load counters from its metrics page,
+// read now.
+func loadOf(page string) apiServerLoad {
+	return apiServerLoad{cpu: counterOf(page, "process_cpu_seconds_total"), gcs: counterOf(page, "go_gc_duration_seconds_count"), at: time.Now()}
 }
 
 // apiServerStretch is the API server's CPU seconds and collector cycles
