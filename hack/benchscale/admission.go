@@ -118,6 +118,9 @@ type admissionResult struct {
 	// (its first list of every pod) to the stream: what the stream begins
 	// on.
 	lead apiServerStretch
+	// collected is how long the API server's collection asked for just
+	// before the stream took; 0 when none was asked for.
+	collected time.Duration
 }
 
 // measureAdmission serves the admission check from a manager of its own
@@ -192,6 +195,11 @@ func measureAdmission(ctx context.Context, o options, cfg *rest.Config, c client
 		return res, err
 	}
 	res.lead = leadEnd.since(leadStart)
+	if o.admissionCollect {
+		if res.collected, err = collectAPIServer(ctx, cfg); err != nil {
+			return res, err
+		}
+	}
 	callsBefore, err := readCallSides(ctx, cfg, metricsURL)
 	if err != nil {
 		return res, err
@@ -369,6 +377,9 @@ func (r admissionResult) markdown() string {
 	}
 	b.WriteString(callSidesMarkdown(r.calls))
 	fmt.Fprintf(&b, "\nThe API server before the stream, from the check's manager starting: %.1f s of CPU in %.0f s; its collector's cycles: %.0f.\n", r.lead.cpu, r.lead.took.Seconds(), r.lead.gcs)
+	if r.collected > 0 {
+		fmt.Fprintf(&b, "Then a full collection of the API server, asked for: %s.\n", r.collected.Round(time.Millisecond))
+	}
 	return b.String()
 }
 

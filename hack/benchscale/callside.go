@@ -145,6 +145,17 @@ func apiServerCPUProfile(ctx context.Context, cfg *rest.Config, path string, d t
 	return os.WriteFile(path, raw, 0o644)
 }
 
+// collectAPIServer has the API server run a full collection and waits
+// for it (its heap profile with gc=1 collects before it writes), and says
+// how long that took.
+func collectAPIServer(ctx context.Context, cfg *rest.Config) (time.Duration, error) {
+	began := time.Now()
+	if _, err := readAPIServer(ctx, cfg, "/debug/pprof/heap", map[string]string{"gc": "1"}); err != nil {
+		return 0, fmt.Errorf("collect the API server's garbage: %w", err)
+	}
+	return time.Since(began), nil
+}
+
 // readAPIServer reads one of the API server's own pages, with params.
 func readAPIServer(ctx context.Context, cfg *rest.Config, path string, params map[string]string) ([]byte, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
