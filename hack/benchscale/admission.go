@@ -195,8 +195,9 @@ func measureAdmission(ctx context.Context, o options, cfg *rest.Config, c client
 		return res, err
 	}
 	res.lead = leadEnd.since(leadStart)
-	if o.admissionCollect {
-		if res.collected, err = collectAPIServer(ctx, cfg); err != nil {
+	var heapBefore []byte
+	if o.admissionCollect || o.admissionAPIServerAllocs != "" {
+		if heapBefore, res.collected, err = collectAPIServer(ctx, cfg); err != nil {
 			return res, err
 		}
 	}
@@ -222,6 +223,15 @@ func measureAdmission(ctx context.Context, o options, cfg *rest.Config, c client
 		return res, err
 	}
 	res.calls = callsAfter.since(callsBefore)
+	if o.admissionAPIServerAllocs != "" {
+		heapAfter, _, err := collectAPIServer(ctx, cfg)
+		if err != nil {
+			return res, err
+		}
+		if err := writeAllocsBetween(o.admissionAPIServerAllocs, heapBefore, heapAfter); err != nil {
+			return res, err
+		}
+	}
 	body, err := get(ctx, metricsURL)
 	if err != nil {
 		return res, err

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -146,14 +147,41 @@ func apiServerCPUProfile(ctx context.Context, cfg *rest.Config, path string, d t
 }
 
 // collectAPIServer has the API server run a full collection and waits
-// for it (its heap profile with gc=1 collects before it writes), and says
-// how long that took.
-func collectAPIServer(ctx context.Context, cfg *rest.Config) (time.Duration, error) {
+// for it, and returns its heap profile as of that collection (the heap
+// profile with gc=1 collects before it writes) and how long it took.
+// Go's heap profile counts what was allocated up to the last collection,
+// so two of these bracket exactly what was allocated between them.
+func collectAPIServer(ctx context.Context, cfg *rest.Config) ([]byte, time.Duration, error) {
 	began := time.Now()
-	if _, err := readAPIServer(ctx, cfg, "/debug/pprof/heap", map[string]string{"gc": "1"}); err != nil {
-		return 0, fmt.Errorf("collect the API server's garbage: %w", err)
+	raw, err := readAPIServer(ctx, cfg, "/debug/pprof/heap", map[string]string{"gc": "1"})
+	if err != nil {
+		return nil, 0, fmt.Errorf("collect the API server's garbage: %w", err)
 	}
-	return time.Since(began), nil
+	return raw, time.Since(began), nil
+}
+
+// writeAllocsBetween writes to path what the API server allocated
+// between two of its heap profiles: after less before.
+func writeAllocsBetween(path string, before, after []byte) error {
+	b, err := profile.ParseData(before)
+	if err != nil {
+		return fmt.Errorf("read the API server's heap profile before: %w", err)
+	}
+	a, err := profile.ParseData(after)
+	if err != nil {
+		return fmt.Errorf("read the API server's heap profile after: %w", err)
+	}
+	b.Scale(-1)
+	diff, err := profile.Merge([]*profile.Profile{a, b})
+	if err != nil {
+		return fmt.Errorf("subtract the API server's heap profiles: %w", err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return diff.Write(f)
 }
 
 // readAPIServer reads one of the API server's own pages, with params.

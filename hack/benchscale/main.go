@@ -56,6 +56,10 @@ type options struct {
 	// admissionAPIServerProfile is where the API server's CPU profile
 	// during the admission stream goes.
 	admissionAPIServerProfile string
+	// admissionAPIServerAllocs is where what the API server allocated
+	// during the admission stream goes: the difference of its heap
+	// profiles before and after, each taken with a collection.
+	admissionAPIServerAllocs string
 	// admissionCollect asks the API server for a full collection before
 	// the stream, so that the stream does not begin on the garbage of the
 	// check's manager's first list of every pod.
@@ -85,6 +89,7 @@ func main() {
 	flag.StringVar(&o.admissionProfile, "admission-cpuprofile", "", "write the manager's CPU profile during the admission stream here")
 	flag.StringVar(&o.admissionAPIServerProfile, "admission-apiserver-cpuprofile", "", "write the API server's CPU profile during the admission stream here")
 	flag.BoolVar(&o.admissionCollect, "admission-collect", true, "ask the API server for a full collection (its heap profile with gc=1) just before the admission stream, so the stream does not begin on the garbage of the check's manager's first list; false streams on whatever the API server holds")
+	flag.StringVar(&o.admissionAPIServerAllocs, "admission-apiserver-allocprofile", "", "write what the API server allocated during the admission stream here (the difference of its heap profiles, each taken with a full collection, before and after the stream; implies -admission-collect)")
 	flag.StringVar(&o.admissionTrace, "admission-trace", "", "write the manager's execution trace during the admission stream here (go tool trace)")
 	flag.IntVar(&managerCPUs, "manager-cpus", 1, "GOMAXPROCS of the manager, as its container's CPU limit sets it (1 in config/manager); 0 leaves the machine's")
 	logPath := flag.String("manager-log", "", "append the managers' logs to this file")
