@@ -47,6 +47,10 @@ type options struct {
 	// measures memory and cache sync only, at sizes the full control plane
 	// cannot reach on a small machine.
 	storeOnly bool
+	// apiServerFlags are more flags for the -store-only API server, as
+	// name=value pairs: a feature gate of its own work taken out of a
+	// comparison, for one.
+	apiServerFlags []string
 	// admissionRate dry-run Deployment updates a second for admissionFor
 	// are sent through the admission check; 0 sends none.
 	admissionRate    int
@@ -93,9 +97,11 @@ func main() {
 	flag.StringVar(&o.admissionTrace, "admission-trace", "", "write the manager's execution trace during the admission stream here (go tool trace)")
 	flag.IntVar(&managerCPUs, "manager-cpus", 1, "GOMAXPROCS of the manager, as its container's CPU limit sets it (1 in config/manager); 0 leaves the machine's")
 	logPath := flag.String("manager-log", "", "append the managers' logs to this file")
+	apiFlags := flag.String("apiserver-flags", "", "more flags for the -store-only API server, name=value separated by spaces (feature-gates=DetectCacheInconsistency=false takes its periodic comparison of the watch cache with etcd out of a run)")
 	flags := flag.String("manager-flags", "", "more flags for the manager, separated by spaces (--zap-log-level=5 logs every reconcile)")
 	flag.Parse()
 	managerFlags = strings.Fields(*flags)
+	o.apiServerFlags = strings.Fields(*apiFlags)
 	if *logPath != "" {
 		f, err := os.OpenFile(*logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -22,6 +23,21 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
+// configureAPIServer adds -apiserver-flags to the API server's arguments;
+// a flag named twice keeps its last value, as on a command line.
+func configureAPIServer(env *envtest.Environment, flags []string) error {
+	args := env.ControlPlane.GetAPIServer().Configure()
+	for _, f := range flags {
+		name, value, ok := strings.Cut(strings.TrimLeft(f, "-"), "=")
+		if !ok || name == "" {
+			return fmt.Errorf("-apiserver-flags: %q is not name=value", f)
+		}
+		args.Set(name, value)
+		logf("the API server with --%s=%s", name, value)
+	}
+	return nil
+}
+
 // runStoreOnly measures the manager's memory and cache sync against an
 // API server and etcd alone: nodes Ready and pods Running because the
 // harness writes their status, as kubelets (kwok) would. Nothing else
@@ -33,6 +49,9 @@ func runStoreOnly(ctx context.Context, o options, work string) error {
 		BinaryAssetsDirectory: "bin",
 		CRDDirectoryPaths:     []string{"config/crd/bases"},
 		ErrorIfCRDPathMissing: true,
+	}
+	if err := configureAPIServer(env, o.apiServerFlags); err != nil {
+		return err
 	}
 	cfg, err := env.Start()
 	if err != nil {
