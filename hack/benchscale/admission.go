@@ -121,6 +121,8 @@ type admissionResult struct {
 	// collected is how long the API server's collection asked for just
 	// before the stream took; 0 when none was asked for.
 	collected time.Duration
+	// machine is each CPU's time over the stream.
+	machine machineTimes
 }
 
 // measureAdmission serves the admission check from a manager of its own
@@ -205,6 +207,7 @@ func measureAdmission(ctx context.Context, o options, cfg *rest.Config, c client
 	if err != nil {
 		return res, err
 	}
+	machineBefore := readMachineTimes()
 	logf("admission: %d updates a second for %s", o.admissionRate, o.admissionFor)
 	profiled, traced, apiServerProfiled := make(chan error, 1), make(chan error, 1), make(chan error, 1)
 	go func() { profiled <- m.cpuProfile(ctx, o.admissionProfile, o.admissionFor-2*time.Second) }()
@@ -218,6 +221,7 @@ func measureAdmission(ctx context.Context, o options, cfg *rest.Config, c client
 	if err := errors.Join(<-profiled, <-traced, <-apiServerProfiled); err != nil {
 		return res, err
 	}
+	res.machine = readMachineTimes().since(machineBefore)
 	callsAfter, err := readCallSides(ctx, cfg, metricsURL)
 	if err != nil {
 		return res, err
@@ -386,6 +390,7 @@ func (r admissionResult) markdown() string {
 			h.shareWithin(0.00005), h.shareWithin(0.0001), h.shareWithin(0.001), h.shareWithin(0.005), h.shareWithin(0.01), h.shareWithin(0.025))
 	}
 	b.WriteString(callSidesMarkdown(r.calls))
+	b.WriteString(r.machine.markdown("over the stream"))
 	fmt.Fprintf(&b, "\nThe API server before the stream, from the check's manager starting: %.1f s of CPU in %.0f s; its collector's cycles: %.0f.\n", r.lead.cpu, r.lead.took.Seconds(), r.lead.gcs)
 	if r.collected > 0 {
 		fmt.Fprintf(&b, "Then a full collection of the API server, asked for: %s.\n", r.collected.Round(time.Millisecond))
