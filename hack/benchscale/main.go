@@ -102,6 +102,10 @@ func main() {
 	flag.Parse()
 	managerFlags = strings.Fields(*flags)
 	o.apiServerFlags = strings.Fields(*apiFlags)
+	if len(o.apiServerFlags) > 0 && !o.storeOnly {
+		fmt.Fprintln(os.Stderr, "bench-scale: -apiserver-flags needs -store-only: the local cluster's API server takes none")
+		os.Exit(2)
+	}
 	if *logPath != "" {
 		f, err := os.OpenFile(*logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
