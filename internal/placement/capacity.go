@@ -110,7 +110,7 @@ func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec Capacit
 		admits := true
 		for i := range pods {
 			if filters[i].reason[pos] != 0 ||
-				int64(len(ni.pods))+1 > ni.allowedPods ||
+				ni.podCount+1 > ni.allowedPods ||
 				!reqs[i].fitsIn(ni.allocatable, ni.requested, resources{}) ||
 				s.attachLimitReached(ni, vols[i]) {
 				admits = false

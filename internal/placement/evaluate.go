@@ -268,7 +268,7 @@ func (e *evaluator) reasons(i int) []string {
 	}
 	ni := e.s.nodes[e.order[i]]
 	extraReq, extraPods := e.extras.get(i)
-	if r := insufficient(e.req, ni.requested.plus(extraReq), ni.allocatable, ni.allowedPods, int64(len(ni.pods))+int64(extraPods)); len(r) > 0 {
+	if r := insufficient(e.req, ni.requested.plus(extraReq), ni.allocatable, ni.allowedPods, ni.podCount+int64(extraPods)); len(r) > 0 {
 		return r
 	}
 	if e.diskConflict(i) {
@@ -309,7 +309,7 @@ func (e *evaluator) fits(i int) bool {
 	}
 	ni := e.s.nodes[e.order[i]]
 	extraReq, extraPods := e.extras.get(i)
-	if int64(len(ni.pods))+int64(extraPods)+1 > ni.allowedPods {
+	if ni.podCount+int64(extraPods)+1 > ni.allowedPods {
 		return false
 	}
 	if !e.req.fitsIn(ni.allocatable, ni.requested, extraReq) {

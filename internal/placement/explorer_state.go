@@ -108,7 +108,7 @@ func (x *explorer) signature(i int) string {
 	extraReq, extraPods := x.e.extras.get(i)
 	b = appendResources(append(b, '|'), ni.requested.plus(extraReq))
 	b = appendResources(append(b, '|'), ni.allocatable)
-	b = strconv.AppendInt(append(b, '|'), int64(len(ni.pods))+int64(extraPods), 10)
+	b = strconv.AppendInt(append(b, '|'), ni.podCount+int64(extraPods), 10)
 	b = strconv.AppendInt(append(b, '/'), ni.allowedPods, 10)
 	return string(b)
 }

@@ -90,6 +90,10 @@ type nodeInfo struct {
 	allowedPods int64
 	requested   resources
 	pods        map[podID]struct{}
+	// podCount is len(pods), kept in the record: a sweep over every node
+	// (capacity, fit) then reads one record per node, not its map as well,
+	// which at thousands of nodes is the sweep's cost.
+	podCount int64
 }
 
 // Objects are the inputs of a snapshot.
@@ -253,6 +257,7 @@ func (s *Snapshot) bind(id podID, nid nodeID) {
 	pi, ni := s.pods[id], s.nodes[nid]
 	pi.node = nid
 	ni.pods[id] = struct{}{}
+	ni.podCount = int64(len(ni.pods))
 	ni.requested.add(pi.requests)
 	s.byLoad, s.existingAnti = nil, nil
 }
@@ -270,6 +275,7 @@ func (s *Snapshot) removePod(id podID) {
 	if pi.node != noNode {
 		ni := s.nodes[pi.node]
 		delete(ni.pods, id)
+		ni.podCount = int64(len(ni.pods))
 		ni.requested.sub(pi.requests)
 		s.byLoad, s.existingAnti = nil, nil
 		pi.node = noNode
