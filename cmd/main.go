@@ -221,7 +221,15 @@ func main() {
 		os.Exit(1)
 	}
 	if serveAdmission {
-		webhook.Register(mgr, cluster, webhook.Options{Mode: mode, Skip: skippedNamespaces(skipNS), Budget: webhook.DefaultBudget})
+		// The check exempts the migrations' own writes by the user they
+		// come as, which only the API server can tell.
+		operator, err := webhook.OwnUser(ctx, cfg)
+		if err != nil {
+			log.Error(err, "Unable to set up the admission check")
+			os.Exit(1)
+		}
+		log.Info("The admission check exempts the migrations' writes from this user only", "user", operator)
+		webhook.Register(mgr, cluster, webhook.Options{Mode: mode, Skip: skippedNamespaces(skipNS), Budget: webhook.DefaultBudget, Operator: operator})
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			log.Error(err, "Unable to set up the readiness check")
 			os.Exit(1)
@@ -295,7 +303,7 @@ func certRotator(cfg *rest.Config, secret, configuration, mutating, hosts string
 	if validity < time.Minute {
 		return nil, fmt.Errorf("--webhook-cert-validity %s is under a minute", validity)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}

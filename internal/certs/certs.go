@@ -9,16 +9,24 @@
 // old ones stay until they expire), and only once the API server has been
 // given that bundle is a serving certificate issued by it.
 //
+// The bundle the API server is given is never narrowed to what the Secret
+// holds now (TrustBundle): an authority a person replaced, restored from a
+// backup or deleted with the Secret may still have signed what a replica
+// serves, so every authority still valid stays trusted until it expires.
+//
 // Everything here is pure: keys in, keys out, the time given.
 package certs
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -216,6 +224,97 @@ func (k Keys) Trusts(bundle []byte) bool {
 		return false
 	}
 	return slices.ContainsFunc(certsOf(bundle), ca.Equal)
+}
+
+// TrustBundle is the caBundle a webhook configuration holding trusted
+// should hold: every authority of the keys' bundle and of trusted that is
+// still valid at now, each once, the newest first. Nothing still valid is
+// dropped, as a replica may serve a certificate it signed; what expired or
+// cannot be read goes. The order depends on the authorities alone, so
+// replicas that read the Secret at different times write the same bundle.
+func (k Keys) TrustBundle(trusted []byte, now time.Time) []byte {
+	var keep []*x509.Certificate
+	for _, c := range append(certsOf(k.Bundle), certsOf(trusted)...) {
+		if now.Before(c.NotAfter) && !slices.ContainsFunc(keep, c.Equal) {
+			keep = append(keep, c)
+		}
+	}
+	slices.SortFunc(keep, func(a, b *x509.Certificate) int {
+		if byAge := b.NotBefore.Compare(a.NotBefore); byAge != 0 {
+			return byAge
+		}
+		return bytes.Compare(a.Raw, b.Raw)
+	})
+	var out []byte
+	for _, c := range keep {
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: c.Raw})...)
+	}
+	return out
+}
+
+// Fingerprint names a certificate: the SHA-256 of its DER form, in hex.
+func Fingerprint(c *x509.Certificate) string {
+	sum := sha256.Sum256(c.Raw)
+	return hex.EncodeToString(sum[:])
+}
+
+// Issuer is the fingerprint of the authority of bundle that signed the
+// serving certificate cert; "" when none did.
+func Issuer(cert *tls.Certificate, bundle []byte) string {
+	leaf, err := leafOf(cert)
+	if err != nil {
+		return ""
+	}
+	for _, ca := range certsOf(bundle) {
+		if leaf.CheckSignatureFrom(ca) == nil {
+			return Fingerprint(ca)
+		}
+	}
+	return ""
+}
+
+// TrustedBy says whether a TLS client trusting only bundle accepts cert
+// for host at now, as the API server checks the webhook it calls.
+func TrustedBy(cert *tls.Certificate, bundle []byte, host string, now time.Time) bool {
+	leaf, err := leafOf(cert)
+	if err != nil {
+		return false
+	}
+	pool := x509.NewCertPool()
+	for _, ca := range certsOf(bundle) {
+		pool.AddCert(ca)
+	}
+	_, err = leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: host, CurrentTime: now})
+	return err == nil
+}
+
+// Authorities are the fingerprints of the authorities in bundle.
+func Authorities(bundle []byte) []string {
+	var out []string
+	for _, c := range certsOf(bundle) {
+		out = append(out, Fingerprint(c))
+	}
+	return out
+}
+
+// CurrentAuthority is the fingerprint of the keys' current authority, ""
+// when it cannot be read.
+func (k Keys) CurrentAuthority() string {
+	ca, _, err := k.authority()
+	if err != nil {
+		return ""
+	}
+	return Fingerprint(ca)
+}
+
+func leafOf(cert *tls.Certificate) (*x509.Certificate, error) {
+	if cert == nil || len(cert.Certificate) == 0 {
+		return nil, errors.New("no certificate")
+	}
+	if cert.Leaf != nil {
+		return cert.Leaf, nil
+	}
+	return x509.ParseCertificate(cert.Certificate[0])
 }
 
 // authority is the current authority and its key.

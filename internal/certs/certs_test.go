@@ -2,6 +2,7 @@ package certs
 
 import (
 	"crypto/tls"
+	"slices"
 	"crypto/x509"
 	"strings"
 	"testing"
@@ -207,4 +208,67 @@ func TestServable(t *testing.T) {
 			t.Errorf("%s: Servable = %v", tc.name, got)
 		}
 	}
+}
+
+// TestTrustBundleKeepsWhatMayBeServed: the bundle given to the API server
+// is the union of the Secret's authorities and those it trusts already,
+// each once; what expired or cannot be read goes; two replicas that read
+// the Secret in different orders write the same bytes.
+func TestTrustBundleKeepsWhatMayBeServed(t *testing.T) {
+	a := mustNew(t)
+	b, err := New(hosts, t0.Add(time.Hour), year)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An authority valid for a day only, which has expired by the end.
+	short, err := Keys{}.WithNewAuthority(t0, 24*time.Hour/AuthorityLifetimes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbage := []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+	now := t0.Add(2 * time.Hour)
+
+	union := b.TrustBundle(append(append(append([]byte{}, a.Bundle...), garbage...), short.Bundle...), now)
+	got := Authorities(union)
+	if len(got) != 3 || got[0] != Authorities(b.Bundle)[0] || !slices.Contains(got, Authorities(a.Bundle)[0]) || !slices.Contains(got, Authorities(short.Bundle)[0]) {
+		t.Fatalf("union %v, want the three valid authorities, the newest first", got)
+	}
+	if err := verify(t, a, union, hosts[0], now); err != nil {
+		t.Fatalf("a certificate of the replaced authority is no longer trusted: %v", err)
+	}
+	if err := verify(t, b, union, hosts[0], now); err != nil {
+		t.Fatalf("a certificate of the Secret's authority is not trusted: %v", err)
+	}
+	if other := a.TrustBundle(b.Bundle, now); string(other) != string(b.TrustBundle(a.Bundle, now)) {
+		t.Fatal("the bundle depends on which replica wrote it")
+	}
+	later := t0.Add(48 * time.Hour)
+	if got := Authorities(b.TrustBundle(union, later)); slicesEqual(got, Authorities(union)) || len(got) != 2 {
+		t.Fatalf("after the short authority expired the bundle holds %d, want 2", len(got))
+	}
+	if again := b.TrustBundle(union, now); string(again) != string(union) {
+		t.Fatal("the bundle changes when nothing changed")
+	}
+	served, err := a.Serving()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if Issuer(served, union) != Authorities(a.Bundle)[0] || Issuer(served, b.Bundle) != "" {
+		t.Fatal("Issuer does not name the authority that signed the certificate")
+	}
+	if !TrustedBy(served, union, hosts[0], now) || TrustedBy(served, b.Bundle, hosts[0], now) {
+		t.Fatal("TrustedBy does not verify as a TLS client")
+	}
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

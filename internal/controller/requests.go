@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/provision"
 )
 
@@ -53,11 +55,18 @@ func (r *PlacementMigrationReconciler) ensureRequest(ctx context.Context, req pr
 			return "", false, err
 		}
 	}
-	if replicas, ok, _ := unstructured.NestedInt64(live.Object, "spec", "replicas"); !ok || replicas != int64(req.Replicas) {
+	replicas, ok, _ := unstructured.NestedInt64(live.Object, "spec", "replicas")
+	// A placeholder Deployment made before it was exempt from the
+	// admission check is given the labels that exempt it as it is resized.
+	exempt := req.Mode != pgv1.ProvisionPlaceholderPods || provision.IsExempt(live)
+	if !ok || replicas != int64(req.Replicas) || !exempt {
 		// The uid and resourceVersion make the patch a precondition: an
 		// object deleted and re-created by someone else since it was
 		// read is refused, not resized.
-		patch := fmt.Appendf(nil, `{"metadata":{"uid":%q,"resourceVersion":%q},"spec":{"replicas":%d}}`, live.GetUID(), live.GetResourceVersion(), req.Replicas)
+		patch, err := resizePatch(live, req.Replicas, !exempt)
+		if err != nil {
+			return "", false, err
+		}
 		if err := r.Patch(ctx, live, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(requestManager)); err != nil {
 			if apierrors.IsConflict(err) {
 				return "", false, fmt.Errorf("resize %s %s/%s: %w", live.GetKind(), live.GetNamespace(), live.GetName(), errStale)
@@ -67,6 +76,21 @@ func (r *PlacementMigrationReconciler) ensureRequest(ctx context.Context, req pr
 	}
 	word, failing = provision.Word(live)
 	return word, failing, nil
+}
+
+// resizePatch is the merge patch that sets a request object's replicas,
+// and the labels that exempt it from the admission check when exempt is
+// set, carrying its uid and resourceVersion as preconditions.
+func resizePatch(live *unstructured.Unstructured, replicas int32, exempt bool) ([]byte, error) {
+	metadata := map[string]any{"uid": live.GetUID(), "resourceVersion": live.GetResourceVersion()}
+	if exempt {
+		metadata["labels"] = provision.Exempt()
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": metadata, "spec": map[string]any{"replicas": replicas}})
+	if err != nil {
+		return nil, fmt.Errorf("resize %s %s/%s: %w", live.GetKind(), live.GetNamespace(), live.GetName(), err)
+	}
+	return patch, nil
 }
 
 // ownRequestObject returns the live object u names, created when missing.

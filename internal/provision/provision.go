@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -246,6 +247,27 @@ func capacityBuffer(r Request) *unstructured.Unstructured {
 	return u
 }
 
+// Exempt are the labels that keep a capacity request's placeholder
+// Deployment away from placement-guard's own admission check: the
+// webhook configurations' object selector never sends it, and the check
+// lets it pass if it is sent. Its required anti-affinity is what keeps its
+// pods Pending for the autoscaler, so judging it would refuse the request
+// in Deny ("add the nodes first") and soften it in Adopt, where soft
+// placeholders pack onto the nodes there are and ask for nothing.
+func Exempt() map[string]string {
+	return map[string]string{pgv1.AdmissionLabel: "Off"}
+}
+
+// IsExempt reports whether a request object carries Exempt's labels.
+func IsExempt(obj metav1.Object) bool {
+	for k, v := range Exempt() {
+		if obj.GetLabels()[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
 func placeholders(r Request) *appsv1.Deployment {
 	tmpl := *r.Template.DeepCopy()
 	tmpl.Spec.PriorityClassName = PriorityClassName
@@ -256,9 +278,11 @@ func placeholders(r Request) *appsv1.Deployment {
 		tmpl.Annotations = map[string]string{}
 	}
 	tmpl.Annotations[doNotDisrupt] = "true"
+	meta := meta0(r)
+	maps.Copy(meta.Labels, Exempt())
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: KindDeployment},
-		ObjectMeta: meta0(r),
+		ObjectMeta: meta,
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(r.Replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: r.Template.Labels},

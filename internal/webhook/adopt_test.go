@@ -109,7 +109,7 @@ func TestAdoptLeavesAlone(t *testing.T) {
 		{"a Warn namespace", "Warn", request(t, admissionv1.Update, web(), web(apart), ""), ""},
 		{"an image change of a hard workload", "Adopt", request(t, admissionv1.Update, web(apart), web(apart, image), ""), ""},
 		{"a term with mismatchLabelKeys", "Adopt", request(t, admissionv1.Update, web(), web(mismatch), ""), "not adopted: the required anti-affinity term on kubernetes.io/hostname uses mismatchLabelKeys"},
-		{"the migration's hardening write", "Adopt", request(t, admissionv1.Update, web(), web(apart), workloadpatch.FieldManager("web-adopted-1")), ""},
+		{"the migration's hardening write", "Adopt", asUser(request(t, admissionv1.Update, web(), web(apart), workloadpatch.FieldManager("web-adopted-1")), operatorUser), ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			resp := adopter(t, c.namespaceMode).Handle(ctx, c.req)
@@ -171,5 +171,16 @@ func TestAdoptLetsGoOfWhatTheAuthorDropped(t *testing.T) {
 	}
 	if said := strings.Join(resp.Warnings, "\n"); !strings.Contains(said, "no longer in kustomize-controller's manifest") {
 		t.Fatalf("warnings %q", said)
+	}
+}
+
+// A write that names a migration's field manager but does not come from
+// the operator is adopted as any other: the name alone exempts nothing.
+func TestAdoptABorrowedFieldManagersWrite(t *testing.T) {
+	ctx := context.Background()
+	req := asUser(request(t, admissionv1.Update, web(), web(apart), workloadpatch.FieldManager("web-adopted-1")), "jane")
+	stored := admitted(t, req, adopter(t, "Adopt").Handle(ctx, req))
+	if paa := stored.Spec.Template.Spec.Affinity.PodAntiAffinity; len(paa.RequiredDuringSchedulingIgnoredDuringExecution) != 0 {
+		t.Fatalf("stored anti-affinity %+v, want it adopted soft", paa)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,15 +23,23 @@ import (
 	"github.com/placement-guard/placement-guard/internal/certs"
 )
 
-// CertRotator keeps the check's serving certificate in a Secret, the
-// authority that signs it in the webhook configuration's caBundle, and
-// the certificate in memory for the TLS server. Every replica runs one,
-// leader or not, as every replica serves the check: the Secret, written
-// with optimistic locking, is what they agree on.
+// CertRotator keeps the check's serving certificate in a Secret, every
+// authority that may have signed what a replica serves in the webhook
+// configurations' caBundle, and the certificate in memory for the TLS
+// server. Every replica runs one, leader or not, as every replica serves
+// the check: the Secret, written with optimistic locking, is what they
+// agree on, and each watches it and the configurations, so that a change
+// by a person, a restore or another replica is taken in within seconds.
+//
+// What a replica serves is always trusted by the configurations as they
+// stand: an authority is added to caBundle beside the others, never in
+// their place (certs.Keys.TrustBundle), and a certificate it signs is
+// issued and served only once it has been in every configuration for
+// Settle, the time the API servers take to load a configuration.
 type CertRotator struct {
-	// Client reads and writes the Secret and the configuration directly:
-	// no cache, and no leader's fence.
-	Client        client.Client
+	// Client reads, writes and watches the Secret and the configurations
+	// directly: no cache, and no leader's fence.
+	Client        client.WithWatch
 	Secret        types.NamespacedName
 	Configuration string
 	// MutatingConfiguration is Adopt mode's webhook configuration, whose
@@ -39,17 +49,40 @@ type CertRotator struct {
 	// Validity is a serving certificate's life; an authority lives
 	// certs.AuthorityLifetimes of them. Each is renewed in its last third.
 	Validity time.Duration
-	Now      func() time.Time
-	Log      logr.Logger
+	// Settle is how long an authority must have been in every
+	// configuration before a certificate it signs is issued or served;
+	// DefaultTrustSettle when zero.
+	Settle time.Duration
+	Now    func() time.Time
+	Log    logr.Logger
 
 	serving atomic.Pointer[tls.Certificate]
+
+	mu sync.Mutex
+	// trustedSince is when each authority (by fingerprint) was first seen
+	// in every configuration, by this replica.
+	trustedSince map[string]time.Time
 }
 
 // DefaultCertValidity is a serving certificate's life: a year.
 const DefaultCertValidity = 365 * 24 * time.Hour
 
-// errRaced is a write another replica won: read again at once.
+// DefaultTrustSettle is how long an authority waits in the configurations
+// before a certificate it signs is served: an API server's informer takes
+// a configuration in within a second or two.
+const DefaultTrustSettle = 5 * time.Second
+
+// errRaced is a write another replica won, or a write of our own whose
+// result is read back: read again at once.
 var errRaced = errors.New("another replica wrote the certificate first")
+
+// settlingError is a step that waits for an authority to settle in the
+// configurations: sync again after the time left.
+type settlingError struct{ after time.Duration }
+
+func (e settlingError) Error() string {
+	return fmt.Sprintf("waiting %s for the API server to take in the certificate authorities", e.after)
+}
 
 // GetCertificate gives the TLS server the certificate held now.
 func (r *CertRotator) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
@@ -70,28 +103,41 @@ func (r *CertRotator) Ready(*http.Request) error {
 // NeedLeaderElection is false: every replica serves the check.
 func (r *CertRotator) NeedLeaderElection() bool { return false }
 
-// Start syncs at once and then a tenth of a certificate's life apart (at
-// most every ten minutes), sooner after a failure or a lost race.
+// Start syncs at once, again whenever the Secret or a configuration
+// changes, and otherwise a tenth of a certificate's life apart (at most
+// every ten minutes); sooner after a failure, a lost race or while an
+// authority settles.
 func (r *CertRotator) Start(ctx context.Context) error {
 	period := min(max(r.Validity/10, time.Second), 10*time.Minute)
+	changed := make(chan struct{}, 1)
+	for _, w := range r.watched() {
+		go r.watch(ctx, w, changed)
+	}
 	for {
 		wait := period
-		if err := r.Sync(ctx); errors.Is(err, errRaced) {
+		var settling settlingError
+		switch err := r.Sync(ctx); {
+		case errors.Is(err, errRaced):
 			wait = 0
-		} else if err != nil {
+		case errors.As(err, &settling):
+			wait = settling.after
+		case err != nil:
 			r.Log.Error(err, "Unable to keep the webhook's serving certificate", "secret", r.Secret)
 			wait = min(period, 5*time.Second)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-changed:
 		case <-time.After(wait):
 		}
 	}
 }
 
-// Sync takes one step toward keys that need no renewal, trusted by the
-// webhook configuration, and serves them.
+// Sync takes one step toward keys that need no renewal, whose authorities
+// every configuration trusts, and serves them. It returns errRaced when
+// the next step is due at once, a settlingError when it waits for the API
+// server, and nil when nothing is left to do.
 func (r *CertRotator) Sync(ctx context.Context) error {
 	now := r.Now()
 	secret := &corev1.Secret{}
@@ -110,26 +156,194 @@ func (r *CertRotator) Sync(ctx context.Context) error {
 		}
 		return r.update(ctx, secret, keys)
 	}
-	trusted, err := r.trust(ctx, keys.Bundle)
+	bundles, err := r.trust(ctx, keys, now)
 	if err != nil {
 		return err
 	}
-	// A certificate of a new authority waits until the API server has been
-	// told to trust it, one sync before: its configuration informer takes
-	// the change in meanwhile. Unless what is held cannot be served at all.
-	if why := keys.CertRenewal(r.Hosts, now); why != "" && (trusted || !keys.Servable(now)) {
+	r.noteTrusted(bundles, now)
+	// A certificate of a new authority waits until the API servers have
+	// taken in a bundle that holds it; unless what the Secret holds cannot
+	// be served, or is no longer trusted, when nothing better can be
+	// served meanwhile.
+	if why := keys.CertRenewal(r.Hosts, now); why != "" {
+		if wait := r.untilSettled(keys.CurrentAuthority(), now); wait > 0 && r.servableAndTrusted(keys, bundles, now) {
+			// Meanwhile what the Secret holds is served where nothing
+			// trusted is held: its authority is in the bundle too.
+			var settling settlingError
+			if err := r.serve(keys, bundles, now); err != nil && !errors.As(err, &settling) {
+				return err
+			}
+			return settlingError{after: wait}
+		}
 		r.Log.Info("Renewing the webhook's serving certificate", "reason", why)
 		if keys, err = keys.WithNewCert(r.Hosts, now, r.Validity); err != nil {
 			return err
 		}
 		return r.update(ctx, secret, keys)
 	}
-	serving, err := keys.Serving()
+	return r.serve(keys, bundles, now)
+}
+
+// serve holds the Secret's certificate for the TLS server once its
+// authority has settled in the configurations. Until then the certificate
+// held stays, as long as the configurations still trust it: one they no
+// longer trust (its authority taken out by hand) is replaced at once.
+func (r *CertRotator) serve(keys certs.Keys, bundles [][]byte, now time.Time) error {
+	next, err := keys.Serving()
 	if err != nil {
 		return err
 	}
-	r.serving.Store(serving)
+	held := r.serving.Load()
+	if held != nil && !bytes.Equal(held.Certificate[0], next.Certificate[0]) && r.trustedByAll(held, bundles, now) {
+		if wait := r.untilSettled(certs.Issuer(next, keys.Bundle), now); wait > 0 {
+			return settlingError{after: wait}
+		}
+	}
+	if held == nil || !bytes.Equal(held.Certificate[0], next.Certificate[0]) {
+		r.Log.Info("Serving the webhook's certificate from the Secret", "secret", r.Secret, "authority", certs.Issuer(next, keys.Bundle))
+	}
+	r.serving.Store(next)
 	return nil
+}
+
+// servableAndTrusted reports whether the Secret's certificate can be
+// served and every configuration trusts it.
+func (r *CertRotator) servableAndTrusted(keys certs.Keys, bundles [][]byte, now time.Time) bool {
+	if !keys.Servable(now) {
+		return false
+	}
+	cert, err := keys.Serving()
+	return err == nil && r.trustedByAll(cert, bundles, now)
+}
+
+// trustedByAll reports whether every configuration's bundle trusts cert
+// for the first host; with no configuration nothing calls the check, and
+// anything is as good.
+func (r *CertRotator) trustedByAll(cert *tls.Certificate, bundles [][]byte, now time.Time) bool {
+	for _, b := range bundles {
+		if !certs.TrustedBy(cert, b, r.Hosts[0], now) {
+			return false
+		}
+	}
+	return true
+}
+
+// noteTrusted remembers when each authority was first seen in every
+// configuration's bundle, and forgets those no longer in all of them.
+func (r *CertRotator) noteTrusted(bundles [][]byte, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	inAll := map[string]bool{}
+	for i, b := range bundles {
+		here := certs.Authorities(b)
+		for fp := range inAll {
+			if !slices.Contains(here, fp) {
+				delete(inAll, fp)
+			}
+		}
+		if i == 0 {
+			for _, fp := range here {
+				inAll[fp] = true
+			}
+		}
+	}
+	if r.trustedSince == nil {
+		r.trustedSince = map[string]time.Time{}
+	}
+	for fp := range r.trustedSince {
+		if !inAll[fp] && len(bundles) > 0 {
+			delete(r.trustedSince, fp)
+		}
+	}
+	for fp := range inAll {
+		if _, ok := r.trustedSince[fp]; !ok {
+			r.trustedSince[fp] = now
+		}
+	}
+}
+
+// untilSettled is how long the authority fingerprint has yet to wait in
+// every configuration before what it signs is served: 0 once it has
+// settled, or when no configuration calls the check. An authority not in
+// them all (it cannot be, after trust, but for a configuration edited
+// meanwhile) waits a whole Settle from now.
+func (r *CertRotator) untilSettled(fingerprint string, now time.Time) time.Duration {
+	if len(r.configurations()) == 0 {
+		return 0
+	}
+	settle := r.Settle
+	if settle == 0 {
+		settle = DefaultTrustSettle
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	since, ok := r.trustedSince[fingerprint]
+	if !ok || fingerprint == "" {
+		return settle
+	}
+	return max(0, settle-now.Sub(since))
+}
+
+// watched are the objects the rotator syncs again on a change of: its
+// Secret and the configurations.
+func (r *CertRotator) watched() []watchedObject {
+	out := []watchedObject{{list: &corev1.SecretList{}, namespace: r.Secret.Namespace, name: r.Secret.Name}}
+	if r.Configuration != "" {
+		out = append(out, watchedObject{list: &admissionregistrationv1.ValidatingWebhookConfigurationList{}, name: r.Configuration})
+	}
+	if r.MutatingConfiguration != "" {
+		out = append(out, watchedObject{list: &admissionregistrationv1.MutatingWebhookConfigurationList{}, name: r.MutatingConfiguration})
+	}
+	return out
+}
+
+// watchedObject is one object watched by name.
+type watchedObject struct {
+	list            client.ObjectList
+	namespace, name string
+}
+
+// watch signals changed on every event of one object (a watch by name,
+// which the rotator's rights by resource name allow), and again each time
+// the watch is re-established, since events may have been missed between.
+func (r *CertRotator) watch(ctx context.Context, w watchedObject, changed chan<- struct{}) {
+	signal := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	backoff := time.Second
+	for ctx.Err() == nil {
+		opts := []client.ListOption{client.MatchingFields{"metadata.name": w.name}}
+		if w.namespace != "" {
+			opts = append(opts, client.InNamespace(w.namespace))
+		}
+		watcher, err := r.Client.Watch(ctx, w.list, opts...)
+		if err != nil {
+			r.Log.V(1).Info("Unable to watch; syncing on the period meanwhile", "name", w.name, "error", err.Error())
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 30*time.Second)
+			continue
+		}
+		backoff = time.Second
+		for range watcher.ResultChan() {
+			signal()
+		}
+		watcher.Stop()
+		signal()
+		// A watch the API server ends at once (an error event) is not
+		// re-established in a tight loop.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 func (r *CertRotator) create(ctx context.Context, now time.Time) error {
@@ -164,19 +378,22 @@ func (r *CertRotator) update(ctx context.Context, secret *corev1.Secret, keys ce
 	return errRaced
 }
 
-// trust puts bundle in every webhook of the configurations and says
-// whether it was there already. With no configuration nothing calls the
-// check, and nothing needs telling: true.
-func (r *CertRotator) trust(ctx context.Context, bundle []byte) (bool, error) {
-	inPlace := true
+// trust gives every webhook of the configurations the bundle of every
+// authority still valid, the keys' and those already there, and returns
+// the bundle each installed configuration holds now (none for a
+// configuration that does not exist: it calls nothing).
+func (r *CertRotator) trust(ctx context.Context, keys certs.Keys, now time.Time) ([][]byte, error) {
+	var out [][]byte
 	for _, cfg := range r.configurations() {
-		there, err := r.trustIn(ctx, cfg, bundle)
+		bundle, installed, err := r.trustIn(ctx, cfg, keys, now)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
-		inPlace = inPlace && there
+		if installed {
+			out = append(out, bundle)
+		}
 	}
-	return inPlace, nil
+	return out, nil
 }
 
 // configurations are the webhook configurations that call the manager:
@@ -192,18 +409,27 @@ func (r *CertRotator) configurations() []client.Object {
 	return out
 }
 
-// trustIn puts bundle in every webhook of one configuration; one that does
-// not exist is not installed, and calls nothing.
-func (r *CertRotator) trustIn(ctx context.Context, cfg client.Object, bundle []byte) (bool, error) {
+// trustIn gives every webhook of one configuration the trust bundle of
+// the keys and of what its webhooks trust now, and returns the bundle
+// every webhook of it trusts once written; installed is false for a
+// configuration that does not exist.
+func (r *CertRotator) trustIn(ctx context.Context, cfg client.Object, keys certs.Keys, now time.Time) (bundle []byte, installed bool, err error) {
 	kind := "ValidatingWebhookConfiguration"
 	if _, mutating := cfg.(*admissionregistrationv1.MutatingWebhookConfiguration); mutating {
 		kind = "MutatingWebhookConfiguration"
 	}
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(cfg), cfg); apierrors.IsNotFound(err) {
-		return true, nil
+		return nil, false, nil
 	} else if err != nil {
-		return false, fmt.Errorf("read %s %s: %w", kind, cfg.GetName(), err)
+		return nil, false, fmt.Errorf("read %s %s: %w", kind, cfg.GetName(), err)
 	}
+	// What any webhook of it trusts now is kept: a replica may serve what
+	// it signed. Each webhook is then given the same bundle.
+	var trusted []byte
+	for _, cc := range clientConfigsOf(cfg) {
+		trusted = append(trusted, cc.CABundle...)
+	}
+	bundle = keys.TrustBundle(trusted, now)
 	changed := false
 	for _, cc := range clientConfigsOf(cfg) {
 		if !bytes.Equal(cc.CABundle, bundle) {
@@ -212,15 +438,16 @@ func (r *CertRotator) trustIn(ctx context.Context, cfg client.Object, bundle []b
 		}
 	}
 	if !changed {
-		return true, nil
+		return bundle, true, nil
 	}
 	if err := r.Client.Update(ctx, cfg); apierrors.IsConflict(err) {
-		return false, errRaced
+		return nil, false, errRaced
 	} else if err != nil {
-		return false, fmt.Errorf("update %s %s: %w", kind, cfg.GetName(), err)
+		return nil, false, fmt.Errorf("update %s %s: %w", kind, cfg.GetName(), err)
 	}
-	r.Log.Info("Gave the webhook configuration the certificate authorities", "kind", kind, "configuration", cfg.GetName())
-	return false, nil
+	r.Log.Info("Gave the webhook configuration the certificate authorities", "kind", kind, "configuration", cfg.GetName(),
+		"authorities", len(certs.Authorities(bundle)))
+	return bundle, true, nil
 }
 
 // clientConfigsOf are the client configurations of a configuration's

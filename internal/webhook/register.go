@@ -18,6 +18,8 @@ type Options struct {
 	Mode   Mode
 	Skip   []string
 	Budget time.Duration
+	// Operator is the user the operator's own requests come as (OwnUser).
+	Operator string
 }
 
 // The webhook configuration (config/webhook/manifests.yaml). Ignore: a
@@ -33,7 +35,7 @@ type Options struct {
 func Register(mgr manager.Manager, cluster Cluster, opts Options) {
 	v := &Validator{
 		Cluster: cluster, Namespaces: mgr.GetCache(), Decoder: admission.NewDecoder(mgr.GetScheme()),
-		Default: opts.Mode, Skip: opts.Skip, Budget: opts.Budget,
+		Default: opts.Mode, Skip: opts.Skip, Budget: opts.Budget, Operator: opts.Operator,
 	}
 	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: v})
 	mgr.GetWebhookServer().Register(AdoptPath, &webhook.Admission{Handler: &Adopter{Validator: v}})

@@ -86,6 +86,10 @@ type Validator struct {
 	// Budget bounds a judgement; a change the engine cannot judge within it
 	// is admitted with a warning that says so.
 	Budget time.Duration
+	// Operator is the user the operator's requests come as (OwnUser). A
+	// write under a migration's field manager is exempt only from it: any
+	// user may name any field manager.
+	Operator string
 }
 
 var _ admission.Handler = &Validator{}
@@ -110,6 +114,11 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 	}
 	if v.skipped(req) {
 		return admission.Allowed(""), ModeOff, kind
+	}
+	if borrowed, ok := v.borrowedManager(req); ok {
+		if resp, mode, refused := v.refuseBorrowed(ctx, req, borrowed); refused {
+			return resp, mode, kind
+		}
 	}
 	// The fast path: a workload that certainly carries no hard constraint,
 	// or a change that leaves every judged field as it was, is admitted
@@ -164,6 +173,9 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 		metrics.CountFinding(req.Namespace, kind, f.Type, string(mode))
 	}
 	warnings := pgadmission.Warnings(findings)
+	if manager, ok := v.borrowedManager(req); ok {
+		warnings = append([]string{borrowedWarning(req, manager)}, warnings...)
+	}
 	if mode == ModeDeny && blocking(findings) {
 		return deny(warnings), mode, kind
 	}
@@ -171,16 +183,54 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 }
 
 // skipped reports requests never judged: system and own namespaces, and
-// a migration's own writes (its field manager), which the migration judged
-// before it made them.
+// a migration's own writes, which the migration judged before it made
+// them.
 func (v *Validator) skipped(req admission.Request) bool {
 	for _, ns := range v.Skip {
 		if req.Namespace == ns {
 			return true
 		}
 	}
+	return v.ownWrite(req)
+}
+
+// ownWrite reports a migration's own write: a migration's field manager,
+// from the operator's own user. The field manager alone proves nothing
+// (kubectl --field-manager names any), and the user alone would exempt
+// the operator's other writes, which are not judged changes.
+func (v *Validator) ownWrite(req admission.Request) bool {
 	_, migration := workloadpatch.MigrationOf(fieldManager(req))
-	return migration
+	return migration && v.Operator != "" && req.UserInfo.Username == v.Operator
+}
+
+// borrowedManager is the field manager of a write that names a
+// migration's but does not come from the operator.
+func (v *Validator) borrowedManager(req admission.Request) (string, bool) {
+	manager := fieldManager(req)
+	if _, migration := workloadpatch.MigrationOf(manager); !migration || v.ownWrite(req) {
+		return "", false
+	}
+	return manager, true
+}
+
+// refuseBorrowed answers a write under a borrowed field manager: in Deny
+// it is refused whatever it changes, since it would pass in managedFields
+// as a migration's own write and take or release that migration's fields;
+// in the other modes it is judged as any other write (refused is false).
+func (v *Validator) refuseBorrowed(ctx context.Context, req admission.Request, manager string) (admission.Response, Mode, bool) {
+	mode, _ := v.mode(ctx, req.Namespace)
+	logf.FromContext(ctx).Info("A write names a migration's field manager but does not come from the operator",
+		"kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "fieldManager", manager, "user", req.UserInfo.Username, "mode", mode)
+	if mode != ModeDeny {
+		return admission.Response{}, mode, false
+	}
+	return deny([]string{borrowedWarning(req, manager)}), mode, true
+}
+
+// borrowedWarning words a write under a borrowed field manager.
+func borrowedWarning(req admission.Request, manager string) string {
+	return pgadmission.ClipWarning(fmt.Sprintf("%s/%s: field manager %q is reserved for placement-guard's migrations, and %s is not the operator: write under your own field manager",
+		req.Kind.Kind, req.Name, manager, req.UserInfo.Username))
 }
 
 // decode reads a workload object of the request.

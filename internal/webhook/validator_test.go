@@ -136,7 +136,16 @@ func validator(t *testing.T, namespaceMode string, mode Mode) (*Validator, *twoN
 	}
 	cluster := newTwoNodes(t)
 	return &Validator{Cluster: cluster, Namespaces: fake.NewClientBuilder().WithScheme(scheme).WithObjects(ns).Build(),
-		Decoder: admission.NewDecoder(scheme), Default: mode, Skip: []string{"kube-system"}, Budget: time.Second}, cluster
+		Decoder: admission.NewDecoder(scheme), Default: mode, Skip: []string{"kube-system"}, Budget: time.Second, Operator: operatorUser}, cluster
+}
+
+// operatorUser is the user the operator's requests come as in these tests.
+const operatorUser = "system:serviceaccount:placement-guard-system:placement-guard-controller-manager"
+
+// asUser is req as user sent it.
+func asUser(req admission.Request, user string) admission.Request {
+	req.UserInfo.Username = user
+	return req
 }
 
 // Which requests are judged, and what each mode answers: seed 001's shape
@@ -169,10 +178,22 @@ func TestWhatTheCheckAnswers(t *testing.T) {
 			func(t *testing.T) admission.Request {
 				return request(t, admissionv1.Update, web(), web(apart, func(d *appsv1.Deployment) { d.Labels = map[string]string{pgv1.AdmissionLabel: "Off"} }), "")
 			}, true, ""},
-		{"a migration's own write", "Deny", ModeDeny,
+		{"a migration's own write: its field manager, from the operator", "Deny", ModeDeny,
 			func(t *testing.T) admission.Request {
-				return request(t, admissionv1.Update, web(), web(apart), workloadpatch.FieldManager("web-apart"))
+				return asUser(request(t, admissionv1.Update, web(), web(apart), workloadpatch.FieldManager("web-apart")), operatorUser)
 			}, true, ""},
+		{"a migration's field manager from another user in Deny: refused, whatever it changes", "Deny", ModeWarn,
+			func(t *testing.T) admission.Request {
+				return asUser(request(t, admissionv1.Update, web(), web(apart, surgeFree), workloadpatch.FieldManager("x")), "jane")
+			}, false, `field manager "placement-guard/x" is reserved for placement-guard's migrations, and jane is not the operator`},
+		{"a migration's field manager from another user in Warn: judged as any write", "", ModeWarn,
+			func(t *testing.T) admission.Request {
+				return asUser(request(t, admissionv1.Update, web(), web(apart), workloadpatch.FieldManager("web-apart")), "jane")
+			}, true, "RolloutDeadlock"},
+		{"the operator's user under another field manager: judged as any write", "Deny", ModeDeny,
+			func(t *testing.T) admission.Request {
+				return asUser(request(t, admissionv1.Update, web(), web(apart), "kubectl"), operatorUser)
+			}, false, "RolloutDeadlock"},
 		{"kube-system", "Deny", ModeDeny,
 			func(t *testing.T) admission.Request {
 				r := request(t, admissionv1.Update, web(), web(apart), "")

@@ -49,7 +49,7 @@ func TestCertificateRightsAreNamed(t *testing.T) {
 		for _, r := range role.Rules {
 			seen++
 			for _, v := range r.Verbs {
-				if !slices.Contains([]string{"get", "update", "create"}, v) {
+				if !slices.Contains([]string{"get", "list", "watch", "update", "create"}, v) {
 					t.Errorf("%s: verb %s", role.Name, v)
 				}
 			}

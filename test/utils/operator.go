@@ -75,7 +75,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 	if opts.WebhookPort != 0 {
 		server := ctrlwebhook.Options{Host: "127.0.0.1", Port: opts.WebhookPort, CertDir: opts.CertDir}
 		if opts.CertSecret.Name != "" {
-			c, err := client.New(cfg, client.Options{Scheme: scheme})
+			c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 			if err != nil {
 				return nil, err
 			}
@@ -114,7 +114,11 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 		if err := cluster.Warm(ctx, mgr.GetCache()); err != nil {
 			return nil, err
 		}
-		webhook.Register(mgr, cluster, webhook.Options{Mode: mode, Skip: []string{"kube-system"}, Budget: webhook.DefaultBudget})
+		operator, err := webhook.OwnUser(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		webhook.Register(mgr, cluster, webhook.Options{Mode: mode, Skip: []string{"kube-system"}, Budget: webhook.DefaultBudget, Operator: operator})
 		if err := (&controller.FindingsReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("placement-guard"),
 			Cluster: cluster, Skip: []string{"kube-system"}}).SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("set up the admission findings: %w", err)
