@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -162,4 +163,48 @@ var _ = Describe("The admission check of changes that do not come as a migration
 		migration(ctx, env.Namespace, "db-apart", pgv1.PlacementMigrationSpec{Targets: targetsNamed("db"), Constraint: hostnameApart(nil)})
 		Eventually(phaseOf(ctx, env.Namespace, "db-apart")).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "db-apart"))
 	})
+
+	It("exempts a migration's field manager only from the operator: a user who may patch Deployments and names it is refused in Deny, judged in Warn", func(ctx SpecContext) {
+		env := newEnv(ctx, "admit-forged")
+		labelNamespace(ctx, env.Namespace, "Deny")
+		seed001(ctx, env)
+		const user = "jane@example.com"
+		grantDeploymentPatch(ctx, env.Namespace, user)
+
+		forged := getDeployment(ctx, env.Namespace, "web")
+		forged.APIVersion, forged.Kind = "apps/v1", "Deployment"
+		forged.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(map[string]string{"app": "web"})
+		for _, manager := range []string{"placement-guard/x", "placement-guard/web-apart"} {
+			Eventually(func(g Gomega) {
+				_, errOut, code := kubectlApply(ctx, env.Namespace, []string{"--as=" + user, "--field-manager=" + manager}, forged.DeepCopy())
+				g.Expect(code).NotTo(Equal(0))
+				g.Expect(errOut).To(And(ContainSubstring("denied the request"), ContainSubstring(`is reserved for placement-guard's migrations, and `+user+` is not the operator`)))
+			}).Should(Succeed(), manager)
+		}
+		web := getDeployment(ctx, env.Namespace, "web")
+		Expect(web.Spec.Template.Spec.Affinity).To(BeNil(), "nothing was written")
+		for _, mf := range web.ManagedFields {
+			Expect(mf.Manager).NotTo(HavePrefix("placement-guard/"), "no write passes as a migration's")
+		}
+
+		By("in Warn the same write is judged as any other: admitted with the deadlock named")
+		labelNamespace(ctx, env.Namespace, "Warn")
+		Eventually(func(g Gomega) {
+			_, errOut, code := kubectlApply(ctx, env.Namespace, []string{"--as=" + user, "--field-manager=placement-guard/x", "--dry-run=server"}, forged.DeepCopy())
+			g.Expect(code).To(Equal(0), errOut)
+			g.Expect(errOut).To(And(ContainSubstring("RolloutDeadlock"), ContainSubstring("reserved for placement-guard's migrations")))
+		}).Should(Succeed())
+	})
 })
+
+// grantDeploymentPatch lets user read and change the namespace's
+// Deployments, as a team's deployer may.
+func grantDeploymentPatch(ctx SpecContext, namespace, user string) {
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "deployer"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "patch", "update"}}}}
+	Expect(k8sClient.Create(ctx, role)).To(Succeed())
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "deployer"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "deployer"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: "rbac.authorization.k8s.io", Name: user}}}
+	Expect(k8sClient.Create(ctx, binding)).To(Succeed())
+}

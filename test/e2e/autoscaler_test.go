@@ -182,12 +182,18 @@ var _ = Describe("Asking a real Karpenter for the capacity a migration waits for
 		mode    pgv1.ProvisionMode
 		primary schema.GroupVersionKind
 		owned   []schema.GroupVersionKind
+		// admission is the namespace's admission mode: the placeholders'
+		// required anti-affinity must reach the autoscaler unjudged and
+		// unsoftened in every mode.
+		admission string
 	}{
-		{pgv1.ProvisionCapacityBuffer, bufferGVK, []schema.GroupVersionKind{bufferGVK, podTemplateGVK}},
-		{pgv1.ProvisionPlaceholderPods, deploymentGVK, []schema.GroupVersionKind{deploymentGVK}},
+		{pgv1.ProvisionCapacityBuffer, bufferGVK, []schema.GroupVersionKind{bufferGVK, podTemplateGVK}, "Warn"},
+		{pgv1.ProvisionPlaceholderPods, deploymentGVK, []schema.GroupVersionKind{deploymentGVK}, "Deny"},
+		{pgv1.ProvisionPlaceholderPods, deploymentGVK, []schema.GroupVersionKind{deploymentGVK}, "Adopt"},
 	} {
-		It(fmt.Sprintf("seed 000 with mode %s: asks for one data node, lets the request go once it qualifies, and succeeds", tc.mode), func(ctx SpecContext) {
-			env := newEnv(ctx, "autoscale-"+strings.ToLower(string(tc.mode)))
+		It(fmt.Sprintf("seed 000 with mode %s in a %s namespace: asks for one data node, lets the request go once it qualifies, and succeeds", tc.mode, tc.admission), func(ctx SpecContext) {
+			env := newEnv(ctx, "autoscale-"+strings.ToLower(string(tc.mode)+"-"+tc.admission))
+			labelNamespace(ctx, env.Namespace, tc.admission)
 			Expect(utils.BindPlaceholderRole(ctx, k8sClient, env.Namespace)).To(Succeed())
 			dataNodePool(ctx, env, "30s")
 			before := seed000(ctx, env)
@@ -215,6 +221,19 @@ var _ = Describe("Asking a real Karpenter for the capacity a migration waits for
 				u.SetGroupVersionKind(gvk)
 				Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, u)).To(Succeed())
 				Expect(u.GetOwnerReferences()).To(ContainElement(And(HaveField("UID", pm.UID), HaveField("Controller", ptr.To(true)))), gvk.Kind)
+			}
+
+			if tc.primary == deploymentGVK {
+				By("the placeholders keep their required anti-affinity, never judged nor adopted by the operator's own check")
+				placeholders := &appsv1.Deployment{}
+				Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, placeholders)).To(Succeed())
+				Expect(placeholders.Labels).To(HaveKeyWithValue(pgv1.AdmissionLabel, "Off"))
+				paa := placeholders.Spec.Template.Spec.Affinity.PodAntiAffinity
+				Expect(paa.RequiredDuringSchedulingIgnoredDuringExecution).NotTo(BeEmpty(), "required, so that they stay Pending for the autoscaler")
+				Expect(placeholders.Annotations).NotTo(HaveKey("placementguard.io/adopted"))
+				var adopted pgv1.PlacementMigrationList
+				Expect(k8sClient.List(ctx, &adopted, client.InNamespace(env.Namespace), client.HasLabels{"placementguard.io/adopted-from"})).To(Succeed())
+				Expect(adopted.Items).To(BeEmpty())
 			}
 
 			By("Karpenter launches a data node for it")
