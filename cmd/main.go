@@ -84,6 +84,7 @@ func main() {
 		mutatingConfig string
 		certHosts      string
 		certValidity   time.Duration
+		maxJudgements  int
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
@@ -111,6 +112,7 @@ func main() {
 	flag.StringVar(&mutatingConfig, "mutating-webhook-configuration", "placement-guard-mutating-webhook-configuration", "The MutatingWebhookConfiguration of Adopt mode whose caBundle the manager keeps, with --webhook-cert-secret; empty when Adopt mode is not installed.")
 	flag.StringVar(&certHosts, "webhook-cert-hosts", "", "Comma-separated DNS names and IP addresses the serving certificate is for, with --webhook-cert-secret: the webhook Service's name.namespace.svc in a cluster.")
 	flag.DurationVar(&certValidity, "webhook-cert-validity", webhook.DefaultCertValidity, "A serving certificate's life, with --webhook-cert-secret; the authority lives ten of them, and each is renewed in its last third.")
+	flag.IntVar(&maxJudgements, "admission-max-judgements", webhook.DefaultMaxJudgements, "How many changes the admission check judges at once; a change that finds them all taken is admitted at once with a warning that it was not judged (placementguard_admission_unjudged_total{reason=\"busy\"}), never queued.")
 	flag.StringVar(&skipNS, "admission-skip-namespaces", "kube-system", "Comma-separated namespaces whose workloads the admission check never judges; the operator's own namespace is always skipped.")
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -229,7 +231,7 @@ func main() {
 			os.Exit(1)
 		}
 		log.Info("The admission check exempts the migrations' writes from this user only", "user", operator)
-		webhook.Register(mgr, cluster, webhook.Options{Mode: mode, Skip: skippedNamespaces(skipNS), Budget: webhook.DefaultBudget, Operator: operator})
+		webhook.Register(mgr, cluster, webhook.Options{Mode: mode, Skip: skippedNamespaces(skipNS), Budget: webhook.DefaultBudget, Operator: operator, MaxJudgements: maxJudgements})
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			log.Error(err, "Unable to set up the readiness check")
 			os.Exit(1)

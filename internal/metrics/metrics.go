@@ -87,6 +87,11 @@ var (
 		Buckets: []float64{0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 2, 5},
 	}, []string{"kind", "mode", "allowed"})
 
+	admissionUnjudged = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "admission_unjudged_total",
+		Help: "Changes the admission check admitted without a judgement, by reason: busy (as many judgements at once as --admission-max-judgements allows) or budget (no answer within the judging budget).",
+	}, []string{"reason"})
+
 	targetSkew = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "target_skew",
 		Help: "The measured skew of each target of a succeeded PlacementMigration that keeps its constraint (spec.rebalance): for a spread the largest difference of pods between two domains, for anti-affinity the most selected pods sharing a domain with one of the target's.",
@@ -110,7 +115,12 @@ var (
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(migrationPhase, qualifyingNodes, requiredNodes, stageDuration, rollbacks, evaluationDuration, pendingPods, disruptionSimulations, reconciles, podFeedEvents,
-		admissionFindings, admissionDuration, targetSkew, deletionCostWrites, podMoves)
+		admissionFindings, admissionDuration, admissionUnjudged, targetSkew, deletionCostWrites, podMoves)
+	// Served at 0 from the start, so that an alert on their rate has a
+	// series to read before the first change is let through.
+	for _, reason := range []string{"busy", "budget"} {
+		admissionUnjudged.WithLabelValues(reason)
+	}
 }
 
 // Names are the metric names the operator exports, for dashboards and
@@ -128,6 +138,7 @@ var Names = []string{
 	namespace + "_pod_feed_events_total",
 	namespace + "_admission_findings_total",
 	namespace + "_admission_duration_seconds",
+	namespace + "_admission_unjudged_total",
 	namespace + "_target_skew",
 	namespace + "_deletion_cost_writes_total",
 	namespace + "_pod_moves_total",
@@ -137,6 +148,9 @@ var Names = []string{
 func CountFinding(ns, kind, hazard, mode string) {
 	admissionFindings.WithLabelValues(ns, kind, hazard, mode).Inc()
 }
+
+// CountUnjudged counts a change admitted without a judgement.
+func CountUnjudged(reason string) { admissionUnjudged.WithLabelValues(reason).Inc() }
 
 // ObserveAdmission records how long the admission check took to answer.
 func ObserveAdmission(kind, mode string, allowed bool, d time.Duration) {

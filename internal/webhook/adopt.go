@@ -48,7 +48,7 @@ func (a *Adopter) Handle(ctx context.Context, req admission.Request) admission.R
 	if adopted {
 		mode = ModeAdopt
 	}
-	metrics.ObserveAdmission(req.Kind.Kind, string(mode), resp.Allowed, time.Since(start))
+	metrics.ObserveAdmission(kindLabel(req), string(mode), resp.Allowed, time.Since(start))
 	return resp
 }
 
@@ -81,8 +81,15 @@ func (a *Adopter) handle(ctx context.Context, req admission.Request) (admission.
 	if req.Operation == admissionv1.Update && unchanged(oldFields, newFields) && !authored {
 		return admission.Allowed(""), false
 	}
-	if mode, _ := v.mode(ctx, req.Namespace); mode != ModeAdopt {
+	mode, err := v.mode(ctx, req.Namespace)
+	if mode != ModeAdopt {
 		return admission.Allowed(""), false
+	}
+	// A namespace the cache does not know is no metric label: a request
+	// names any namespace it likes.
+	namespaceLabel := req.Namespace
+	if err != nil {
+		namespaceLabel = ""
 	}
 	obj, spec, err := podSpecOf(req.Object.Raw)
 	if err != nil {
@@ -123,7 +130,7 @@ func (a *Adopter) handle(ctx context.Context, req admission.Request) (admission.
 	result := spec
 	if softened.Spec != nil {
 		result = softened.Spec
-		warnings = append(warnings, a.why(ctx, req, obj, old, softened)...)
+		warnings = append(warnings, a.why(ctx, req, obj, old, softened, namespaceLabel)...)
 	}
 	for _, r := range dropped {
 		result = r.Place(result, placement.StageNone)
@@ -163,7 +170,7 @@ func fieldManager(req admission.Request) string {
 // form: why it is not applied at once. old is the pod spec the change
 // replaces (nil for a create). A judgement that cannot be made in the
 // budget only leaves the findings out.
-func (a *Adopter) why(ctx context.Context, req admission.Request, obj *unstructured.Unstructured, old *corev1.PodSpec, softened adoption.Softened) []string {
+func (a *Adopter) why(ctx context.Context, req admission.Request, obj *unstructured.Unstructured, old *corev1.PodSpec, softened adoption.Softened, namespaceLabel string) []string {
 	var out []string
 	for _, r := range softened.Records {
 		what, soft := r.Short(), "preferred"
@@ -182,7 +189,7 @@ func (a *Adopter) why(ctx context.Context, req admission.Request, obj *unstructu
 		return out
 	}
 	for _, f := range findings {
-		metrics.CountFinding(req.Namespace, req.Kind.Kind, f.Type, string(ModeAdopt))
+		metrics.CountFinding(namespaceLabel, kindLabel(req), f.Type, string(ModeAdopt))
 	}
 	return append(out, pgadmission.Warnings(findings)...)
 }

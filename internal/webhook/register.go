@@ -20,6 +20,9 @@ type Options struct {
 	Budget time.Duration
 	// Operator is the user the operator's own requests come as (OwnUser).
 	Operator string
+	// MaxJudgements bounds the judgements made at once;
+	// DefaultMaxJudgements when 0.
+	MaxJudgements int
 }
 
 // The webhook configuration (config/webhook/manifests.yaml). Ignore: a
@@ -33,10 +36,15 @@ type Options struct {
 // Register serves the check at Path, and Adopt mode at AdoptPath, on the manager's webhook server,
 // reading namespaces from the manager's cache.
 func Register(mgr manager.Manager, cluster Cluster, opts Options) {
+	maxJudgements := opts.MaxJudgements
+	if maxJudgements <= 0 {
+		maxJudgements = DefaultMaxJudgements
+	}
 	v := &Validator{
 		Cluster: cluster, Namespaces: mgr.GetCache(), Decoder: admission.NewDecoder(mgr.GetScheme()),
 		Default: opts.Mode, Skip: opts.Skip, Budget: opts.Budget, Operator: opts.Operator,
+		Judging: NewSlots(maxJudgements),
 	}
-	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: v})
-	mgr.GetWebhookServer().Register(AdoptPath, &webhook.Admission{Handler: &Adopter{Validator: v}})
+	mgr.GetWebhookServer().Register(Path, withSource(&webhook.Admission{Handler: v}))
+	mgr.GetWebhookServer().Register(AdoptPath, withSource(&webhook.Admission{Handler: &Adopter{Validator: v}}))
 }

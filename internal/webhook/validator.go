@@ -90,7 +90,22 @@ type Validator struct {
 	// write under a migration's field manager is exempt only from it: any
 	// user may name any field manager.
 	Operator string
+	// Judging bounds the judgements made at once (none when nil): a
+	// request that finds no slot free to it is admitted at once, not
+	// judged, and says so, rather than wait behind the others for the
+	// snapshot the feeds and reconcilers share.
+	Judging *Slots
 }
+
+// DefaultMaxJudgements is how many judgements the check makes at once. A
+// judgement holds the one snapshot for a few milliseconds, so those past
+// the first only queue: 32 absorb the burst of a GitOps sync within the
+// budget, and no source may take more than 24 of them.
+const DefaultMaxJudgements = 32
+
+// errBusy is a judgement not made because the check is making as many as
+// it may.
+var errBusy = errors.New("the check is judging as many changes as it may at once")
 
 var _ admission.Handler = &Validator{}
 
@@ -101,10 +116,21 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	// on: running, waiting for the CPU, or helping the garbage collector.
 	defer trace.StartRegion(ctx, "placementguard/admission").End()
 	start := time.Now()
-	resp, mode, kind := v.handle(ctx, req)
-	metrics.ObserveAdmission(kind, string(mode), resp.Allowed, time.Since(start))
+	resp, mode, _ := v.handle(ctx, req)
+	metrics.ObserveAdmission(kindLabel(req), string(mode), resp.Allowed, time.Since(start))
 	trace.Log(ctx, "mode", string(mode))
 	return resp
+}
+
+// kindLabel is the request's kind as a metric label: a kind the check
+// judges, else "Other". The port answers anyone who reaches it, and a
+// label taken from the request would let them grow the registry without
+// bound.
+func kindLabel(req admission.Request) string {
+	if targets.KindNamed(req.Kind.Kind) != nil {
+		return req.Kind.Kind
+	}
+	return "Other"
 }
 
 func (v *Validator) handle(ctx context.Context, req admission.Request) (admission.Response, Mode, string) {
@@ -152,10 +178,13 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 		return admission.Allowed(""), ModeOff, kind
 	}
 	mode, err := v.mode(ctx, req.Namespace)
+	namespaceLabel := req.Namespace
 	if err != nil {
 		// A namespace the cache has not heard of yet (created a moment
 		// ago) is judged in the default mode, not let through unjudged.
 		logf.FromContext(ctx).Info("Judging in the default mode", "namespace", req.Namespace, "reason", err.Error())
+		// Nor is it a metric label: a request names any namespace it likes.
+		namespaceLabel = ""
 	}
 	if mode == ModeOff {
 		return admission.Allowed(""), ModeOff, kind
@@ -170,7 +199,7 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 		return admission.Allowed("").WithWarnings(fmt.Sprintf("placement-guard: the change was not judged (%v); kubectl placement lint judges it offline", err)), mode, kind
 	}
 	for _, f := range findings {
-		metrics.CountFinding(req.Namespace, kind, f.Type, string(mode))
+		metrics.CountFinding(namespaceLabel, kindLabel(req), f.Type, string(mode))
 	}
 	warnings := pgadmission.Warnings(findings)
 	if manager, ok := v.borrowedManager(req); ok {
@@ -273,6 +302,14 @@ func (v *Validator) mode(ctx context.Context, namespace string) (Mode, error) {
 // the change leaves it; before is the pod spec it replaces (nil for a
 // create).
 func (v *Validator) judge(ctx context.Context, obj client.Object, before *corev1.PodSpec) ([]pgadmission.Finding, error) {
+	if v.Judging != nil {
+		source := sourceOf(ctx)
+		if !v.Judging.take(source) {
+			metrics.CountUnjudged("busy")
+			return nil, errBusy
+		}
+		defer v.Judging.give(source)
+	}
 	if v.Budget > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, v.Budget)
@@ -304,6 +341,7 @@ func (v *Validator) judge(ctx context.Context, obj client.Object, before *corev1
 	case r := <-done:
 		return r.findings, r.err
 	case <-ctx.Done():
+		metrics.CountUnjudged("budget")
 		return nil, fmt.Errorf("no answer within %s", v.Budget)
 	}
 }

@@ -3,6 +3,8 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -278,5 +281,87 @@ func TestTheCheckCannotHurtTheCluster(t *testing.T) {
 	resp := v.Handle(ctx, request(t, admissionv1.Update, web(), web(apart), ""))
 	if !resp.Allowed || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "not judged") {
 		t.Fatalf("an answer past the budget admits, saying so: %+v", resp)
+	}
+}
+
+// The check's port answers whoever reaches it. Crafted reviews, of kinds
+// and namespaces made up by the hundred, leave the metrics' label values
+// bounded; and a judgement that finds the check judging all it may at once
+// is answered at once, not queued.
+func TestATenantCannotGrowTheRegistryNorQueueTheCheck(t *testing.T) {
+	ctx := context.Background()
+	v, _ := validator(t, "", ModeWarn)
+	for i := range 300 {
+		req := request(t, admissionv1.Update, web(), web(apart), "kubectl")
+		req.Namespace = fmt.Sprintf("ghost-%d", i)
+		if i%2 == 0 {
+			req.Kind.Kind = fmt.Sprintf("Kind%d", i)
+		}
+		v.Handle(ctx, req)
+	}
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := func(family, label string) map[string]bool {
+		out := map[string]bool{}
+		for _, f := range families {
+			if f.GetName() != family {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == label {
+						out[l.GetValue()] = true
+					}
+				}
+			}
+		}
+		return out
+	}
+	for kind := range values("placementguard_admission_duration_seconds", "kind") {
+		if !slices.Contains([]string{"Deployment", "StatefulSet", "Other"}, kind) {
+			t.Errorf("a kind label %q from a request", kind)
+		}
+	}
+	findings := values("placementguard_admission_findings_total", "namespace")
+	for ns := range findings {
+		if strings.HasPrefix(ns, "ghost-") {
+			t.Fatalf("a namespace label %q the cluster does not have", ns)
+		}
+	}
+	if !findings[""] {
+		t.Fatal("the findings in unknown namespaces were not counted at all")
+	}
+
+	// Four slots: one source may hold three. A flooding pod holds its
+	// three; the API server's request is judged in the fourth, and one
+	// more from the flooding pod is answered at once.
+	v.Judging = NewSlots(4)
+	flooder := context.WithValue(ctx, sourceKey{}, "10.0.0.66")
+	apiServer := context.WithValue(ctx, sourceKey{}, "10.0.0.1")
+	for range 3 {
+		if !v.Judging.take("10.0.0.66") {
+			t.Fatal("a source may hold three of four slots")
+		}
+	}
+	start := time.Now()
+	resp := v.Handle(flooder, request(t, admissionv1.Update, web(), web(apart), "kubectl"))
+	if !resp.Allowed || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "not judged (the check is judging as many changes as it may at once)") {
+		t.Fatalf("a fourth judgement from one source: want admitted at once, saying so; got %+v", resp)
+	}
+	if waited := time.Since(start); waited > v.Budget/2 {
+		t.Fatalf("waited %s for a slot", waited)
+	}
+	if resp := v.Handle(apiServer, request(t, admissionv1.Update, web(), web(apart), "kubectl")); !strings.Contains(strings.Join(resp.Warnings, " "), "RolloutDeadlock") {
+		t.Fatalf("another source is judged in the slot left: %+v", resp.Warnings)
+	}
+	v.Judging.take("10.0.0.1")
+	if resp := v.Handle(apiServer, request(t, admissionv1.Update, web(), web(apart), "kubectl")); strings.Contains(strings.Join(resp.Warnings, " "), "RolloutDeadlock") {
+		t.Fatalf("with every slot taken nothing is judged: %+v", resp.Warnings)
+	}
+	v.Judging.give("10.0.0.66")
+	if resp := v.Handle(apiServer, request(t, admissionv1.Update, web(), web(apart), "kubectl")); !strings.Contains(strings.Join(resp.Warnings, " "), "RolloutDeadlock") {
+		t.Fatalf("a slot given back is taken again: %+v", resp.Warnings)
 	}
 }
