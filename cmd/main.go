@@ -34,6 +34,7 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/clusterstate"
 	"github.com/placement-guard/placement-guard/internal/controller"
+	"github.com/placement-guard/placement-guard/internal/controller/namespacemode"
 	"github.com/placement-guard/placement-guard/internal/leadership"
 	"github.com/placement-guard/placement-guard/internal/memlimit"
 	"github.com/placement-guard/placement-guard/internal/webhook"
@@ -85,6 +86,7 @@ func main() {
 		certHosts      string
 		certValidity   time.Duration
 		maxJudgements  int
+		budget         time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
@@ -112,6 +114,7 @@ func main() {
 	flag.StringVar(&mutatingConfig, "mutating-webhook-configuration", "placement-guard-mutating-webhook-configuration", "The MutatingWebhookConfiguration of Adopt mode whose caBundle the manager keeps, with --webhook-cert-secret; empty when Adopt mode is not installed.")
 	flag.StringVar(&certHosts, "webhook-cert-hosts", "", "Comma-separated DNS names and IP addresses the serving certificate is for, with --webhook-cert-secret: the webhook Service's name.namespace.svc in a cluster.")
 	flag.DurationVar(&certValidity, "webhook-cert-validity", webhook.DefaultCertValidity, "A serving certificate's life, with --webhook-cert-secret; the authority lives ten of them, and each is renewed in its last third.")
+	flag.DurationVar(&budget, "admission-budget", webhook.DefaultBudget, "How long the admission check may take to judge a change before it admits it with a warning that it was not judged: well inside the webhook configuration's timeoutSeconds (two fifths of it), so that the check answers before the API server gives up on it.")
 	flag.IntVar(&maxJudgements, "admission-max-judgements", webhook.DefaultMaxJudgements, "How many changes the admission check judges at once; a change that finds them all taken is admitted at once with a warning that it was not judged (placementguard_admission_unjudged_total{reason=\"busy\"}), never queued.")
 	flag.StringVar(&skipNS, "admission-skip-namespaces", "kube-system", "Comma-separated namespaces whose workloads the admission check never judges; the operator's own namespace is always skipped.")
 	opts.BindFlags(flag.CommandLine)
@@ -119,6 +122,10 @@ func main() {
 	mode, err := webhook.ParseMode(admissionMode)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "--admission-mode:", err)
+		os.Exit(2)
+	}
+	if budget <= 0 {
+		fmt.Fprintln(os.Stderr, "--admission-budget: must be positive")
 		os.Exit(2)
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
@@ -231,7 +238,7 @@ func main() {
 			os.Exit(1)
 		}
 		log.Info("The admission check exempts the migrations' writes from this user only", "user", operator)
-		webhook.Register(mgr, cluster, webhook.Options{Mode: mode, Skip: skippedNamespaces(skipNS), Budget: webhook.DefaultBudget, Operator: operator, MaxJudgements: maxJudgements})
+		webhook.Register(mgr, cluster, webhook.Options{Mode: mode, Skip: skippedNamespaces(skipNS), Budget: budget, Operator: operator, MaxJudgements: maxJudgements})
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			log.Error(err, "Unable to set up the readiness check")
 			os.Exit(1)
@@ -256,6 +263,10 @@ func main() {
 			log.Error(err, "Unable to set up the controller", "controller", "admissionfindings")
 			os.Exit(1)
 		}
+	}
+	if err := (&namespacemode.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("placement-guard")}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "Unable to set up the controller", "controller", "namespacemode")
+		os.Exit(1)
 	}
 	if err := (&controller.AdoptionReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("placement-guard")}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "Unable to set up the controller", "controller", "adoption")

@@ -27,11 +27,13 @@ import (
 const (
 	namePrefix   = "placement-guard-"
 	namespace    = "placement-guard-system"
-	operatorUser = "system:serviceaccount:placement-guard-system:placement-guard-controller-manager"
+	// operatorAccount closes the user name the policies match the
+	// operator by, in any namespace.
+	operatorAccount = "':placement-guard-controller-manager'"
 
 	chartName      = `{{ include "placement-guard.name" . }}-`
 	chartNamespace = `{{ .Release.Namespace }}`
-	chartUser      = `system:serviceaccount:{{ .Release.Namespace }}:{{ include "placement-guard.serviceAccount" . }}`
+	chartAccount   = `':{{ include "placement-guard.serviceAccount" . }}'`
 	chartLabels    = `{{- include "placement-guard.labels" . | nindent 4 }}`
 )
 
@@ -152,7 +154,7 @@ func template(obj *unstructured.Unstructured) ([]byte, error) {
 		return nil, err
 	}
 	text := string(data)
-	text = strings.ReplaceAll(text, operatorUser, namePlaceholder+"USER")
+	text = strings.ReplaceAll(text, operatorAccount, namePlaceholder+"ACCOUNT")
 	text = strings.ReplaceAll(text, "name: "+namePrefix, "name: "+namePlaceholder)
 	text = strings.ReplaceAll(text, "policyName: "+namePrefix, "policyName: "+namePlaceholder)
 	text = strings.ReplaceAll(text, "name: "+namespace+"\n", "name: "+namespacePlaceholder+"\n")
@@ -160,7 +162,7 @@ func template(obj *unstructured.Unstructured) ([]byte, error) {
 	if strings.Contains(text, "{{") {
 		return nil, errors.New("holds {{, which Helm would read as a template action")
 	}
-	text = strings.ReplaceAll(text, namePlaceholder+"USER", chartUser)
+	text = strings.ReplaceAll(text, namePlaceholder+"ACCOUNT", chartAccount)
 	text = strings.ReplaceAll(text, namePlaceholder, chartName)
 	text = strings.ReplaceAll(text, namespacePlaceholder, chartNamespace)
 	text = strings.ReplaceAll(text, "    "+labelsPlaceholder+": \"\"\n", "    "+chartLabels+"\n")

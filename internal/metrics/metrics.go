@@ -92,6 +92,11 @@ var (
 		Help: "Changes the admission check admitted without a judgement, by reason: busy (as many judgements at once as --admission-max-judgements allows) or budget (no answer within the judging budget).",
 	}, []string{"reason"})
 
+	unknownModes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "admission_namespace_mode_unknown",
+		Help: "1 for each namespace whose placementguard.io/admission label names no mode: the admission check judges it as Warn.",
+	}, []string{labelNamespace})
+
 	targetSkew = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "target_skew",
 		Help: "The measured skew of each target of a succeeded PlacementMigration that keeps its constraint (spec.rebalance): for a spread the largest difference of pods between two domains, for anti-affinity the most selected pods sharing a domain with one of the target's.",
@@ -115,7 +120,7 @@ var (
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(migrationPhase, qualifyingNodes, requiredNodes, stageDuration, rollbacks, evaluationDuration, pendingPods, disruptionSimulations, reconciles, podFeedEvents,
-		admissionFindings, admissionDuration, admissionUnjudged, targetSkew, deletionCostWrites, podMoves)
+		admissionFindings, admissionDuration, admissionUnjudged, unknownModes, targetSkew, deletionCostWrites, podMoves)
 	// Served at 0 from the start, so that an alert on their rate has a
 	// series to read before the first change is let through.
 	for _, reason := range []string{"busy", "budget"} {
@@ -139,6 +144,7 @@ var Names = []string{
 	namespace + "_admission_findings_total",
 	namespace + "_admission_duration_seconds",
 	namespace + "_admission_unjudged_total",
+	namespace + "_admission_namespace_mode_unknown",
 	namespace + "_target_skew",
 	namespace + "_deletion_cost_writes_total",
 	namespace + "_pod_moves_total",
@@ -147,6 +153,16 @@ var Names = []string{
 // CountFinding counts one finding of the admission check.
 func CountFinding(ns, kind, hazard, mode string) {
 	admissionFindings.WithLabelValues(ns, kind, hazard, mode).Inc()
+}
+
+// RecordUnknownMode records whether a namespace's admission label names
+// no mode.
+func RecordUnknownMode(ns string, unknown bool) {
+	if unknown {
+		unknownModes.WithLabelValues(ns).Set(1)
+		return
+	}
+	unknownModes.DeleteLabelValues(ns)
 }
 
 // CountUnjudged counts a change admitted without a judgement.

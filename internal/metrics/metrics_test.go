@@ -42,6 +42,7 @@ func TestEveryMetricIsServedFromTheManagerRegistry(t *testing.T) {
 	RecordSkew("ns", "m", "Deployment/web", 1)
 	CountDeletionCostWrites("ns", "m", "written", 3)
 	CountMove("ns", "m", "landed")
+	RecordUnknownMode("ns", true)
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

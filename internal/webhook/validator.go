@@ -281,7 +281,10 @@ func (v *Validator) decode(raw runtime.RawExtension) (client.Object, *placement.
 	return obj, w, nil
 }
 
-// mode is the namespace's mode: its label, else the default.
+// mode is the namespace's mode: its label, else the default. A label
+// that names no mode (a typo: `Denny`) is judged as Warn, never as the
+// default, which may be Off: the one who set it wanted the check, and the
+// operator says so on the namespace (internal/controller/namespacemode).
 func (v *Validator) mode(ctx context.Context, namespace string) (Mode, error) {
 	ns := &corev1.Namespace{}
 	if err := v.Namespaces.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
@@ -293,7 +296,7 @@ func (v *Validator) mode(ctx context.Context, namespace string) (Mode, error) {
 	}
 	mode, err := ParseMode(label)
 	if err != nil {
-		return v.Default, fmt.Errorf("namespace %s: label %s: %w", namespace, pgv1.AdmissionLabel, err)
+		return ModeWarn, nil
 	}
 	return mode, nil
 }

@@ -171,6 +171,14 @@ func TestWhatTheCheckAnswers(t *testing.T) {
 			func(t *testing.T) admission.Request {
 				return request(t, admissionv1.Update, web(), web(apart), "kubectl")
 			}, false, "RolloutDeadlock"},
+		{"a namespace labelled with a typo in an Off cluster: judged as Warn, never Off", "Denny", ModeOff,
+			func(t *testing.T) admission.Request {
+				return request(t, admissionv1.Update, web(), web(apart), "kubectl")
+			}, true, "RolloutDeadlock"},
+		{"a namespace labelled with a typo in a Deny cluster: judged as Warn", "deny", ModeDeny,
+			func(t *testing.T) admission.Request {
+				return request(t, admissionv1.Update, web(), web(apart), "kubectl")
+			}, true, "RolloutDeadlock"},
 		{"a namespace Off in a Deny cluster: admitted silently", "Off", ModeDeny,
 			func(t *testing.T) admission.Request { return request(t, admissionv1.Update, web(), web(apart), "") }, true, ""},
 		{"an image change: admitted silently, never judged", "Deny", ModeDeny,

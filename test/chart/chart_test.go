@@ -371,3 +371,173 @@ func TestChartAdmissionValues(t *testing.T) {
 		}
 	})
 }
+
+// An install that cannot lock a cluster: the names follow the install
+// namespace, the judging budget follows the timeout, infrastructure is
+// never sent to the check under Fail, the check's port is reachable from
+// the API server alone when asked, and a budget one replica cannot
+// satisfy is refused.
+func TestChartCannotLockTheCluster(t *testing.T) {
+	kinds := func(objs []*unstructured.Unstructured) map[string][]*unstructured.Unstructured {
+		m := map[string][]*unstructured.Unstructured{}
+		for _, o := range objs {
+			m[o.GetKind()] = append(m[o.GetKind()], o)
+		}
+		return m
+	}
+	excluded := func(t *testing.T, objs map[string][]*unstructured.Unstructured) []string {
+		t.Helper()
+		var out []string
+		for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
+			for _, cfg := range objs[kind] {
+				hooks, _, _ := unstructured.NestedSlice(cfg.Object, "webhooks")
+				for _, h := range hooks {
+					exprs, _, _ := unstructured.NestedSlice(h.(map[string]any), "namespaceSelector", "matchExpressions")
+					if len(exprs) != 2 {
+						t.Fatalf("%s: want the names and the Off label in the namespace selector, got %v", kind, exprs)
+					}
+					label := exprs[1].(map[string]any)
+					if label["key"] != "placementguard.io/admission" || label["operator"] != "NotIn" || fmt.Sprint(label["values"]) != "[Off]" {
+						t.Errorf("%s: namespaces labelled Off are sent: %v", kind, label)
+					}
+					names, _, _ := unstructured.NestedStringSlice(exprs[0].(map[string]any), "values")
+					out = append(out, strings.Join(names, ","))
+				}
+			}
+		}
+		return out
+	}
+	argsOf := func(objs map[string][]*unstructured.Unstructured) string {
+		c := objs["Deployment"][0].Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0]
+		return fmt.Sprint(c.(map[string]any)["args"])
+	}
+
+	t.Run("the judging budget is two fifths of timeoutSeconds", func(t *testing.T) {
+		for timeout, budget := range map[string]string{"1": "400ms", "5": "2000ms", "30": "12000ms"} {
+			if a := argsOf(kinds(helmTemplate(t, "admission.timeoutSeconds="+timeout))); !strings.Contains(a, "--admission-budget="+budget) {
+				t.Errorf("timeoutSeconds %s: args %s, want --admission-budget=%s", timeout, a, budget)
+			}
+		}
+	})
+	t.Run("with failurePolicy Fail cert-manager's namespace is never sent", func(t *testing.T) {
+		for _, names := range excluded(t, kinds(helmTemplate(t))) {
+			if names != "kube-system,"+namespace {
+				t.Errorf("Ignore: %s", names)
+			}
+		}
+		for _, names := range excluded(t, kinds(helmTemplate(t, "admission.failurePolicy=Fail", "admission.excludeNamespaces={vault,cert-manager}"))) {
+			if names != "kube-system,"+namespace+",vault,cert-manager" {
+				t.Errorf("Fail: %s", names)
+			}
+		}
+		for _, names := range excluded(t, kinds(helmTemplate(t, "admission.failurePolicy=Fail", "admission.certManager.namespace=pki"))) {
+			if names != "kube-system,"+namespace+",pki" {
+				t.Errorf("Fail, cert-manager in pki: %s", names)
+			}
+		}
+	})
+	t.Run("the certificate's host names the install namespace", func(t *testing.T) {
+		objs := kinds(helmTemplate(t))
+		if a := argsOf(objs); !strings.Contains(a, "--webhook-cert-hosts=placement-guard-webhook-service.$(POD_NAMESPACE).svc") {
+			t.Errorf("args %s", a)
+		}
+		env, _ := sigsyaml.Marshal(objs["Deployment"][0].Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["env"])
+		if !strings.Contains(string(env), "name: POD_NAMESPACE") || !strings.Contains(string(env), "fieldPath: metadata.namespace") {
+			t.Errorf("env %s", env)
+		}
+	})
+	t.Run("the NetworkPolicy admits the check's port from the API server's addresses only", func(t *testing.T) {
+		if n := len(kinds(helmTemplate(t))["NetworkPolicy"]); n != 0 {
+			t.Fatalf("the defaults render %d NetworkPolicy", n)
+		}
+		objs := kinds(helmTemplate(t, "admission.networkPolicy.enabled=true", "admission.networkPolicy.apiServerCIDRs={10.0.0.0/24,fd00::/64}"))
+		if len(objs["NetworkPolicy"]) != 1 {
+			t.Fatalf("want one NetworkPolicy, got %d", len(objs["NetworkPolicy"]))
+		}
+		spec, _ := sigsyaml.Marshal(objs["NetworkPolicy"][0].Object["spec"])
+		want := `ingress:
+- from:
+  - ipBlock:
+      cidr: 10.0.0.0/24
+  - ipBlock:
+      cidr: fd00::/64
+  ports:
+  - port: 9443
+    protocol: TCP
+- ports:
+  - port: 8443
+    protocol: TCP
+podSelector:
+  matchLabels:
+    app.kubernetes.io/name: placement-guard
+    control-plane: controller-manager
+policyTypes:
+- Ingress
+`
+		if string(spec) != want {
+			t.Errorf("spec:\n%s\nwant:\n%s", spec, want)
+		}
+	})
+	t.Run("values that would lock the cluster are refused", func(t *testing.T) {
+		for _, set := range [][]string{{"admission.networkPolicy.enabled=true"}, {"admission.networkPolicy.enabled=true", "admission.networkPolicy.apiServerCIDRs={ten}"},
+			{"admission.excludeNamespaces={Bad_NS}"}} {
+			args := []string{"template", "x", filepath.Join(root, "dist", "chart")}
+			for _, s := range set {
+				args = append(args, "--set", s)
+			}
+			if _, err := run(t, "helm", args...); err == nil || !strings.Contains(err.Error(), "schema") {
+				t.Errorf("--set %v must be refused by values.schema.json, got %v", set, err)
+			}
+		}
+		_, err := run(t, "helm", "template", "x", filepath.Join(root, "dist", "chart"), "--set", "replicas=1")
+		if err == nil || !strings.Contains(err.Error(), "block every node drain") {
+			t.Errorf("replicas=1 with the disruption budget must be refused, got %v", err)
+		}
+		if _, err := run(t, "helm", "template", "x", filepath.Join(root, "dist", "chart"), "--set", "replicas=1", "--set", "podDisruptionBudget.enabled=false"); err != nil {
+			t.Errorf("replicas=1 without the disruption budget: %v", err)
+		}
+	})
+}
+
+// config/default installed under another namespace by a kustomization of
+// one's own: nothing that matters keeps naming placement-guard-system.
+func TestConfigDefaultFollowsItsNamespace(t *testing.T) {
+	dir := t.TempDir()
+	abs, err := filepath.Abs(filepath.Join(root, "config", "default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(dir, abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte("namespace: platform-ops\nresources:\n  - "+rel+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "kustomize", "build", "--load-restrictor", "LoadRestrictionsNone", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range decode(t, out) {
+		switch o.GetKind() {
+		case "Namespace":
+			if o.GetName() != "platform-ops" || o.GetLabels()["placementguard.io/admission"] != "Off" {
+				t.Errorf("namespace %s labels %v: the check must leave it out by its label", o.GetName(), o.GetLabels())
+			}
+		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
+			sel, _ := sigsyaml.Marshal(o.Object["webhooks"])
+			if !strings.Contains(string(sel), "key: placementguard.io/admission\n      operator: NotIn\n      values:\n      - \"Off\"") {
+				t.Errorf("%s does not leave out namespaces labelled Off:\n%s", o.GetKind(), sel)
+			}
+			svc, _ := sigsyaml.Marshal(o.Object["webhooks"].([]any)[0].(map[string]any)["clientConfig"])
+			if !strings.Contains(string(svc), "namespace: platform-ops") {
+				t.Errorf("%s calls %s", o.GetKind(), svc)
+			}
+		case "Deployment":
+			args, _ := sigsyaml.Marshal(o.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["args"])
+			if strings.Contains(string(args), "placement-guard-system") || !strings.Contains(string(args), ".$(POD_NAMESPACE).svc") {
+				t.Errorf("the manager's args name a namespace:\n%s", args)
+			}
+		}
+	}
+}

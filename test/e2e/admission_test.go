@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -194,6 +195,41 @@ var _ = Describe("The admission check of changes that do not come as a migration
 			g.Expect(code).To(Equal(0), errOut)
 			g.Expect(errOut).To(And(ContainSubstring("RolloutDeadlock"), ContainSubstring("reserved for placement-guard's migrations")))
 		}).Should(Succeed())
+	})
+})
+
+var _ = Describe("A namespace whose admission label names no mode", Label("operator", "admission"), func() {
+	It("is judged as Warn, never Off, and said on the namespace as an Event and a metric", func(ctx SpecContext) {
+		env := newEnv(ctx, "admit-typo")
+		seed001(ctx, env)
+		labelNamespace(ctx, env.Namespace, "Denny")
+
+		Eventually(func(g Gomega) {
+			var list eventsv1.EventList
+			g.Expect(k8sClient.List(ctx, &list, client.InNamespace("default"))).To(Succeed())
+			found := false
+			for _, e := range list.Items {
+				found = found || e.Regarding.Kind == "Namespace" && e.Regarding.Name == env.Namespace && e.Reason == "UnknownAdmissionMode" &&
+					strings.Contains(e.Note, `placementguard.io/admission="Denny" names no admission mode`)
+			}
+			g.Expect(found).To(BeTrue(), "a Warning Event on the namespace")
+			_, namespaces := seriesOf("placementguard_admission_namespace_mode_unknown", "namespace")
+			g.Expect(namespaces).To(HaveKey(env.Namespace))
+		}).Should(Succeed())
+
+		deadlock := getDeployment(ctx, env.Namespace, "web")
+		deadlock.APIVersion, deadlock.Kind = "apps/v1", "Deployment"
+		deadlock.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(map[string]string{"app": "web"})
+		_, errOut, code := kubectlApply(ctx, env.Namespace, []string{"--dry-run=server"}, deadlock)
+		Expect(code).To(Equal(0), errOut)
+		Expect(errOut).To(ContainSubstring("RolloutDeadlock"), "judged as Warn")
+
+		By("fixed, the metric goes")
+		labelNamespace(ctx, env.Namespace, "Warn")
+		Eventually(func() map[string]bool {
+			_, namespaces := seriesOf("placementguard_admission_namespace_mode_unknown", "namespace")
+			return namespaces
+		}).ShouldNot(HaveKey(env.Namespace))
 	})
 })
 

@@ -55,6 +55,13 @@ func TestOperatorWritesPlacementOnly(t *testing.T) {
 		must(t, updateDeployment(ctx, admin, "web", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "registry.example.com/web:1" }))
 	}
 	wantRefused(t, refusal, "placement-guard may not change Deployment web spec.template.spec.containers")
+	// Installed in another namespace, the operator's ServiceAccount is held
+	// all the same: the policy names the account, not the namespace, which
+	// a kustomization's namespace would never reach.
+	elsewhere := "system:serviceaccount:platform-ops:placement-guard-controller-manager"
+	bind(t, admin, elsewhere, "operator-workloads")
+	wantRefused(t, updateDeployment(ctx, mustClient(t, cfg, scheme, elsewhere), "web", setImage),
+		"placement-guard may not change Deployment web spec.template.spec.containers")
 
 	hostname := placement.Constraint{AntiAffinity: &placement.AntiAffinity{TopologyKey: corev1.LabelHostname}}
 	zones := placement.Constraint{Spread: &placement.Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1}}

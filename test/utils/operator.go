@@ -21,6 +21,7 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/clusterstate"
 	"github.com/placement-guard/placement-guard/internal/controller"
+	"github.com/placement-guard/placement-guard/internal/controller/namespacemode"
 	"github.com/placement-guard/placement-guard/internal/webhook"
 )
 
@@ -122,6 +123,9 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 		if err := (&controller.FindingsReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("placement-guard"),
 			Cluster: cluster, Skip: []string{"kube-system"}}).SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("set up the admission findings: %w", err)
+		}
+		if err := (&namespacemode.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("placement-guard")}).SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("set up the namespace modes: %w", err)
 		}
 	}
 	if err := (&controller.AdoptionReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("placement-guard")}).SetupWithManager(mgr); err != nil {

@@ -81,8 +81,10 @@ func RegisterAdoptWebhook(ctx context.Context, c client.Client, name string, por
 // webhookNamespaces and webhookObjects select as config/webhook does (the
 // install specs compare them).
 func webhookNamespaces() *metav1.LabelSelector {
-	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "placement-guard-system"}}}}
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "placement-guard-system"}},
+		{Key: "placementguard.io/admission", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"Off"}},
+	}}
 }
 
 func webhookObjects() *metav1.LabelSelector {

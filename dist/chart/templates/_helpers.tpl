@@ -35,3 +35,19 @@ control-plane: controller-manager
 {{- define "placement-guard.webhookService" -}}
 {{- include "placement-guard.name" . }}-webhook-service
 {{- end -}}
+
+{{/*
+Namespaces the admission check is never sent, besides kube-system and the
+release's: admission.excludeNamespaces, and with failurePolicy Fail
+cert-manager's, which must be able to roll out while the check waits for
+the certificate it issues.
+*/}}
+{{- define "placement-guard.excludedNamespaces" -}}
+{{- $names := .Values.admission.excludeNamespaces -}}
+{{- if eq .Values.admission.failurePolicy "Fail" -}}
+{{- $names = append $names .Values.admission.certManager.namespace -}}
+{{- end -}}
+{{- range $names | uniq }}
+- {{ . }}
+{{- end -}}
+{{- end -}}
