@@ -24,6 +24,40 @@ type Finding struct {
 	Type     string
 	Blocking bool
 	Message  string
+	// Constraint names the hard constraint the finding is of, in a few
+	// words.
+	Constraint string
+}
+
+// Worse are the blocking findings of after that before does not account
+// for: what a change to a workload adds to what was wrong with it
+// already. A finding is accounted for by the same hazard of the same
+// constraint before, or by pods of that constraint that could not be
+// placed before at all: the worst there is, after which the engine asks
+// nothing more of it (a rollout that would deadlock, say). A change that
+// adds replicas to a workload with a blocking finding makes it worse
+// whatever it finds: it asks for more of what the cluster cannot give.
+func Worse(before, after []Finding, addsReplicas bool) []Finding {
+	had := map[string]bool{}
+	unplaced := map[string]bool{}
+	for _, f := range before {
+		if f.Blocking {
+			had[f.Constraint+"/"+f.Type] = true
+			unplaced[f.Constraint] = unplaced[f.Constraint] || cannotPlace(f.Type)
+		}
+	}
+	var out []Finding
+	for _, f := range after {
+		if f.Blocking && (addsReplicas || !had[f.Constraint+"/"+f.Type] && !unplaced[f.Constraint]) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// cannotPlace reports a hazard of pods that cannot be placed at all.
+func cannotPlace(hazard string) bool {
+	return hazard == placement.HazardInsufficientCapacity || hazard == placement.HazardUnschedulable
 }
 
 // Judge asks the one question (planning.JudgeChange) about every hard
@@ -45,7 +79,7 @@ func Judge(snap *placement.Snapshot, ch planning.Change) ([]Finding, error) {
 	seen := map[string]bool{}
 	for _, cf := range judged {
 		for _, h := range cf.Hazards {
-			f := Finding{Type: h.Type, Blocking: h.Blocking, Message: word(ref, cf.Constraint, h)}
+			f := Finding{Type: h.Type, Blocking: h.Blocking, Message: word(ref, cf.Constraint, h), Constraint: cf.Constraint.Short()}
 			if !seen[f.Message] {
 				seen[f.Message] = true
 				out = append(out, f)

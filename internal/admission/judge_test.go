@@ -73,6 +73,12 @@ func changeOf(d *appsv1.Deployment, pods ...*corev1.Pod) planning.Change {
 	return planning.Change{Target: t}
 }
 
+// hardWith is web with its required anti-affinity and mutate's change to
+// its pod spec.
+func hardWith(mutate func(*corev1.PodSpec)) *placement.Workload {
+	return withPods(deployment("web", 2, requiredApart(map[string]string{"app": "web"}), func(d *appsv1.Deployment) { mutate(&d.Spec.Template.Spec) }))
+}
+
 func TestRelevantChanges(t *testing.T) {
 	plain := withPods(deployment("web", 2))
 	apart := withPods(deployment("web", 2, requiredApart(map[string]string{"app": "web"})))
@@ -100,6 +106,24 @@ func TestRelevantChanges(t *testing.T) {
 		{"a strategy changed beside it", apart, strategy, true},
 		{"a preferred term added", plain, soft, false},
 		{"the hard constraint removed", apart, plain, false},
+		{"moved to another pool beside it", apart, hardWith(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "b"} }), true},
+		{"node affinity beside it", apart, hardWith(func(s *corev1.PodSpec) {
+			s.Affinity.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{}}
+		}), true},
+		{"a toleration dropped beside it", hardWith(func(s *corev1.PodSpec) { s.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}} }), apart, true},
+		{"requests raised beside it", apart, hardWith(func(s *corev1.PodSpec) {
+			s.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}
+		}), true},
+		{"an init container's limits beside it", apart, hardWith(func(s *corev1.PodSpec) {
+			s.InitContainers = []corev1.Container{{Name: "i", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}}}
+		}), true},
+		{"a priority class beside it", apart, hardWith(func(s *corev1.PodSpec) { s.PriorityClassName = "high" }), true},
+		{"a template label beside it", apart, withPods(deployment("web", 2, requiredApart(map[string]string{"app": "web"}), func(d *appsv1.Deployment) {
+			d.Spec.Template.Labels = map[string]string{"app": "web", "tier": "db"}
+		})), true},
+		{"requests raised without a hard constraint", plain, withPods(deployment("web", 2, func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}
+		})), false},
 	} {
 		if got := Relevant(c.old, c.new); got != c.want {
 			t.Errorf("%s: Relevant = %v, want %v", c.name, got, c.want)
@@ -189,5 +213,31 @@ func TestWarningsStayWithinTheAPIServersBounds(t *testing.T) {
 	}
 	if !strings.Contains(ws[len(ws)-1], "more finding(s) left out") {
 		t.Fatalf("the cut is said: %q", ws[len(ws)-1])
+	}
+}
+
+// What a change adds to what was wrong with a workload already.
+func TestWorse(t *testing.T) {
+	apart := "required anti-affinity on kubernetes.io/hostname"
+	zones := "DoNotSchedule spread on topology.kubernetes.io/zone"
+	f := func(c, typ string) Finding { return Finding{Constraint: c, Type: typ, Blocking: true} }
+	for _, c := range []struct {
+		name          string
+		before, after []Finding
+		adds          bool
+		worse         int
+	}{
+		{"the same hazard of the same constraint", []Finding{f(apart, placement.HazardRolloutDeadlock)}, []Finding{f(apart, placement.HazardRolloutDeadlock)}, false, 0},
+		{"a hazard new to it", nil, []Finding{f(apart, placement.HazardRolloutDeadlock)}, false, 1},
+		{"the same hazard of another constraint", []Finding{f(zones, placement.HazardRolloutDeadlock)}, []Finding{f(apart, placement.HazardRolloutDeadlock)}, false, 1},
+		{"pods that could not be placed before account for any hazard of it after", []Finding{f(apart, placement.HazardInsufficientCapacity)},
+			[]Finding{f(apart, placement.HazardRolloutDeadlock)}, false, 0},
+		{"more replicas of a workload with a blocking finding", []Finding{f(apart, placement.HazardInsufficientCapacity)},
+			[]Finding{f(apart, placement.HazardInsufficientCapacity)}, true, 1},
+		{"a finding that does not block", nil, []Finding{{Constraint: apart, Type: placement.HazardSpreadEndsSkewed}}, true, 0},
+	} {
+		if got := Worse(c.before, c.after, c.adds); len(got) != c.worse {
+			t.Errorf("%s: %d worse, want %d", c.name, len(got), c.worse)
+		}
 	}
 }

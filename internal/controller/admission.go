@@ -47,6 +47,16 @@ func (c AdmissionCluster) Migrations(ctx context.Context, namespace string) ([]p
 	return migrations.Items, nil
 }
 
+// Workload is a workload of the kind from the manager's cache: what a
+// write to its scale subresource changes.
+func (c AdmissionCluster) Workload(ctx context.Context, kind *targets.Kind, namespace, name string) (client.Object, error) {
+	obj := kind.New()
+	if err := c.r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+		return nil, fmt.Errorf("read %s %s/%s: %w", kind.Name, namespace, name, err)
+	}
+	return obj, nil
+}
+
 // Policies are the namespace's PodDisruptionBudgets and
 // HorizontalPodAutoscalers, from the manager's cache: the pre-flight's.
 func (c AdmissionCluster) Policies(ctx context.Context, namespace string) (planning.Policies, error) {

@@ -53,6 +53,9 @@ type Kind struct {
 	// template is the object's pod template, in place: what a write that
 	// moves a term between forms changes.
 	template func(obj client.Object) *corev1.PodTemplateSpec
+	// replicas is the object's replica count, in place: what its scale
+	// subresource writes.
+	replicas func(obj client.Object) **int32
 	// podLabels are the labels the kind's controller adds to its i-th pod
 	// besides the template's and the revision's.
 	podLabels func(w *placement.Workload, name string, labels map[string]string)
@@ -88,6 +91,25 @@ func KindOf(obj any) *Kind {
 		}
 	}
 	return nil
+}
+
+// KindOfResource is the kind of an apps resource ("deployments"), nil
+// for another.
+func KindOfResource(resource string) *Kind {
+	for _, k := range kinds {
+		if k.Resource == resource {
+			return k
+		}
+	}
+	return nil
+}
+
+// Scaled is a copy of a workload object of the kind with n replicas, as a
+// write to its scale subresource leaves it.
+func (k *Kind) Scaled(obj client.Object, n int32) client.Object {
+	out := obj.DeepCopyObject().(client.Object)
+	*k.replicas(out) = &n
+	return out
 }
 
 // KindSpelled is the kind a command line names, in any of kubectl's

@@ -34,6 +34,7 @@ var deploymentKind = Kind{
 		return deploymentProgress(t.String(), d, max(generation, d.Generation))
 	},
 	template:        func(obj client.Object) *corev1.PodTemplateSpec { return &obj.(*appsv1.Deployment).Spec.Template },
+	replicas:        func(obj client.Object) **int32 { return &obj.(*appsv1.Deployment).Spec.Replicas },
 	paused:          func(obj client.Object) bool { return obj.(*appsv1.Deployment).Spec.Paused },
 	partitioned:     func(client.Object) bool { return false },
 	interchangeable: true,

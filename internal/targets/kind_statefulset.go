@@ -34,6 +34,7 @@ var statefulSetKind = Kind{
 		return t.statefulSetProgress(max(generation, t.obj.GetGeneration()))
 	},
 	template: func(obj client.Object) *corev1.PodTemplateSpec { return &obj.(*appsv1.StatefulSet).Spec.Template },
+	replicas: func(obj client.Object) **int32 { return &obj.(*appsv1.StatefulSet).Spec.Replicas },
 	paused:   func(client.Object) bool { return false },
 	partitioned: func(obj client.Object) bool {
 		ru := obj.(*appsv1.StatefulSet).Spec.UpdateStrategy.RollingUpdate

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/adoption"
@@ -14,7 +15,7 @@ import (
 // form: the fields that make a change worth judging, kept as raw bytes, and
 // the two metadata entries the check reads (its opt-out label and the
 // record of an adopted constraint). Most requests (an image, an
-// annotation, resources) stop here.
+// annotation, an environment variable) stop here.
 type placementFields struct {
 	// admissionLabel is the placementguard.io/admission label's value,
 	// adopted the placementguard.io/adopted annotation's.
@@ -23,6 +24,28 @@ type placementFields struct {
 	// required are the pod template's required anti-affinity terms and
 	// spreads its topology spread constraints.
 	required, spreads []byte
+	// stranding are the other fields of the pod template that decide
+	// where its pods may go, beside a hard constraint: a change to any of
+	// them can strand the pods the constraint keeps apart.
+	stranding strandingFields
+}
+
+// strandingFields are the pod template's fields, other than its hard
+// constraints, that decide where its pods may land: its labels (which a
+// constraint's selector may be waiting for), node selector and node
+// affinity (the pool), tolerations, priority class, and what its
+// containers request (and its overhead).
+type strandingFields struct {
+	labels, nodeSelector, nodeAffinity, tolerations, priorityClassName, overhead []byte
+	// requests are each container's resources, then each init
+	// container's, as their lists hold them.
+	requests, initRequests [][]byte
+}
+
+func (s strandingFields) equal(o strandingFields) bool {
+	return bytes.Equal(s.labels, o.labels) && bytes.Equal(s.nodeSelector, o.nodeSelector) && bytes.Equal(s.nodeAffinity, o.nodeAffinity) &&
+		bytes.Equal(s.tolerations, o.tolerations) && bytes.Equal(s.priorityClassName, o.priorityClassName) && bytes.Equal(s.overhead, o.overhead) &&
+		slices.EqualFunc(s.requests, o.requests, bytes.Equal) && slices.EqualFunc(s.initRequests, o.initRequests, bytes.Equal)
 }
 
 // readPlacement reads the placement fields of a serialized workload. It
@@ -67,7 +90,18 @@ func (f *placementFields) readSpec(key, value []byte) error {
 	case "updateStrategy":
 		f.updateStrategy = value
 	case "template":
-		return path(value, []string{"spec"}, func(spec []byte) error { return members(spec, f.readPodSpec) })
+		return members(value, func(key, value []byte) error {
+			switch string(key) {
+			case "metadata":
+				return path(value, []string{"labels"}, func(labels []byte) error {
+					f.stranding.labels = labels
+					return nil
+				})
+			case "spec":
+				return members(value, f.readPodSpec)
+			}
+			return nil
+		})
 	}
 	return nil
 }
@@ -78,12 +112,47 @@ func (f *placementFields) readPodSpec(key, value []byte) error {
 	case "topologySpreadConstraints":
 		f.spreads = value
 	case "affinity":
-		return path(value, []string{"podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"}, func(v []byte) error {
-			f.required = v
+		return members(value, func(key, value []byte) error {
+			switch string(key) {
+			case "podAntiAffinity":
+				return path(value, []string{"requiredDuringSchedulingIgnoredDuringExecution"}, func(v []byte) error {
+					f.required = v
+					return nil
+				})
+			case "nodeAffinity":
+				f.stranding.nodeAffinity = value
+			}
 			return nil
 		})
+	case "nodeSelector":
+		f.stranding.nodeSelector = value
+	case "tolerations":
+		f.stranding.tolerations = value
+	case "priorityClassName":
+		f.stranding.priorityClassName = value
+	case "overhead":
+		f.stranding.overhead = value
+	case "containers":
+		return resourcesOf(value, &f.stranding.requests)
+	case "initContainers":
+		return resourcesOf(value, &f.stranding.initRequests)
 	}
 	return nil
+}
+
+// resourcesOf reads each container's resources of a list of containers
+// into out, one entry per container (nil for one without).
+func resourcesOf(list []byte, out *[][]byte) error {
+	*out = nil
+	return elements(list, func(container []byte) error {
+		var resources []byte
+		err := path(container, []string{"resources"}, func(v []byte) error {
+			resources = v
+			return nil
+		})
+		*out = append(*out, resources)
+		return err
+	})
 }
 
 // mayBeHard reports whether the workload may carry a required
@@ -97,7 +166,7 @@ func (f placementFields) mayBeHard() bool {
 // it was, byte for byte as the API server serialized both.
 func unchanged(old, new placementFields) bool {
 	return bytes.Equal(old.replicas, new.replicas) && bytes.Equal(old.strategy, new.strategy) && bytes.Equal(old.updateStrategy, new.updateStrategy) &&
-		bytes.Equal(old.required, new.required) && bytes.Equal(old.spreads, new.spreads)
+		bytes.Equal(old.required, new.required) && bytes.Equal(old.spreads, new.spreads) && old.stranding.equal(new.stranding)
 }
 
 func nonEmpty(raw []byte) bool {
@@ -192,6 +261,40 @@ func members(data []byte, visit func(key, value []byte) error) error {
 			return nil
 		default:
 			return fmt.Errorf("%w: ',' or '}' expected", errNotJSON)
+		}
+	}
+}
+
+// elements calls visit with the raw value of each element of the JSON
+// array data, in order; null has none.
+func elements(data []byte, visit func(value []byte) error) error {
+	i := skipSpace(data, 0)
+	if bytes.HasPrefix(data[i:], []byte("null")) {
+		return nil
+	}
+	if i >= len(data) || data[i] != '[' {
+		return fmt.Errorf("%w: an array expected", errNotJSON)
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return nil
+	}
+	for {
+		end, err := skipValue(data, i)
+		if err != nil {
+			return err
+		}
+		if err := visit(data[i:end]); err != nil {
+			return err
+		}
+		i = skipSpace(data, end)
+		switch {
+		case i < len(data) && data[i] == ',':
+			i = skipSpace(data, i+1)
+		case i < len(data) && data[i] == ']':
+			return nil
+		default:
+			return fmt.Errorf("%w: ',' or ']' expected", errNotJSON)
 		}
 	}
 }

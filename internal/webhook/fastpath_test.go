@@ -27,13 +27,23 @@ type decodedFields struct {
 		Strategy       json.RawMessage `json:"strategy"`
 		UpdateStrategy json.RawMessage `json:"updateStrategy"`
 		Template       struct {
+			Metadata struct {
+				Labels json.RawMessage `json:"labels"`
+			} `json:"metadata"`
 			Spec struct {
 				Affinity struct {
 					PodAntiAffinity struct {
 						Required json.RawMessage `json:"requiredDuringSchedulingIgnoredDuringExecution"`
 					} `json:"podAntiAffinity"`
+					NodeAffinity json.RawMessage `json:"nodeAffinity"`
 				} `json:"affinity"`
-				Spreads json.RawMessage `json:"topologySpreadConstraints"`
+				Spreads           json.RawMessage    `json:"topologySpreadConstraints"`
+				NodeSelector      json.RawMessage    `json:"nodeSelector"`
+				Tolerations       json.RawMessage    `json:"tolerations"`
+				PriorityClassName json.RawMessage    `json:"priorityClassName"`
+				Overhead          json.RawMessage    `json:"overhead"`
+				Containers        []decodedContainer `json:"containers"`
+				InitContainers    []decodedContainer `json:"initContainers"`
 			} `json:"spec"`
 		} `json:"template"`
 	} `json:"spec"`
@@ -61,15 +71,51 @@ func agree(t *testing.T, raw []byte) {
 		{"updateStrategy", got.updateStrategy, want.Spec.UpdateStrategy},
 		{"required", got.required, spec.Affinity.PodAntiAffinity.Required},
 		{"spreads", got.spreads, spec.Spreads},
+		{"template labels", got.stranding.labels, want.Spec.Template.Metadata.Labels},
+		{"nodeSelector", got.stranding.nodeSelector, spec.NodeSelector},
+		{"nodeAffinity", got.stranding.nodeAffinity, spec.Affinity.NodeAffinity},
+		{"tolerations", got.stranding.tolerations, spec.Tolerations},
+		{"priorityClassName", got.stranding.priorityClassName, spec.PriorityClassName},
+		{"overhead", got.stranding.overhead, spec.Overhead},
 	} {
 		if !bytes.Equal(c.got, c.want) {
 			t.Fatalf("%s: scanned %q, decoded %q\n%s", c.name, c.got, c.want, raw)
+		}
+	}
+	for _, list := range []struct {
+		name string
+		got  [][]byte
+		want []json.RawMessage
+	}{
+		{"containers' resources", got.stranding.requests, resourcesOfDecoded(spec.Containers)},
+		{"init containers' resources", got.stranding.initRequests, resourcesOfDecoded(spec.InitContainers)},
+	} {
+		if len(list.got) != len(list.want) {
+			t.Fatalf("%s: scanned %d, decoded %d\n%s", list.name, len(list.got), len(list.want), raw)
+		}
+		for i := range list.got {
+			if !bytes.Equal(list.got[i], list.want[i]) {
+				t.Fatalf("%s %d: scanned %q, decoded %q\n%s", list.name, i, list.got[i], list.want[i], raw)
+			}
 		}
 	}
 	if got.admissionLabel != want.Metadata.Labels[pgv1.AdmissionLabel] || got.adopted != want.Metadata.Annotations[adoption.Annotation] {
 		t.Fatalf("metadata: scanned %q/%q, decoded %q/%q\n%s", got.admissionLabel, got.adopted,
 			want.Metadata.Labels[pgv1.AdmissionLabel], want.Metadata.Annotations[adoption.Annotation], raw)
 	}
+}
+
+// decodedContainer is what the fast path reads of a container.
+type decodedContainer struct {
+	Resources json.RawMessage `json:"resources"`
+}
+
+func resourcesOfDecoded(cs []decodedContainer) []json.RawMessage {
+	var out []json.RawMessage
+	for _, c := range cs {
+		out = append(out, c.Resources)
+	}
+	return out
 }
 
 // servedDeployment is a Deployment as the API server sends it to the
@@ -123,6 +169,9 @@ func TestReadPlacementAgreesWithTheDecoder(t *testing.T) {
 		`{"Spec":{"Replicas":5}}`,
 		`{"spec":{"template":{"spec":{"topologySpreadConstraints":[{"whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"a":"]}\"{["}}}]}}}}`,
 		`{"spec":{"replicas":"x\\"y"}}`,
+		`{"spec":{"template":{"metadata":{"labels":{"tier":"db"}},"spec":{"nodeSelector":{"pool":"b"},"tolerations":[{"key":"k","operator":"Exists"}],"priorityClassName":"high","affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{}},"podAntiAffinity":{}},"containers":[{"name":"a","resources":{"requests":{"cpu":"2"}}},{"name":"b"},null],"initContainers":[{"resources":{"limits":{"memory":"1Gi"}}}],"overhead":{"cpu":"10m"}}}}}`,
+		`{"spec":{"template":{"spec":{"containers":[{"resources":{"requests":{"cpu":"1"}}}],"containers":[]}}}}`,
+		`{"spec":{"template":{"spec":{"containers":null,"initContainers":[]}}}}`,
 	} {
 		agree(t, []byte(raw))
 	}

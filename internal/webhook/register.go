@@ -31,7 +31,9 @@ type Options struct {
 // Adopt mode is a mutating webhook beside it, with the same failure policy:
 // down, a change is admitted as written and judged as in Warn mode.
 // +kubebuilder:webhook:path=/adopt-workloads,mutating=true,failurePolicy=ignore,sideEffects=None,groups=apps,resources=deployments;statefulsets,verbs=create;update,versions=v1,name=adopt.workloads.placementguard.io,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=Never
-// +kubebuilder:webhook:path=/validate-workloads,mutating=false,failurePolicy=ignore,sideEffects=None,groups=apps,resources=deployments;statefulsets,verbs=create;update,versions=v1,name=workloads.placementguard.io,admissionReviewVersions=v1,timeoutSeconds=5
+// The check is sent writes to the workloads' scale subresource too
+// (kubectl scale, a HorizontalPodAutoscaler), which it judges as in Warn.
+// +kubebuilder:webhook:path=/validate-workloads,mutating=false,failurePolicy=ignore,sideEffects=None,groups=apps,resources=deployments;statefulsets;deployments/scale;statefulsets/scale,verbs=create;update,versions=v1,name=workloads.placementguard.io,admissionReviewVersions=v1,timeoutSeconds=5
 
 // Register serves the check at Path, and Adopt mode at AdoptPath, on the manager's webhook server,
 // reading namespaces from the manager's cache.

@@ -71,6 +71,9 @@ type Cluster interface {
 	// no pre-flight on the request's path, so it reads no disruption
 	// budget nor autoscaler.
 	Migrations(ctx context.Context, namespace string) ([]pgv1.PlacementMigration, error)
+	// Workload is a workload of the kind as the manager's cache holds it:
+	// what a write to its scale subresource changes.
+	Workload(ctx context.Context, kind *targets.Kind, namespace, name string) (client.Object, error)
 }
 
 // Validator is the admission check.
@@ -130,6 +133,9 @@ func kindLabel(req admission.Request) string {
 	if targets.KindNamed(req.Kind.Kind) != nil {
 		return req.Kind.Kind
 	}
+	if k := targets.KindOfResource(req.Resource.Resource); k != nil && req.SubResource == "scale" {
+		return string(k.Name)
+	}
 	return "Other"
 }
 
@@ -145,6 +151,9 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 		if resp, mode, refused := v.refuseBorrowed(ctx, req, borrowed); refused {
 			return resp, mode, kind
 		}
+	}
+	if req.SubResource == "scale" {
+		return v.handleScale(ctx, req)
 	}
 	// The fast path: a workload that certainly carries no hard constraint,
 	// or a change that leaves every judged field as it was, is admitted
@@ -168,15 +177,25 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 	if newObj.GetLabels()[pgv1.AdmissionLabel] == string(ModeOff) {
 		return admission.Allowed(""), ModeOff, kind
 	}
+	var oldObj client.Object
 	var oldW *placement.Workload
 	if req.Operation == admissionv1.Update {
-		if _, oldW, err = v.decode(req.OldObject); err != nil {
+		if oldObj, oldW, err = v.decode(req.OldObject); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s replaced: %w", kind, err)), ModeOff, kind
 		}
 	}
 	if !pgadmission.Relevant(oldW, newW) {
 		return admission.Allowed(""), ModeOff, kind
 	}
+	resp, mode := v.answer(ctx, req, newObj, oldObj, false)
+	return resp, mode, kind
+}
+
+// answer judges newObj, replacing oldObj (nil for a create), in the
+// namespace's mode. warnOnly answers as Warn would whatever the mode: a
+// change no mode may refuse.
+func (v *Validator) answer(ctx context.Context, req admission.Request, newObj, oldObj client.Object, warnOnly bool) (admission.Response, Mode) {
+	kind := kindLabel(req)
 	mode, err := v.mode(ctx, req.Namespace)
 	namespaceLabel := req.Namespace
 	if err != nil {
@@ -187,28 +206,51 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 		namespaceLabel = ""
 	}
 	if mode == ModeOff {
-		return admission.Allowed(""), ModeOff, kind
+		return admission.Allowed(""), ModeOff
 	}
 	var before *corev1.PodSpec
-	if oldW != nil {
-		before = &oldW.Template.Spec
+	if oldObj != nil {
+		before = &targets.TemplateOf(oldObj).Spec
 	}
 	findings, err := v.judge(ctx, newObj, before)
 	if err != nil {
 		logf.FromContext(ctx).Info("Admitted a change that was not judged", "kind", kind, "namespace", req.Namespace, "name", req.Name, "reason", err.Error())
-		return admission.Allowed("").WithWarnings(fmt.Sprintf("placement-guard: the change was not judged (%v); kubectl placement lint judges it offline", err)), mode, kind
+		return admission.Allowed("").WithWarnings(fmt.Sprintf("placement-guard: the change was not judged (%v); kubectl placement lint judges it offline", err)), mode
 	}
 	for _, f := range findings {
-		metrics.CountFinding(namespaceLabel, kindLabel(req), f.Type, string(mode))
+		metrics.CountFinding(namespaceLabel, kind, f.Type, string(mode))
 	}
 	warnings := pgadmission.Warnings(findings)
 	if manager, ok := v.borrowedManager(req); ok {
 		warnings = append([]string{borrowedWarning(req, manager)}, warnings...)
 	}
-	if mode == ModeDeny && blocking(findings) {
-		return deny(warnings), mode, kind
+	if mode != ModeDeny || warnOnly || !blocking(findings) {
+		return admission.Allowed("").WithWarnings(warnings...), mode
 	}
-	return admission.Allowed("").WithWarnings(warnings...), mode, kind
+	if oldObj != nil {
+		if why, noWorse := v.noWorse(ctx, oldObj, newObj, findings); noWorse {
+			return admission.Allowed("").WithWarnings(append(warnings, why)...), mode
+		}
+	}
+	return deny(warnings), mode
+}
+
+// noWorse reports a change that leaves a workload no worse than it was:
+// every blocking finding of the workload as the change leaves it was
+// found of it as it was, and the change adds no replicas. Deny refuses
+// only what a change makes worse, so that the remedy of a workload that
+// is already unsatisfiable (fewer replicas, a strategy fixed, a rollback)
+// is never refused. why says so, for a warning.
+func (v *Validator) noWorse(ctx context.Context, oldObj, newObj client.Object, after []pgadmission.Finding) (why string, noWorse bool) {
+	before, err := v.judge(ctx, oldObj, &targets.TemplateOf(oldObj).Spec)
+	if err != nil {
+		return "", false
+	}
+	oldW, newW := targets.WorkloadOf(oldObj), targets.WorkloadOf(newObj)
+	if len(pgadmission.Worse(before, after, newW.Replicas > oldW.Replicas)) > 0 {
+		return "", false
+	}
+	return pgadmission.ClipWarning("placement-guard: admitted in Deny: the workload was already so before this change, which leaves it no worse; a change that adds to it is refused"), true
 }
 
 // skipped reports requests never judged: system and own namespaces, and

@@ -12,6 +12,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,6 +36,8 @@ type twoNodes struct {
 	snap       *placement.Snapshot
 	delay      time.Duration
 	migrations []pgv1.PlacementMigration
+	// workload is web as the cache holds it, for writes to its scale.
+	workload client.Object
 }
 
 func newTwoNodes(t *testing.T) *twoNodes {
@@ -69,6 +72,13 @@ func (c *twoNodes) Live(_ context.Context, obj client.Object) (*targets.Target, 
 
 func (c *twoNodes) Migrations(context.Context, string) ([]pgv1.PlacementMigration, error) {
 	return c.migrations, nil
+}
+
+func (c *twoNodes) Workload(_ context.Context, _ *targets.Kind, _, name string) (client.Object, error) {
+	if c.workload == nil || c.workload.GetName() != name {
+		return nil, apierrors.NewNotFound(appsv1.Resource("deployments"), name)
+	}
+	return c.workload.DeepCopyObject().(client.Object), nil
 }
 
 func web(mutate ...func(*appsv1.Deployment)) *appsv1.Deployment {
@@ -371,5 +381,90 @@ func TestATenantCannotGrowTheRegistryNorQueueTheCheck(t *testing.T) {
 	v.Judging.give("10.0.0.66")
 	if resp := v.Handle(apiServer, request(t, admissionv1.Update, web(), web(apart), "kubectl")); !strings.Contains(strings.Join(resp.Warnings, " "), "RolloutDeadlock") {
 		t.Fatalf("a slot given back is taken again: %+v", resp.Warnings)
+	}
+}
+
+// scaleRequest is a write of replicas to web's scale subresource, from
+// before.
+func scaleRequest(t *testing.T, before, replicas int32) admission.Request {
+	t.Helper()
+	scale := func(n int32) runtime.RawExtension {
+		raw, err := json.Marshal(map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": map[string]any{"name": "web", "namespace": "shop"},
+			"spec": map[string]any{"replicas": n}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runtime.RawExtension{Raw: raw}
+	}
+	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Update, Namespace: "shop", Name: "web", SubResource: "scale",
+		Kind:     metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
+		Resource: metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+		Object:   scale(replicas), OldObject: scale(before),
+	}}
+}
+
+// A scale through the subresource (kubectl scale, an autoscaler) of a
+// workload that carries a hard constraint is judged, and admitted with
+// the findings as warnings whatever the mode: autoscaling is never
+// refused.
+func TestAScaleIsJudgedAndNeverRefused(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []string{"Warn", "Deny"} {
+		v, cluster := validator(t, mode, ModeWarn)
+		cluster.workload = web(apart)
+		resp := v.Handle(ctx, scaleRequest(t, 2, 5))
+		said := strings.Join(resp.Warnings, "\n")
+		if !resp.Allowed || !strings.Contains(said, "Deployment/web") || !strings.Contains(said, "InsufficientCapacity") {
+			t.Fatalf("%s: 5 replicas apart on 2 nodes: want admitted with the capacity named; got allowed %v, %q", mode, resp.Allowed, said)
+		}
+	}
+	v, cluster := validator(t, "Deny", ModeWarn)
+	cluster.workload = web()
+	if resp := v.Handle(ctx, scaleRequest(t, 2, 5)); !resp.Allowed || len(resp.Warnings) != 0 {
+		t.Fatalf("a workload without a hard constraint scales silently: %+v", resp)
+	}
+	cluster.workload = web(apart)
+	if resp := v.Handle(ctx, scaleRequest(t, 2, 2)); !resp.Allowed || len(resp.Warnings) != 0 {
+		t.Fatalf("a scale to the replicas it has says nothing: %+v", resp)
+	}
+	cluster.workload = nil
+	if resp := v.Handle(ctx, scaleRequest(t, 2, 5)); !resp.Allowed {
+		t.Fatalf("a scale of a workload not in the cache is admitted: %+v", resp)
+	}
+}
+
+// Deny refuses only what a change makes worse: the remedy of a workload
+// that is already unsatisfiable goes through, with a warning, and a
+// change that adds to it is refused.
+func TestDenyRefusesOnlyWhatAChangeMakesWorse(t *testing.T) {
+	ctx := context.Background()
+	v, _ := validator(t, "Deny", ModeWarn)
+	five := func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }
+	four := func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](4) }
+	for _, c := range []struct {
+		name     string
+		old, new *appsv1.Deployment
+		allowed  bool
+		says     string
+	}{
+		{"fewer replicas of a workload that cannot place them all", web(apart, five), web(apart, four), true, "admitted in Deny: the workload was already so"},
+		{"more replicas of one that cannot place them all", web(apart, four), web(apart, five), false, "InsufficientCapacity"},
+		{"a strategy fixed beside a capacity it still lacks", web(apart, five), web(apart, five, surgeFree), true, "admitted in Deny"},
+		{"a deadlock added to a workload that had none", web(), web(apart), false, "RolloutDeadlock"},
+		{"moved to a pool with no nodes", web(apart, surgeFree), web(apart, surgeFree, func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "b"}
+		}), false, "have 0 of 2 qualifying nodes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			resp := v.Handle(ctx, request(t, admissionv1.Update, c.old, c.new, "helm"))
+			said := strings.Join(resp.Warnings, "\n")
+			if resp.Result != nil {
+				said += resp.Result.Message
+			}
+			if resp.Allowed != c.allowed || !strings.Contains(said, c.says) {
+				t.Fatalf("allowed %v (want %v), said %q (want %q)", resp.Allowed, c.allowed, said, c.says)
+			}
+		})
 	}
 }

@@ -44,7 +44,7 @@ func RegisterWebhook(ctx context.Context, c client.Client, name string, port int
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name:                    "workloads.placementguard.io",
 			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
-			Rules:                   []admissionregistrationv1.RuleWithOperations{WebhookRule()},
+			Rules:                   []admissionregistrationv1.RuleWithOperations{CheckRule()},
 			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 			TimeoutSeconds:          ptr.To[int32](5),
@@ -54,6 +54,14 @@ func RegisterWebhook(ctx context.Context, c client.Client, name string, port int
 		}},
 	}
 	return client.IgnoreAlreadyExists(c.Create(ctx, cfg))
+}
+
+// CheckRule is what the admission check is sent, as config/webhook says:
+// creates and updates of Deployments and StatefulSets, and of their scale.
+func CheckRule() admissionregistrationv1.RuleWithOperations {
+	r := WebhookRule()
+	r.Resources = append(r.Resources, "deployments/scale", "statefulsets/scale")
+	return r
 }
 
 // RegisterAdoptWebhook registers Adopt mode's mutating webhook, served at
@@ -92,7 +100,7 @@ func webhookObjects() *metav1.LabelSelector {
 		Key: "placementguard.io/admission", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"Off"}}}}
 }
 
-// WebhookRule is what the admission check is sent: creates and updates of
+// WebhookRule is what Adopt mode is sent: creates and updates of
 // Deployments and StatefulSets.
 func WebhookRule() admissionregistrationv1.RuleWithOperations {
 	return admissionregistrationv1.RuleWithOperations{

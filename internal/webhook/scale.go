@@ -1,0 +1,71 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	pgadmission "github.com/placement-guard/placement-guard/internal/admission"
+	"github.com/placement-guard/placement-guard/internal/planning"
+	"github.com/placement-guard/placement-guard/internal/targets"
+)
+
+// handleScale judges a write to a workload's scale subresource (`kubectl
+// scale`, a HorizontalPodAutoscaler): the workload as it is, with the
+// replicas the write asks for. It is judged as in Warn whatever the
+// namespace's mode, so that autoscaling is never refused: a workload that
+// cannot take the replicas is told so in warnings, and by the Event the
+// operator records once the change lands.
+func (v *Validator) handleScale(ctx context.Context, req admission.Request) (admission.Response, Mode, string) {
+	kind := kindLabel(req)
+	if req.Operation != admissionv1.Update {
+		return admission.Allowed(""), ModeOff, kind
+	}
+	k := targets.KindOfResource(req.Resource.Resource)
+	if k == nil {
+		return admission.Allowed(""), ModeOff, kind
+	}
+	replicas, err := scaleReplicas(req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the Scale: %w", err)), ModeOff, kind
+	}
+	if before, err := scaleReplicas(req.OldObject.Raw); err == nil && before == replicas {
+		return admission.Allowed(""), ModeOff, kind
+	}
+	live, err := v.Cluster.Workload(ctx, k, req.Namespace, req.Name)
+	if err != nil {
+		if !apierrors.IsNotFound(err) {
+			logf.FromContext(ctx).Info("Admitted a scale that was not judged", "kind", k.Name, "namespace", req.Namespace, "name", req.Name, "reason", err.Error())
+		}
+		return admission.Allowed(""), ModeOff, kind
+	}
+	if live.GetLabels()[pgv1.AdmissionLabel] == string(ModeOff) || len(planning.HardConstraints(&targets.TemplateOf(live).Spec)) == 0 {
+		return admission.Allowed(""), ModeOff, kind
+	}
+	scaled := k.Scaled(live, replicas)
+	if !pgadmission.Relevant(targets.WorkloadOf(live), targets.WorkloadOf(scaled)) {
+		return admission.Allowed(""), ModeOff, kind
+	}
+	resp, mode := v.answer(ctx, req, scaled, live, true)
+	return resp, mode, kind
+}
+
+// scaleReplicas reads the replicas a serialized Scale asks for.
+func scaleReplicas(raw []byte) (int32, error) {
+	if len(raw) == 0 {
+		return 0, fmt.Errorf("the request carries no Scale")
+	}
+	var s autoscalingv1.Scale
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return 0, err
+	}
+	return s.Spec.Replicas, nil
+}
