@@ -96,6 +96,12 @@ func (s *PlacementMigrationSpec) MaxMovesPerHour() int {
 	return int(*s.Rebalance.MaxMovesPerHour)
 }
 
+// MovesLocalData reports whether mode Evict may move pods that keep data
+// on their node; false when unset.
+func (s *PlacementMigrationSpec) MovesLocalData() bool {
+	return s.Rebalance != nil && s.Rebalance.MoveLocalData != nil && *s.Rebalance.MoveLocalData
+}
+
 // CapacityOrEmpty is the capacity spec, empty when unset.
 func (s *PlacementMigrationSpec) CapacityOrEmpty() Capacity {
 	if s.Capacity == nil {

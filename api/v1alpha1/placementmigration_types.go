@@ -207,6 +207,14 @@ type Rebalance struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=60
 	MaxMovesPerHour *int32 `json:"maxMovesPerHour,omitempty"`
+
+	// moveLocalData lets mode Evict move pods that keep data on their
+	// node: a hostPath volume, or an emptyDir on the node's disk (not
+	// medium Memory). A move leaves that data behind, or loses it, so such
+	// pods stay where they are unless this is true, as cluster-autoscaler
+	// and the descheduler keep them by default.
+	// +optional
+	MoveLocalData *bool `json:"moveLocalData,omitempty"`
 }
 
 // TargetRef names one workload in the PlacementMigration's namespace.

@@ -164,6 +164,23 @@ func (s *Snapshot) moveCandidates(w *Workload, key string, counts map[string]int
 	return out
 }
 
+// LocalData says what data a pod keeps on its node, which a move leaves
+// behind or loses: a hostPath volume, or an emptyDir on the node's disk
+// (a memory-backed one dies with any restart). "" when it keeps none.
+// Cluster-autoscaler and the descheduler keep such pods where they are by
+// default; so does a migration's rebalance.
+func LocalData(pod *corev1.Pod) string {
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.HostPath != nil:
+			return fmt.Sprintf("keeps data on its node (hostPath volume %s)", v.Name)
+		case v.EmptyDir != nil && v.EmptyDir.Medium != corev1.StorageMediumMemory:
+			return fmt.Sprintf("keeps data on its node (emptyDir volume %s on the node's disk)", v.Name)
+		}
+	}
+	return ""
+}
+
 // keptWhere says why a pod stays where it is, "" when it may move.
 func (s *Snapshot) keptWhere(pi *podInfo, movable func(*corev1.Pod) string) string {
 	status, _, _ := pi.ready()

@@ -111,7 +111,8 @@ func hostPortsOf(ports []corev1.ContainerPort) []corev1.ContainerPort {
 // claimVolumes keeps the volumes that can pin a pod: claims and generic
 // ephemeral volumes, by name, and the in-tree disks written inline that
 // VolumeRestrictions keeps to one writer per node or that count against a
-// node's CSI volume limits.
+// node's CSI volume limits; and, by name and kind alone, those that keep
+// data on the node (LocalData), which a move would lose.
 func claimVolumes(vs []corev1.Volume) []corev1.Volume {
 	var out []corev1.Volume
 	for _, v := range vs {
@@ -122,6 +123,10 @@ func claimVolumes(vs []corev1.Volume) []corev1.Volume {
 			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}})
 		case restrictedDisk(&v) || countsAgainstVolumeLimits(&v):
 			out = append(out, v)
+		case v.HostPath != nil:
+			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{}}})
+		case v.EmptyDir != nil && v.EmptyDir.Medium != corev1.StorageMediumMemory:
+			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: v.EmptyDir.Medium}}})
 		}
 	}
 	return out

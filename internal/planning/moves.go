@@ -43,8 +43,9 @@ func strategyForbidsMoves(w *placement.Workload) string {
 }
 
 // Movable says why the migration keeps a pod where it is, "" when it may
-// move: selected by guards.protectedPods, Ready for less than
-// guards.minPodAge, or placed by a move within the window.
+// move: data on its node that the move would lose (unless
+// spec.rebalance.moveLocalData), selected by guards.protectedPods, Ready
+// for less than guards.minPodAge, or placed by a move within the window.
 func Movable(pm *pgv1.PlacementMigration, now time.Time) func(*corev1.Pod) string {
 	var protected labels.Selector
 	if p := pm.Spec.Protected(); p != nil {
@@ -56,7 +57,11 @@ func Movable(pm *pgv1.PlacementMigration, now time.Time) func(*corev1.Pod) strin
 		protected = sel
 	}
 	minAge := pm.Spec.MinPodAge()
+	localData := pm.Spec.MovesLocalData()
 	return func(pod *corev1.Pod) string {
+		if why := placement.LocalData(pod); why != "" && !localData {
+			return why + " (spec.rebalance.moveLocalData lets it move)"
+		}
 		if protected != nil && protected.Matches(labels.Set(pod.Labels)) {
 			return "protected by guards.protectedPods"
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/targets"
 )
 
@@ -57,5 +58,38 @@ func TestARollingUpdateWithoutUnavailabilityForbidsMoves(t *testing.T) {
 	}
 	if why := strategyForbidsMoves(strategy(intstr.FromString("25%"), intstr.FromString("25%")).Workload); why != "" {
 		t.Errorf("the default strategy forbids moves: %s", why)
+	}
+}
+
+// A move leaves behind, or loses, the data a pod keeps on its node: a
+// hostPath, or an emptyDir on the node's disk. Such pods stay unless the
+// migration opts in; a memory-backed emptyDir loses nothing a restart
+// would not.
+func TestAMigrationKeepsPodsWithDataOnTheirNode(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	with := func(name string, v corev1.VolumeSource) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{Volumes: []corev1.Volume{
+			{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}}, {Name: "data", VolumeSource: v}}}}
+		return placement.TrimPod(p)
+	}
+	pods := map[string]*corev1.Pod{
+		"hostPath":        with("web-1", corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/web"}}),
+		"disk emptyDir":   with("web-2", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}),
+		"memory emptyDir": with("web-3", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}),
+	}
+	want := map[string]string{
+		"hostPath":        "keeps data on its node (hostPath volume data) (spec.rebalance.moveLocalData lets it move)",
+		"disk emptyDir":   "keeps data on its node (emptyDir volume data on the node's disk) (spec.rebalance.moveLocalData lets it move)",
+		"memory emptyDir": "",
+	}
+	kept := Movable(&pgv1.PlacementMigration{}, now)
+	optIn := Movable(&pgv1.PlacementMigration{Spec: pgv1.PlacementMigrationSpec{Rebalance: &pgv1.Rebalance{MoveLocalData: ptr.To(true)}}}, now)
+	for name, pod := range pods {
+		if got := kept(pod); got != want[name] {
+			t.Errorf("%s: %q, want %q", name, got, want[name])
+		}
+		if got := optIn(pod); got != "" {
+			t.Errorf("%s with moveLocalData: %q, want it movable", name, got)
+		}
 	}
 }

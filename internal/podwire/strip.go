@@ -89,25 +89,47 @@ var (
 // downwardAPI 16, configMap 19, projected 26 are what most volumes are, and
 // none of them can pin a pod to a node or count against a node's volume
 // limits. A volume is dropped when it has no other source; any other
-// source, including one added to the API later, keeps it whole.
+// source, including one added to the API later, keeps it whole. So is an
+// emptyDir on the node's disk (EmptyDirVolumeSource: medium 1, anything
+// but "Memory"): data a move would lose (placement.LocalData).
 var nodeFreeSources = map[protowire.Number]bool{2: true, 6: true, 16: true, 19: true, 26: true}
 
+const emptyDirSource = 2
+
 // mayPinPod reports whether a Volume has a source other than the
-// node-free ones.
+// node-free ones, or keeps data on the node's disk.
 func mayPinPod(volume []byte) (bool, error) {
-	pinning := false
+	keep := false
 	err := eachField(volume, func(num protowire.Number, typ protowire.Type, _, value []byte) error {
 		if num != 2 || typ != protowire.BytesType {
 			return nil
 		}
-		return eachField(value, func(src protowire.Number, _ protowire.Type, _, _ []byte) error {
-			if !nodeFreeSources[src] {
-				pinning = true
+		return eachField(value, func(src protowire.Number, _ protowire.Type, _, source []byte) error {
+			switch {
+			case !nodeFreeSources[src]:
+				keep = true
+			case src == emptyDirSource:
+				onDisk, err := emptyDirOnDisk(source)
+				keep = keep || onDisk
+				return err
 			}
 			return nil
 		})
 	})
-	return pinning, err
+	return keep, err
+}
+
+// emptyDirOnDisk reports an EmptyDirVolumeSource whose medium is not
+// memory.
+func emptyDirOnDisk(source []byte) (bool, error) {
+	medium := ""
+	err := eachField(source, func(num protowire.Number, typ protowire.Type, _, value []byte) error {
+		if num == 1 && typ == protowire.BytesType {
+			medium = string(value)
+		}
+		return nil
+	})
+	return medium != string(corev1.StorageMediumMemory), err
 }
 
 // keptAnnotations are the annotations read of a pod: those the engine

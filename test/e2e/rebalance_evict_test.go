@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -33,11 +34,11 @@ var _ = Describe("Rebalance by eviction", Label("operator", "rebalance"), func()
 	// stacked spreads web's 6 pods 3/3 over zones a and b with a soft zone
 	// spread (final stage Soft), a PodDisruptionBudget of maxUnavailable
 	// budget, and the rebalance mode; it returns the env and the zones.
-	stacked := func(ctx SpecContext, mode pgv1.RebalanceMode, budget intstr.IntOrString) (*utils.Env, utils.Zones) {
+	stacked := func(ctx SpecContext, mode pgv1.RebalanceMode, budget intstr.IntOrString, volumes ...corev1.Volume) (*utils.Env, utils.Zones) {
 		env := newEnv(ctx, "rebalance")
 		Expect(utils.BindRebalanceRole(ctx, k8sClient, env.Namespace)).To(Succeed())
 		Expect(utils.BindEvictRole(ctx, k8sClient, env.Namespace)).To(Succeed())
-		_, zones := balancedDeployment(ctx, env, "web", []string{"zone-a", "zone-b"}, 6)
+		_, zones := balancedDeployment(ctx, env, "web", []string{"zone-a", "zone-b"}, 6, volumes...)
 		Expect(k8sClient.Create(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "web"},
 			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &budget, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}})).To(Succeed())
 		migration(ctx, env.Namespace, "web-zones", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: zoneSpread("web", 1),
@@ -105,6 +106,31 @@ var _ = Describe("Rebalance by eviction", Label("operator", "rebalance"), func()
 		defer mu.Unlock()
 		Expect(fewestReady).To(BeNumerically(">=", 5))
 		Expect(getMigration(ctx, env.Namespace, "web-zones").Status.Phase).To(Equal(pgv1.PhaseSucceeded))
+	}, NodeTimeout(6*time.Minute))
+
+	It("never moves a pod that keeps data on its node's disk (an emptyDir), saying why, until the migration opts in", func(ctx SpecContext) {
+		scratch := corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+		env, zones := stacked(ctx, pgv1.RebalanceEvict, intstr.FromInt32(1), scratch)
+		before := incarnations(ctx, env.Namespace, map[string]string{"app": "web"})
+		zoneCJoins(ctx, env, zones)
+		Eventually(balanced(ctx, env), time.Minute).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", pgv1.ReasonNoMovablePod),
+			HaveField("Message", ContainSubstring("keeps data on its node (emptyDir volume scratch on the node's disk)"))), explain(ctx, env.Namespace, "web-zones"))
+		Consistently(func() map[string]incarnation {
+			return incarnations(ctx, env.Namespace, map[string]string{"app": "web"})
+		}, "5s").Should(Equal(before), "no pod was evicted")
+		if rb := getMigration(ctx, env.Namespace, "web-zones").Status.Rebalance; rb != nil {
+			Expect(rb.Move).To(BeNil())
+			Expect(rb.Moves).To(BeEmpty())
+		}
+
+		By("spec.rebalance.moveLocalData lets them move")
+		pm := getMigration(ctx, env.Namespace, "web-zones")
+		patch := client.MergeFrom(pm.DeepCopy())
+		pm.Spec.Rebalance.MoveLocalData = ptr.To(true)
+		Expect(k8sClient.Patch(ctx, pm, patch)).To(Succeed())
+		Eventually(func() map[string]int {
+			return zones.Count(allRunning(ctx, env.Namespace, map[string]string{"app": "web"}, 6))
+		}, 3*time.Minute, time.Second).Should(Equal(map[string]int{"zone-a": 2, "zone-b": 2, "zone-c": 2}), explain(ctx, env.Namespace, "web-zones"))
 	}, NodeTimeout(6*time.Minute))
 
 	It("moves nothing without mode Evict, and nothing a PodDisruptionBudget forbids, saying why", func(ctx SpecContext) {

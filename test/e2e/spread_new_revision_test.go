@@ -24,10 +24,11 @@ func zoneSpread(app string, maxSkew int32) pgv1.Constraint {
 
 // balancedDeployment starts replicas pods of app spread evenly over the
 // zones, one node per zone.
-func balancedDeployment(ctx SpecContext, env *utils.Env, app string, zones []string, replicas int) (*appsv1.Deployment, utils.Zones) {
+func balancedDeployment(ctx SpecContext, env *utils.Env, app string, zones []string, replicas int, volumes ...corev1.Volume) (*appsv1.Deployment, utils.Zones) {
 	nodes, err := env.AddZones(ctx, zones, 1)
 	Expect(err).NotTo(HaveOccurred())
 	d := utils.Deployment(env.Namespace, app, env.Pool(), 0, nil)
+	d.Spec.Template.Spec.Volumes = volumes
 	Expect(k8sClient.Create(ctx, d)).To(Succeed())
 	counts := map[string]int{}
 	for i := range replicas {
