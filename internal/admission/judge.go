@@ -6,7 +6,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
 )
@@ -90,29 +89,15 @@ func Judge(snap *placement.Snapshot, ch planning.Change) ([]Finding, error) {
 	return out, nil
 }
 
-// fixes name, per hazard, the change that removes it, in few words.
-var fixes = map[string]string{
-	placement.HazardInsufficientCapacity: "add the nodes first, or make it a PlacementMigration that waits for them (kubectl placement plan)",
-	placement.HazardRolloutDeadlock:      "set maxUnavailable: 1 (or maxSurge: 0), or add a node",
-	placement.HazardSelectorOverlap:      "set matchLabelKeys: [pod-template-hash], or narrow the labelSelector",
-	placement.HazardSpreadEndsSkewed:     "set matchLabelKeys: [pod-template-hash]",
-	placement.HazardVolumeZonePinning:    "keep the spread soft (ScheduleAnyway) or move the volumes first",
-	placement.HazardUnschedulable:        "add matching nodes first, or make it a PlacementMigration (kubectl placement plan)",
-	pgv1.ReasonTargetClaimed:             "change that PlacementMigration instead, or delete it first",
-	pgv1.ReasonDrainBlockedByBudget:      "let the PodDisruptionBudget allow one disruption, with a spare qualifying node",
-	pgv1.ReasonEvictedPodUnplaceable:     "add a spare qualifying node, or keep the constraint soft",
-	pgv1.ReasonZoneLossUnplaceable:       "add a domain, or keep the spread soft (ScheduleAnyway)",
-	pgv1.ReasonScaleOutUnsatisfiable:     "add nodes, or lower the HorizontalPodAutoscaler's maxReplicas",
-}
-
 // word puts a hazard into one warning: the workload, the constraint, the
-// engine's first clause, the fix.
+// engine's first clause, and the fix the engine (or planning, for a
+// change) gives it, worded for the workload's kind.
 func word(ref string, c placement.Constraint, h placement.Hazard) string {
 	what := firstClause(strings.TrimPrefix(h.Message, ref+": "))
 	head := fmt.Sprintf("%s: %s %s: ", ref, c.Short(), h.Type)
 	tail := ""
-	if fix, ok := fixes[h.Type]; ok {
-		tail = ". Fix: " + fix
+	if h.Fix != "" {
+		tail = ". Fix: " + h.Fix
 	}
 	// The fix is what a person acts on: the engine's words give way first.
 	room := maxWarning - utf8.RuneCountInString(head) - utf8.RuneCountInString(tail)

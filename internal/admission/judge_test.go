@@ -241,3 +241,61 @@ func TestWorse(t *testing.T) {
 		}
 	}
 }
+
+// A fix is worded for the workload's kind, by the engine: a spread whose
+// selector counts another workload's pods is told to scope it with
+// pod-template-hash on a Deployment, whose pods carry that label, and
+// with a label of its own on a StatefulSet, whose pods never do.
+func TestFixesAreWordedForTheKind(t *testing.T) {
+	zone := func(name, z string) *corev1.Node { return node(name, map[string]string{corev1.LabelTopologyZone: z}) }
+	data := map[string]string{"tier": "data"}
+	legacy := runningPod("legacy-0", "a1", map[string]string{"tier": "data", "app": "legacy"})
+	snap, err := placement.NewSnapshot(placement.Objects{Nodes: []*corev1.Node{zone("a1", "a"), zone("b1", "b"), zone("c1", "c")}, Pods: []*corev1.Pod{legacy}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spread := []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: data}}}
+	labels := map[string]string{"app": "db", "tier": "data"}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db"}, Spec: appsv1.StatefulSetSpec{
+		Replicas: ptr.To[int32](3), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: "x"}}, TopologySpreadConstraints: spread}}}}
+	dep := deployment("db", 3, func(d *appsv1.Deployment) {
+		d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}
+		d.Spec.Template.Labels = labels
+		d.Spec.Template.Spec.TopologySpreadConstraints = spread
+	})
+	for _, c := range []struct {
+		obj       interface{ GetName() string }
+		want, not string
+	}{
+		{sts, "add a label that tells the releases apart", "pod-template-hash"},
+		{dep, "pod-template-hash", "tells the releases apart"},
+	} {
+		var ch planning.Change
+		switch o := c.obj.(type) {
+		case *appsv1.StatefulSet:
+			ch = planning.Change{Target: targets.Build(o, nil, nil)}
+		case *appsv1.Deployment:
+			ch = changeOf(o)
+		}
+		fs, err := Judge(snap, ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var overlap *Finding
+		for i := range fs {
+			if fs[i].Type == placement.HazardSelectorOverlap {
+				overlap = &fs[i]
+			}
+		}
+		if overlap == nil {
+			t.Fatalf("%T: no SelectorOverlap in %+v", c.obj, fs)
+		}
+		fix := overlap.Message[strings.Index(overlap.Message, "Fix: "):]
+		if !strings.Contains(fix, c.want) || strings.Contains(fix, c.not) {
+			t.Errorf("%T: %q, want it to say %q and not %q", c.obj, fix, c.want, c.not)
+		}
+	}
+}

@@ -252,9 +252,9 @@ func spreadEndHazard(w *Workload, c Constraint, es EndStates) *Hazard {
 		if es.Exhaustive || es.Proven {
 			return nil
 		}
-		return &Hazard{Type: HazardSpreadEndsSkewed, Workload: w.ref(), Message: fmt.Sprintf(
-			"%s: the search for rollout orders that end beyond maxSkew %d stopped after %d states without finding one; the end state is not proven. %s",
-			w.ref(), es.MaxSkew, es.Explored, spreadFix(w, c))}
+		return withFix(&Hazard{Type: HazardSpreadEndsSkewed, Workload: w.ref(), Message: fmt.Sprintf(
+			"%s: the search for rollout orders that end beyond maxSkew %d stopped after %d states without finding one; the end state is not proven.",
+			w.ref(), es.MaxSkew, es.Explored)}, spreadFix(w, c))
 	}
 	worst := skewed[0]
 	for _, st := range skewed[1:] {
@@ -266,20 +266,20 @@ func spreadEndHazard(w *Workload, c Constraint, es EndStates) *Hazard {
 	if w.Kind == StatefulSet {
 		counts = "the pods it replaces"
 	}
-	return &Hazard{
+	return withFix(&Hazard{
 		Type: HazardSpreadEndsSkewed, Blocking: true, Workload: w.ref(),
-		Message: fmt.Sprintf("%s: every step of the rollout would be legal, yet it can end with the pods at %s over %s: skew %d > maxSkew %d (%d of %d predicted end states), because the spread counts %s while they still run. %s",
-			w.ref(), DescribeCounts(worst.Counted), es.TopologyKey, worst.Skew, es.MaxSkew, len(skewed), len(es.States), counts, spreadFix(w, c)),
-	}
+		Message: fmt.Sprintf("%s: every step of the rollout would be legal, yet it can end with the pods at %s over %s: skew %d > maxSkew %d (%d of %d predicted end states), because the spread counts %s while they still run.",
+			w.ref(), DescribeCounts(worst.Counted), es.TopologyKey, worst.Skew, es.MaxSkew, len(skewed), len(es.States), counts),
+	}, spreadFix(w, c))
 }
 
 func spreadFix(w *Workload, c Constraint) string {
 	switch {
 	case w.Kind == StatefulSet:
-		return "Fix: raise maxSkew, or keep the spread soft (finalStage: Soft)"
+		return "raise maxSkew, or keep the spread soft (finalStage: Soft)"
 	case len(c.Spread.MatchLabelKeys) == 0:
-		return "Fix: count only the new revision: remove revisionScope: AllRevisions, so that matchLabelKeys: [pod-template-hash] is written"
+		return "count only the new revision: remove revisionScope: AllRevisions, so that matchLabelKeys: [pod-template-hash] is written"
 	default:
-		return "Fix: add pod-template-hash to matchLabelKeys, so that only the new revision is counted"
+		return "add pod-template-hash to matchLabelKeys, so that only the new revision is counted"
 	}
 }

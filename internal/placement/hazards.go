@@ -36,6 +36,24 @@ type Hazard struct {
 	// Workload is "Kind/name", empty for findings about the cluster.
 	Workload string
 	Message  string
+	// Fix is the change that removes the hazard, in few words, worded for
+	// the workload's kind; the Message ends with it, or with a longer form
+	// of it. Whoever words the hazard again (the admission check, in 256
+	// characters) takes the fix from here, never words one itself.
+	Fix string
+}
+
+// withFix is the hazard with its fix, also ending its message.
+func withFix(h *Hazard, fix string) *Hazard {
+	return withFixes(h, fix, fix)
+}
+
+// withFixes is the hazard with its fix in few words, its message ending
+// with the fix at length.
+func withFixes(h *Hazard, short, long string) *Hazard {
+	h.Fix = short
+	h.Message += " Fix: " + long
+	return h
 }
 
 // selectorOverlap finds pods that the constraint's selector, scoped by its
@@ -90,11 +108,11 @@ func (s *Snapshot) selectorOverlap(w *Workload, c Constraint, targets map[types.
 	if w.Kind == Deployment {
 		fix = "set matchLabelKeys: [pod-template-hash] so that only the pods of one revision are counted, or narrow the labelSelector"
 	}
-	return &Hazard{
+	return withFix(&Hazard{
 		Type: HazardSelectorOverlap, Blocking: true, Workload: w.ref(),
-		Message: fmt.Sprintf("%s: the constraint's selector %s also selects %d pod(s) of other workloads or revisions (%s); they would be counted with %s's own pods, as blue and green were in one zone. Fix: %s",
-			w.ref(), describeSelector(term), len(strangers)-min(elsewhere, 1)+elsewhere, firstFew(strangers), w.Name, fix),
-	}
+		Message: fmt.Sprintf("%s: the constraint's selector %s also selects %d pod(s) of other workloads or revisions (%s); they would be counted with %s's own pods, as blue and green were in one zone.",
+			w.ref(), describeSelector(term), len(strangers)-min(elsewhere, 1)+elsewhere, firstFew(strangers), w.Name),
+	}, fix)
 }
 
 // clobber finds constraint entries of other owners that applying ours would
@@ -129,21 +147,21 @@ func clobber(w *Workload, c Constraint, stage Stage) *Hazard {
 		if foreign == 0 {
 			return nil
 		}
-		return &Hazard{
+		return withFix(&Hazard{
 			Type: HazardAffinityClobber, Blocking: true, Workload: w.ref(),
-			Message: fmt.Sprintf("%s already has %d podAntiAffinity.%s term(s) of its own; that list is replaced whole by any writer, so adding ours would take theirs over and the next apply of the workload would drop ours. Fix: add the term where %s is defined, next to the existing ones",
-				w.ref(), foreign, field, w.Name),
-		}
+			Message: fmt.Sprintf("%s already has %d podAntiAffinity.%s term(s) of its own; that list is replaced whole by any writer, so adding ours would take theirs over and the next apply of the workload would drop ours.",
+				w.ref(), foreign, field),
+		}, fmt.Sprintf("add the term where %s is defined, next to the existing ones", w.Name))
 	case c.Spread != nil:
 		ours := c.Spread.SpreadConstraint(w.Selector, stage)
 		for _, tsc := range spec.TopologySpreadConstraints {
 			if tsc.TopologyKey == ours.TopologyKey && tsc.WhenUnsatisfiable == ours.WhenUnsatisfiable && !equalSpread(tsc, ours) &&
 				!equalSpread(tsc, c.Spread.SpreadConstraint(w.Selector, otherStage(stage))) {
-				return &Hazard{
+				return withFix(&Hazard{
 					Type: HazardAffinityClobber, Blocking: true, Workload: w.ref(),
-					Message: fmt.Sprintf("%s already has a %s spread on %s; spread constraints are keyed by topologyKey and whenUnsatisfiable, so ours would overwrite it. Fix: change the existing constraint where %s is defined, or spread on another key",
-						w.ref(), tsc.WhenUnsatisfiable, tsc.TopologyKey, w.Name),
-				}
+					Message: fmt.Sprintf("%s already has a %s spread on %s; spread constraints are keyed by topologyKey and whenUnsatisfiable, so ours would overwrite it.",
+						w.ref(), tsc.WhenUnsatisfiable, tsc.TopologyKey),
+				}, fmt.Sprintf("change the existing constraint where %s is defined, or spread on another key", w.Name))
 			}
 		}
 	}
@@ -166,34 +184,41 @@ func (s *Snapshot) rolloutHazard(w *Workload, c Constraint, r Rollout) *Hazard {
 	}
 	verdict := r.Blocked.Message
 	if r.Blocked.Reasons[ReasonVolumeNodeAffinity] > 0 || r.Blocked.Reasons[ReasonVolumeZone] > 0 {
-		return &Hazard{
+		return withFix(&Hazard{
 			Type: HazardVolumeZonePinning, Blocking: true, Workload: w.ref(),
-			Message: fmt.Sprintf("%s: pod %s is pinned by its bound volume to domains the constraint on %s cannot accept (%s). Fix: move or recreate the volume in another domain first, or spread with a larger maxSkew",
+			Message: fmt.Sprintf("%s: pod %s is pinned by its bound volume to domains the constraint on %s cannot accept (%s).",
 				w.ref(), r.BlockedPod, c.TopologyKey(), verdict),
-		}
+		}, "move or recreate the volume in another domain first, or spread with a larger maxSkew")
 	}
 	if w.Kind == Deployment && w.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		surge, unavailable, err := SurgeAndUnavailable(w.Strategy, w.Replicas)
 		if err == nil && unavailable == 0 && r.Blocked.Reasons[ReasonNodePorts] > 0 && s.completesWithOneUnavailable(w) {
-			return &Hazard{
+			return withFixes(&Hazard{
 				Type: HazardRolloutDeadlock, Blocking: true, Workload: w.ref(),
-				Message: fmt.Sprintf("%s: the rollout would deadlock: its pods bind host port %s, which the old pods hold on every node a new pod may use, and maxUnavailable 0 keeps every old pod, so surge pod %s stays Pending (%s). Fix: set spec.strategy.rollingUpdate.maxUnavailable to at least 1, or maxSurge to 0, or add a node",
+				Message: fmt.Sprintf("%s: the rollout would deadlock: its pods bind host port %s, which the old pods hold on every node a new pod may use, and maxUnavailable 0 keeps every old pod, so surge pod %s stays Pending (%s).",
 					w.ref(), describeHostPorts(podHostPorts(&corev1.Pod{Spec: w.Template.Spec})), r.BlockedPod, verdict),
-			}
+			}, deadlockFix, deadlockFixAtLength)
 		}
 		if err == nil && unavailable == 0 && s.completesWithOneUnavailable(w) {
-			return &Hazard{
+			return withFixes(&Hazard{
 				Type: HazardRolloutDeadlock, Blocking: true, Workload: w.ref(),
-				Message: fmt.Sprintf("%s: the rollout would deadlock: %d replicas + maxSurge %d need more %s domains than the hard constraint allows, and maxUnavailable 0 keeps every old pod, so surge pod %s stays Pending (%s). Fix: set spec.strategy.rollingUpdate.maxUnavailable to at least 1, or maxSurge to 0, or add a node%s",
-					w.ref(), w.Replicas, surge, c.TopologyKey(), r.BlockedPod, verdict, s.revisionScopedAdvice(w, c)),
-			}
+				Message: fmt.Sprintf("%s: the rollout would deadlock: %d replicas + maxSurge %d need more %s domains than the hard constraint allows, and maxUnavailable 0 keeps every old pod, so surge pod %s stays Pending (%s).",
+					w.ref(), w.Replicas, surge, c.TopologyKey(), r.BlockedPod, verdict),
+			}, deadlockFix, deadlockFixAtLength+s.revisionScopedAdvice(w, c))
 		}
 	}
-	return &Hazard{
+	return withFix(&Hazard{
 		Type: HazardUnschedulable, Blocking: true, Workload: w.ref(),
-		Message: fmt.Sprintf("%s: pod %s could not be placed during the rollout: %s Fix: add nodes that admit the pod, or keep the constraint soft (finalStage: Soft)", w.ref(), r.BlockedPod, verdict),
-	}
+		Message: fmt.Sprintf("%s: pod %s could not be placed during the rollout: %s", w.ref(), r.BlockedPod, verdict),
+	}, "add nodes that admit the pod, or keep the constraint soft (finalStage: Soft)")
 }
+
+// The fix of a Deployment's rolling update that deadlocks, in few words
+// and at length.
+const (
+	deadlockFix         = "set maxUnavailable: 1 (or maxSurge: 0), or add a node"
+	deadlockFixAtLength = "set spec.strategy.rollingUpdate.maxUnavailable to at least 1, or maxSurge to 0, or add a node"
+)
 
 // revisionScopedAdvice offers, for a Deployment's anti-affinity among its
 // own pods, the term scoped to one revision when that rollout completes:

@@ -151,9 +151,22 @@ func judgeWithNodes(snap *placement.Snapshot, sit Situation, preflight bool) ([]
 	hs := UniqueHazards(v.Answers)
 	if v.PreflightAsked && !v.Disruptions.OK {
 		msg := "once the change has rolled out, " + strings.TrimPrefix(v.Disruptions.Message, afterHard)
-		hs = append(hs, placement.Hazard{Type: v.Disruptions.Reason, Workload: v.Disruptions.Target, Message: msg})
+		hs = append(hs, placement.Hazard{Type: v.Disruptions.Reason, Workload: v.Disruptions.Target, Message: msg, Fix: v.Disruptions.Fix})
+	}
+	for i := range hs {
+		if fix, ok := changeFixes[hs[i].Type]; ok {
+			hs[i].Fix = fix
+		}
 	}
 	return hs, nil
+}
+
+// changeFixes word, for a change written straight into a workload, the
+// fixes the engine words for a migration's stage: a change has no stage
+// to keep, and what waits for the nodes is a PlacementMigration.
+var changeFixes = map[string]string{
+	placement.HazardInsufficientCapacity: "add the nodes first, or make it a PlacementMigration that waits for them (kubectl placement plan)",
+	placement.HazardUnschedulable:        "add nodes that admit the pod first, or make it a PlacementMigration (kubectl placement plan)",
 }
 
 // judgeWithoutNodes asks the engine's findings that need no nodes.
@@ -192,5 +205,6 @@ func claimOnChange(pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration
 func claimOfChange(c Claim) placement.Hazard {
 	return placement.Hazard{Type: pgv1.ReasonTargetClaimed, Workload: RefKey(c.Target), Message: fmt.Sprintf(
 		"%s: the change writes %s, which PlacementMigration %s writes: the operator writes its entry back over another writer's, then stalls, and the two fight over the pods. Change or delete PlacementMigration %s instead, or spread on another key",
-		RefKey(c.Target), c.Field, c.Migration, c.Migration)}
+		RefKey(c.Target), c.Field, c.Migration, c.Migration),
+		Fix: "change that PlacementMigration instead, or delete it first"}
 }

@@ -39,8 +39,17 @@ type Policies struct {
 type DisruptionVerdict struct {
 	OK              bool
 	Reason, Message string
+	// Fix is what lets the target survive it, in few words; the Message
+	// ends with it.
+	Fix string
 	// Target is the target ("Kind/name") that does not survive it.
 	Target string
+}
+
+// failed is a disruption the target does not survive: why, and the fix
+// that ends the message.
+func failed(reason, why, fix string) DisruptionVerdict {
+	return DisruptionVerdict{Reason: reason, Message: why + "; " + fix, Fix: fix}
 }
 
 // Tolerated is the all-clear with nothing said.
@@ -123,9 +132,8 @@ func disruptionsOf(snap *placement.Snapshot, spec *pgv1.PlacementMigrationSpec, 
 	for i := range p.Budgets {
 		b := &p.Budgets[i]
 		if blocks, why := budgetBlocksEveryEviction(b, t); blocks && len(nodes) > 0 {
-			return DisruptionVerdict{Reason: pgv1.ReasonDrainBlockedByBudget, Message: fmt.Sprintf(
-				"PodDisruptionBudget %s %s, so a drain of a node %s runs on (%s) never completes; allow at least one disruption (lower minAvailable, raise maxUnavailable), with a qualifying node for the evicted pod",
-				b.Name, why, t, FirstFew(nodes, 3))}, nil
+			return failed(pgv1.ReasonDrainBlockedByBudget, fmt.Sprintf("PodDisruptionBudget %s %s, so a drain of a node %s runs on (%s) never completes",
+				b.Name, why, t, FirstFew(nodes, 3)), "allow at least one disruption (lower minAvailable, raise maxUnavailable), with a qualifying node for the evicted pod"), nil
 		}
 	}
 	drained := nodes[:min(len(nodes), maxDrainsSimulated)]
@@ -161,9 +169,8 @@ func scaleOut(snap *placement.Snapshot, t *Target, final placement.Stage, autosc
 			return 0, DisruptionVerdict{}, err
 		}
 		if out.Placed < out.Replicas {
-			return 0, DisruptionVerdict{Reason: pgv1.ReasonScaleOutUnsatisfiable, Message: fmt.Sprintf(
-				"HorizontalPodAutoscaler %s may scale %s to %d replicas, but under the %s constraint only %d fit on today's nodes (%s); add qualifying nodes or lower maxReplicas%s",
-				h.Name, t, h.Spec.MaxReplicas, final, out.Placed, out.Message, softerFix(final))}, nil
+			return 0, failed(pgv1.ReasonScaleOutUnsatisfiable, fmt.Sprintf("HorizontalPodAutoscaler %s may scale %s to %d replicas, but under the %s constraint only %d fit on today's nodes (%s)",
+				h.Name, t, h.Spec.MaxReplicas, final, out.Placed, out.Message), "add qualifying nodes or lower maxReplicas"+softerFix(final)), nil
 		}
 	}
 	return maxReplicas, Tolerated, nil
@@ -182,9 +189,8 @@ func drains(snap *placement.Snapshot, t *Target, final placement.Stage, drained 
 			if err != nil {
 				return DisruptionVerdict{}, err
 			}
-			return DisruptionVerdict{Reason: pgv1.ReasonEvictedPodUnplaceable, Message: fmt.Sprintf(
-				"a drain of node %s evicts %s of %s, which no other node admits under the %s constraint (%s); %s; add a qualifying node (N+1)%s",
-				node, FirstFew(d.Unplaced, 3), t, final, d.Message, upgradeVerdict(up), softerFix(final))}, nil
+			return failed(pgv1.ReasonEvictedPodUnplaceable, fmt.Sprintf("a drain of node %s evicts %s of %s, which no other node admits under the %s constraint (%s); %s",
+				node, FirstFew(d.Unplaced, 3), t, final, d.Message, upgradeVerdict(up)), "add a qualifying node (N+1)"+softerFix(final)), nil
 		}
 	}
 	up, err := snap.SimulateNodeUpgrade(t.Workload, drained)
@@ -192,9 +198,8 @@ func drains(snap *placement.Snapshot, t *Target, final placement.Stage, drained 
 		return DisruptionVerdict{}, err
 	}
 	if len(up.Unplaced) > 0 {
-		return DisruptionVerdict{Reason: pgv1.ReasonEvictedPodUnplaceable, Message: fmt.Sprintf(
-			"a surge upgrade replacing %s in turn stops at node %s: %s of %s, evicted there after the pods moved before it, finds no node under the %s constraint (%s); add a qualifying node (N+1)%s",
-			FirstFew(drained, 3), up.StuckAt, FirstFew(up.Unplaced, 3), t, final, up.Message, softerFix(final))}, nil
+		return failed(pgv1.ReasonEvictedPodUnplaceable, fmt.Sprintf("a surge upgrade replacing %s in turn stops at node %s: %s of %s, evicted there after the pods moved before it, finds no node under the %s constraint (%s)",
+			FirstFew(drained, 3), up.StuckAt, FirstFew(up.Unplaced, 3), t, final, up.Message), "add a qualifying node (N+1)"+softerFix(final)), nil
 	}
 	return Tolerated, nil
 }

@@ -186,10 +186,10 @@ func (v Verdict) PreflightHazard(pm *pgv1.PlacementMigration) *placement.Hazard 
 	}
 	if pm.Spec.DisruptionCheck() == pgv1.DisruptionBlock {
 		return &placement.Hazard{Type: v.Disruptions.Reason, Blocking: true, Workload: v.Disruptions.Target,
-			Message: v.Disruptions.Message + " (guards.disruptions: Block: the Soft stage stays applied)"}
+			Message: v.Disruptions.Message + " (guards.disruptions: Block: the Soft stage stays applied)", Fix: v.Disruptions.Fix}
 	}
 	return &placement.Hazard{Type: v.Disruptions.Reason, Workload: v.Disruptions.Target,
-		Message: v.Disruptions.Message + " (guards.disruptions: Warn: the Hard stage is applied)"}
+		Message: v.Disruptions.Message + " (guards.disruptions: Warn: the Hard stage is applied)", Fix: v.Disruptions.Fix}
 }
 
 // EvaluateStages asks the one question about every stage of the

@@ -37,9 +37,8 @@ func zoneLoss(snap *placement.Snapshot, c pgv1.Constraint, t *Target, final plac
 				return DisruptionVerdict{}, err
 			}
 			if len(l.Unplaced) > 0 {
-				return DisruptionVerdict{Reason: pgv1.ReasonZoneLossUnplaceable, Message: fmt.Sprintf(
-					"the loss of %s=%s (%d nodes unreachable, their pods gone) leaves %s of %s Pending until it returns, under the %s constraint (%s); %s",
-					key, domain, l.Nodes, FirstFew(l.Unplaced, 3), t, final, l.Message, zoneLossFix(c, l, final))}, nil
+				return failed(pgv1.ReasonZoneLossUnplaceable, fmt.Sprintf("the loss of %s=%s (%d nodes unreachable, their pods gone) leaves %s of %s Pending until it returns, under the %s constraint (%s)",
+					key, domain, l.Nodes, FirstFew(l.Unplaced, 3), t, final, l.Message), zoneLossFix(c, l, final)), nil
 			}
 		}
 		if len(domains) > 0 {
