@@ -82,7 +82,12 @@ const (
 	ReasonFeasible             = "RolloutFeasible"
 	ReasonHazardFound          = "HazardFound"
 	ReasonWaitingForPods       = "WaitingForStablePods"
-	ReasonPodsStable           = "PodsStable"
+	// ReasonWaitingForPodView: the operator's view of a target's pods does
+	// not yet hold every pod the workload's status counts (its pod watch
+	// is behind, or the controller has not created them yet): no guard is
+	// judged and nothing is written until it does.
+	ReasonWaitingForPodView = "WaitingForPodView"
+	ReasonPodsStable        = "PodsStable"
 	ReasonStageApplied         = "StageApplied"
 	ReasonStageVerified        = "StageVerified"
 	ReasonRolloutInProgress    = "RolloutInProgress"

@@ -36,6 +36,11 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 			return o, nil
 		}
 		s.lookAgainIn(recheck)
+	}
+	if o, ok := s.waitForCompleteView(group); ok {
+		return o, nil
+	}
+	if !lowering {
 		var err error
 		if verdict, err = s.evaluate(group, stage); err != nil {
 			return outcome{}, err

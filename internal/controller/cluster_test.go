@@ -156,6 +156,7 @@ func (fc *fakeCluster) pinnedStatefulSet(name string, replicas int32, zone, node
 		},
 	}
 	Expect(k8sClient.Create(ctx, s)).To(Succeed())
+	revision := name + "-1"
 	for i := range replicas {
 		claim := fmt.Sprintf("data-%s-%d", name, i)
 		pv := &corev1.PersistentVolume{
@@ -184,7 +185,8 @@ func (fc *fakeCluster) pinnedStatefulSet(name string, replicas int32, zone, node
 		pvc.Status.Phase = corev1.ClaimBound
 		Expect(k8sClient.Status().Update(ctx, pvc)).To(Succeed())
 		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: fc.ns, Name: fmt.Sprintf("%s-%d", name, i), Labels: labels,
+			ObjectMeta: metav1.ObjectMeta{Namespace: fc.ns, Name: fmt.Sprintf("%s-%d", name, i),
+				Labels:          map[string]string{"app": name, appsv1.ControllerRevisionHashLabelKey: revision},
 				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(s, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}},
 			Spec: *s.Spec.Template.Spec.DeepCopy(),
 		}
@@ -195,6 +197,10 @@ func (fc *fakeCluster) pinnedStatefulSet(name string, replicas int32, zone, node
 		readyPod(p)
 		Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
 	}
+	// Rolled out, as its controller reports it.
+	s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: replicas, ReadyReplicas: replicas, CurrentReplicas: replicas,
+		UpdatedReplicas: replicas, AvailableReplicas: replicas, CurrentRevision: revision, UpdateRevision: revision}
+	Expect(k8sClient.Status().Update(ctx, s)).To(Succeed())
 }
 
 // pendingPod adds a pod of the Deployment's current template that the

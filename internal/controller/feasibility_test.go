@@ -44,6 +44,7 @@ var _ = Describe("Feasibility", func() {
 		patch := client.MergeFrom(d.DeepCopy())
 		d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: ptrTo(intstr.FromInt32(0)), MaxUnavailable: ptrTo(intstr.FromInt32(1))}
 		Expect(k8sClient.Patch(ctx, d, patch, client.FieldOwner(setupOwner))).To(Succeed())
+		fc.reportRolledOut("web") // its controller observes the new strategy
 		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-apart"))
 		Expect(fc.condition("web-apart", pgv1.ConditionFeasible).Status).To(Equal(metav1.ConditionTrue))
 		Expect(fc.condition("web-apart", pgv1.ConditionStalled).Type).To(BeEmpty())

@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,27 @@ func (s *scope) checkPodsStable(group []*target) (outcome, bool) {
 	}
 	return o, true
 }
+
+// waitForCompleteView waits while a target's pods, from the engine's
+// records, do not yet hold every pod its workload's status counts: the
+// plan's pods to recreate and the protected pods are judged on them, and
+// a guard judged on a view without a target's pods passes what it would
+// refuse. The next pod event brings the reconcile that goes on; a short
+// timer stands in for one that was missed.
+func (s *scope) waitForCompleteView(group []*target) (outcome, bool) {
+	for _, t := range group {
+		if gap := t.ViewGap(); gap != "" {
+			msg := "Waiting for the pods of " + t.String() + ": " + gap + "; no guard is judged and nothing is written until they are"
+			setCondition(s.pm, s.now, pgv1.ConditionPodsStable, metav1.ConditionFalse, pgv1.ReasonWaitingForPodView, msg)
+			return outcome{reason: pgv1.ReasonWaitingForPodView, message: msg, after: podViewRecheck}, true
+		}
+	}
+	return outcome{}, false
+}
+
+// podViewRecheck is how soon a migration waiting for its view of a
+// target's pods looks again without an event.
+const podViewRecheck = 5 * time.Second
 
 // protectedPods lists the pods guards.protectedPods selects.
 func (s *scope) protectedPods() ([]*corev1.Pod, error) {

@@ -123,6 +123,7 @@ var _ = Describe("The ends of a migration", func() {
 		Consistently(func() int64 { return fc.get("web").Generation }, "1s").Should(Equal(int64(1)))
 
 		setPaused(fc, "web", false)
+		fc.reportRolledOut("web") // its controller observes the resume
 		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-apart"))
 		fc.rollOut("web", "n1")
 		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("web-apart"))

@@ -338,9 +338,12 @@ func loadSeed(dir string) {
 	for _, w := range seed.Workloads {
 		gvk, err := apiutil.GVKForObject(w, scheme)
 		Expect(err).NotTo(HaveOccurred())
+		// The seed's status, which a create drops: its revision names the
+		// pods of the live template.
+		seeded := w.DeepCopyObject().(client.Object)
 		create(w)
 		uids[gvk.Kind+"/"+w.GetNamespace()+"/"+w.GetName()] = w.GetUID()
-		rolledOut(w)
+		rolledOut(w, seeded)
 	}
 	for _, rs := range seed.ReplicaSets {
 		owned(rs)
@@ -355,15 +358,18 @@ func loadSeed(dir string) {
 	}
 }
 
-// rolledOut reports a workload's rollout complete, as its controller does.
-func rolledOut(w client.Object) {
+// rolledOut reports a workload's rollout complete, as its controller does,
+// at the revision the seed gave it.
+func rolledOut(w, seeded client.Object) {
 	switch w := w.(type) {
 	case *appsv1.Deployment:
 		n := *w.Spec.Replicas
 		w.Status = appsv1.DeploymentStatus{ObservedGeneration: w.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
 	case *appsv1.StatefulSet:
 		n := *w.Spec.Replicas
-		w.Status = appsv1.StatefulSetStatus{ObservedGeneration: w.Generation, Replicas: n, ReadyReplicas: n, CurrentReplicas: n, UpdatedReplicas: n, AvailableReplicas: n}
+		revision := seeded.(*appsv1.StatefulSet).Status.UpdateRevision
+		w.Status = appsv1.StatefulSetStatus{ObservedGeneration: w.Generation, Replicas: n, ReadyReplicas: n, CurrentReplicas: n, UpdatedReplicas: n, AvailableReplicas: n,
+			CurrentRevision: revision, UpdateRevision: revision}
 	}
 	Expect(k8sClient.Status().Update(ctx, w)).To(Succeed())
 }

@@ -56,6 +56,8 @@ type Kind struct {
 	// replicas is the object's replica count, in place: what its scale
 	// subresource writes.
 	replicas func(obj client.Object) **int32
+	// counts are what the object's status reports of its pods.
+	counts func(obj client.Object) replicaCounts
 	// podLabels are the labels the kind's controller adds to its i-th pod
 	// besides the template's and the revision's.
 	podLabels func(w *placement.Workload, name string, labels map[string]string)

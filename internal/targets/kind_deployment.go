@@ -33,8 +33,12 @@ var deploymentKind = Kind{
 		d := t.obj.(*appsv1.Deployment)
 		return deploymentProgress(t.String(), d, max(generation, d.Generation))
 	},
-	template:        func(obj client.Object) *corev1.PodTemplateSpec { return &obj.(*appsv1.Deployment).Spec.Template },
-	replicas:        func(obj client.Object) **int32 { return &obj.(*appsv1.Deployment).Spec.Replicas },
+	template: func(obj client.Object) *corev1.PodTemplateSpec { return &obj.(*appsv1.Deployment).Spec.Template },
+	replicas: func(obj client.Object) **int32 { return &obj.(*appsv1.Deployment).Spec.Replicas },
+	counts: func(obj client.Object) replicaCounts {
+		d := obj.(*appsv1.Deployment)
+		return countsFrom(d, d.Spec.Replicas, d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.ObservedGeneration)
+	},
 	paused:          func(obj client.Object) bool { return obj.(*appsv1.Deployment).Spec.Paused },
 	partitioned:     func(client.Object) bool { return false },
 	interchangeable: true,

@@ -35,7 +35,11 @@ var statefulSetKind = Kind{
 	},
 	template: func(obj client.Object) *corev1.PodTemplateSpec { return &obj.(*appsv1.StatefulSet).Spec.Template },
 	replicas: func(obj client.Object) **int32 { return &obj.(*appsv1.StatefulSet).Spec.Replicas },
-	paused:   func(client.Object) bool { return false },
+	counts: func(obj client.Object) replicaCounts {
+		s := obj.(*appsv1.StatefulSet)
+		return countsFrom(s, s.Spec.Replicas, s.Status.Replicas, s.Status.UpdatedReplicas, s.Status.ObservedGeneration)
+	},
+	paused: func(client.Object) bool { return false },
 	partitioned: func(obj client.Object) bool {
 		ru := obj.(*appsv1.StatefulSet).Spec.UpdateStrategy.RollingUpdate
 		return ru != nil && ru.Partition != nil && *ru.Partition > 0

@@ -16,7 +16,7 @@ import (
 func TestEveryKindAnswersEveryQuestion(t *testing.T) {
 	for _, k := range Kinds() {
 		if k.Name == "" || k.Resource == "" || k.ShortName == "" || k.New == nil || k.NewList == nil || k.Items == nil ||
-			k.NewApplyConfiguration == nil || k.is == nil || k.workload == nil || k.progress == nil || k.paused == nil || k.partitioned == nil || k.template == nil {
+			k.NewApplyConfiguration == nil || k.is == nil || k.workload == nil || k.progress == nil || k.paused == nil || k.partitioned == nil || k.template == nil || k.replicas == nil || k.counts == nil {
 			t.Fatalf("kind %q lacks an answer: %+v", k.Name, k)
 		}
 		if got := KindOf(k.New()); got != k {

@@ -1,0 +1,68 @@
+package targets
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// replicaCounts are what a workload's controller reports of its pods: how
+// many it is asked for, how many exist and how many run the live
+// template, and whether that status describes the live spec.
+type replicaCounts struct {
+	asked, existing, current int32
+	observed                 bool
+}
+
+// ViewGap says why the pods this target holds cannot be trusted to be all
+// the workload has, "" when they can: its controller has not observed the
+// live spec yet, has not created the pods it is asked for, or counts more
+// pods (or more of the live template's revision) than the target holds.
+// The target's pods come from the engine's records, fed by a watch the
+// workload's status may be ahead of: a guard judged on the pods seen so
+// far passes what it would refuse, a stage that recreates a protected pod
+// the view had not reached yet among them. Decide nothing on a target with
+// a gap; the next pod event closes it.
+func (t *Target) ViewGap() string {
+	c := t.kind.counts(t.obj)
+	switch {
+	case !c.observed:
+		return fmt.Sprintf("%s's controller has not yet observed its generation %d", t, t.Generation())
+	case c.existing < c.asked:
+		return fmt.Sprintf("%s's controller has created %d of its %d pods", t, c.existing, c.asked)
+	}
+	held, current := 0, 0
+	for _, p := range t.Pods {
+		if !active(p) {
+			continue
+		}
+		held++
+		if t.Workload.Revision != "" && p.Labels[t.Workload.RevisionLabel] == t.Workload.Revision {
+			current++
+		}
+	}
+	switch {
+	case int32(held) < c.existing:
+		return fmt.Sprintf("%d of the %d pods %s's status counts are seen so far", held, c.existing, t)
+	case int32(current) < c.current:
+		return fmt.Sprintf("%d of the %d pods of %s's live template that its status counts are seen so far", current, c.current, t)
+	}
+	return ""
+}
+
+// active reports a pod its workload's controller counts: not terminating,
+// not finished.
+func active(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+// countsFrom reads replica counts from the fields every workload's status
+// has.
+func countsFrom(obj client.Object, asked *int32, existing, current int32, observedGeneration int64) replicaCounts {
+	n := int32(1)
+	if asked != nil {
+		n = *asked
+	}
+	return replicaCounts{asked: n, existing: existing, current: current, observed: observedGeneration >= obj.GetGeneration()}
+}
