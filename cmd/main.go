@@ -258,7 +258,7 @@ func main() {
 		}
 	}
 	if mode != webhook.ModeOff {
-		if err := (&controller.FindingsReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("placement-guard"), Cluster: cluster,
+		if err := (&controller.FindingsReconciler{Client: mgr.GetClient(), Events: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("placement-guard"), Cluster: cluster,
 			Skip: skippedNamespaces(skipNS)}).SetupWithManager(mgr); err != nil {
 			log.Error(err, "Unable to set up the controller", "controller", "admissionfindings")
 			os.Exit(1)

@@ -29,9 +29,15 @@ import (
 // and Flux only log them; an Event is what `kubectl describe`, dashboards
 // and alerting see. The webhook itself has no side effects: this
 // controller judges the change again, on the leader, from the same
-// snapshot, and records each finding once per generation.
+// snapshot, and records each finding once per generation of the workload:
+// the generation is in the Event's note, and a finding a leader before
+// this one recorded (the Events of the workload, read from the API server
+// on a generation this leader has not judged) is not recorded again.
 type FindingsReconciler struct {
 	client.Client
+	// Events reads the workload's Events from the API server, uncached:
+	// what was said before this leader started.
+	Events   client.Reader
 	Recorder events.EventRecorder
 	Cluster  AdmissionCluster
 	// Skip are namespaces never judged, as the admission check skips them.
@@ -110,14 +116,60 @@ func (r *FindingsReconciler) record(ctx context.Context, obj client.Object) erro
 	if err != nil {
 		return fmt.Errorf("judge %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
+	if len(findings) == 0 {
+		return nil
+	}
+	said, err := r.said(ctx, obj)
+	if err != nil {
+		r.forget(obj)
+		return err
+	}
 	for _, f := range findings {
 		kind := corev1.EventTypeNormal
 		if f.Blocking {
 			kind = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(obj, nil, kind, f.Type, "Judged", "%s", f.Message)
+		note := noteOf(f, obj.GetGeneration())
+		if said[f.Type+"\x00"+note] {
+			continue
+		}
+		r.Recorder.Eventf(obj, nil, kind, f.Type, findingAction, "%s", note)
 	}
 	return nil
+}
+
+// findingAction is the action of a finding's Event.
+const findingAction = "Judged"
+
+// noteOf is the note of a finding's Event: the finding, and the
+// generation of the workload it was found of, which tells one change's
+// findings from the next one's.
+func noteOf(f admission.Finding, generation int64) string {
+	return fmt.Sprintf("%s (generation %d)", f.Message, generation)
+}
+
+// said are the findings recorded of the workload already, by reason and
+// note, from its Events as the API server has them.
+func (r *FindingsReconciler) said(ctx context.Context, obj client.Object) (map[string]bool, error) {
+	var list corev1.EventList
+	if err := r.Events.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
+		client.MatchingFields{"involvedObject.uid": string(obj.GetUID())}); err != nil {
+		return nil, fmt.Errorf("read the Events of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	out := map[string]bool{}
+	for _, e := range list.Items {
+		if e.Action == findingAction {
+			out[e.Reason+"\x00"+e.Message] = true
+		}
+	}
+	return out, nil
+}
+
+// forget lets the workload's generation be judged again, after a failure.
+func (r *FindingsReconciler) forget(obj client.Object) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.told, obj.GetUID())
 }
 
 // firstTime reports whether the workload's generation was not judged yet,
@@ -165,6 +217,8 @@ func objectKind(obj client.Object) string {
 	}
 	return ""
 }
+
+// +kubebuilder:rbac:groups="",resources=events,verbs=list
 
 // SetupWithManager watches the workloads whose change the admission check
 // would judge: a create carrying a hard constraint, an update that changes

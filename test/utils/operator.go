@@ -120,7 +120,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 			return nil, err
 		}
 		webhook.Register(mgr, cluster, webhook.Options{Mode: mode, Skip: []string{"kube-system"}, Budget: webhook.DefaultBudget, Operator: operator})
-		if err := (&controller.FindingsReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("placement-guard"),
+		if err := (&controller.FindingsReconciler{Client: mgr.GetClient(), Events: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("placement-guard"),
 			Cluster: cluster, Skip: []string{"kube-system"}}).SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("set up the admission findings: %w", err)
 		}
