@@ -268,7 +268,7 @@ func main() {
 		log.Error(err, "Unable to set up the controller", "controller", "namespacemode")
 		os.Exit(1)
 	}
-	if err := (&controller.AdoptionReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("placement-guard")}).SetupWithManager(mgr); err != nil {
+	if err := (&controller.AdoptionReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("placement-guard")}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "Unable to set up the controller", "controller", "adoption")
 		os.Exit(1)
 	}

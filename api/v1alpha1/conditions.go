@@ -86,8 +86,8 @@ const (
 	// not yet hold every pod the workload's status counts (its pod watch
 	// is behind, or the controller has not created them yet): no guard is
 	// judged and nothing is written until it does.
-	ReasonWaitingForPodView = "WaitingForPodView"
-	ReasonPodsStable        = "PodsStable"
+	ReasonWaitingForPodView    = "WaitingForPodView"
+	ReasonPodsStable           = "PodsStable"
 	ReasonStageApplied         = "StageApplied"
 	ReasonStageVerified        = "StageVerified"
 	ReasonRolloutInProgress    = "RolloutInProgress"

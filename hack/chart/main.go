@@ -25,8 +25,8 @@ import (
 
 // What config/default names things, and what the chart names them.
 const (
-	namePrefix   = "placement-guard-"
-	namespace    = "placement-guard-system"
+	namePrefix = "placement-guard-"
+	namespace  = "placement-guard-system"
 	// operatorAccount closes the user name the policies match the
 	// operator by, in any namespace.
 	operatorAccount = "':placement-guard-controller-manager'"

@@ -110,7 +110,9 @@ func TestRelevantChanges(t *testing.T) {
 		{"node affinity beside it", apart, hardWith(func(s *corev1.PodSpec) {
 			s.Affinity.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{}}
 		}), true},
-		{"a toleration dropped beside it", hardWith(func(s *corev1.PodSpec) { s.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}} }), apart, true},
+		{"a toleration dropped beside it", hardWith(func(s *corev1.PodSpec) {
+			s.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+		}), apart, true},
 		{"requests raised beside it", apart, hardWith(func(s *corev1.PodSpec) {
 			s.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}
 		}), true},

@@ -53,7 +53,20 @@ type Record struct {
 	// whether its manifest still has the constraint; "" when the request
 	// named none.
 	Author string `json:"author,omitempty"`
+	// Made is the uid of the PlacementMigration the operator made for the
+	// record: once it is gone (deleted, aborted) the adoption has ended,
+	// not waited to begin.
+	Made string `json:"made,omitempty"`
+	// Ended says why the adoption ended, by whom: the migration aborted or
+	// deleted, or the constraint taken back by a write of someone other
+	// than its author (a rollback). An ended record keeps the constraint
+	// in the form it was left in, makes no migration, and lasts until its
+	// author's manifest changes or drops the constraint.
+	Ended string `json:"ended,omitempty"`
 }
+
+// Active reports a record whose adoption goes on.
+func (r Record) Active() bool { return r.Ended == "" }
 
 // Softened is what Soften did to a change.
 type Softened struct {

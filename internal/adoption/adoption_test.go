@@ -261,3 +261,46 @@ func TestDroppedOnlyByItsAuthor(t *testing.T) {
 		t.Fatalf("Without left %+v", left)
 	}
 }
+
+// A write by someone other than the author that takes an adopted
+// constraint to a weaker form (a rollback, an edit) takes it back; the
+// same constraint kept, strengthened, or a record already ended, does not.
+func TestTakenBackByAnyoneButTheAuthor(t *testing.T) {
+	manifest := withTerms(term("kubernetes.io/hostname", "search"))
+	soft := Soften("Deployment", "graphdb", nil, manifest)
+	records := soft.Records
+	records[0].Author = "helm"
+	hard := records[0].Place(soft.Spec, placement.StageHard)
+	none := records[0].Place(soft.Spec, placement.StageNone)
+	for _, c := range []struct {
+		name, writer string
+		old, new     *corev1.PodSpec
+		takenBack    bool
+	}{
+		{"kubectl rollout undo of the soft form", "kubectl-rollout", soft.Spec, none, true},
+		{"a rollback of the hardened form to the soft one", "argocd-controller", hard, soft.Spec, true},
+		{"a rollback of the hardened form to none, naming no manager", "", hard, none, true},
+		{"an image change: the form kept", "kubectl-set", soft.Spec, soft.Spec, false},
+		{"a person hardening it by hand: stronger", "kubectl-edit", soft.Spec, hard, false},
+		{"the author's own write, which Dropped judges", "helm", soft.Spec, none, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := len(TakenBack(records, c.writer, c.old, c.new)) == 1; got != c.takenBack {
+				t.Fatalf("taken back %v, want %v", got, c.takenBack)
+			}
+		})
+	}
+	ended := Ending(records, records, "PlacementMigration x was deleted")
+	if ended[0].Active() || records[0].Ended != "" {
+		t.Fatalf("Ending: %+v, and it must not change its input: %+v", ended, records)
+	}
+	if got := TakenBack(ended, "kubectl-rollout", soft.Spec, none); len(got) != 0 {
+		t.Fatal("an ended record is taken back again")
+	}
+	if again := Ending(ended, ended, "later"); again[0].Ended != "PlacementMigration x was deleted" {
+		t.Fatalf("the first reason an adoption ended for is kept: %q", again[0].Ended)
+	}
+	if marked := Marked(records, records[0].Migration, "uid-1"); marked[0].Made != "uid-1" || records[0].Made != "" {
+		t.Fatalf("Marked: %+v", marked)
+	}
+}

@@ -77,6 +77,83 @@ func (r Record) carriedHard(spec *corev1.PodSpec) bool {
 	return containsSpread(spec.TopologySpreadConstraints, *r.Spread)
 }
 
+// Ending is records with the adoption of each of end ended for why.
+func Ending(records []Record, end []Record, why string) []Record {
+	out := slices.Clone(records)
+	for i := range out {
+		if out[i].Active() && slices.ContainsFunc(end, func(e Record) bool { return e.Migration == out[i].Migration }) {
+			out[i].Ended = why
+		}
+	}
+	return out
+}
+
+// Marked is records with the record of migration marked as made, by the
+// migration of uid.
+func Marked(records []Record, migration, uid string) []Record {
+	out := slices.Clone(records)
+	for i := range out {
+		if out[i].Migration == migration {
+			out[i].Made = uid
+		}
+	}
+	return out
+}
+
+// TakenBack are the active records whose constraint a write by someone
+// other than its author took to a weaker form: from hard to soft or none,
+// or from soft to none, as `kubectl rollout undo`, a rollback by another
+// tool or an edit does. old and new are the pod specs before and after
+// the write. Such a write ends the adoption: the operator would otherwise
+// harden again what the person just took back.
+func TakenBack(have []Record, writer string, old, new *corev1.PodSpec) []Record {
+	var out []Record
+	for _, r := range have {
+		if !r.Active() || r.Author == writer && writer != "" {
+			continue
+		}
+		if rank(r.StageIn(new)) < rank(r.StageIn(old)) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// StageIn is the form of the record's constraint spec carries: hard,
+// soft, or none.
+func (r Record) StageIn(spec *corev1.PodSpec) placement.Stage {
+	switch {
+	case spec == nil:
+		return placement.StageNone
+	case r.carriedHard(spec):
+		return placement.StageHard
+	case r.carriedSoft(spec):
+		return placement.StageSoft
+	}
+	return placement.StageNone
+}
+
+// carriedSoft reports whether spec carries the record's soft form.
+func (r Record) carriedSoft(spec *corev1.PodSpec) bool {
+	if r.Term != nil {
+		return spec.Affinity != nil && spec.Affinity.PodAntiAffinity != nil &&
+			slices.ContainsFunc(spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution, func(t corev1.WeightedPodAffinityTerm) bool {
+				return t.Weight == placement.SoftWeight && containsTerm([]corev1.PodAffinityTerm{*r.Term}, t.PodAffinityTerm)
+			})
+	}
+	return containsSpread(spec.TopologySpreadConstraints, softSpread(*r.Spread))
+}
+
+func rank(s placement.Stage) int {
+	switch s {
+	case placement.StageHard:
+		return 2
+	case placement.StageSoft:
+		return 1
+	}
+	return 0
+}
+
 // Without are the records less those of the migrations in drop.
 func Without(have, drop []Record) []Record {
 	return slices.DeleteFunc(slices.Clone(have), func(r Record) bool {

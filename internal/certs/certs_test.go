@@ -2,8 +2,8 @@ package certs
 
 import (
 	"crypto/tls"
-	"slices"
 	"crypto/x509"
+	"slices"
 	"strings"
 	"testing"
 	"time"

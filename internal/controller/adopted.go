@@ -48,10 +48,15 @@ func adoptedRecord(obj client.Object, migration string, entry *corev1.PodSpec) *
 }
 
 // writeAdopted moves the migration's adopted constraint in the recorded
-// target to the stage of entry. adopted is false, and nothing is written,
-// when the target carries no record of this migration's constraint: the
-// write is then the migration's own server-side apply.
-func (r *PlacementMigrationReconciler) writeAdopted(ctx context.Context, pm *pgv1.PlacementMigration, ot *pgv1.OperationTarget, entry *corev1.PodSpec, manager string) (generation int64, adopted bool, err error) {
+// target to the stage of entry, never below its soft form: the manifest
+// asked for the constraint (hard), Adopt admitted it soft, and a rollback
+// or a revert gives back what was admitted, never strips what the
+// manifest wrote. ending, when set, ends the adoption in the same write
+// (a revert: the migration was aborted or deleted), so that the operator
+// makes no migration of it again. adopted is false, and nothing is
+// written, when the target carries no record of this migration's
+// constraint: the write is then the migration's own server-side apply.
+func (r *PlacementMigrationReconciler) writeAdopted(ctx context.Context, pm *pgv1.PlacementMigration, ot *pgv1.OperationTarget, entry *corev1.PodSpec, manager, ending string) (generation int64, adopted bool, err error) {
 	kind := targets.KindNamed(string(ot.Kind))
 	if kind == nil {
 		return 0, false, nil
@@ -74,10 +79,36 @@ func (r *PlacementMigrationReconciler) writeAdopted(ctx context.Context, pm *pgv
 	}
 	before := obj.DeepCopyObject().(client.Object)
 	template := targets.TemplateOf(obj)
-	template.Spec = *rec.Place(&template.Spec, placement.StageOfEntry(entry))
+	stage := placement.StageOfEntry(entry)
+	if stage == placement.StageNone {
+		stage = placement.StageSoft
+	}
+	template.Spec = *rec.Place(&template.Spec, stage)
+	if ending != "" {
+		if err := endAdoption(obj, *rec, ending); err != nil {
+			return 0, true, err
+		}
+	}
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
 	if err := r.Patch(ctx, obj, patch, client.FieldOwner(manager)); err != nil {
 		return 0, true, fmt.Errorf("move the adopted constraint of %s/%s to the %s stage: %w", ot.Kind, ot.Name, placement.StageOfEntry(entry), err)
 	}
 	return max(obj.GetGeneration(), 1), true, nil
+}
+
+// endAdoption marks the record of rec's migration ended, for why, in the
+// workload's annotation.
+func endAdoption(obj client.Object, rec adoption.Record, why string) error {
+	records, err := adoption.Records(obj.GetAnnotations())
+	if err != nil {
+		return err
+	}
+	value, err := adoption.Encode(adoption.Ending(records, []adoption.Record{rec}, why))
+	if err != nil {
+		return err
+	}
+	annotations := obj.GetAnnotations()
+	annotations[adoption.Annotation] = value
+	obj.SetAnnotations(annotations)
+	return nil
 }

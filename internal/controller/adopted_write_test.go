@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -92,7 +93,7 @@ var _ = Describe("An adopted constraint written in place", func() {
 
 	It("writes nothing more when the hard stage is written again after a crash", func() {
 		r := reconciler(k8sClient)
-		generation, adopted, err := r.writeAdopted(ctx, migration(), target(), hard, manager)
+		generation, adopted, err := r.writeAdopted(ctx, migration(), target(), hard, manager, "")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(adopted).To(BeTrue())
 		after := live()
@@ -101,7 +102,7 @@ var _ = Describe("An adopted constraint written in place", func() {
 
 		// The operator died before the journal recorded the write: the
 		// resumed operation writes the same stage again.
-		again, adopted, err := r.writeAdopted(ctx, migration(), target(), hard, manager)
+		again, adopted, err := r.writeAdopted(ctx, migration(), target(), hard, manager, "")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(adopted).To(BeTrue())
 		Expect(again).To(Equal(generation), "a second write of the same stage changes no generation: no second rollout")
@@ -125,11 +126,11 @@ var _ = Describe("An adopted constraint written in place", func() {
 			return c.Patch(ctx, obj, patch, opts...)
 		}})
 		r := reconciler(racing)
-		_, _, err = r.writeAdopted(ctx, migration(), target(), hard, manager)
+		_, _, err = r.writeAdopted(ctx, migration(), target(), hard, manager, "")
 		Expect(apierrors.IsConflict(err)).To(BeTrue(), "the write carries the resourceVersion it read: %v", err)
 		Expect(live().Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution).To(BeEmpty(), "nothing of the stale write landed")
 
-		_, _, err = r.writeAdopted(ctx, migration(), target(), hard, manager)
+		_, _, err = r.writeAdopted(ctx, migration(), target(), hard, manager, "")
 		Expect(err).NotTo(HaveOccurred())
 		d := live()
 		Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.invalid/graphdb:2"), "the other writer's change is kept")
@@ -140,16 +141,35 @@ var _ = Describe("An adopted constraint written in place", func() {
 		r := reconciler(k8sClient)
 		for i := range 3 {
 			By(fmt.Sprintf("round %d", i+1))
-			_, _, err := r.writeAdopted(ctx, migration(), target(), hard, manager)
+			_, _, err := r.writeAdopted(ctx, migration(), target(), hard, manager, "")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(live().Spec.Template.Spec.Affinity).To(Equal(manifest.Affinity))
-			_, _, err = r.writeAdopted(ctx, migration(), target(), soft, manager)
+			_, _, err = r.writeAdopted(ctx, migration(), target(), soft, manager, "")
 			Expect(err).NotTo(HaveOccurred())
 			spec := live().Spec.Template.Spec
 			Expect(spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution).To(BeEmpty())
 			Expect(spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution).To(HaveLen(2), "the manifest's own soft term and the adopted one, nothing doubled")
 			Expect(spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0]).To(Equal(manifest.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0]))
 		}
+	})
+
+	It("reverts a hardened adopted constraint to its soft form, never strips it, and ends the adoption in the same write", func() {
+		r := reconciler(k8sClient)
+		_, _, err := r.writeAdopted(ctx, migration(), target(), hard, manager, "")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(live().Spec.Template.Spec.Affinity).To(Equal(manifest.Affinity))
+
+		_, adopted, err := r.writeAdopted(ctx, migration(), target(), nil, manager, "PlacementMigration "+rec.Migration+" aborted")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(adopted).To(BeTrue())
+		d := live()
+		paa := d.Spec.Template.Spec.Affinity.PodAntiAffinity
+		Expect(paa.RequiredDuringSchedulingIgnoredDuringExecution).To(BeEmpty())
+		Expect(paa.PreferredDuringSchedulingIgnoredDuringExecution).To(ContainElement(HaveField("Weight", placement.SoftWeight)),
+			"the form Adopt admitted stays: the manifest asked for the constraint")
+		records, err := adoption.Records(d.Annotations)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(records).To(ConsistOf(And(HaveField("Migration", rec.Migration), HaveField("Ended", "PlacementMigration "+rec.Migration+" aborted"))))
 	})
 
 	It("leaves a workload of the same name made again alone", func() {
@@ -170,7 +190,7 @@ var _ = Describe("An adopted constraint written in place", func() {
 		Expect(err).NotTo(HaveOccurred())
 		again.Annotations[adoption.Annotation] = value
 		Expect(k8sClient.Create(ctx, again)).To(Succeed())
-		_, adopted, err := reconciler(k8sClient).writeAdopted(ctx, migration(), ot, hard, manager)
+		_, adopted, err := reconciler(k8sClient).writeAdopted(ctx, migration(), ot, hard, manager, "")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(adopted).To(BeFalse(), "the recorded uid is the old workload's: the migration's own apply, with its uid precondition, answers")
 		Expect(live().Spec.Template.Spec.Affinity).To(BeNil())
@@ -208,9 +228,10 @@ var _ = Describe("Adopted migrations made by two replicas at once", func() {
 		looked.Add(len(recorders))
 		base, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 		Expect(err).NotTo(HaveOccurred())
+		var gets atomic.Int32
 		racing := interceptor.NewClient(base, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			err := c.Get(ctx, key, obj, opts...)
-			if _, ok := obj.(*pgv1.PlacementMigration); ok {
+			if _, ok := obj.(*pgv1.PlacementMigration); ok && gets.Add(1) <= int32(len(recorders)) {
 				looked.Done()
 				looked.Wait()
 			}
@@ -220,7 +241,7 @@ var _ = Describe("Adopted migrations made by two replicas at once", func() {
 		for _, rec := range recorders {
 			go func() {
 				defer GinkgoRecover()
-				_, err := (&AdoptionReconciler{Client: racing, Recorder: rec}).Reconcile(ctx, req)
+				_, err := (&AdoptionReconciler{Client: racing, APIReader: racing, Recorder: rec}).Reconcile(ctx, req)
 				errs <- err
 			}()
 		}

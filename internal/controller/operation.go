@@ -134,7 +134,11 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 				continue
 			}
 		}
-		if generation, adopted, err := s.r.writeAdopted(ctx, s.pm, ot, entryOf(ot.Entry), s.manager); adopted {
+		ending := ""
+		if op.Action == pgv1.ActionRevert {
+			ending = fmt.Sprintf("PlacementMigration %s aborted or deleted, and reverted", s.pm.Name)
+		}
+		if generation, adopted, err := s.r.writeAdopted(ctx, s.pm, ot, entryOf(ot.Entry), s.manager, ending); adopted {
 			if err != nil {
 				if o, refused := s.refused(op, ref, err); refused {
 					return o, nil

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/adoption"
 	"github.com/placement-guard/placement-guard/internal/workloadpatch"
 )
 
@@ -44,8 +45,12 @@ func runAbort(ctx context.Context, o *Options, name string, opts abortOptions) e
 		return err
 	}
 	if !opts.yes {
-		fmt.Fprintf(o.Out, "Abort PlacementMigration %s/%s (%s)? Its constraint is removed from %d target(s) and the object deleted. Type the name to confirm: ",
-			pm.Namespace, pm.Name, orNone(string(pm.Status.Phase)), len(carrying(pm)))
+		what := fmt.Sprintf("Its constraint is removed from %d target(s)", len(carrying(pm)))
+		if adopted(pm) {
+			what = "It was made by Adopt mode: the constraint goes back to the soft form Adopt admitted, and its adoption ends (no migration is made of it again until its author changes it)"
+		}
+		fmt.Fprintf(o.Out, "Abort PlacementMigration %s/%s (%s)? %s, and the object is deleted. Type the name to confirm: ",
+			pm.Namespace, pm.Name, orNone(string(pm.Status.Phase)), what)
 		answer, _ := bufio.NewReader(o.In).ReadString('\n')
 		if strings.TrimSpace(answer) != name {
 			return usagef("not confirmed; nothing was changed")
@@ -106,6 +111,8 @@ func checkReverted(ctx context.Context, c client.Client, pm *pgv1.PlacementMigra
 			out = append(out, fmt.Sprintf("%s: not checked (%v)", ref, shortError(err)))
 		case ts.UID != "" && string(obj.UID) != ts.UID:
 			out = append(out, ref+": re-created since the migration wrote it; the new workload was left alone")
+		case adopted(pm):
+			out = append(out, adoptionAfterAbort(ref, obj, pm.Name))
 		case manager != "" && ownsPlacement(obj, manager):
 			out = append(out, fmt.Sprintf("%s: still carries placement fields of %s", ref, manager))
 		default:
@@ -113,6 +120,32 @@ func checkReverted(ctx context.Context, c client.Client, pm *pgv1.PlacementMigra
 		}
 	}
 	return out
+}
+
+// adopted reports a migration Adopt mode made.
+func adopted(pm *pgv1.PlacementMigration) bool {
+	_, ok := pm.Labels[adoption.AdoptedLabel]
+	return ok
+}
+
+// adoptionAfterAbort says what the abort of an adopted migration left of
+// its record on the workload: ended, the constraint kept soft.
+func adoptionAfterAbort(ref string, obj metav1.Object, migration string) string {
+	rec, err := adoption.Find(obj.GetAnnotations(), migration)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%s: its adoption record cannot be read (%v)", ref, err)
+	case rec == nil:
+		return fmt.Sprintf("%s: carries no adoption record of %s any more", ref, migration)
+	case rec.Active():
+		return fmt.Sprintf("%s: its adoption record is not ended yet; the operator ends it once it sees the migration gone", ref)
+	}
+	author := rec.Author
+	if author == "" {
+		author = "its manifest"
+	}
+	return fmt.Sprintf("%s: the constraint kept in the soft form Adopt admitted; its adoption ended (%s), recorded in annotation %s: no migration is made of it again until %s changes it",
+		ref, rec.Ended, adoption.Annotation, author)
 }
 
 func ownsPlacement(obj metav1.Object, manager string) bool {

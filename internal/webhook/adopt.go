@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -72,13 +73,17 @@ func (a *Adopter) handle(ctx context.Context, req admission.Request) (admission.
 	// write that changes no placement field, unless it is by the author
 	// of an adopted constraint, whose manifest applied again without it
 	// changes nothing either (the soft form belongs to no manager and
-	// stays) and is how it lets go.
+	// stays) and is how it lets go. A write that takes an adopted
+	// constraint away (a rollback) carries no hard constraint either, and
+	// ends the adoption.
 	author := fieldManager(req)
 	authored := authoredBy(oldFields.adopted, author)
-	if !newFields.mayBeHard() && !authored || newFields.admissionLabel == string(ModeOff) {
+	if !newFields.mayBeHard() && !authored && oldFields.adopted == "" || newFields.admissionLabel == string(ModeOff) {
 		return admission.Allowed(""), false
 	}
-	if req.Operation == admissionv1.Update && unchanged(oldFields, newFields) && !authored {
+	// The soft forms count here: a rollback that takes one away changes no
+	// judged field, and ends an adoption.
+	if req.Operation == admissionv1.Update && unchanged(oldFields, newFields) && bytes.Equal(oldFields.preferred, newFields.preferred) && !authored {
 		return admission.Allowed(""), false
 	}
 	mode, err := v.mode(ctx, req.Namespace)
@@ -114,8 +119,12 @@ func (a *Adopter) handle(ctx context.Context, req admission.Request) (admission.
 	}
 	// What the change's author wrote without a constraint it had adopted
 	// is let go of: its soft form and its record go, and the operator
-	// deletes the migration.
+	// deletes the migration. What someone else took back (a rollback, an
+	// edit) ends the adoption: the record stays, ended, and the operator
+	// deletes the migration, so that it never hardens again what a person
+	// just took back.
 	dropped := adoption.Dropped(have, author, spec)
+	takenBack := adoption.TakenBack(adoption.Without(have, dropped), author, old, spec)
 	var warnings []string
 	for _, why := range softened.Kept {
 		warnings = append(warnings, pgadmission.ClipWarning(fmt.Sprintf("placement-guard: %s/%s not adopted: %s; judged as in Warn mode", req.Kind.Kind, obj.GetName(), why)))
@@ -124,18 +133,26 @@ func (a *Adopter) handle(ctx context.Context, req admission.Request) (admission.
 		warnings = append(warnings, pgadmission.ClipWarning(fmt.Sprintf("placement-guard: %s/%s: %s no longer in %s's manifest; its soft form and PlacementMigration %s go",
 			req.Kind.Kind, obj.GetName(), r.Short(), author, r.Migration)))
 	}
-	if softened.Spec == nil && len(dropped) == 0 {
+	writer := author
+	if writer == "" {
+		writer = req.UserInfo.Username
+	}
+	for _, r := range takenBack {
+		warnings = append(warnings, pgadmission.ClipWarning(fmt.Sprintf("placement-guard: %s/%s: %s taken back by %s: its adoption ended and PlacementMigration %s goes; it stays as this write leaves it until %s changes it",
+			req.Kind.Kind, obj.GetName(), r.Short(), writer, r.Migration, orAnyone(r.Author))))
+	}
+	if softened.Spec == nil && len(dropped) == 0 && len(takenBack) == 0 {
 		return admission.Allowed("").WithWarnings(warnings...), false
 	}
+	records := adoption.Ending(adoption.Merge(adoption.Without(have, dropped), softened.Records), takenBack, "taken back by "+writer)
 	result := spec
 	if softened.Spec != nil {
 		result = softened.Spec
-		warnings = append(warnings, a.why(ctx, req, obj, old, softened, namespaceLabel)...)
+		warnings = append(warnings, a.why(ctx, req, obj, old, softened, records, namespaceLabel)...)
 	}
 	for _, r := range dropped {
 		result = r.Place(result, placement.StageNone)
 	}
-	records := adoption.Merge(adoption.Without(have, dropped), softened.Records)
 	patched, err := withSoftForm(obj, result, records)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err), false
@@ -170,12 +187,19 @@ func fieldManager(req admission.Request) string {
 // form: why it is not applied at once. old is the pod spec the change
 // replaces (nil for a create). A judgement that cannot be made in the
 // budget only leaves the findings out.
-func (a *Adopter) why(ctx context.Context, req admission.Request, obj *unstructured.Unstructured, old *corev1.PodSpec, softened adoption.Softened, namespaceLabel string) []string {
+func (a *Adopter) why(ctx context.Context, req admission.Request, obj *unstructured.Unstructured, old *corev1.PodSpec, softened adoption.Softened, records []adoption.Record, namespaceLabel string) []string {
 	var out []string
 	for _, r := range softened.Records {
 		what, soft := r.Short(), "preferred"
 		if r.Spread != nil {
 			soft = "ScheduleAnyway"
+		}
+		if kept := recordOf(records, r.Migration); kept != nil && !kept.Active() {
+			// The constraint comes back in the manifest after its adoption
+			// ended: it stays soft, and nothing hardens it.
+			out = append(out, pgadmission.ClipWarning(fmt.Sprintf("placement-guard: %s/%s: %s kept %s: its adoption ended (%s); it is not hardened until %s changes it",
+				req.Kind.Kind, obj.GetName(), what, soft, kept.Ended, orAnyone(kept.Author))))
+			continue
 		}
 		out = append(out, pgadmission.ClipWarning(fmt.Sprintf("placement-guard: %s/%s: %s admitted as %s (Adopt); PlacementMigration %s makes it hard once safe: kubectl placement status %s",
 			req.Kind.Kind, obj.GetName(), what, soft, r.Migration, r.Migration)))
@@ -192,6 +216,25 @@ func (a *Adopter) why(ctx context.Context, req admission.Request, obj *unstructu
 		metrics.CountFinding(namespaceLabel, kindLabel(req), f.Type, string(ModeAdopt))
 	}
 	return append(out, pgadmission.Warnings(findings)...)
+}
+
+// recordOf is the record of migration among records, nil when none.
+func recordOf(records []adoption.Record, migration string) *adoption.Record {
+	for i := range records {
+		if records[i].Migration == migration {
+			return &records[i]
+		}
+	}
+	return nil
+}
+
+// orAnyone names a record's author for a person: "" (a request that named
+// no field manager) is anyone who writes the manifest.
+func orAnyone(author string) string {
+	if author == "" {
+		return "its manifest"
+	}
+	return author
 }
 
 // podSpecOf reads a serialized workload and its pod template's spec: every

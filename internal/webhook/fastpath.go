@@ -22,8 +22,9 @@ type placementFields struct {
 	admissionLabel, adopted            string
 	replicas, strategy, updateStrategy []byte
 	// required are the pod template's required anti-affinity terms and
-	// spreads its topology spread constraints.
-	required, spreads []byte
+	// spreads its topology spread constraints; preferred its preferred
+	// anti-affinity terms, where Adopt keeps a term's soft form.
+	required, spreads, preferred []byte
 	// stranding are the other fields of the pod template that decide
 	// where its pods may go, beside a hard constraint: a change to any of
 	// them can strand the pods the constraint keeps apart.
@@ -115,8 +116,13 @@ func (f *placementFields) readPodSpec(key, value []byte) error {
 		return members(value, func(key, value []byte) error {
 			switch string(key) {
 			case "podAntiAffinity":
-				return path(value, []string{"requiredDuringSchedulingIgnoredDuringExecution"}, func(v []byte) error {
-					f.required = v
+				return members(value, func(key, value []byte) error {
+					switch string(key) {
+					case "requiredDuringSchedulingIgnoredDuringExecution":
+						f.required = value
+					case "preferredDuringSchedulingIgnoredDuringExecution":
+						f.preferred = value
+					}
 					return nil
 				})
 			case "nodeAffinity":

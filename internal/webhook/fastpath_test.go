@@ -33,7 +33,8 @@ type decodedFields struct {
 			Spec struct {
 				Affinity struct {
 					PodAntiAffinity struct {
-						Required json.RawMessage `json:"requiredDuringSchedulingIgnoredDuringExecution"`
+						Required  json.RawMessage `json:"requiredDuringSchedulingIgnoredDuringExecution"`
+						Preferred json.RawMessage `json:"preferredDuringSchedulingIgnoredDuringExecution"`
 					} `json:"podAntiAffinity"`
 					NodeAffinity json.RawMessage `json:"nodeAffinity"`
 				} `json:"affinity"`
@@ -70,6 +71,7 @@ func agree(t *testing.T, raw []byte) {
 		{"strategy", got.strategy, want.Spec.Strategy},
 		{"updateStrategy", got.updateStrategy, want.Spec.UpdateStrategy},
 		{"required", got.required, spec.Affinity.PodAntiAffinity.Required},
+		{"preferred", got.preferred, spec.Affinity.PodAntiAffinity.Preferred},
 		{"spreads", got.spreads, spec.Spreads},
 		{"template labels", got.stranding.labels, want.Spec.Template.Metadata.Labels},
 		{"nodeSelector", got.stranding.nodeSelector, spec.NodeSelector},

@@ -104,9 +104,30 @@ func TestOperatorWritesPlacementOnly(t *testing.T) {
 		}, "node affinity or pod affinity"},
 		{"pod template labels", func(d *appsv1.Deployment) { d.Spec.Template.Labels["extra"] = "x" }, "pod template metadata"},
 		{"workload labels", func(d *appsv1.Deployment) { d.Labels = map[string]string{"extra": "x"} }, "labels, annotations, owners or finalizers"},
+		{"an annotation of another's", func(d *appsv1.Deployment) { d.Annotations = map[string]string{"team": "x"} }, "labels, annotations, owners or finalizers"},
+		{"Adopt mode's records where there were none", func(d *appsv1.Deployment) {
+			d.Annotations = map[string]string{"placementguard.io/adopted": `[{"migration":"m","term":{"topologyKey":"x"}}]`}
+		}, "labels, annotations, owners or finalizers"},
 	} {
 		wantRefused(t, updateDeployment(ctx, operator, "web", c.change), c.want)
 	}
+
+	// Adopt mode's records the workload carries (a change's author's write
+	// left them) the operator may mark, and nothing else beside them.
+	must(t, updateDeployment(ctx, admin, "web", func(d *appsv1.Deployment) {
+		d.Annotations = map[string]string{"placementguard.io/adopted": `[{"migration":"m","term":{"topologyKey":"x"}}]`, "team": "a"}
+	}))
+	if err := updateDeployment(ctx, operator, "web", func(d *appsv1.Deployment) {
+		d.Annotations["placementguard.io/adopted"] = `[{"migration":"m","term":{"topologyKey":"x"},"ended":"aborted"}]`
+	}); err != nil {
+		t.Errorf("the operator marks the records a workload carries: %v", err)
+	}
+	wantRefused(t, updateDeployment(ctx, operator, "web", func(d *appsv1.Deployment) {
+		d.Annotations["placementguard.io/adopted"] = `[]`
+		d.Annotations["team"] = "b"
+	}), "labels, annotations, owners or finalizers")
+	wantRefused(t, updateDeployment(ctx, operator, "web", func(d *appsv1.Deployment) { delete(d.Annotations, "team") }),
+		"labels, annotations, owners or finalizers")
 	partition := func(s *appsv1.StatefulSet) {
 		s.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](1)}
 	}

@@ -128,7 +128,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 			return nil, fmt.Errorf("set up the namespace modes: %w", err)
 		}
 	}
-	if err := (&controller.AdoptionReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("placement-guard")}).SetupWithManager(mgr); err != nil {
+	if err := (&controller.AdoptionReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("placement-guard")}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up the adoption controller: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
