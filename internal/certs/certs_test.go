@@ -243,7 +243,7 @@ func TestTrustBundleKeepsWhatMayBeServed(t *testing.T) {
 		t.Fatal("the bundle depends on which replica wrote it")
 	}
 	later := t0.Add(48 * time.Hour)
-	if got := Authorities(b.TrustBundle(union, later)); slicesEqual(got, Authorities(union)) || len(got) != 2 {
+	if got := Authorities(b.TrustBundle(union, later)); slices.Equal(got, Authorities(union)) || len(got) != 2 {
 		t.Fatalf("after the short authority expired the bundle holds %d, want 2", len(got))
 	}
 	if again := b.TrustBundle(union, now); string(again) != string(union) {
@@ -259,16 +259,4 @@ func TestTrustBundleKeepsWhatMayBeServed(t *testing.T) {
 	if !TrustedBy(served, union, hosts[0], now) || TrustedBy(served, b.Bundle, hosts[0], now) {
 		t.Fatal("TrustedBy does not verify as a TLS client")
 	}
-}
-
-func slicesEqual(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

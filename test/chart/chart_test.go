@@ -281,18 +281,22 @@ func TestCertmanagerOverlayServesCertManagersCertificate(t *testing.T) {
 	}
 }
 
+// kinds sorts rendered objects by kind.
+func kinds(objs []*unstructured.Unstructured) map[string][]*unstructured.Unstructured {
+	m := map[string][]*unstructured.Unstructured{}
+	for _, o := range objs {
+		m[o.GetKind()] = append(m[o.GetKind()], o)
+	}
+	return m
+}
+
+// argsOf are the manager's arguments among rendered objects.
+func argsOf(objs map[string][]*unstructured.Unstructured) string {
+	c := objs["Deployment"][0].Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0]
+	return fmt.Sprint(c.(map[string]any)["args"])
+}
+
 func TestChartAdmissionValues(t *testing.T) {
-	kinds := func(objs []*unstructured.Unstructured) map[string][]*unstructured.Unstructured {
-		m := map[string][]*unstructured.Unstructured{}
-		for _, o := range objs {
-			m[o.GetKind()] = append(m[o.GetKind()], o)
-		}
-		return m
-	}
-	argsOf := func(objs map[string][]*unstructured.Unstructured) string {
-		c := objs["Deployment"][0].Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0]
-		return fmt.Sprint(c.(map[string]any)["args"])
-	}
 
 	t.Run("mode, failure policy and timeout reach the configuration", func(t *testing.T) {
 		objs := kinds(helmTemplate(t, "admission.mode=Deny", "admission.failurePolicy=Fail", "admission.timeoutSeconds=3"))
@@ -378,13 +382,6 @@ func TestChartAdmissionValues(t *testing.T) {
 // the API server alone when asked, and a budget one replica cannot
 // satisfy is refused.
 func TestChartCannotLockTheCluster(t *testing.T) {
-	kinds := func(objs []*unstructured.Unstructured) map[string][]*unstructured.Unstructured {
-		m := map[string][]*unstructured.Unstructured{}
-		for _, o := range objs {
-			m[o.GetKind()] = append(m[o.GetKind()], o)
-		}
-		return m
-	}
 	excluded := func(t *testing.T, objs map[string][]*unstructured.Unstructured) []string {
 		t.Helper()
 		var out []string
@@ -406,10 +403,6 @@ func TestChartCannotLockTheCluster(t *testing.T) {
 			}
 		}
 		return out
-	}
-	argsOf := func(objs map[string][]*unstructured.Unstructured) string {
-		c := objs["Deployment"][0].Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0]
-		return fmt.Sprint(c.(map[string]any)["args"])
 	}
 
 	t.Run("the judging budget is two fifths of timeoutSeconds", func(t *testing.T) {

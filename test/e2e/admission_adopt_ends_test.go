@@ -5,9 +5,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -66,12 +64,7 @@ var _ = Describe("Adopt mode: a person stops an adopted change", Label("operator
 		Eventually(func() string { return recordOf(ctx, env.Namespace, name).Made }).ShouldNot(BeEmpty(), "the record names the migration made of it")
 
 		By("kubectl placement abort by the on-call, saying what it did to the record")
-		grantPlugin(ctx, env.Namespace, "oncall")
-		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "steer", Namespace: env.Namespace},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "oncall", Namespace: env.Namespace}},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "placement-guard-plugin-steer-" + env.Namespace},
-		})).To(Succeed())
+		grantSteer(ctx, env.Namespace, "oncall")
 		out, errOut, code := kubectlPlacement(ctx, "system:serviceaccount:"+env.Namespace+":oncall")("", "abort", "-n", env.Namespace, name, "--yes")
 		Expect(code).To(Equal(0), out+errOut)
 		Expect(out).To(And(ContainSubstring("Deployment/graphdb: the constraint kept in the soft form Adopt admitted; its adoption ended"),

@@ -270,6 +270,60 @@ var _ = Describe("Asking a real Karpenter for the capacity a migration waits for
 		})
 	}
 
+	for _, mode := range []pgv1.ProvisionMode{pgv1.ProvisionCapacityBuffer, pgv1.ProvisionPlaceholderPods} {
+		It(fmt.Sprintf("with mode %s and maxNodes 2, two data nodes missing: Karpenter makes two NodeClaims over the whole migration, never a third", mode), func(ctx SpecContext) {
+			env := newEnv(ctx, "autoscale-two-"+strings.ToLower(string(mode)))
+			Expect(utils.BindPlaceholderRole(ctx, k8sClient, env.Namespace)).To(Succeed())
+			dataNodePool(ctx, env, "30s")
+			seed000(ctx, env)
+			claims := countNodeClaims(ctx, env)
+			spec := seed000Spec(mode, 2)
+			spec.Capacity.MinNodes = ptr.To[int32](3)
+			migration(ctx, env.Namespace, "graphdb-apart", spec)
+
+			Eventually(func(g Gomega) {
+				r := requestOf(ctx, env.Namespace, "graphdb-apart")
+				g.Expect(r).NotTo(BeNil())
+				g.Expect(r.Shortfall).To(Equal(int32(2)))
+			}).Should(Succeed(), explain(ctx, env.Namespace, "graphdb-apart"))
+			Eventually(phaseOf(ctx, env.Namespace, "graphdb-apart")).WithTimeout(4*time.Minute).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "graphdb-apart"))
+			Expect(requestOf(ctx, env.Namespace, "graphdb-apart")).To(BeNil(), "no request stands once the nodes qualify")
+			Consistently(claims).WithTimeout(20*time.Second).WithPolling(time.Second).Should(HaveLen(2), "maxNodes 2: two NodeClaims over the whole migration")
+		})
+	}
+
+	It("with a zone spread that needs a third zone: Karpenter makes one NodeClaim in a zone of its own, over the whole migration", func(ctx SpecContext) {
+		env := newEnv(ctx, "autoscale-zones")
+		dataNodePool(ctx, env, "30s")
+		// Karpenter's kwok provider offers zones test-zone-a to -d; the
+		// cluster has data nodes in the first two.
+		for _, z := range []string{"a", "b"} {
+			_, err := env.AddNode(ctx, "data-"+z, map[string]string{"role": "data", utils.ZoneLabel: "test-zone-" + z})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		web := utils.Deployment(env.Namespace, "web", env.Pool(), 2, nil)
+		web.Spec.Template.Spec.NodeSelector["role"] = "data"
+		Expect(k8sClient.Create(ctx, web)).To(Succeed())
+		allRunning(ctx, env.Namespace, map[string]string{"app": "web"}, 2)
+		claims := countNodeClaims(ctx, env)
+		migration(ctx, env.Namespace, "web-zones", pgv1.PlacementMigrationSpec{
+			Targets: targetsNamed("web"), Constraint: zoneSpread("web", 1),
+			Capacity: &pgv1.Capacity{NodeSelector: pgv1.Labels(map[string]string{"role": "data"}), MinDomains: ptr.To[int32](3),
+				Provision: &pgv1.Provision{Mode: pgv1.ProvisionCapacityBuffer, MaxNodes: ptr.To[int32](1)}},
+		})
+		Eventually(func(g Gomega) {
+			r := requestOf(ctx, env.Namespace, "web-zones")
+			g.Expect(r).NotTo(BeNil())
+			g.Expect(r.Shortfall).To(Equal(int32(1)))
+		}).Should(Succeed(), explain(ctx, env.Namespace, "web-zones"))
+		Eventually(phaseOf(ctx, env.Namespace, "web-zones")).WithTimeout(4*time.Minute).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "web-zones"))
+		var nodes corev1.NodeList
+		Expect(k8sClient.List(ctx, &nodes, client.MatchingLabels{utils.PoolLabel: env.Pool()}, client.HasLabels{"karpenter.sh/nodepool"})).To(Succeed())
+		Expect(nodes.Items).To(HaveLen(1))
+		Expect(nodes.Items[0].Labels[utils.ZoneLabel]).To(BeElementOf("test-zone-c", "test-zone-d"), "the node asked for is in a zone of its own")
+		Consistently(claims).WithTimeout(20*time.Second).WithPolling(time.Second).Should(HaveLen(1), "maxNodes 1: one NodeClaim over the whole migration")
+	})
+
 	It("with mode None creates nothing, and no node appears", func(ctx SpecContext) {
 		env := newEnv(ctx, "autoscale-none")
 		dataNodePool(ctx, env, "30s")

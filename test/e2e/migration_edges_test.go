@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,12 +46,7 @@ var _ = Describe("The ends of a migration", Label("operator", "edges"), func() {
 	It("aborts a Retain migration under the steer role: the constraint is removed every time, and the plugin says so only once it is", func(ctx SpecContext) {
 		env := newEnv(ctx, "abort")
 		twoNodesWeb(ctx, env)
-		grantPlugin(ctx, env.Namespace, "oncall")
-		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "steer", Namespace: env.Namespace},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "oncall", Namespace: env.Namespace}},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "placement-guard-plugin-steer-" + env.Namespace},
-		})).To(Succeed())
+		grantSteer(ctx, env.Namespace, "oncall")
 		kp := kubectlPlacement(ctx, "system:serviceaccount:"+env.Namespace+":oncall")
 		migration(ctx, env.Namespace, "web-apart", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameApart(nil), FinalStage: pgv1.StageSoft})
 		Eventually(phaseOf(ctx, env.Namespace, "web-apart")).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "web-apart"))

@@ -152,11 +152,7 @@ var _ = Describe("kubectl placement on the live cluster", Label("plugin"), func(
 		removeMigration(ctx, env.Namespace, "soft-dry")
 
 		By("status, pause, resume and retry drive a real migration")
-		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "steer", Namespace: env.Namespace},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "planner", Namespace: env.Namespace}},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "placement-guard-plugin-steer-" + env.Namespace},
-		})).To(Succeed())
+		bindSteer(ctx, env.Namespace, "planner")
 		live := pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameApart(nil), FinalStage: pgv1.StageSoft, Paused: true}
 		migration(ctx, env.Namespace, "soft", live)
 		Eventually(phaseOf(ctx, env.Namespace, "soft")).Should(Equal(pgv1.PhasePaused))
@@ -229,3 +225,21 @@ var _ = Describe("kubectl placement plan and the operator ask one question", Lab
 			explain(ctx, env.Namespace, "web-zones-looser"))
 	})
 })
+
+// grantSteer gives the ServiceAccount sa of the namespace the plugin's
+// reader role and its steer role there, as an on-call who may pause,
+// resume, retry and abort migrations.
+func grantSteer(ctx context.Context, namespace, sa string) {
+	grantPlugin(ctx, namespace, sa)
+	bindSteer(ctx, namespace, sa)
+}
+
+// bindSteer binds the plugin's steer role grantPlugin made to sa in its
+// namespace.
+func bindSteer(ctx context.Context, namespace, sa string) {
+	Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "steer", Namespace: namespace},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: namespace}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "placement-guard-plugin-steer-" + namespace},
+	})).To(Succeed())
+}
