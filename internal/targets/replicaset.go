@@ -18,8 +18,14 @@ const TemplateFingerprintAnnotation = "placementguard.io/template-fingerprint"
 // TrimReplicaSet keeps what the operator reads of a ReplicaSet (identity,
 // labels, owners, replicas and status) and replaces its pod template,
 // often most of its size and one per revision the Deployment keeps, by
-// the template's fingerprint.
+// the template's fingerprint. The informer may hand it a ReplicaSet it
+// has trimmed before (a resync, a relist's replace), so a ReplicaSet
+// already trimmed is left as it is: fingerprinting its empty template
+// would lose which revision it is.
 func TrimReplicaSet(rs *appsv1.ReplicaSet) {
+	if _, done := rs.Annotations[TemplateFingerprintAnnotation]; done && apiequality.Semantic.DeepEqual(rs.Spec.Template, corev1.PodTemplateSpec{}) {
+		return
+	}
 	fp, ok := templateFingerprint(&rs.Spec.Template)
 	if !ok {
 		return

@@ -45,6 +45,8 @@ func (t *Target) ViewGap() string {
 	switch {
 	case int32(held) < c.existing:
 		return fmt.Sprintf("%d of the %d pods %s's status counts are seen so far", held, c.existing, t)
+	case int32(current) < c.current && t.Workload.Revision == "":
+		return fmt.Sprintf("the revision of %s's live template is not seen yet, though its status counts %d pods of it", t, c.current)
 	case int32(current) < c.current:
 		return fmt.Sprintf("%d of the %d pods of %s's live template that its status counts are seen so far", current, c.current, t)
 	}

@@ -71,6 +71,11 @@ var _ = Describe("F12: the operator killed at each step of a capacity request's 
 		Expect(utils.BindPlaceholderRole(ctx, k8sClient, env.Namespace)).To(Succeed())
 		placeholders := "web-apart-capacity"
 		mgr, proxy := operator("f12", nil)
+		DeferCleanup(func() {
+			if CurrentSpecReport().Failed() {
+				AddReportEntry("the manager's log", mgr.log(20000))
+			}
+		})
 		var mu sync.Mutex
 		killed := map[requestKill]bool{}
 		proxy.SetRule(func(req faultproxy.Request) faultproxy.Action {
