@@ -3,6 +3,7 @@ package e2e
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -17,10 +18,10 @@ import (
 // constraint has landed safely.
 func hardWeb(ctx SpecContext, env *utils.Env) {
 	seed001(ctx, env)
-	web := getDeployment(ctx, env.Namespace, "web")
-	web.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(map[string]string{"app": "web"})
-	web.Spec.Strategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(1))
-	Expect(k8sClient.Update(ctx, web)).To(Succeed())
+	updateDeployment(ctx, env.Namespace, "web", func(web *appsv1.Deployment) {
+		web.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(map[string]string{"app": "web"})
+		web.Spec.Strategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	})
 	Eventually(func() bool { return utils.RolledOut(getDeployment(ctx, env.Namespace, "web")) }).Should(BeTrue())
 }
 
@@ -78,19 +79,19 @@ var _ = Describe("The admission check of changes that strand pods without touchi
 	It("admits in Deny the rollback of a workload that is already unsatisfiable, with a warning", func(ctx SpecContext) {
 		env := newEnv(ctx, "strand-rollback")
 		hardWeb(ctx, env)
-		good := getDeployment(ctx, env.Namespace, "web")
 
 		By("a release raised web to 3 replicas on 2 nodes with a rollout that deadlocks, before Deny was on")
-		bad := good.DeepCopy()
-		bad.Spec.Replicas = ptr.To[int32](3)
-		bad.Spec.Strategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(0))
-		Expect(k8sClient.Update(ctx, bad)).To(Succeed())
+		updateDeployment(ctx, env.Namespace, "web", func(bad *appsv1.Deployment) {
+			bad.Spec.Replicas = ptr.To[int32](3)
+			bad.Spec.Strategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+		})
 		labelNamespace(ctx, env.Namespace, "Deny")
 
 		By("the rollback to 2 replicas, still a rollout that deadlocks, leaves it no worse and goes through")
 		back := getDeployment(ctx, env.Namespace, "web")
 		back.APIVersion, back.Kind = "apps/v1", "Deployment"
 		back.Spec.Replicas = ptr.To[int32](2)
+		back.ResourceVersion, back.ManagedFields = "", nil // applied as a release would, without a precondition
 		Eventually(func(g Gomega) {
 			_, errOut, code := kubectlApply(ctx, env.Namespace, []string{"--dry-run=server"}, back.DeepCopy())
 			g.Expect(code).To(Equal(0), errOut)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"k8s.io/client-go/util/retry"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -25,6 +26,17 @@ func getDeployment(ctx SpecContext, namespace, name string) *appsv1.Deployment {
 	d := &appsv1.Deployment{}
 	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, d)).To(Succeed())
 	return d
+}
+
+// updateDeployment changes a Deployment as a person retrying kubectl edit
+// would: the Deployment controller writes its status throughout a
+// rollout, and each status write makes a read copy stale.
+func updateDeployment(ctx SpecContext, namespace, name string, change func(*appsv1.Deployment)) {
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := getDeployment(ctx, namespace, name)
+		change(d)
+		return k8sClient.Update(ctx, d)
+	})).To(Succeed())
 }
 
 func distinctNodes(pods []corev1.Pod) int {
