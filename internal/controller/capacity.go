@@ -34,6 +34,6 @@ func (s *scope) checkCapacity(c placement.Capacity, stage placement.Stage) (outc
 		return outcome{reason: pgv1.ReasonWaitingForCapacity, message: msg}, true
 	}
 	setCondition(pm, s.now, pgv1.ConditionCapacityAvailable, metav1.ConditionTrue, pgv1.ReasonCapacityFound,
-		fmt.Sprintf("%d of %d qualifying nodes over %d of %d domains", c.QualifyingNodes, c.RequiredNodes, c.QualifyingDomains, c.RequiredDomains))
+		c.Found())
 	return outcome{}, false
 }

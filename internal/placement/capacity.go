@@ -65,6 +65,21 @@ func (c Capacity) Shortfall(topologyKey string) string {
 	return ""
 }
 
+// Found says, in a person's words, what qualifies against what is
+// needed: "4 qualifying nodes (2 needed) in 4 domains (2 needed)".
+func (c Capacity) Found() string {
+	return fmt.Sprintf("%d qualifying %s (%d needed) in %d %s (%d needed)",
+		c.QualifyingNodes, plural(c.QualifyingNodes, "node", "nodes"), c.RequiredNodes,
+		c.QualifyingDomains, plural(c.QualifyingDomains, "domain", "domains"), c.RequiredDomains)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // maxNamedNodes bounds Capacity.Nodes.
 const maxNamedNodes = 10
 

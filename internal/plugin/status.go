@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
 func newStatusCommand(o *Options) *cobra.Command {
@@ -203,7 +204,8 @@ func printStatusTree(w io.Writer, pm *pgv1.PlacementMigration, now time.Time) {
 		p.add("%s", ready.Message)
 	}
 	if c := st.Capacity; c != nil {
-		root.add("Capacity: %s (%d/%d qualifying nodes, %d/%d domains)", c.Summary, c.QualifyingNodes, c.RequiredNodes, c.QualifyingDomains, c.RequiredDomains)
+		root.add("Capacity: %s", placement.Capacity{QualifyingNodes: int(c.QualifyingNodes), RequiredNodes: int(c.RequiredNodes),
+			QualifyingDomains: int(c.QualifyingDomains), RequiredDomains: int(c.RequiredDomains)}.Found())
 	}
 	conds := root.add("Conditions")
 	for _, c := range st.Conditions {

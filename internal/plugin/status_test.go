@@ -25,7 +25,7 @@ func TestStatusTree(t *testing.T) {
 			ObservedGeneration: 2, Phase: pgv1.PhaseSoaking, Stage: pgv1.StageSoft,
 			Conditions: []metav1.Condition{
 				{Type: pgv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Soaking", Message: "Soaking the Soft stage for 5m before the Hard stage", LastTransitionTime: at(3 * time.Minute)},
-				{Type: pgv1.ConditionCapacityAvailable, Status: metav1.ConditionTrue, Reason: pgv1.ReasonCapacityFound, Message: "3 of 3 qualifying nodes over 3 of 3 domains", LastTransitionTime: at(10 * time.Minute)},
+				{Type: pgv1.ConditionCapacityAvailable, Status: metav1.ConditionTrue, Reason: pgv1.ReasonCapacityFound, Message: "3 qualifying nodes (3 needed) in 3 domains (3 needed)", LastTransitionTime: at(10 * time.Minute)},
 			},
 			Operation: &pgv1.Operation{Action: pgv1.ActionApplyStage, From: pgv1.StageSoft, Stage: pgv1.StageHard, StartedAt: at(5 * time.Second)},
 			Capacity:  &pgv1.CapacityStatus{QualifyingNodes: 3, RequiredNodes: 3, QualifyingDomains: 3, RequiredDomains: 3, Summary: "3/3"},
