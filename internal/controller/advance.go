@@ -3,8 +3,10 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -13,23 +15,24 @@ import (
 	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
-// advance takes the checks that come before every stage, in order, and
-// records the intent to apply it when they pass: no other migration holds
-// the field or has a write in flight, capacity, feasibility of this stage
-// and of the final one, stable pods, the server-side dry run and the
-// protected pods, the write budget. A stage that only lowers the
-// constraint to the final stage (the spec lowered it) needs none of the
-// checks about capacity and pods.
+// advance orders the I/O around the one decision (planning.Decide) before
+// a stage, and records the intent to apply it when the decision is to
+// proceed: the facts that hold a stage before the engine is asked
+// (another migration's claim or write in flight, a pause), a cause
+// outside the migration and a view without the targets' pods, then the
+// question, the pods, the pre-flight and the protected pods; after the
+// decision, the server-side dry run and the write budget. A stage that
+// only lowers the constraint to the final stage (the spec lowered it)
+// needs no answer about capacity and pods.
 func (s *scope) advance(ctx context.Context, group []*target, stage placement.Stage) (outcome, error) {
 	pm := s.pm
-	if o, ok := s.checkOthers(group); ok {
-		return o, nil
+	sit := s.situation(group)
+	held, facts := s.othersOn(group)
+	held.Stage, facts.Paused = stage, pausedTargets(group)
+	if d := planning.Decide(sit, held, facts); d.Kind != "" {
+		return outcomeOf(d), nil
 	}
 	lowering := rank(stage) < rank(s.verified(group[0]))
-	if o, ok := s.waitForPaused(group, string(stage)); ok {
-		return o, nil
-	}
-	verdict := planning.Verdict{Stage: stage}
 	if !lowering {
 		o, stuck, recheck := s.stuckOutside(group)
 		if stuck {
@@ -40,50 +43,50 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 	if o, ok := s.waitForCompleteView(group); ok {
 		return o, nil
 	}
+	verdict := planning.Verdict{Stage: stage, Lowers: lowering}
+	var podsStableAt time.Time
 	if !lowering {
 		var err error
 		if verdict, err = s.evaluate(group, stage); err != nil {
 			return outcome{}, err
 		}
-		if verdict.Claim != nil {
-			return outcome{blocked: true, reason: pgv1.ReasonTargetClaimed, message: verdict.Claim.Message()}, nil
-		}
-		if o, ok := s.checkCapacity(verdict.Answers[0].Capacity, stage); ok {
-			return o, nil
-		}
-		if o, ok, err := s.checkFeasible(ctx, verdict); ok || err != nil {
-			return o, err
-		}
-		if o, ok := s.checkPodsStable(group); ok {
-			return o, nil
+		facts.Unstable, podsStableAt = s.podsUnstable(group)
+		if facts.Unstable == "" && verdict.PreflightDue(pm) {
+			if err := s.preflight(ctx, group, &verdict); err != nil {
+				return outcome{}, err
+			}
 		}
 	}
-	var warnings []note
-	if !lowering && verdict.PreflightDue(pm) {
-		if err := s.preflight(ctx, group, &verdict); err != nil {
-			return outcome{}, err
-		}
-		o, blocked := s.applyPreflight(verdict.Disruptions)
-		if blocked {
-			return o, nil
-		}
-		warnings = o.events
-	}
-	plan, recreated, o, blocked, err := s.plan(ctx, group, verdict)
-	if err != nil || blocked {
-		return o, err
-	}
-	pm.Status.Plan = plan
 	protected, err := s.protectedPods()
 	if err != nil {
 		return outcome{}, err
 	}
-	if hit := recreatesProtected(recreated, protected); hit != "" {
-		return outcome{blocked: true, reason: pgv1.ReasonProtectedPodChanged, message: fmt.Sprintf(
-			"The %s stage would recreate protected pod(s) %s; remove the workload from the targets or the pods from guards.protectedPods", stage, hit)}, nil
+	facts.Protected = planning.ProtectedNames(protected)
+	d := planning.Decide(sit, verdict, facts)
+	if d.Blocking != nil && d.Blocking.Type == placement.HazardAffinityClobber {
+		owners, err := s.placementOwners(ctx, d.Blocking.Workload)
+		if err != nil {
+			return outcome{}, err
+		}
+		if owners != "" {
+			d = d.Detailed("; those fields are written by field manager " + owners)
+		}
+	}
+	s.record(verdict, d)
+	if d.Feasible != nil && d.Feasible.Status == metav1.ConditionTrue {
+		// The decision reached the pods.
+		s.recordPods(facts.Unstable, podsStableAt)
+	}
+	if d.Kind != planning.Proceeds {
+		return outcomeOf(d), nil
+	}
+	for _, t := range group {
+		if o, refused, err := s.dryRun(ctx, t, t.entry(stage), stage); refused || err != nil {
+			return o, err
+		}
 	}
 	if pm.Spec.DryRun {
-		return outcome{done: true, reason: pgv1.ReasonPlanned, message: planSummary(stage, plan) + "; dry run, nothing was changed"}, nil
+		return outcome{done: true, reason: pgv1.ReasonPlanned, message: planSummary(stage, d.Plan) + "; dry run, nothing was changed"}, nil
 	}
 	for _, t := range group {
 		if !s.r.Budget.Allow(s.key(t.Ref), s.now) {
@@ -97,7 +100,87 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 	pm.Status.ProtectedPods = protectedRecordOf(protected, s.now)
 	setCondition(pm, s.now, stageCondition(stage), metav1.ConditionFalse, pgv1.ReasonIntentRecorded, fmt.Sprintf("The %s stage is recorded and about to be written", stage))
 	return s.recordIntent(op, outcome{reason: pgv1.ReasonIntentRecorded,
-		message: fmt.Sprintf("Recorded the %s stage for %s; writing it next", stage, targetNames(group)), events: warnings}), nil
+		message: fmt.Sprintf("Recorded the %s stage for %s; writing it next", stage, targetNames(group)), events: warningsOf(d)}), nil
+}
+
+// othersOn are what the other migrations hold of the group, as the
+// decision takes them: a claim on the field, a write in flight.
+func (s *scope) othersOn(group []*target) (planning.Verdict, planning.Facts) {
+	var facts planning.Facts
+	if name, t := s.inFlightOn(group); name != "" {
+		facts.InFlight, facts.InFlightOn = name, t.String()
+	}
+	return planning.Verdict{Claim: planning.ClaimOf(s.pm, s.others, refsOf(group))}, facts
+}
+
+// checkOthers waits for, or stops before, the other migrations of the
+// group's targets, as the decision says.
+func (s *scope) checkOthers(group []*target) (outcome, bool) {
+	held, facts := s.othersOn(group)
+	if d := planning.Decide(s.situation(group), held, facts); d.Kind != "" {
+		return outcomeOf(d), true
+	}
+	return outcome{}, false
+}
+
+// record writes into the status what the decision found: the capacity,
+// the hazards and feasibility once the capacity is there, the plan once
+// the decision reached it.
+func (s *scope) record(v planning.Verdict, d planning.Decision) {
+	pm := s.pm
+	if len(v.Answers) > 0 {
+		c := v.Answers[0].Capacity
+		nodes := c.Nodes
+		if len(nodes) > 10 {
+			nodes = nodes[:10]
+		}
+		pm.Status.Capacity = &pgv1.CapacityStatus{
+			QualifyingNodes: int32(c.QualifyingNodes), RequiredNodes: int32(c.RequiredNodes),
+			QualifyingDomains: int32(c.QualifyingDomains), RequiredDomains: int32(c.RequiredDomains),
+			Nodes: nodes, Summary: c.Summary(),
+		}
+		if c.Enough() {
+			pm.Status.Hazards = v.Hazards()
+		} else {
+			meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionFeasible)
+			pm.Status.Hazards = nil
+		}
+	}
+	for _, m := range []*planning.Milestone{d.Capacity, d.Feasible} {
+		if m != nil {
+			setCondition(pm, s.now, m.Type, m.Status, m.Reason, truncate(m.Message, 2048))
+		}
+	}
+	if d.Plan != nil {
+		pm.Status.Plan = d.Plan
+	}
+}
+
+// outcomeOf is the reconcile's outcome of a decision not to proceed.
+func outcomeOf(d planning.Decision) outcome {
+	switch d.Kind {
+	case planning.Blocked:
+		return outcome{blocked: true, reason: d.Reason, message: truncate(d.Message, 2048)}
+	case planning.WaitingForCapacity:
+		return outcome{reason: pgv1.ReasonWaitingForCapacity, message: truncate(d.Message, 2048)}
+	}
+	return outcome{reason: d.Reason, message: d.Message}
+}
+
+// warningsOf are the Events a decision to proceed carries.
+func warningsOf(d planning.Decision) []note {
+	if d.Warning == nil {
+		return nil
+	}
+	return []note{{kind: d.Warning.Type, reason: d.Warning.Reason, message: d.Warning.Message}}
+}
+
+func refsOf(group []*target) []pgv1.TargetRef {
+	refs := make([]pgv1.TargetRef, len(group))
+	for i, t := range group {
+		refs[i] = t.Ref
+	}
+	return refs
 }
 
 // currentEntry is the migration's entry the target carries now, which a
@@ -110,44 +193,19 @@ func (s *scope) currentEntry(t *target) *corev1.PodSpec {
 	return t.entry(t.Rendered.StageOf(&t.Template().Spec, t.Selector()))
 }
 
-// checkOthers waits for, or stops before, the other migrations of the
-// group's targets.
-func (s *scope) checkOthers(group []*target) (outcome, bool) {
-	refs := make([]pgv1.TargetRef, len(group))
-	for i, t := range group {
-		refs[i] = t.Ref
-	}
-	if claim := planning.ClaimOf(s.pm, s.others, refs); claim != nil {
-		return outcome{blocked: true, reason: pgv1.ReasonTargetClaimed, message: claim.Message()}, true
-	}
-	if name, t := s.inFlightOn(group); name != "" {
-		return outcome{reason: pgv1.ReasonWaitingForMigration, message: fmt.Sprintf(
-			"Waiting for PlacementMigration %s, which has a write in flight on %s: one migration changes a workload at a time", name, t)}, true
-	}
-	return outcome{}, false
-}
-
-// evaluate asks the one question (planning.Evaluate) about the stage,
-// against one snapshot, and the capacity the final stage would ask the
-// autoscaler for.
+// evaluate asks the one question (planning.AskStage) about the stage,
+// against one snapshot: with the capacity request the migration would
+// make, and how many nodes launched for the request it has already made.
 func (s *scope) evaluate(group []*target, stage placement.Stage) (planning.Verdict, error) {
 	var v planning.Verdict
 	err := s.r.State.With(func(snap *placement.Snapshot) error {
 		var err error
-		if v, err = planning.AskStage(snap, s.situation(group), stage); err != nil || v.Claim != nil {
+		if v, err = planning.AskStage(snap, s.situation(group), stage); err != nil || v.Request == nil {
 			return err
 		}
-		if s.pm.Spec.Capacity.ProvisionMode() == pgv1.ProvisionNone {
-			return nil
-		}
-		final := placement.Stage(s.pm.Spec.Final())
-		req, err := snap.RequestCapacity(v.Workloads, s.constraint, planning.CapacityFromSpec(s.pm.Spec.Capacity), final, v.Answers[len(v.Answers)-1], s.requestSpec())
-		if err != nil {
-			return fmt.Errorf("compute the capacity request: %w", err)
-		}
-		s.request = &req
+		s.request = v.Request
 		if s.asked != nil {
-			s.launched = snap.LaunchedFor(req, s.asked.Since.Time)
+			s.launched = snap.LaunchedFor(*v.Request, s.asked.Since.Time)
 		}
 		return nil
 	})

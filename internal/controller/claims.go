@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
 // Which migration may write a field of a shared target is planning's
@@ -21,17 +22,12 @@ func (s *scope) inFlightOn(group []*target) (string, *target) {
 		if owner := s.r.inflight.owner(s.key(t.Ref)); owner != "" && owner != s.pm.Name {
 			return owner, t
 		}
-		for i := range s.others {
-			if op := s.others[i].Status.Operation; op != nil {
-				for _, ot := range op.Targets {
-					if ot.Kind == t.Ref.Kind && ot.Name == t.Ref.Name {
-						return s.others[i].Name, t
-					}
-				}
-			}
-		}
 	}
-	return "", nil
+	name, ref := planning.InFlight(s.pm, s.others, refsOf(group))
+	if name == "" {
+		return "", nil
+	}
+	return name, s.target(ref.Kind, ref.Name)
 }
 
 // key names a workload across the cluster, for the registry and the budget.

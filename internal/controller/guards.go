@@ -2,34 +2,37 @@ package controller
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
-// checkPodsStable waits until every pod of the group is Ready and has run
-// without a restart for guards.minPodAge.
-func (s *scope) checkPodsStable(group []*target) (outcome, bool) {
+// podsUnstable says why the group's pods are not yet fit for a stage
+// (planning.Unstable), "" when they are, and when that can change.
+func (s *scope) podsUnstable(group []*target) (string, time.Time) {
 	var pods []*corev1.Pod
 	for _, t := range group {
 		pods = append(pods, t.Pods...)
 	}
-	why, next := unstable(pods, s.pm.Spec.MinPodAge(), s.now)
+	return planning.Unstable(pods, s.pm.Spec.MinPodAge(), s.now)
+}
+
+// recordPods sets PodsStable from what the decision judged of the pods,
+// and looks again when they can be stable.
+func (s *scope) recordPods(why string, next time.Time) {
 	if why == "" {
 		setCondition(s.pm, s.now, pgv1.ConditionPodsStable, metav1.ConditionTrue, pgv1.ReasonPodsStable,
 			"Every target pod is Ready and has run without a restart for guards.minPodAge")
-		return outcome{}, false
+		return
 	}
 	setCondition(s.pm, s.now, pgv1.ConditionPodsStable, metav1.ConditionFalse, pgv1.ReasonWaitingForPods, why)
-	o := outcome{reason: pgv1.ReasonWaitingForPods, message: why}
 	if !next.IsZero() {
-		o.after = next.Sub(s.now)
+		s.lookAgainIn(next.Sub(s.now))
 	}
-	return o, true
 }
 
 // waitForCompleteView waits while a target's pods, from the engine's
@@ -77,21 +80,4 @@ func (s *scope) protectedChange() (string, error) {
 		return "", err
 	}
 	return protectedChanged(s.pm.Status.ProtectedPods, live), nil
-}
-
-func recreatesProtected(recreated map[string][]string, protected []*corev1.Pod) string {
-	names := map[string]bool{}
-	for _, p := range protected {
-		names[p.Name] = true
-	}
-	var hits []string
-	for ref, pods := range recreated {
-		for _, n := range pods {
-			if names[n] {
-				hits = append(hits, fmt.Sprintf("%s (of %s)", n, ref))
-			}
-		}
-	}
-	sort.Strings(hits)
-	return firstFew(hits, 5)
 }

@@ -134,9 +134,24 @@ func generateCluster(rng *rand.Rand) generatedCluster {
 			fc.migration("a-first", pgv1.PlacementMigrationSpec{Targets: targetsNamed("app"), Constraint: first, Paused: true})
 		}
 	}
+	var guards *pgv1.Guards
+	if rng.IntN(4) == 0 {
+		// The targets' own pods protected: any stage that recreates them
+		// is refused, by the operator and by plan.
+		guards = &pgv1.Guards{ProtectedPods: pgv1.Labels(map[string]string{"app": "app"})}
+		others += ", its own pods protected"
+	}
+	var capacity *pgv1.Capacity
+	if rng.IntN(4) == 0 {
+		// A request for the nodes that clear a deadlock turns Blocked
+		// into a wait for capacity.
+		capacity = &pgv1.Capacity{Provision: &pgv1.Provision{Mode: pgv1.ProvisionPlaceholderPods, MaxNodes: ptr.To[int32](1)}}
+		others += ", placeholder pods asked for"
+	}
 	return generatedCluster{fc: fc, name: "guard", migrate: func() {
 		migrate()
-		fc.migration("guard", pgv1.PlacementMigrationSpec{Targets: targetsNamed("app"), Constraint: c, FinalStage: final, DryRun: true})
+		fc.migration("guard", pgv1.PlacementMigrationSpec{Targets: targetsNamed("app"), Constraint: c, FinalStage: final, DryRun: true,
+			Guards: guards, Capacity: capacity})
 	}, shape: fmt.Sprintf("%d nodes in %d zones, %d replicas on %v, surge %s unavailable %s, %s, final %s%s",
 		nodes, zones, replicas, placed, surge.String(), unavailable.String(), describeConstraint(c), final, others)}
 }
@@ -220,10 +235,13 @@ func expectAlike(g generatedCluster, snapshot *plugin.Cluster, seed int64) strin
 		v = report.Verdict
 		gm.Expect(v).NotTo(BeNil(), "%s: plan gave no verdict", why)
 		gm.Expect(v.Outcome).To(Equal(operatorOutcome(pm)), "%s: the outcome", why)
-		if v.Outcome == "Blocked" {
+		if v.Outcome != "Proceeds" {
 			ready := meta.FindStatusCondition(pm.Status.Conditions, pgv1.ConditionReady)
-			gm.Expect(ready).NotTo(BeNil(), "%s: blocked, with no Ready condition", why)
-			gm.Expect(v.Reason).To(Equal(ready.Reason), "%s: the reason", why)
+			gm.Expect(ready).NotTo(BeNil(), "%s: %s, with no Ready condition", why, v.Outcome)
+			if v.Outcome == "Blocked" {
+				gm.Expect(v.Reason).To(Equal(ready.Reason), "%s: the reason", why)
+			}
+			gm.Expect(v.Message).To(Equal(ready.Message), "%s: the words", why)
 		}
 		gm.Expect(orNil(v.Hazards)).To(Equal(orNil(pm.Status.Hazards)), "%s: the hazards", why)
 		gm.Expect(orNil(v.Plan)).To(Equal(orNil(pm.Status.Plan)), "%s: the plan (pods recreated, predicted end state)", why)
@@ -269,7 +287,8 @@ var _ = Describe("One question", func() {
 		// little.
 		Expect(outcomes).To(HaveKey("Proceeds/"))
 		Expect(outcomes).To(HaveKey("WaitingForCapacity/" + pgv1.ReasonInsufficientCapacity))
-		Expect(len(outcomes)).To(BeNumerically(">=", 4))
+		Expect(outcomes).To(HaveKey("Blocked/" + pgv1.ReasonProtectedPodChanged))
+		Expect(len(outcomes)).To(BeNumerically(">=", 5))
 	})
 })
 

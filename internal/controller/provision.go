@@ -14,6 +14,7 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/provision"
 )
 
@@ -209,11 +210,5 @@ func releaseReason(pm *pgv1.PlacementMigration, phase pgv1.Phase) string {
 	return "the capacity qualifies"
 }
 
-// requestSpec is what the engine may ask for on this migration's behalf.
-func (s *scope) requestSpec() placement.RequestSpec {
-	limit := 0
-	if p := s.pm.Spec.Capacity; p != nil && p.Provision != nil && p.Provision.MaxNodes != nil {
-		limit = int(*p.Provision.MaxNodes)
-	}
-	return placement.RequestSpec{MaxNodes: limit, Labels: map[string]string{placement.PlaceholderLabel: string(s.pm.UID)}}
-}
+// requestSpec bounds and marks the migration's capacity request.
+func (s *scope) requestSpec() placement.RequestSpec { return planning.RequestSpec(s.pm) }

@@ -335,6 +335,6 @@ func podOf(t *target, uid types.UID) *corev1.Pod {
 }
 
 func isReady(p *corev1.Pod) bool {
-	ready, _ := podReady(p)
+	ready, _ := planning.PodReady(p)
 	return ready
 }

@@ -98,67 +98,10 @@ func restartsSince(rec *pgv1.PodSetRecord, p *corev1.Pod) int32 {
 	if !p.CreationTimestamp.Before(&rec.ObservedAt) || !rec.RestartedIncomplete {
 		return now
 	}
-	if now > 0 && lastStart(p).After(rec.ObservedAt.Time) {
+	if now > 0 && planning.LastStart(p).After(rec.ObservedAt.Time) {
 		return 1
 	}
 	return 0
-}
-
-// lastStart is when the pod's containers last (re)started: the latest
-// running container's start, or the pod's creation without one.
-func lastStart(p *corev1.Pod) time.Time {
-	t := p.CreationTimestamp.Time
-	for _, s := range p.Status.ContainerStatuses {
-		if s.State.Running != nil && s.State.Running.StartedAt.After(t) {
-			t = s.State.Running.StartedAt.Time
-		}
-		if s.LastTerminationState.Terminated != nil && s.LastTerminationState.Terminated.FinishedAt.After(t) {
-			t = s.LastTerminationState.Terminated.FinishedAt.Time
-		}
-	}
-	return t
-}
-
-func podReady(p *corev1.Pod) (bool, time.Time) {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue, c.LastTransitionTime.Time
-		}
-	}
-	return false, time.Time{}
-}
-
-// unstable says why pods are not yet fit for a stage and when that can
-// change; "" when they are. A pod must be Ready and its containers must
-// have run without a restart for minAge: a crash-looping pod that is Ready
-// for a moment does not pass. Messages give times, not ages, so that they
-// do not change while nothing does.
-func unstable(pods []*corev1.Pod, minAge time.Duration, now time.Time) (string, time.Time) {
-	var reasons []string
-	var next time.Time
-	for _, p := range pods {
-		ready, since := podReady(p)
-		if !ready {
-			reasons = append(reasons, p.Name+" is not Ready")
-			continue
-		}
-		stableAt := lastStart(p)
-		if since.After(stableAt) {
-			stableAt = since
-		}
-		stableAt = stableAt.Add(minAge)
-		if now.Before(stableAt) {
-			reasons = append(reasons, fmt.Sprintf("%s is stable at %s (guards.minPodAge %s since it became Ready or last started)", p.Name, stableAt.UTC().Format(time.RFC3339), minAge))
-			if next.IsZero() || stableAt.Before(next) {
-				next = stableAt
-			}
-		}
-	}
-	if len(reasons) == 0 {
-		return "", time.Time{}
-	}
-	sort.Strings(reasons)
-	return "Waiting for stable target pods: " + firstFew(reasons, 3), next
 }
 
 // protectedChanged compares the protected pods recorded when the operation

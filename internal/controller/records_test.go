@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
 var t0 = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
@@ -56,7 +57,7 @@ func TestPodsAreStableOnlyOnceTheyRanWithoutARestartForMinPodAge(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			why, at := unstable([]*corev1.Pod{tc.pod}, minAge, now)
+			why, at := planning.Unstable([]*corev1.Pod{tc.pod}, minAge, now)
 			if (why == "") != tc.stable {
 				t.Fatalf("stable = %v (%q), want %v", why == "", why, tc.stable)
 			}
@@ -68,8 +69,8 @@ func TestPodsAreStableOnlyOnceTheyRanWithoutARestartForMinPodAge(t *testing.T) {
 			}
 		})
 	}
-	again, _ := unstable([]*corev1.Pod{cases[2].pod}, minAge, now.Add(10*time.Second))
-	first, _ := unstable([]*corev1.Pod{cases[2].pod}, minAge, now)
+	again, _ := planning.Unstable([]*corev1.Pod{cases[2].pod}, minAge, now.Add(10*time.Second))
+	first, _ := planning.Unstable([]*corev1.Pod{cases[2].pod}, minAge, now)
 	if again != first {
 		t.Fatalf("the message must not change while nothing does:\n%s\n%s", first, again)
 	}

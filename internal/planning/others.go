@@ -143,3 +143,22 @@ func WithOthers(pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration, t
 	}
 	return w
 }
+
+// InFlight names another migration with a write in flight on one of the
+// targets (its status.operation), and the target; "" when none has.
+func InFlight(pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration, refs []pgv1.TargetRef) (string, pgv1.TargetRef) {
+	for _, ref := range refs {
+		for i := range others {
+			o := &others[i]
+			if o.Name == pm.Name || o.Status.Operation == nil {
+				continue
+			}
+			for _, ot := range o.Status.Operation.Targets {
+				if ot.Kind == ref.Kind && ot.Name == ref.Name {
+					return o.Name, ref
+				}
+			}
+		}
+	}
+	return "", pgv1.TargetRef{}
+}

@@ -48,6 +48,14 @@ type Verdict struct {
 	Disruptions DisruptionVerdict
 	// PreflightAsked says whether the pre-flight was asked.
 	PreflightAsked bool
+	// Lowers says that the stage only lowers the constraint to the final
+	// stage (the spec lowered it): no capacity, hazard or pod is asked
+	// about.
+	Lowers bool
+	// Request is what the migration would ask its autoscaler for
+	// (spec.capacity.provision), sized from the final stage's answer; nil
+	// when its mode is None or another migration holds the targets.
+	Request *placement.CapacityRequest
 }
 
 // Evaluate asks the one question about the stage: the claim and the
@@ -87,8 +95,28 @@ func AskStage(snap *placement.Snapshot, sit Situation, stage placement.Stage) (V
 	q := placement.Question{Workloads: v.Workloads, Constraint: ConstraintFromSpec(pm.Spec.Constraint),
 		Capacity: CapacityFromSpec(pm.Spec.Capacity), Companions: sit.Companions}
 	var err error
-	v.Answers, err = Ask(snap, q, v.Stages)
-	return v, err
+	if v.Answers, err = Ask(snap, q, v.Stages); err != nil {
+		return v, err
+	}
+	if pm.Spec.Capacity.ProvisionMode() == pgv1.ProvisionNone {
+		return v, nil
+	}
+	req, err := snap.RequestCapacity(v.Workloads, q.Constraint, q.Capacity, final, v.Answers[len(v.Answers)-1], RequestSpec(pm))
+	if err != nil {
+		return v, fmt.Errorf("compute the capacity request: %w", err)
+	}
+	v.Request = &req
+	return v, nil
+}
+
+// RequestSpec is how a migration's capacity request is bounded
+// (spec.capacity.provision.maxNodes) and marked as its own.
+func RequestSpec(pm *pgv1.PlacementMigration) placement.RequestSpec {
+	limit := 0
+	if c := pm.Spec.Capacity; c != nil && c.Provision != nil && c.Provision.MaxNodes != nil {
+		limit = int(*c.Provision.MaxNodes)
+	}
+	return placement.RequestSpec{MaxNodes: limit, Labels: map[string]string{placement.PlaceholderLabel: string(pm.UID)}}
 }
 
 // PreflightDue reports whether the verdict asks the pre-flight: before the
@@ -157,26 +185,6 @@ type Outcome struct {
 	Reason, Message string
 }
 
-// Outcome decides, in the operator's order: a claim by another migration,
-// then the capacity, then the first blocking hazard, then the pre-flight
-// as the guards weigh it.
-func (v Verdict) Outcome(pm *pgv1.PlacementMigration) Outcome {
-	switch {
-	case v.Claim != nil:
-		return Outcome{Kind: Blocked, Reason: pgv1.ReasonTargetClaimed, Message: v.Claim.Message()}
-	case !v.Answers[0].Capacity.Enough():
-		return Outcome{Kind: WaitingForCapacity, Reason: pgv1.ReasonInsufficientCapacity,
-			Message: v.Answers[0].Capacity.Shortfall(ConstraintFromSpec(pm.Spec.Constraint).TopologyKey())}
-	}
-	if b := v.FirstBlocking(); b != nil {
-		return Outcome{Kind: Blocked, Reason: b.Type, Message: b.Message}
-	}
-	if !v.Disruptions.OK && pm.Spec.DisruptionCheck() == pgv1.DisruptionBlock {
-		return Outcome{Kind: Blocked, Reason: v.Disruptions.Reason, Message: v.Disruptions.Message}
-	}
-	return Outcome{Kind: Proceeds}
-}
-
 // PreflightHazard is the hard stage's pre-flight as a finding, blocking
 // when the guards block on it, as the operator weighs it; nil when it
 // was not asked or found nothing.
@@ -186,10 +194,10 @@ func (v Verdict) PreflightHazard(pm *pgv1.PlacementMigration) *placement.Hazard 
 	}
 	if pm.Spec.DisruptionCheck() == pgv1.DisruptionBlock {
 		return &placement.Hazard{Type: v.Disruptions.Reason, Blocking: true, Workload: v.Disruptions.Target,
-			Message: v.Disruptions.Message + " (guards.disruptions: Block: the Soft stage stays applied)", Fix: v.Disruptions.Fix}
+			Message: v.Disruptions.Message + PreflightBlocks, Fix: v.Disruptions.Fix}
 	}
 	return &placement.Hazard{Type: v.Disruptions.Reason, Workload: v.Disruptions.Target,
-		Message: v.Disruptions.Message + " (guards.disruptions: Warn: the Hard stage is applied)", Fix: v.Disruptions.Fix}
+		Message: v.Disruptions.Message + PreflightWarns, Fix: v.Disruptions.Fix}
 }
 
 // EvaluateStages asks the one question about every stage of the

@@ -10,6 +10,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -196,6 +198,27 @@ func (c *Cluster) policiesIn(namespace string) planning.Policies {
 		p.Autoscalers = append(p.Autoscalers, *a)
 	}
 	return p
+}
+
+// protectedPods are the pods of the migration's namespace that its
+// guards.protectedPods selects, terminating ones aside, as the operator
+// reads them from its engine's records.
+func (c *Cluster) protectedPods(pm *pgv1.PlacementMigration) ([]*corev1.Pod, error) {
+	sel := pm.Spec.Protected()
+	if sel == nil {
+		return nil, nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(sel.AsMeta())
+	if err != nil {
+		return nil, fmt.Errorf("guards.protectedPods: %w", err)
+	}
+	var out []*corev1.Pod
+	for _, p := range inNamespace(c.Pods, pm.Namespace) {
+		if p.DeletionTimestamp == nil && selector.Matches(labels.Set(p.Labels)) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // Inventory is the namespace's part of the cluster the targets resolve in.

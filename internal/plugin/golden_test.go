@@ -55,6 +55,8 @@ func TestPlanGolden(t *testing.T) {
 	}{
 		{"plan-000.txt", []string{"plan", "-f", "testdata/000/migration.yaml", "--snapshot", "testdata/000/cluster"}, ExitHazards,
 			[]string{"1/2", "InsufficientCapacity", "have 1 of 2 qualifying nodes (role=data)"}},
+		{"plan-000-provision.txt", []string{"plan", "-f", "testdata/000/migration-provision.yaml", "--snapshot", "testdata/000/cluster"}, ExitHazards,
+			[]string{"It would ask the autoscaler (mode CapacityBuffer) for 1 node(s) with 1 placeholder pod(s)"}},
 		{"plan-001.txt", []string{"plan", "-f", "testdata/001/migration.yaml", "--snapshot", "testdata/001/cluster"}, ExitHazards,
 			[]string{"RolloutDeadlock", "Fix: set spec.strategy.rollingUpdate.maxUnavailable to at least 1", "Soft   3/3       yes"}},
 		{"plan-001.json", []string{"plan", "-f", "testdata/001/migration.yaml", "--snapshot", "testdata/001/cluster", "-o", "json"}, ExitHazards,

@@ -38,6 +38,23 @@ type VerdictReport struct {
 	// Hazards and Plan are what status.hazards and status.plan record.
 	Hazards []pgv1.Hazard     `json:"hazards,omitempty"`
 	Plan    []pgv1.TargetPlan `json:"plan,omitempty"`
+	// Request is the capacity the operator would ask its autoscaler for
+	// (spec.capacity.provision), sized as it sizes it.
+	Request *RequestReport `json:"capacityRequest,omitempty"`
+}
+
+// RequestReport is a capacity request: placeholders for the nodes the
+// final stage lacks, bounded by maxNodes.
+type RequestReport struct {
+	Mode pgv1.ProvisionMode `json:"mode"`
+	// Placeholders are the pods asked for, Nodes the new nodes they need.
+	Placeholders int `json:"placeholders"`
+	Nodes        int `json:"nodes"`
+	// Shortfall is how many nodes the final stage lacks; MaxNodes is set
+	// when spec.capacity.provision.maxNodes cut the request short of it.
+	Shortfall int    `json:"shortfall"`
+	MaxNodes  int    `json:"maxNodes,omitempty"`
+	Why       string `json:"why"`
 }
 
 // StageReport is the engine's answer for one stage.
@@ -125,7 +142,11 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 	if err != nil {
 		return report, err
 	}
-	report.Verdict = verdictReport(pm, found, verdicts[0])
+	protected, err := c.protectedPods(pm)
+	if err != nil {
+		return report, err
+	}
+	report.Verdict = verdictReport(sit, verdicts[0], planning.Observe(sit, protected, time.Now()))
 	for _, stage := range planning.Stages(pm.Spec.Final()) {
 		// A claim blocks every stage alike.
 		v := verdicts[min(len(verdicts)-1, len(report.Stages))]
@@ -141,18 +162,31 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 	return report, nil
 }
 
-// verdictReport is the operator's decision on the verdict, and what it
-// records: the hazards once it has the capacity, the plan once it
-// proceeds.
-func verdictReport(pm *pgv1.PlacementMigration, found []*planning.Target, v planning.Verdict) *VerdictReport {
-	o := v.Outcome(pm)
-	r := &VerdictReport{Stage: pgv1.Stage(v.Stage), Outcome: string(o.Kind), Reason: o.Reason, Message: o.Message}
-	if o.Kind == planning.WaitingForCapacity || v.Claim != nil {
+// verdictReport is the operator's decision (planning.Decide) on the
+// verdict and the facts read with the cluster, and what it records: the
+// hazards once it has the capacity, the plan once the decision reaches
+// it, and the capacity request it would make.
+func verdictReport(sit planning.Situation, v planning.Verdict, facts planning.Facts) *VerdictReport {
+	d := planning.Decide(sit, v, facts)
+	r := &VerdictReport{Stage: pgv1.Stage(v.Stage), Outcome: string(d.Kind), Reason: d.Reason, Message: d.Message, Request: requestReport(sit.Migration, v.Request)}
+	if v.Claim != nil || len(v.Answers) == 0 || !v.Answers[0].Capacity.Enough() {
 		return r
 	}
 	r.Hazards = v.Hazards()
-	if o.Kind == planning.Proceeds {
-		r.Plan, _ = v.Plan(found)
+	r.Plan = d.Plan
+	return r
+}
+
+// requestReport is the capacity request the operator would make, nil when
+// it would make none.
+func requestReport(pm *pgv1.PlacementMigration, req *placement.CapacityRequest) *RequestReport {
+	if req == nil || req.Shortfall == 0 {
+		return nil
+	}
+	r := &RequestReport{Mode: pm.Spec.Capacity.ProvisionMode(), Placeholders: req.Replicas, Nodes: req.Replicas - req.Resident,
+		Shortfall: req.Shortfall, Why: req.Why}
+	if req.Capped() {
+		r.MaxNodes = planning.RequestSpec(pm).MaxNodes
 	}
 	return r
 }

@@ -91,8 +91,17 @@ func printVerdict(w io.Writer, v *VerdictReport) {
 		fmt.Fprintf(w, "\nThe operator would apply the %s stage now.\n", v.Stage)
 	case "WaitingForCapacity":
 		fmt.Fprintf(w, "\nThe operator would wait for capacity before the %s stage: %s\n", v.Stage, v.Message)
+	case "Waiting":
+		fmt.Fprintf(w, "\nThe operator would wait before the %s stage: %s\n", v.Stage, v.Message)
 	default:
 		fmt.Fprintf(w, "\nThe operator would block before the %s stage: %s\n", v.Stage, v.Reason)
+	}
+	if r := v.Request; r != nil {
+		capped := ""
+		if r.MaxNodes > 0 {
+			capped = fmt.Sprintf(", %d of the %d missing (spec.capacity.provision.maxNodes %d)", r.Nodes, r.Shortfall, r.MaxNodes)
+		}
+		fmt.Fprintf(w, "It would ask the autoscaler (mode %s) for %d node(s) with %d placeholder pod(s)%s: %s\n", r.Mode, r.Nodes, r.Placeholders, capped, r.Why)
 	}
 }
 

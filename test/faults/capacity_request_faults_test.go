@@ -135,7 +135,10 @@ var _ = Describe("F12: the operator killed at each step of a capacity request's 
 			d := &appsv1.Deployment{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: pm.Status.Capacity.Request.Name}, d)).To(Succeed(), "the recorded request exists")
 			g.Expect(ptr.Deref(d.Spec.Replicas, 0)).To(Equal(pm.Status.Capacity.Request.Replicas), "of the recorded size")
-			g.Expect(d.Spec.Replicas).To(Equal(ptr.To[int32](1)), "the one missing data node")
+			// One placeholder for the missing data node, and one resident on
+			// each data node the scheduler left without a pod of web: the
+			// placeholders keep apart from web's pods and from each other.
+			g.Expect(d.Spec.Replicas).To(Equal(ptr.To(1+s.dataNodesWithoutWeb(ctx))), "the one missing data node, and a resident one per free data node")
 		}).Should(Succeed(), s.explain(ctx))
 		mu.Lock()
 		Expect(killed).To(HaveKey(killRecorded))

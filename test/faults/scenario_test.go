@@ -102,6 +102,23 @@ func (s *scenario) addCapacity(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 }
 
+// dataNodesWithoutWeb counts the data nodes no pod of web runs on.
+func (s *scenario) dataNodesWithoutWeb(ctx context.Context) int32 {
+	pods, err := utils.PodsOf(ctx, k8sClient, s.env.Namespace, map[string]string{"app": "web"})
+	Expect(err).NotTo(HaveOccurred())
+	used := map[string]bool{}
+	for _, p := range pods {
+		used[p.Spec.NodeName] = true
+	}
+	free := int32(0)
+	for _, n := range []string{"data-0", "data-1"} {
+		if !used[s.env.NodeName(n)] {
+			free++
+		}
+	}
+	return free
+}
+
 // freeDataNode is the data node no pod of web runs on: the one the hard
 // stage's surge pod needs.
 func (s *scenario) freeDataNode(ctx context.Context) string {

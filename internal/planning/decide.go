@@ -1,0 +1,237 @@
+package planning
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
+)
+
+// The one decision. The operator, `plan` and `lint` ask the one question
+// (AskStage, the pre-flight) and hand its verdict, with what they observe
+// of the cluster, to Decide: what the migration does next is decided here
+// alone, in the operator's order, with the words its conditions carry.
+
+// Facts are what a decision hangs on besides the engine's answer.
+type Facts struct {
+	// InFlight names another migration with a write in flight on a
+	// target, and the target ("" when none has).
+	InFlight, InFlightOn string
+	// Paused are the targets whose rollouts are paused.
+	Paused []string
+	// Unstable says why the targets' pods are not stable yet (not Ready,
+	// younger than guards.minPodAge); "" when they are.
+	Unstable string
+	// Protected are the names of the pods guards.protectedPods selects.
+	Protected map[string]bool
+}
+
+// Waiting is a decision to wait for something outside the answer: a
+// write in flight, a pause, the pods.
+const Waiting OutcomeKind = "Waiting"
+
+// Milestone is a condition a decision sets.
+type Milestone struct {
+	Type    string
+	Status  metav1.ConditionStatus
+	Reason  string
+	Message string
+}
+
+// Decision is what the migration does next about a stage, and what its
+// status says of it.
+type Decision struct {
+	Outcome
+	// Capacity and Feasible are the CapacityAvailable and Feasible
+	// conditions the answer sets; nil when the decision did not reach
+	// them (Feasible is not judged without the capacity).
+	Capacity, Feasible *Milestone
+	// Blocking is the hazard the decision stops at, if any.
+	Blocking *placement.Hazard
+	// Warning is the pre-flight's finding the guards only warn about, an
+	// Event when the stage is written.
+	Warning *Milestone
+	// Plan and Recreated are what the stage changes on each target and
+	// every pod it recreates, once the decision reaches them.
+	Plan      []pgv1.TargetPlan
+	Recreated map[string][]string
+}
+
+// Decide turns a verdict and the facts into what the migration does next,
+// in the operator's order: another migration's claim or write in flight,
+// a pause, the capacity, the first blocking hazard (a wait for capacity
+// when the migration asks an autoscaler for the nodes that would clear
+// it), stable pods, the hard stage's pre-flight as the guards weigh it,
+// and the protected pods the stage would recreate. Facts that decide
+// before the engine is asked (a claim, a write in flight, a pause) come
+// first: with the answers left out, Decide says whether one holds, and
+// otherwise gives an undecided Decision (Kind "") to ask the engine. A
+// stage that only lowers the constraint to the final stage (Verdict.Lowers)
+// needs no answer.
+func Decide(sit Situation, v Verdict, f Facts) Decision {
+	pm := sit.Migration
+	stage := v.Stage
+	switch {
+	case v.Claim != nil:
+		return decided(Blocked, pgv1.ReasonTargetClaimed, v.Claim.Message())
+	case f.InFlight != "":
+		return decided(Waiting, pgv1.ReasonWaitingForMigration, fmt.Sprintf(
+			"Waiting for PlacementMigration %s, which has a write in flight on %s: one migration changes a workload at a time", f.InFlight, f.InFlightOn))
+	case len(f.Paused) > 0:
+		return decided(Waiting, pgv1.ReasonTargetPaused, fmt.Sprintf(
+			"%s is paused (spec.paused): the %s stage is not written while it is, since it would not roll out; it is written once the target resumes (kubectl rollout resume)",
+			FirstFew(f.Paused, 3), stage))
+	case v.Lowers:
+		return Decision{}.plan(sit, v, f)
+	case len(v.Answers) == 0:
+		// Undecided: the engine is to be asked.
+		return Decision{}
+	}
+	var d Decision
+	c := v.Answers[0].Capacity
+	if !c.Enough() {
+		msg := fmt.Sprintf("%s; waiting for them before the %s stage, nothing has been changed", c.Shortfall(ConstraintFromSpec(pm.Spec.Constraint).TopologyKey()), stage)
+		if stage == placement.StageHard {
+			msg = fmt.Sprintf("%s; the Soft stage stays applied until they exist", c.Shortfall(ConstraintFromSpec(pm.Spec.Constraint).TopologyKey()))
+		}
+		d = decided(WaitingForCapacity, pgv1.ReasonInsufficientCapacity, msg)
+		d.Capacity = &Milestone{Type: pgv1.ConditionCapacityAvailable, Status: metav1.ConditionFalse, Reason: pgv1.ReasonInsufficientCapacity, Message: msg}
+		return d
+	}
+	d.Capacity = &Milestone{Type: pgv1.ConditionCapacityAvailable, Status: metav1.ConditionTrue, Reason: pgv1.ReasonCapacityFound, Message: c.Found()}
+	if b := v.FirstBlocking(); b != nil {
+		return d.blockedBy(b, v.Request)
+	}
+	names := make([]string, len(v.Stages))
+	for i, st := range v.Stages {
+		names[i] = string(st)
+	}
+	d.Feasible = &Milestone{Type: pgv1.ConditionFeasible, Status: metav1.ConditionTrue, Reason: pgv1.ReasonFeasible,
+		Message: fmt.Sprintf("The simulated rollout of the %s stage completes on every target", strings.Join(names, " and "))}
+	if f.Unstable != "" {
+		return d.with(Waiting, pgv1.ReasonWaitingForPods, f.Unstable)
+	}
+	if v.PreflightAsked && !v.Disruptions.OK {
+		if pm.Spec.DisruptionCheck() == pgv1.DisruptionBlock {
+			return d.with(Blocked, v.Disruptions.Reason, v.Disruptions.Message+PreflightBlocks)
+		}
+		d.Warning = &Milestone{Type: corev1.EventTypeWarning, Reason: v.Disruptions.Reason, Message: v.Disruptions.Message + PreflightWarns}
+	}
+	return d.plan(sit, v, f)
+}
+
+// plan is the last of the decision: what the stage changes, unless it
+// recreates a protected pod.
+func (d Decision) plan(sit Situation, v Verdict, f Facts) Decision {
+	d.Plan, d.Recreated = v.Plan(sit.Targets)
+	if hit := recreatesProtected(d.Recreated, f.Protected); hit != "" {
+		return d.with(Blocked, pgv1.ReasonProtectedPodChanged, fmt.Sprintf(
+			"The %s stage would recreate protected pod(s) %s; remove the workload from the targets or the pods from guards.protectedPods", v.Stage, hit))
+	}
+	return d.with(Proceeds, "", "")
+}
+
+// What the guards make of a pre-flight's finding, said once for the
+// operator's conditions and Events and plan's hazards.
+const (
+	PreflightBlocks = "; the Soft stage stays applied (guards.disruptions: Block; set Warn to apply the Hard stage anyway)"
+	PreflightWarns  = " (guards.disruptions: Warn: the Hard stage is applied)"
+)
+
+// blockedBy stops at a blocking hazard: a wait for capacity when the
+// migration asks an autoscaler for the nodes that let the rollout
+// through.
+func (d Decision) blockedBy(b *placement.Hazard, req *placement.CapacityRequest) Decision {
+	d.Blocking = b
+	d.Feasible = &Milestone{Type: pgv1.ConditionFeasible, Status: metav1.ConditionFalse, Reason: b.Type, Message: b.Message}
+	if req != nil && req.Shortfall > 0 {
+		msg := fmt.Sprintf("%s; %s", req.Why, b.Message)
+		d.Capacity = &Milestone{Type: pgv1.ConditionCapacityAvailable, Status: metav1.ConditionFalse, Reason: pgv1.ReasonInsufficientCapacity, Message: msg}
+		return d.with(WaitingForCapacity, pgv1.ReasonInsufficientCapacity, msg)
+	}
+	return d.with(Blocked, b.Type, b.Message)
+}
+
+// Detailed adds to what a blocking hazard says a detail only the caller
+// can learn (the field managers of a clobbered field), wherever the
+// decision carries its words.
+func (d Decision) Detailed(detail string) Decision {
+	if d.Blocking == nil || detail == "" {
+		return d
+	}
+	d.Message += detail
+	if d.Feasible != nil && d.Feasible.Status == metav1.ConditionFalse {
+		f := *d.Feasible
+		f.Message += detail
+		d.Feasible = &f
+	}
+	if d.Capacity != nil && d.Capacity.Status == metav1.ConditionFalse {
+		c := *d.Capacity
+		c.Message += detail
+		d.Capacity = &c
+	}
+	return d
+}
+
+func (d Decision) with(kind OutcomeKind, reason, message string) Decision {
+	d.Outcome = Outcome{Kind: kind, Reason: reason, Message: message}
+	return d
+}
+
+func decided(kind OutcomeKind, reason, message string) Decision {
+	return Decision{Outcome: Outcome{Kind: kind, Reason: reason, Message: message}}
+}
+
+// recreatesProtected names the protected pods, by target, that the stage
+// would recreate; "" when none.
+func recreatesProtected(recreated map[string][]string, protected map[string]bool) string {
+	var hits []string
+	for ref, pods := range recreated {
+		for _, n := range pods {
+			if protected[n] {
+				hits = append(hits, fmt.Sprintf("%s (of %s)", n, ref))
+			}
+		}
+	}
+	sort.Strings(hits)
+	return FirstFew(hits, 5)
+}
+
+// Observe gathers the facts plan and lint can read from a cluster read at
+// one moment: writes in flight recorded by the other migrations, paused
+// targets, the targets' pods at now, and the protected pods. The operator
+// gathers the same from its cache, its registry of writes in flight and
+// its engine's records.
+func Observe(sit Situation, protected []*corev1.Pod, now time.Time) Facts {
+	refs := make([]pgv1.TargetRef, len(sit.Targets))
+	var pods []*corev1.Pod
+	var f Facts
+	for i, t := range sit.Targets {
+		refs[i] = t.Ref
+		pods = append(pods, t.Pods...)
+		if t.Paused() {
+			f.Paused = append(f.Paused, t.String())
+		}
+	}
+	if name, ref := InFlight(sit.Migration, sit.Others, refs); name != "" {
+		f.InFlight, f.InFlightOn = name, RefKey(ref)
+	}
+	f.Unstable, _ = Unstable(pods, sit.Migration.Spec.MinPodAge(), now)
+	f.Protected = ProtectedNames(protected)
+	return f
+}
+
+// ProtectedNames are the names of pods, as Facts.Protected takes them.
+func ProtectedNames(pods []*corev1.Pod) map[string]bool {
+	names := make(map[string]bool, len(pods))
+	for _, p := range pods {
+		names[p.Name] = true
+	}
+	return names
+}

@@ -1,0 +1,201 @@
+package planning
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
+)
+
+// asked is the one question about a hostname anti-affinity among api's
+// own pods, final stage Hard, on apiCluster's nodes and replicas.
+func asked(t *testing.T, nodes, replicas int, stage placement.Stage, capacity *pgv1.Capacity, guards *pgv1.Guards) (Situation, Verdict) {
+	t.Helper()
+	snap, found := apiCluster(t, corev1.PodSpec{}, nodes, replicas, 1)
+	pm := &pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: "api-apart", UID: "pm-1"},
+		Spec: pgv1.PlacementMigrationSpec{Targets: []pgv1.TargetRef{{Kind: pgv1.KindDeployment, Name: "api"}},
+			Constraint: pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname}},
+			Capacity:   capacity, Guards: guards, FinalStage: pgv1.StageHard}}
+	Render(found, ConstraintFromSpec(pm.Spec.Constraint))
+	sit := Situation{Migration: pm, Targets: found}
+	v, err := AskStage(snap, sit, stage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sit, v
+}
+
+// The operator, plan and lint decide in one place, in the operator's
+// order: what holds a stage before the engine is asked, the capacity, a
+// blocking hazard (a wait when the migration asks an autoscaler for the
+// nodes that clear it), the pods, the pre-flight as the guards weigh it,
+// the protected pods.
+func TestTheDecisionFollowsTheOperatorsOrder(t *testing.T) {
+	provision := &pgv1.Capacity{Provision: &pgv1.Provision{Mode: pgv1.ProvisionCapacityBuffer, MaxNodes: ptr.To[int32](1)}}
+	drain := DisruptionVerdict{Reason: pgv1.ReasonEvictedPodUnplaceable, Message: "a drain strands a pod"}
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T) (Situation, Verdict, Facts)
+		kind  OutcomeKind
+		// reason and message are the outcome's; message is a part of it.
+		reason, message string
+		check           func(t *testing.T, d Decision)
+	}{
+		{"another migration's claim comes first", func(t *testing.T) (Situation, Verdict, Facts) {
+			sit, v := asked(t, 3, 2, placement.StageSoft, nil, nil)
+			v.Claim = &Claim{Migration: "first", Target: sit.Targets[0].Ref, Field: "the pod anti-affinity term lists"}
+			return sit, v, Facts{InFlight: "other", InFlightOn: "Deployment/api"}
+		}, Blocked, pgv1.ReasonTargetClaimed, "first", nil},
+		{"a write in flight holds the stage without an answer", func(t *testing.T) (Situation, Verdict, Facts) {
+			sit, _ := asked(t, 3, 2, placement.StageSoft, nil, nil)
+			return sit, Verdict{Stage: placement.StageSoft}, Facts{InFlight: "other", InFlightOn: "Deployment/api", Paused: []string{"Deployment/api"}}
+		}, Waiting, pgv1.ReasonWaitingForMigration, "PlacementMigration other, which has a write in flight on Deployment/api", nil},
+		{"so does a pause", func(t *testing.T) (Situation, Verdict, Facts) {
+			sit, _ := asked(t, 3, 2, placement.StageSoft, nil, nil)
+			return sit, Verdict{Stage: placement.StageSoft}, Facts{Paused: []string{"Deployment/api"}}
+		}, Waiting, pgv1.ReasonTargetPaused, "Deployment/api is paused (spec.paused): the Soft stage is not written", nil},
+		{"without them and without an answer, the engine is to be asked", func(t *testing.T) (Situation, Verdict, Facts) {
+			sit, _ := asked(t, 3, 2, placement.StageSoft, nil, nil)
+			return sit, Verdict{Stage: placement.StageSoft}, Facts{Protected: map[string]bool{"api-1-0": true}}
+		}, "", "", "", nil},
+		{"then the capacity, before any hazard and the pods", func(t *testing.T) (Situation, Verdict, Facts) {
+			sit, v := asked(t, 2, 2, placement.StageSoft, &pgv1.Capacity{MinNodes: ptr.To[int32](3)}, nil)
+			return sit, v, Facts{Unstable: "Waiting for stable target pods: api-1-0 is not Ready"}
+		}, WaitingForCapacity, pgv1.ReasonInsufficientCapacity, "2 of 3 qualifying nodes; waiting for them before the Soft stage, nothing has been changed",
+			func(t *testing.T, d Decision) {
+				if d.Capacity == nil || d.Capacity.Status != metav1.ConditionFalse || d.Feasible != nil || d.Plan != nil {
+					t.Errorf("capacity %+v, feasible %+v, plan %v: only the capacity is judged", d.Capacity, d.Feasible, d.Plan)
+				}
+			}},
+		{"before the Hard stage the Soft stage stays", func(t *testing.T) (Situation, Verdict, Facts) {
+			sit, v := asked(t, 2, 2, placement.StageHard, &pgv1.Capacity{MinNodes: ptr.To[int32](3)}, nil)
+			return sit, v, Facts{}
+		}, WaitingForCapacity, pgv1.ReasonInsufficientCapacity, "2 of 3 qualifying nodes; the Soft stage stays applied until they exist", nil},
+		{"then a blocking hazard of the final stage", func(t *testing.T) (Situation, Verdict, Facts) {
+			sit, v := asked(t, 2, 2, placement.StageSoft, nil, nil)
+			return sit, v, Facts{Unstable: "Waiting for stable target pods: api-1-0 is not Ready"}
+		}, Blocked, placement.HazardRolloutDeadlock, "", func(t *testing.T, d Decision) {
+			if d.Feasible == nil || d.Feasible.Status != metav1.ConditionFalse || d.Feasible.Reason != placement.HazardRolloutDeadlock {
+				t.Errorf("feasible %+v", d.Feasible)
+			}
+			if d.Capacity == nil || d.Capacity.Message != "2 qualifying nodes (2 needed) in 2 domains (2 needed)" {
+				t.Errorf("capacity %+v", d.Capacity)
+			}
+		}},
+		{"which is a wait for capacity when the migration asks an autoscaler for the nodes that clear it", func(t *testing.T) (Situation, Verdict, Facts) {
+			sit, v := asked(t, 2, 2, placement.StageSoft, provision, nil)
+			if v.Request == nil || v.Request.Shortfall != 1 {
+				t.Fatalf("the request is sized inside the question: %+v", v.Request)
+			}
+			return sit, v, Facts{}
+		}, WaitingForCapacity, pgv1.ReasonInsufficientCapacity, "deadlock", func(t *testing.T, d Decision) {
+			if d.Capacity == nil || d.Capacity.Status != metav1.ConditionFalse || !strings.Contains(d.Capacity.Message, d.Blocking.Message) {
+				t.Errorf("capacity %+v", d.Capacity)
+			}
+		}},
+		{"then the pods", func(t *testing.T) (Situation, Verdict, Facts) {
+			sit, v := asked(t, 3, 2, placement.StageSoft, nil, nil)
+			return sit, v, Facts{Unstable: "Waiting for stable target pods: api-1-0 is not Ready", Protected: map[string]bool{"api-1-0": true}}
+		}, Waiting, pgv1.ReasonWaitingForPods, "api-1-0 is not Ready", func(t *testing.T, d Decision) {
+			if d.Feasible == nil || d.Feasible.Status != metav1.ConditionTrue || d.Feasible.Message != "The simulated rollout of the Soft and Hard stage completes on every target" {
+				t.Errorf("feasible %+v", d.Feasible)
+			}
+		}},
+		{"then a failed pre-flight, when the guards block on it", func(t *testing.T) (Situation, Verdict, Facts) {
+			sit, v := asked(t, 3, 2, placement.StageHard, nil, &pgv1.Guards{Disruptions: pgv1.DisruptionBlock})
+			v.Disruptions, v.PreflightAsked = drain, true
+			return sit, v, Facts{Protected: map[string]bool{"api-1-0": true}}
+		}, Blocked, pgv1.ReasonEvictedPodUnplaceable, "a drain strands a pod" + PreflightBlocks, nil},
+		{"a warning, when they warn", func(t *testing.T) (Situation, Verdict, Facts) {
+			sit, v := asked(t, 3, 2, placement.StageHard, nil, nil)
+			v.Disruptions, v.PreflightAsked = drain, true
+			return sit, v, Facts{}
+		}, Proceeds, "", "", func(t *testing.T, d Decision) {
+			if d.Warning == nil || d.Warning.Message != "a drain strands a pod"+PreflightWarns {
+				t.Errorf("warning %+v", d.Warning)
+			}
+		}},
+		{"then the protected pods the stage recreates", func(t *testing.T) (Situation, Verdict, Facts) {
+			sit, v := asked(t, 3, 2, placement.StageSoft, nil, nil)
+			return sit, v, Facts{Protected: map[string]bool{"api-1-1": true, "other": true}}
+		}, Blocked, pgv1.ReasonProtectedPodChanged, "The Soft stage would recreate protected pod(s) api-1-1 (of Deployment/api)", func(t *testing.T, d Decision) {
+			if len(d.Plan) != 1 || d.Plan[0].RecreatesCount != 2 {
+				t.Errorf("the plan is recorded with the block: %+v", d.Plan)
+			}
+		}},
+		{"a stage that only lowers the constraint is judged on its protected pods alone", func(t *testing.T) (Situation, Verdict, Facts) {
+			sit, _ := asked(t, 1, 2, placement.StageSoft, nil, nil)
+			return sit, Verdict{Stage: placement.StageSoft, Lowers: true}, Facts{Unstable: "not Ready"}
+		}, Proceeds, "", "", func(t *testing.T, d Decision) {
+			if d.Capacity != nil || d.Feasible != nil || len(d.Plan) != 1 {
+				t.Errorf("capacity %+v, feasible %+v, plan %+v", d.Capacity, d.Feasible, d.Plan)
+			}
+		}},
+		{"otherwise it proceeds, with its plan", func(t *testing.T) (Situation, Verdict, Facts) {
+			sit, v := asked(t, 3, 2, placement.StageSoft, nil, nil)
+			return sit, v, Facts{Protected: map[string]bool{"other": true}}
+		}, Proceeds, "", "", func(t *testing.T, d Decision) {
+			if len(d.Plan) != 1 || d.Plan[0].RecreatesCount != 2 || d.Warning != nil {
+				t.Errorf("plan %+v, warning %+v", d.Plan, d.Warning)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sit, v, f := tc.setup(t)
+			d := Decide(sit, v, f)
+			if d.Kind != tc.kind || d.Reason != tc.reason || !strings.Contains(d.Message, tc.message) {
+				t.Fatalf("decided %s/%s %q, want %s/%s containing %q", d.Kind, d.Reason, d.Message, tc.kind, tc.reason, tc.message)
+			}
+			if tc.check != nil {
+				tc.check(t, d)
+			}
+		})
+	}
+}
+
+// Plan and lint observe the facts the operator observes: the other
+// migrations' writes in flight, paused targets, the pods at a moment, the
+// protected pods.
+func TestPlanObservesTheOperatorsFacts(t *testing.T) {
+	sit, _ := asked(t, 3, 2, placement.StageSoft, nil, nil)
+	other := pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Name: "other"},
+		Status: pgv1.PlacementMigrationStatus{Operation: &pgv1.Operation{Targets: []pgv1.OperationTarget{{Kind: pgv1.KindDeployment, Name: "api"}}}}}
+	sit.Others = []pgv1.PlacementMigration{other}
+	f := Observe(sit, []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "api-1-0"}}}, time.Now())
+	if f.InFlight != "other" || f.InFlightOn != "Deployment/api" {
+		t.Errorf("in flight: %q on %q", f.InFlight, f.InFlightOn)
+	}
+	if !f.Protected["api-1-0"] || len(f.Paused) != 0 {
+		t.Errorf("protected %v, paused %v", f.Protected, f.Paused)
+	}
+	if !strings.Contains(f.Unstable, "api-1-0 is not Ready") {
+		t.Errorf("apiCluster's pods carry no Ready condition: %q", f.Unstable)
+	}
+}
+
+// The pre-flight's finding is worded once for plan and lint: blocking
+// under Block, for information under Warn, nothing when it passed or was
+// not asked.
+func TestThePreflightFindingFollowsTheGuards(t *testing.T) {
+	drain := DisruptionVerdict{Reason: pgv1.ReasonDrainBlockedByBudget, Message: "no drain completes"}
+	block := &pgv1.PlacementMigration{Spec: pgv1.PlacementMigrationSpec{Guards: &pgv1.Guards{Disruptions: pgv1.DisruptionBlock}}}
+	warn := &pgv1.PlacementMigration{}
+	if h := (Verdict{Disruptions: drain, PreflightAsked: true}).PreflightHazard(block); h == nil || !h.Blocking || h.Message != "no drain completes"+PreflightBlocks {
+		t.Errorf("under Block: %+v", h)
+	}
+	if h := (Verdict{Disruptions: drain, PreflightAsked: true}).PreflightHazard(warn); h == nil || h.Blocking || h.Message != "no drain completes"+PreflightWarns {
+		t.Errorf("under the default (Warn): %+v", h)
+	}
+	if h := (Verdict{Disruptions: drain}).PreflightHazard(block); h != nil {
+		t.Errorf("not asked, yet found: %+v", h)
+	}
+	if h := (Verdict{Disruptions: Tolerated, PreflightAsked: true}).PreflightHazard(block); h != nil {
+		t.Errorf("tolerated, yet found: %+v", h)
+	}
+}
