@@ -102,34 +102,41 @@ func (s *scenario) addCapacity(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 }
 
-// dataNodesWithoutWeb counts the data nodes no pod of web runs on.
+// dataNodesWithoutWeb counts the first two data nodes no pod of web runs
+// on.
 func (s *scenario) dataNodesWithoutWeb(ctx context.Context) int32 {
-	pods, err := utils.PodsOf(ctx, k8sClient, s.env.Namespace, map[string]string{"app": "web"})
-	Expect(err).NotTo(HaveOccurred())
-	used := map[string]bool{}
-	for _, p := range pods {
-		used[p.Spec.NodeName] = true
-	}
 	free := int32(0)
-	for _, n := range []string{"data-0", "data-1"} {
-		if !used[s.env.NodeName(n)] {
+	for _, n := range s.nodesWithoutWeb(ctx, "data-0", "data-1") {
+		if n != "" {
 			free++
 		}
 	}
 	return free
 }
 
-// freeDataNode is the data node no pod of web runs on: the one the hard
-// stage's surge pod needs.
-func (s *scenario) freeDataNode(ctx context.Context) string {
+// nodesWithoutWeb are the nodes of names no pod of web runs on, by their
+// cluster names, "" for a node that holds one.
+func (s *scenario) nodesWithoutWeb(ctx context.Context, names ...string) []string {
 	pods, err := utils.PodsOf(ctx, k8sClient, s.env.Namespace, map[string]string{"app": "web"})
 	Expect(err).NotTo(HaveOccurred())
 	used := map[string]bool{}
 	for _, p := range pods {
 		used[p.Spec.NodeName] = true
 	}
-	for _, n := range []string{"data-0", "data-1", "data-2"} {
+	out := make([]string, len(names))
+	for i, n := range names {
 		if name := s.env.NodeName(n); !used[name] {
+			out[i] = name
+		}
+	}
+	return out
+}
+
+// freeDataNode is the data node no pod of web runs on: the one the hard
+// stage's surge pod needs.
+func (s *scenario) freeDataNode(ctx context.Context) string {
+	for _, name := range s.nodesWithoutWeb(ctx, "data-0", "data-1", "data-2") {
+		if name != "" {
 			return name
 		}
 	}
