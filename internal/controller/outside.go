@@ -29,19 +29,6 @@ func pausedTargets(ts []*target) []string {
 	return out
 }
 
-// waitForPaused holds a stage while a target of the group is paused: a
-// template written into a paused Deployment does not roll out, and its
-// stage would time out and be rolled back for a pause.
-func (s *scope) waitForPaused(group []*target, stage string) (outcome, bool) {
-	paused := pausedTargets(group)
-	if len(paused) == 0 {
-		return outcome{}, false
-	}
-	return outcome{reason: pgv1.ReasonTargetPaused, message: fmt.Sprintf(
-		"%s is paused (spec.paused): the %s stage is not written while it is, since it would not roll out; it is written once the target resumes (kubectl rollout resume)",
-		firstFew(paused, 3), stage)}, true
-}
-
 // stuckOutside reports targets of the group that cannot finish for a
 // cause the migration does not own, before it writes a stage or while a
 // stage soaks: pods the scheduler has left Pending longer than the grace

@@ -278,11 +278,11 @@ func placeholders(r Request) *appsv1.Deployment {
 		tmpl.Annotations = map[string]string{}
 	}
 	tmpl.Annotations[doNotDisrupt] = "true"
-	meta := meta0(r)
-	maps.Copy(meta.Labels, Exempt())
+	om := meta0(r)
+	maps.Copy(om.Labels, Exempt())
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: KindDeployment},
-		ObjectMeta: meta,
+		ObjectMeta: om,
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(r.Replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: r.Template.Labels},

@@ -53,6 +53,22 @@ func (a *Adopter) Handle(ctx context.Context, req admission.Request) admission.R
 	return resp
 }
 
+// mayAdopt reports whether a write may have something to adopt or to let
+// go of. A workload that carries no hard constraint and no record of one
+// adopted before has neither; nor has a write that changes no placement
+// field, unless it is by the author of an adopted constraint, whose
+// manifest applied again without it changes nothing either (the soft form
+// belongs to no manager and stays) and is how it lets go. A write that
+// takes an adopted constraint away (a rollback) carries no hard
+// constraint either, and ends the adoption; the soft forms count here, as
+// a rollback that takes one away changes no judged field.
+func mayAdopt(req admission.Request, oldFields, newFields placementFields, authored bool) bool {
+	if !newFields.mayBeHard() && !authored && oldFields.adopted == "" || newFields.admissionLabel == string(ModeOff) {
+		return false
+	}
+	return req.Operation != admissionv1.Update || !unchanged(oldFields, newFields) || !bytes.Equal(oldFields.preferred, newFields.preferred) || authored
+}
+
 func (a *Adopter) handle(ctx context.Context, req admission.Request) (admission.Response, bool) {
 	v := a.Validator
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update || v.skipped(req) {
@@ -68,22 +84,8 @@ func (a *Adopter) handle(ctx context.Context, req admission.Request) (admission.
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s replaced: %w", req.Kind.Kind, err)), false
 		}
 	}
-	// A workload that carries no hard constraint and no record of one
-	// adopted before has nothing to adopt nor to let go of; nor has a
-	// write that changes no placement field, unless it is by the author
-	// of an adopted constraint, whose manifest applied again without it
-	// changes nothing either (the soft form belongs to no manager and
-	// stays) and is how it lets go. A write that takes an adopted
-	// constraint away (a rollback) carries no hard constraint either, and
-	// ends the adoption.
 	author := fieldManager(req)
-	authored := authoredBy(oldFields.adopted, author)
-	if !newFields.mayBeHard() && !authored && oldFields.adopted == "" || newFields.admissionLabel == string(ModeOff) {
-		return admission.Allowed(""), false
-	}
-	// The soft forms count here: a rollback that takes one away changes no
-	// judged field, and ends an adoption.
-	if req.Operation == admissionv1.Update && unchanged(oldFields, newFields) && bytes.Equal(oldFields.preferred, newFields.preferred) && !authored {
+	if !mayAdopt(req, oldFields, newFields, authoredBy(oldFields.adopted, author)) {
 		return admission.Allowed(""), false
 	}
 	mode, err := v.mode(ctx, req.Namespace)

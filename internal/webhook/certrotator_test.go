@@ -129,15 +129,6 @@ func served(t *testing.T, c client.Client, r *CertRotator) string {
 	return leaf.SerialNumber.String()
 }
 
-func configVersion(t *testing.T, c client.Client, r *CertRotator) string {
-	t.Helper()
-	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := c.Get(context.Background(), client.ObjectKey{Name: r.Configuration}, cfg); err != nil {
-		t.Fatal(err)
-	}
-	return cfg.ResourceVersion
-}
-
 func secretKeys(t *testing.T, c client.Client, r *CertRotator) certs.Keys {
 	t.Helper()
 	s := &corev1.Secret{}
