@@ -112,7 +112,7 @@ func TakenBack(have []Record, writer string, old, new *corev1.PodSpec) []Record 
 		if !r.Active() || r.Author == writer && writer != "" {
 			continue
 		}
-		if rank(r.StageIn(new)) < rank(r.StageIn(old)) {
+		if r.StageIn(new).Rank() < r.StageIn(old).Rank() {
 			out = append(out, r)
 		}
 	}
@@ -142,16 +142,6 @@ func (r Record) carriedSoft(spec *corev1.PodSpec) bool {
 			})
 	}
 	return containsSpread(spec.TopologySpreadConstraints, softSpread(*r.Spread))
-}
-
-func rank(s placement.Stage) int {
-	switch s {
-	case placement.StageHard:
-		return 2
-	case placement.StageSoft:
-		return 1
-	}
-	return 0
 }
 
 // Without are the records less those of the migrations in drop.

@@ -32,7 +32,7 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 	if d := planning.Decide(sit, held, facts); d.Kind != "" {
 		return outcomeOf(d), nil
 	}
-	lowering := rank(stage) < rank(s.verified(group[0]))
+	lowering := stage.Rank() < s.verified(group[0]).Rank()
 	if !lowering {
 		o, stuck, recheck := s.stuckOutside(group)
 		if stuck {

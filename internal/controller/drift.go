@@ -97,7 +97,7 @@ func (s *scope) adoptUnverified() (outcome, bool) {
 	var stage placement.Stage
 	for _, t := range s.targets {
 		carried := t.Rendered.StageOf(&t.Template().Spec, t.Selector())
-		if rank(carried) <= rank(s.verified(t)) {
+		if carried.Rank() <= s.verified(t).Rank() {
 			continue
 		}
 		if group == nil {

@@ -106,7 +106,7 @@ func hasTarget(op *pgv1.Operation, kind pgv1.WorkloadKind, name string) bool {
 func (s *scope) weakestRecorded() pgv1.Stage {
 	weakest := pgv1.StageHard
 	for _, ts := range s.pm.Status.Targets {
-		if rank(placement.Stage(ts.Stage)) < rank(placement.Stage(weakest)) {
+		if placement.Stage(ts.Stage).Rank() < placement.Stage(weakest).Rank() {
 			weakest = ts.Stage
 		}
 	}

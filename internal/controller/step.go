@@ -85,7 +85,7 @@ func (s *scope) weakestVerified() pgv1.Stage {
 	}
 	weakest := placement.StageHard
 	for _, t := range s.targets {
-		if v := s.verified(t); rank(v) < rank(weakest) {
+		if v := s.verified(t); v.Rank() < weakest.Rank() {
 			weakest = v
 		}
 	}
@@ -101,7 +101,7 @@ func (s *scope) nextGroup() ([]*target, placement.Stage) {
 	final := placement.Stage(s.pm.Spec.Final())
 	weakest := placement.StageHard
 	for _, t := range s.targets {
-		if v := s.verified(t); rank(v) < rank(weakest) {
+		if v := s.verified(t); v.Rank() < weakest.Rank() {
 			weakest = v
 		}
 	}
@@ -112,7 +112,7 @@ func (s *scope) nextGroup() ([]*target, placement.Stage) {
 		}
 	}
 	switch {
-	case rank(weakest) > rank(final):
+	case weakest.Rank() > final.Rank():
 		return group, final
 	case weakest == final:
 		return nil, ""
@@ -127,16 +127,6 @@ func nextStage(st placement.Stage) placement.Stage {
 		return placement.StageSoft
 	}
 	return placement.StageHard
-}
-
-func rank(st placement.Stage) int {
-	switch st {
-	case placement.StageSoft:
-		return 1
-	case placement.StageHard:
-		return 2
-	}
-	return 0
 }
 
 // equalEntries compares two entries as the API server stores them.

@@ -19,6 +19,17 @@ const (
 	StageHard Stage = "Hard"
 )
 
+// Rank orders stages by strength: None, Soft, Hard.
+func (s Stage) Rank() int {
+	switch s {
+	case StageSoft:
+		return 1
+	case StageHard:
+		return 2
+	}
+	return 0
+}
+
 // SoftWeight is the weight of the preferred anti-affinity term of the soft
 // stage: the highest, so the preference outweighs the scheduler's other scores.
 const SoftWeight int32 = 100
