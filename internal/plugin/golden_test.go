@@ -67,6 +67,8 @@ func TestPlanGolden(t *testing.T) {
 			[]string{"feasible: true", "recreatesCount: 2"}},
 		{"plan-004.txt", []string{"plan", "-f", "testdata/004/migration.yaml", "--snapshot", "testdata/004/cluster"}, ExitOK,
 			[]string{"ScheduleAnyway", "Deployment/helm-controller", "Deployment/source-controller", "recreates 1 pod(s)"}},
+		{"plan-004-protected.txt", []string{"plan", "-f", "testdata/004/migration-protected.yaml", "--snapshot", "testdata/004/cluster"}, ExitHazards,
+			[]string{"block before the Soft stage (ProtectedPodRecreated)", "helm-controller-6b7c-z0k (of Deployment/helm-controller)"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -98,10 +98,12 @@ type Step struct {
 	Node   string `json:"node,omitempty"`
 }
 
-// Blocking reports whether any stage has a blocking hazard or a target is
-// missing: the plan's exit code.
+// Blocking reports whether a target is missing, any stage has a blocking
+// hazard, or the operator's decision on the next stage is Blocked (a
+// protected pod it would recreate, another migration's claim): the plan's
+// exit code.
 func (r Report) Blocking() bool {
-	if len(r.Missing) > 0 {
+	if len(r.Missing) > 0 || (r.Verdict != nil && r.Verdict.Outcome == string(planning.Blocked)) {
 		return true
 	}
 	for _, s := range r.Stages {

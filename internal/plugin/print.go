@@ -94,7 +94,7 @@ func printVerdict(w io.Writer, v *VerdictReport) {
 	case "Waiting":
 		fmt.Fprintf(w, "\nThe operator would wait before the %s stage: %s\n", v.Stage, v.Message)
 	default:
-		fmt.Fprintf(w, "\nThe operator would block before the %s stage: %s\n", v.Stage, v.Reason)
+		fmt.Fprintf(w, "\nThe operator would block before the %s stage (%s): %s\n", v.Stage, v.Reason, v.Message)
 	}
 	if r := v.Request; r != nil {
 		capped := ""
