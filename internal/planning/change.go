@@ -3,7 +3,6 @@ package planning
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -102,7 +101,7 @@ func (ch Change) situation(c placement.Constraint) (Situation, error) {
 	target := &Target{Target: &view, Ref: ref}
 	Render([]*Target{target}, c)
 	return Situation{Migration: migrationOf(ref, t.Workload.Namespace, c, ch.carried(c)), Targets: []*Target{target},
-		Others: ch.Migrations, Policies: ch.Policies}, nil
+		Others: ch.Migrations, Policies: ch.Policies, Change: true}, nil
 }
 
 // migrationOf is the migration that would write constraint c into the
@@ -149,9 +148,8 @@ func judgeWithNodes(snap *placement.Snapshot, sit Situation, preflight bool) ([]
 		}
 	}
 	hs := UniqueHazards(v.Answers)
-	if v.PreflightAsked && !v.Disruptions.OK {
-		msg := "once the change has rolled out, " + strings.TrimPrefix(v.Disruptions.Message, afterHard)
-		hs = append(hs, placement.Hazard{Type: v.Disruptions.Reason, Workload: v.Disruptions.Target, Message: msg, Fix: v.Disruptions.Fix})
+	if h := Decide(sit, v, Facts{}).Preflight; h != nil {
+		hs = append(hs, *h)
 	}
 	for i := range hs {
 		if fix, ok := changeFixes[hs[i].Type]; ok {

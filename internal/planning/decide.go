@@ -13,10 +13,11 @@ import (
 	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
-// The one decision. The operator, `plan` and `lint` ask the one question
-// (AskStage, the pre-flight) and hand its verdict, with what they observe
-// of the cluster, to Decide: what the migration does next is decided here
-// alone, in the operator's order, with the words its conditions carry.
+// The one decision. The operator, `plan`, `lint` and the admission check
+// ask the one question (AskStage, the pre-flight) and hand its verdict,
+// with what they observe of the cluster, to Decide: what the migration
+// does next is decided here alone, in the operator's order, with the words
+// its conditions and findings carry.
 
 // Facts are what a decision hangs on besides the engine's answer.
 type Facts struct {
@@ -54,6 +55,9 @@ type Decision struct {
 	Capacity, Feasible *Milestone
 	// Blocking is the hazard the decision stops at, if any.
 	Blocking *placement.Hazard
+	// Preflight is the hard stage's pre-flight's finding as the guards
+	// weigh it, once the decision reaches it; nil when it found nothing.
+	Preflight *placement.Hazard
 	// Warning is the pre-flight's finding the guards only warn about, an
 	// Event when the stage is written.
 	Warning *Milestone
@@ -118,12 +122,30 @@ func Decide(sit Situation, v Verdict, f Facts) Decision {
 		return d.with(Waiting, pgv1.ReasonWaitingForPods, f.Unstable)
 	}
 	if v.PreflightAsked && !v.Disruptions.OK {
-		if pm.Spec.DisruptionCheck() == pgv1.DisruptionBlock {
-			return d.with(Blocked, v.Disruptions.Reason, v.Disruptions.Message+PreflightBlocks)
+		d.Preflight = preflightFinding(sit, v.Disruptions)
+		if d.Preflight.Blocking {
+			return d.with(Blocked, d.Preflight.Type, d.Preflight.Message)
 		}
-		d.Warning = &Milestone{Type: corev1.EventTypeWarning, Reason: v.Disruptions.Reason, Message: v.Disruptions.Message + PreflightWarns}
+		d.Warning = &Milestone{Type: corev1.EventTypeWarning, Reason: d.Preflight.Type, Message: d.Preflight.Message}
 	}
 	return d.plan(sit, v, f)
+}
+
+// preflightFinding is the hard stage's pre-flight as a finding, worded
+// and weighed as the guards weigh it: blocking under Block, for
+// information under Warn. A change written straight into a workload has
+// no stage to keep: its finding is said of the change, for information.
+func preflightFinding(sit Situation, dv DisruptionVerdict) *placement.Hazard {
+	h := &placement.Hazard{Type: dv.Reason, Workload: dv.Target, Fix: dv.Fix}
+	switch {
+	case sit.Change:
+		h.Message = "once the change has rolled out, " + strings.TrimPrefix(dv.Message, afterHard)
+	case sit.Migration.Spec.DisruptionCheck() == pgv1.DisruptionBlock:
+		h.Message, h.Blocking = dv.Message+PreflightBlocks, true
+	default:
+		h.Message = dv.Message + PreflightWarns
+	}
+	return h
 }
 
 // plan is the last of the decision: what the stage changes, unless it

@@ -179,23 +179,32 @@ func TestPlanObservesTheOperatorsFacts(t *testing.T) {
 	}
 }
 
-// The pre-flight's finding is worded once for plan and lint: blocking
-// under Block, for information under Warn, nothing when it passed or was
-// not asked.
+// The pre-flight's finding is worded once, by Decide, for the operator,
+// plan, lint and the admission check: blocking under Block, for
+// information under Warn, said of the change for a change written straight
+// into a workload, nothing when it passed or was not asked.
 func TestThePreflightFindingFollowsTheGuards(t *testing.T) {
-	drain := DisruptionVerdict{Reason: pgv1.ReasonDrainBlockedByBudget, Message: "no drain completes"}
-	block := &pgv1.PlacementMigration{Spec: pgv1.PlacementMigrationSpec{Guards: &pgv1.Guards{Disruptions: pgv1.DisruptionBlock}}}
-	warn := &pgv1.PlacementMigration{}
-	if h := (Verdict{Disruptions: drain, PreflightAsked: true}).PreflightHazard(block); h == nil || !h.Blocking || h.Message != "no drain completes"+PreflightBlocks {
+	drain := DisruptionVerdict{Reason: pgv1.ReasonDrainBlockedByBudget, Message: afterHard + "no drain completes", Fix: "relax the budget"}
+	preflight := func(guards *pgv1.Guards, dv DisruptionVerdict, wasAsked, change bool) *placement.Hazard {
+		sit, v := asked(t, 3, 2, placement.StageHard, nil, guards)
+		sit.Change = change
+		v.Disruptions, v.PreflightAsked = dv, wasAsked
+		return Decide(sit, v, Facts{}).Preflight
+	}
+	block := &pgv1.Guards{Disruptions: pgv1.DisruptionBlock}
+	if h := preflight(block, drain, true, false); h == nil || !h.Blocking || h.Message != drain.Message+PreflightBlocks || h.Fix != drain.Fix {
 		t.Errorf("under Block: %+v", h)
 	}
-	if h := (Verdict{Disruptions: drain, PreflightAsked: true}).PreflightHazard(warn); h == nil || h.Blocking || h.Message != "no drain completes"+PreflightWarns {
+	if h := preflight(nil, drain, true, false); h == nil || h.Blocking || h.Message != drain.Message+PreflightWarns {
 		t.Errorf("under the default (Warn): %+v", h)
 	}
-	if h := (Verdict{Disruptions: drain}).PreflightHazard(block); h != nil {
+	if h := preflight(block, drain, true, true); h == nil || h.Blocking || h.Message != "once the change has rolled out, no drain completes" {
+		t.Errorf("of a change: %+v", h)
+	}
+	if h := preflight(block, drain, false, false); h != nil {
 		t.Errorf("not asked, yet found: %+v", h)
 	}
-	if h := (Verdict{Disruptions: Tolerated, PreflightAsked: true}).PreflightHazard(block); h != nil {
+	if h := preflight(block, Tolerated, true, false); h != nil {
 		t.Errorf("tolerated, yet found: %+v", h)
 	}
 }

@@ -26,6 +26,10 @@ type Situation struct {
 	Companions []*placement.Workload
 	// Policies are the namespace's disruption budgets and autoscalers.
 	Policies Policies
+	// Change says the situation is a change written straight into a
+	// workload, judged as the migration that would make it (JudgeChange):
+	// there is no stage to keep, so its findings are said of the change.
+	Change bool
 }
 
 // Verdict is the answer about one stage.
@@ -183,21 +187,6 @@ const (
 type Outcome struct {
 	Kind            OutcomeKind
 	Reason, Message string
-}
-
-// PreflightHazard is the hard stage's pre-flight as a finding, blocking
-// when the guards block on it, as the operator weighs it; nil when it
-// was not asked or found nothing.
-func (v Verdict) PreflightHazard(pm *pgv1.PlacementMigration) *placement.Hazard {
-	if !v.PreflightAsked || v.Disruptions.OK {
-		return nil
-	}
-	if pm.Spec.DisruptionCheck() == pgv1.DisruptionBlock {
-		return &placement.Hazard{Type: v.Disruptions.Reason, Blocking: true, Workload: v.Disruptions.Target,
-			Message: v.Disruptions.Message + PreflightBlocks, Fix: v.Disruptions.Fix}
-	}
-	return &placement.Hazard{Type: v.Disruptions.Reason, Workload: v.Disruptions.Target,
-		Message: v.Disruptions.Message + PreflightWarns, Fix: v.Disruptions.Fix}
 }
 
 // EvaluateStages asks the one question about every stage of the

@@ -153,7 +153,8 @@ func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv
 		hs, err := planning.Judge(snap, false, placement.Question{Workloads: ws, Constraint: c, Capacity: planning.CapacityFromSpec(pm.Spec.Capacity)}, planning.Stages(pm.Spec.Final()))
 		return findingsAt(d, hs), err
 	}
-	verdicts, err := planning.EvaluateStages(snap, planning.Situation{Migration: pm, Targets: found, Others: others, Policies: policies(ns)})
+	sit := planning.Situation{Migration: pm, Targets: found, Others: others, Policies: policies(ns)}
+	verdicts, err := planning.EvaluateStages(snap, sit)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +164,7 @@ func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv
 			return []Finding{{File: d.File, Line: d.Line, Object: objectName(d), Type: pgv1.ReasonTargetClaimed, Blocking: true, Message: v.Claim.Message()}}, nil
 		}
 		hs = append(hs, v.Answers[0].Hazards...)
-		if h := v.PreflightHazard(pm); h != nil {
+		if h := planning.Decide(sit, v, planning.Facts{}).Preflight; h != nil {
 			hs = append(hs, *h)
 		}
 	}

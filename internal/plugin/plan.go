@@ -153,7 +153,7 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 		// A claim blocks every stage alike.
 		v := verdicts[min(len(verdicts)-1, len(report.Stages))]
 		v.Stage = stage
-		report.Stages = append(report.Stages, stageReport(pm, found, v))
+		report.Stages = append(report.Stages, stageReport(sit, v))
 	}
 	if pm.Spec.RebalanceMode() == pgv1.RebalanceEvict && !pm.Spec.DryRun {
 		report.Moves, report.MovesNote, err = planMoves(c, pm, found, time.Now())
@@ -196,7 +196,7 @@ func requestReport(pm *pgv1.PlacementMigration, req *placement.CapacityRequest) 
 // stageReport is the stage's own answer: the stage's capacity, hazards and
 // rollouts, and before the hard stage the disruption pre-flight's verdict
 // as the guards weigh it. A claim by another migration blocks every stage.
-func stageReport(pm *pgv1.PlacementMigration, found []*planning.Target, v planning.Verdict) StageReport {
+func stageReport(sit planning.Situation, v planning.Verdict) StageReport {
 	if v.Claim != nil {
 		return StageReport{Stage: pgv1.Stage(v.Stage), Hazards: []pgv1.Hazard{{
 			Type: pgv1.ReasonTargetClaimed, Target: planning.RefKey(v.Claim.Target), Severity: pgv1.SeverityBlocking, Message: v.Claim.Message()}}}
@@ -208,11 +208,11 @@ func stageReport(pm *pgv1.PlacementMigration, found []*planning.Target, v planni
 		Feasible: a.FirstBlocking() == nil,
 		Hazards:  planning.HazardsFromAnswer(a.Hazards),
 	}
-	if h := v.PreflightHazard(pm); h != nil {
+	if h := planning.Decide(sit, v, planning.Facts{}).Preflight; h != nil {
 		sr.Hazards = append(sr.Hazards, planning.HazardsFromAnswer([]placement.Hazard{*h})...)
 		sr.Feasible = sr.Feasible && !h.Blocking
 	}
-	for _, t := range found {
+	for _, t := range sit.Targets {
 		entry, all := planning.TargetPlan(t, v.Stage, v.Answers[:1])
 		entry.Recreates = all
 		tr := TargetReport{TargetPlan: entry}
