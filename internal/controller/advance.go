@@ -81,7 +81,7 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 		return outcomeOf(d), nil
 	}
 	for _, t := range group {
-		if o, refused, err := s.dryRun(ctx, t, t.entry(stage), stage); refused || err != nil {
+		if o, refused, err := s.dryRun(ctx, t, t.Entry(stage), stage); refused || err != nil {
 			return o, err
 		}
 	}
@@ -95,7 +95,7 @@ func (s *scope) advance(ctx context.Context, group []*target, stage placement.St
 	}
 	op := s.newOperation(pgv1.ActionApplyStage, s.verified(group[0]), stage)
 	for _, t := range group {
-		op.Targets = append(op.Targets, s.operationTarget(t, t.entry(stage), s.currentEntry(t)))
+		op.Targets = append(op.Targets, s.operationTarget(t, t.Entry(stage), s.currentEntry(t)))
 	}
 	pm.Status.ProtectedPods = protectedRecordOf(protected, s.now)
 	setCondition(pm, s.now, stageCondition(stage), metav1.ConditionFalse, pgv1.ReasonIntentRecorded, fmt.Sprintf("The %s stage is recorded and about to be written", stage))
@@ -187,10 +187,10 @@ func refsOf(group []*target) []pgv1.TargetRef {
 // rollback of the next write restores.
 func (s *scope) currentEntry(t *target) *corev1.PodSpec {
 	ts := s.status(t.Ref)
-	if ts.Applied != nil && placement.Carries(&t.Template().Spec, entryOf(ts.Applied)) {
-		return entryOf(ts.Applied)
+	if ts.Applied != nil && placement.Carries(&t.Template().Spec, planning.EntryOf(ts.Applied)) {
+		return planning.EntryOf(ts.Applied)
 	}
-	return t.entry(t.Rendered.StageOf(&t.Template().Spec, t.Selector()))
+	return t.Entry(t.Rendered.StageOf(&t.Template().Spec, t.Selector()))
 }
 
 // evaluate asks the one question (planning.AskStage) about the stage,

@@ -13,6 +13,7 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/workloadpatch"
 )
 
@@ -29,7 +30,7 @@ func (s *scope) watchDrift(ctx context.Context) (outcome, bool, error) {
 	var drifted []*target
 	for _, t := range s.targets {
 		ts := s.status(t.Ref)
-		if s.verified(t) != placement.StageNone && !placement.Carries(&t.Template().Spec, entryOf(ts.Applied)) {
+		if s.verified(t) != placement.StageNone && !placement.Carries(&t.Template().Spec, planning.EntryOf(ts.Applied)) {
 			drifted = append(drifted, t)
 		}
 	}
@@ -71,7 +72,7 @@ func (s *scope) watchDrift(ctx context.Context) (outcome, bool, error) {
 	// over) is not made, nor counted as a correction: the migration is
 	// Blocked, naming the owner, and writes again once it is not refused.
 	for _, t := range drifted {
-		o, refused, err := s.dryRun(ctx, t, entryOf(s.status(t.Ref).Applied), stage)
+		o, refused, err := s.dryRun(ctx, t, planning.EntryOf(s.status(t.Ref).Applied), stage)
 		if refused || err != nil {
 			return o, true, err
 		}
@@ -79,7 +80,7 @@ func (s *scope) watchDrift(ctx context.Context) (outcome, bool, error) {
 	op := s.newOperation(pgv1.ActionReapply, s.carried(first, s.status(first.Ref)), stage)
 	for _, t := range drifted {
 		ts := s.status(t.Ref)
-		op.Targets = append(op.Targets, s.operationTarget(t, entryOf(ts.Applied), t.entry(s.carried(t, ts))))
+		op.Targets = append(op.Targets, s.operationTarget(t, planning.EntryOf(ts.Applied), t.Entry(s.carried(t, ts))))
 	}
 	pm.Status.DriftCorrections++
 	msg := fmt.Sprintf("%s; writing it again (%d of %d)", what, pm.Status.DriftCorrections, maxDriftCorrections)
@@ -115,7 +116,7 @@ func (s *scope) adoptUnverified() (outcome, bool) {
 	}
 	op := s.newOperation(pgv1.ActionVerify, s.verified(group[0]), stage)
 	for _, t := range group {
-		op.Targets = append(op.Targets, s.operationTarget(t, t.entry(stage), t.entry(s.verified(t))))
+		op.Targets = append(op.Targets, s.operationTarget(t, t.Entry(stage), t.Entry(s.verified(t))))
 	}
 	return s.recordIntent(op, outcome{reason: pgv1.ReasonUnverified, message: fmt.Sprintf(
 		"%s carries the %s stage, but no verified record of it was found; verifying it (and soaking a Soft stage) before anything stronger", targetNames(group), stage)}), true
@@ -137,7 +138,7 @@ func (s *scope) releaseRemoved(gone []pgv1.TargetStatus) outcome {
 		return outcome{reason: pgv1.ReasonTargetRemoved,
 			message: fmt.Sprintf("%s no longer selected; the constraint stays on it (onDelete: Retain), and its pods are counted with the targets'", strings.Join(names, ", "))}
 	}
-	op := s.newOperation(pgv1.ActionRevert, placement.StageOfEntry(entryOf(gone[0].Applied)), placement.StageNone)
+	op := s.newOperation(pgv1.ActionRevert, placement.StageOfEntry(planning.EntryOf(gone[0].Applied)), placement.StageNone)
 	for _, ts := range gone {
 		op.Targets = append(op.Targets, pgv1.OperationTarget{Kind: ts.Kind, Name: ts.Name, UID: ts.UID, Previous: ts.Applied})
 	}

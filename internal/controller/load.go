@@ -35,21 +35,7 @@ func (s *scope) loadTargets(ctx context.Context, refs []pgv1.TargetRef) error {
 		found[i] = t.Target
 	}
 	planning.Render(found, s.constraint)
-	for _, t := range s.targets {
-		if ts := s.recorded(t.Ref); ts != nil && ts.UID == string(t.UID()) && ts.Verified != nil {
-			planning.KeepRecorded(t.Target, s.constraint, entryOf(ts.Applied))
-		}
-	}
-	return nil
-}
-
-// recorded is the status entry of a target, nil when it has none.
-func (s *scope) recorded(ref pgv1.TargetRef) *pgv1.TargetStatus {
-	for i := range s.pm.Status.Targets {
-		if ts := &s.pm.Status.Targets[i]; ts.Kind == ref.Kind && ts.Name == ref.Name {
-			return ts
-		}
-	}
+	planning.KeepRecordedRenderings(s.pm, found, s.constraint)
 	return nil
 }
 

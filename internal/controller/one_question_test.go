@@ -36,13 +36,14 @@ import (
 // same: the outcome, the hazards, the pods recreated and the predicted
 // end state.
 
-// differentialClusters is how many clusters the spec generates;
-// PG_DIFFERENTIAL_CLUSTERS raises it for a longer run.
-func differentialClusters() int {
+// differentialClusters is how many clusters a spec generates, 320 in
+// all by default (200 asked before the first stage, 120 taken to the
+// Hard stage); PG_DIFFERENTIAL_CLUSTERS sets it for a longer run.
+func differentialClusters(fallback int) int {
 	if n, err := strconv.Atoi(os.Getenv("PG_DIFFERENTIAL_CLUSTERS")); err == nil && n > 0 {
 		return n
 	}
-	return 200
+	return fallback
 }
 
 // generatedCluster is one namespace's cluster and its dry-run migration.
@@ -56,14 +57,26 @@ type generatedCluster struct {
 	// nodes of the whole cluster, which must not change between the
 	// operator's verdicts and the snapshot plan reads.
 	migrate func()
+	// nodes and replicas are the cluster's node names and the target's
+	// replicas: a rollout of the Soft stage lands them anew.
+	nodes    []string
+	replicas int
 }
+
+// toHard makes generated migrations apply their stages: final stage
+// Hard, the pre-flight's guard Block or Warn, a soak the spec ends by
+// moving the clock on, so that the decision before the Hard stage is
+// taken on a cluster read while the Soft stage soaks. (Protected pods
+// stop the Soft stage, which recreates them first; the first spec
+// compares that decision.)
+type toHard bool
 
 // generateCluster builds, in a namespace of its own, 1-5 nodes over 1-3
 // zones, a Deployment of 1-6 replicas on random nodes with a random
 // rolling update, sometimes a PodDisruptionBudget, and a dry-run
 // migration of a random constraint: hostname or zone anti-affinity, or a
 // zone or hostname spread of maxSkew 1-2, final stage Soft or Hard.
-func generateCluster(rng *rand.Rand) generatedCluster {
+func generateCluster(rng *rand.Rand, hard toHard) generatedCluster {
 	fc := newFakeCluster()
 	nodes := 1 + rng.IntN(5)
 	zones := 1 + rng.IntN(3)
@@ -74,7 +87,12 @@ func generateCluster(rng *rand.Rand) generatedCluster {
 	}
 	// As many replicas as nodes half the time: the shape of seed 001.
 	replicas := int32(nodes)
-	if rng.IntN(2) == 0 {
+	switch {
+	case bool(hard):
+		// No more replicas than nodes, so that most reach the Hard
+		// stage.
+		replicas = int32(1 + rng.IntN(nodes))
+	case rng.IntN(2) == 0:
 		replicas = int32(1 + rng.IntN(6))
 	}
 	surge, unavailable := []intstr.IntOrString{intstr.FromInt32(1), intstr.FromInt32(0), intstr.FromString("25%")}[rng.IntN(3)],
@@ -100,7 +118,7 @@ func generateCluster(rng *rand.Rand) generatedCluster {
 		})
 		fc.rollOut("canary", names[rng.IntN(nodes)])
 	}
-	if rng.IntN(4) == 0 {
+	if rng.IntN(4) == 0 || (bool(hard) && rng.IntN(3) == 0) {
 		Expect(k8sClient.Create(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: fc.ns, Name: "app"},
 			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(int32(rng.IntN(2)))),
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "app"}}}})).To(Succeed())
@@ -113,6 +131,9 @@ func generateCluster(rng *rand.Rand) generatedCluster {
 		c = pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{TopologyKey: key, MaxSkew: int32(1 + rng.IntN(2))}}
 	}
 	final := []pgv1.Stage{pgv1.StageSoft, pgv1.StageHard}[rng.IntN(2)]
+	if hard {
+		final = pgv1.StageHard
+	}
 	others, migrate := "", func() {}
 	if rng.IntN(6) == 0 {
 		// An older, paused migration of the same target: with the same
@@ -135,7 +156,10 @@ func generateCluster(rng *rand.Rand) generatedCluster {
 		}
 	}
 	var guards *pgv1.Guards
-	if rng.IntN(4) == 0 {
+	if hard {
+		guards = &pgv1.Guards{Disruptions: []pgv1.DisruptionPolicy{pgv1.DisruptionBlock, pgv1.DisruptionWarn}[rng.IntN(2)]}
+		others += ", disruptions " + string(guards.Disruptions)
+	} else if rng.IntN(4) == 0 {
 		// The targets' own pods protected: any stage that recreates them
 		// is refused, by the operator and by plan.
 		guards = &pgv1.Guards{ProtectedPods: pgv1.Labels(map[string]string{"app": "app"})}
@@ -148,10 +172,14 @@ func generateCluster(rng *rand.Rand) generatedCluster {
 		capacity = &pgv1.Capacity{Provision: &pgv1.Provision{Mode: pgv1.ProvisionPlaceholderPods, MaxNodes: ptr.To[int32](1)}}
 		others += ", placeholder pods asked for"
 	}
-	return generatedCluster{fc: fc, name: "guard", migrate: func() {
+	spec := pgv1.PlacementMigrationSpec{Targets: targetsNamed("app"), Constraint: c, FinalStage: final, DryRun: !bool(hard),
+		Guards: guards, Capacity: capacity}
+	if hard {
+		spec.SoakDuration = &metav1.Duration{Duration: time.Minute}
+	}
+	return generatedCluster{fc: fc, name: "guard", nodes: names, replicas: int(replicas), migrate: func() {
 		migrate()
-		fc.migration("guard", pgv1.PlacementMigrationSpec{Targets: targetsNamed("app"), Constraint: c, FinalStage: final, DryRun: true,
-			Guards: guards, Capacity: capacity})
+		fc.migration("guard", spec)
 	}, shape: fmt.Sprintf("%d nodes in %d zones, %d replicas on %v, surge %s unavailable %s, %s, final %s%s",
 		nodes, zones, replicas, placed, surge.String(), unavailable.String(), describeConstraint(c), final, others)}
 }
@@ -244,7 +272,11 @@ func expectAlike(g generatedCluster, snapshot *plugin.Cluster, seed int64) strin
 			gm.Expect(v.Message).To(Equal(ready.Message), "%s: the words", why)
 		}
 		gm.Expect(orNil(v.Hazards)).To(Equal(orNil(pm.Status.Hazards)), "%s: the hazards", why)
-		gm.Expect(orNil(v.Plan)).To(Equal(orNil(pm.Status.Plan)), "%s: the plan (pods recreated, predicted end state)", why)
+		if v.Outcome != "Proceeds" {
+			// A stage that proceeds has its plan replaced by the
+			// intent to write it.
+			gm.Expect(orNil(v.Plan)).To(Equal(orNil(pm.Status.Plan)), "%s: the plan (pods recreated, predicted end state)", why)
+		}
 	}).WithTimeout(5 * time.Second).Should(Succeed())
 	return v.Outcome + "/" + v.Reason
 }
@@ -264,10 +296,10 @@ var _ = Describe("One question", func() {
 	It("gives the operator's verdict and plan's offline verdict alike on generated clusters", func() {
 		seed := GinkgoRandomSeed()
 		rng := rand.New(rand.NewPCG(uint64(seed), 35))
-		clusters := make([]generatedCluster, differentialClusters())
+		clusters := make([]generatedCluster, differentialClusters(200))
 		namespaces := make([]string, len(clusters))
 		for i := range clusters {
-			clusters[i] = generateCluster(rng)
+			clusters[i] = generateCluster(rng, false)
 			namespaces[i] = clusters[i].fc.ns
 		}
 		for _, g := range clusters {
@@ -291,6 +323,120 @@ var _ = Describe("One question", func() {
 		Expect(len(outcomes)).To(BeNumerically(">=", 5))
 	})
 })
+
+// decidedAtHard is the operator's decision before the Hard stage, once it
+// has one: the intent to write it, or a stop before it.
+func (g generatedCluster) decidedAtHard() *pgv1.PlacementMigration {
+	pm := g.fc.pm(g.name)
+	if pm.Status.ObservedGeneration != pm.Generation {
+		return nil
+	}
+	switch pm.Status.Phase {
+	case pgv1.PhaseApplyingHard, pgv1.PhaseBlocked, pgv1.PhaseWaitingForCapacity:
+		return pm
+	}
+	return nil
+}
+
+// landSoftStage plays the rollout of the Soft stage: the target's pods
+// come back on random nodes, as a soft term lets the scheduler place
+// them, and the spec waits for the soak.
+func landSoftStage(g *generatedCluster, rng *rand.Rand) {
+	placed := make([]string, g.replicas)
+	for i := range placed {
+		placed[i] = g.nodes[rng.IntN(len(g.nodes))]
+	}
+	g.fc.rollOut("app", placed...)
+	g.shape += fmt.Sprintf(", Soft stage landed on %v", placed)
+}
+
+var _ = Describe("One question before the Hard stage", func() {
+	It("gives the operator's decision and plan's alike once the Soft stage is verified", func() {
+		seed := GinkgoRandomSeed()
+		rng := rand.New(rand.NewPCG(uint64(seed), 36))
+		clusters := make([]generatedCluster, differentialClusters(120))
+		for i := range clusters {
+			clusters[i] = generateCluster(rng, true)
+		}
+		for _, g := range clusters {
+			g.migrate()
+		}
+		var soaking []generatedCluster
+		for _, g := range clusters {
+			Eventually(g.fc.phase(g.name)).Should(BeElementOf(pgv1.PhaseApplyingSoft, pgv1.PhaseBlocked, pgv1.PhaseWaitingForCapacity),
+				"%s: the operator decided nothing about the Soft stage", g.shape)
+			if g.fc.phase(g.name)() == pgv1.PhaseApplyingSoft {
+				landSoftStage(&g, rng)
+				soaking = append(soaking, g)
+			}
+		}
+		namespaces := make([]string, len(soaking))
+		for i, g := range soaking {
+			namespaces[i] = g.fc.ns
+		}
+		atSoak := make([]*pgv1.PlacementMigration, len(soaking))
+		for i, g := range soaking {
+			Eventually(func() bool {
+				pm := g.fc.pm(g.name)
+				atSoak[i] = pm
+				return pm.Status.ObservedGeneration == pm.Generation && pm.Status.Phase == pgv1.PhaseSoaking
+			}).Should(BeTrue(), g.fc.explain(g.name))
+		}
+		snapshot, err := plugin.ReadClusterDir(writeSnapshot(namespaces))
+		Expect(err).NotTo(HaveOccurred())
+		testClock.Step(2 * time.Minute)
+		outcomes := map[string]int{}
+		for i, g := range soaking {
+			poke(g.fc, g.name)
+			outcomes[expectAlikeAtHard(g, snapshot, atSoak[i], seed)]++
+		}
+		GinkgoWriter.Printf("%d clusters, %d soaked at Soft, outcomes before the Hard stage: %v\n", len(clusters), len(soaking), outcomes)
+		// The generator must reach each decision, or the agreement says
+		// little.
+		Expect(outcomes).To(HaveKey("Proceeds/"))
+		preflightBlocked := 0
+		for _, reason := range []string{pgv1.ReasonDrainBlockedByBudget, pgv1.ReasonEvictedPodUnplaceable, pgv1.ReasonZoneLossUnplaceable} {
+			preflightBlocked += outcomes["Blocked/"+reason]
+		}
+		Expect(preflightBlocked).To(BeNumerically(">", 0), "no pre-flight blocked the Hard stage")
+	})
+})
+
+// expectAlikeAtHard asks plan, offline, on the snapshot read during the
+// soak, about the migration as it stood then, and expects the decision
+// the operator recorded once the soak ended: the stage, the outcome, its
+// reason and words, the hazards, the plan. It returns the outcome and
+// reason.
+func expectAlikeAtHard(g generatedCluster, snapshot *plugin.Cluster, atSoak *pgv1.PlacementMigration, seed int64) string {
+	why := fmt.Sprintf("%s in %s (seed %d)", g.shape, g.fc.ns, seed)
+	report, err := plugin.Plan(snapshot, atSoak)
+	Expect(err).NotTo(HaveOccurred())
+	v := report.Verdict
+	Expect(v).NotTo(BeNil(), "%s: plan gave no verdict", why)
+	Expect(v.Stage).To(Equal(pgv1.StageHard), "%s: plan's verdict is about the next stage", why)
+	Eventually(func(gm Gomega) {
+		pm := g.decidedAtHard()
+		gm.Expect(pm).NotTo(BeNil(), "%s: the operator decided nothing about the Hard stage", why)
+		outcome := operatorOutcome(pm)
+		if pm.Status.Phase == pgv1.PhaseApplyingHard {
+			outcome = "Proceeds"
+		}
+		gm.Expect(v.Outcome).To(Equal(outcome), "%s: the outcome (%s)", why, v.Message)
+		if v.Outcome != "Proceeds" {
+			ready := meta.FindStatusCondition(pm.Status.Conditions, pgv1.ConditionReady)
+			gm.Expect(ready).NotTo(BeNil(), "%s: %s, with no Ready condition", why, v.Outcome)
+			gm.Expect(v.Reason).To(Equal(ready.Reason), "%s: the reason", why)
+			gm.Expect(v.Message).To(Equal(ready.Message), "%s: the words", why)
+		}
+		gm.Expect(orNil(v.Hazards)).To(Equal(orNil(pm.Status.Hazards)), "%s: the hazards", why)
+		if v.Outcome != "Proceeds" {
+			// A stage that proceeds has its plan replaced by the
+			// intent to write it.
+			gm.Expect(orNil(v.Plan)).To(Equal(orNil(pm.Status.Plan)), "%s: the plan (pods recreated, predicted end state)", why)
+		}
+	}).WithTimeout(5 * time.Second).Should(Succeed())
+	return v.Outcome + "/" + v.Reason
+}
 
 // orNil makes an empty list nil: the API server drops an empty list.
 func orNil[T any](items []T) []T {

@@ -38,7 +38,7 @@ func (s *scope) newOperation(action pgv1.OperationAction, from, to placement.Sta
 func (s *scope) operationTarget(t *target, entry, previous *corev1.PodSpec) pgv1.OperationTarget {
 	return pgv1.OperationTarget{
 		Kind: t.Ref.Kind, Name: t.Ref.Name, UID: string(t.UID()), GenerationBefore: t.Generation(),
-		Entry: snapshotOf(entry), Previous: snapshotOf(previous), PodsBefore: recordOf(t.Pods, s.now),
+		Entry: planning.SnapshotOf(entry), Previous: planning.SnapshotOf(previous), PodsBefore: recordOf(t.Pods, s.now),
 	}
 }
 
@@ -138,7 +138,7 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 		if op.Action == pgv1.ActionRevert {
 			ending = fmt.Sprintf("PlacementMigration %s aborted or deleted, and reverted", s.pm.Name)
 		}
-		if generation, adopted, err := s.r.writeAdopted(ctx, s.pm, ot, entryOf(ot.Entry), s.manager, ending); adopted {
+		if generation, adopted, err := s.r.writeAdopted(ctx, s.pm, ot, planning.EntryOf(ot.Entry), s.manager, ending); adopted {
 			if err != nil {
 				if o, refused := s.refused(op, ref, err); refused {
 					return o, nil
@@ -155,7 +155,7 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 			return outcome{}, err
 		}
 		wt := workloadpatch.Target{Kind: placement.WorkloadKind(ot.Kind), Namespace: s.pm.Namespace, Name: ot.Name, UID: types.UID(ot.UID)}
-		ac, err := workloadpatch.ApplyConfiguration(wt, entryOf(ot.Entry))
+		ac, err := workloadpatch.ApplyConfiguration(wt, planning.EntryOf(ot.Entry))
 		if err != nil {
 			return outcome{}, err
 		}

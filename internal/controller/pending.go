@@ -23,7 +23,7 @@ func (s *scope) pendingAfterSuccess(final placement.Stage) (outcome, bool, error
 	err := s.r.State.With(func(snap *placement.Snapshot) error {
 		var err error
 		found, recheck, err = planning.Pending(snap, &s.pm.Spec, planned(s.targets), func(t *planning.Target) *corev1.PodSpec {
-			return entryOf(s.status(t.Ref).Applied)
+			return planning.EntryOf(s.status(t.Ref).Applied)
 		}, s.now, s.r.UnschedulableGrace)
 		return err
 	})

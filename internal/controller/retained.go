@@ -5,6 +5,7 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
 // Leaving the set. A workload that stops being a target (its label no
@@ -29,7 +30,7 @@ func (s *scope) loadRetained(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if w == nil || string(w.UID()) != rt.UID || !placement.Carries(&w.Template().Spec, entryOf(rt.Applied)) {
+		if w == nil || string(w.UID()) != rt.UID || !placement.Carries(&w.Template().Spec, planning.EntryOf(rt.Applied)) {
 			continue
 		}
 		s.retainedKept = append(s.retainedKept, rt)

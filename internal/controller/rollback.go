@@ -50,7 +50,7 @@ func (s *scope) startRollback(op *pgv1.Operation, reason, cause string) outcome 
 func (s *scope) rollbackSoak(group []*target, reason, cause string) outcome {
 	op := s.newOperation(pgv1.ActionApplyStage, placement.StageNone, placement.StageSoft)
 	for _, t := range group {
-		ot := s.operationTarget(t, t.entry(placement.StageSoft), nil)
+		ot := s.operationTarget(t, t.Entry(placement.StageSoft), nil)
 		ot.AppliedGeneration = t.Generation()
 		op.Targets = append(op.Targets, ot)
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -70,15 +69,6 @@ func planned(ts []*target) []*planning.Target {
 		out[i] = t.Target
 	}
 	return out
-}
-
-// entry is what the stage writes into the target.
-func (t *target) entry(stage placement.Stage) *corev1.PodSpec {
-	e, err := t.Rendered.Entry(t.Selector(), stage)
-	if err != nil {
-		return nil
-	}
-	return e
 }
 
 // patchTarget names the target for workloadpatch.
@@ -159,8 +149,8 @@ func (s *scope) observeTargets() {
 // the recorded entry when it is there, else whichever stage of the current
 // constraint it carries.
 func (s *scope) carried(t *target, ts *pgv1.TargetStatus) placement.Stage {
-	if ts.Applied != nil && placement.Carries(&t.Template().Spec, entryOf(ts.Applied)) {
-		return placement.StageOfEntry(entryOf(ts.Applied))
+	if ts.Applied != nil && placement.Carries(&t.Template().Spec, planning.EntryOf(ts.Applied)) {
+		return placement.StageOfEntry(planning.EntryOf(ts.Applied))
 	}
 	return t.Rendered.StageOf(&t.Template().Spec, t.Selector())
 }

@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
 // step takes the one step the migration needs next, chosen from the
@@ -67,15 +66,7 @@ func (s *scope) step(ctx context.Context) (outcome, error) {
 // verification of another constraint's entry (the spec changed since)
 // counts for nothing.
 func (s *scope) verified(t *target) placement.Stage {
-	ts := s.status(t.Ref)
-	if ts.Verified == nil || ts.Applied == nil {
-		return placement.StageNone
-	}
-	stage := placement.Stage(ts.Verified.Stage)
-	if !equalEntries(entryOf(ts.Applied), t.entry(stage)) {
-		return placement.StageNone
-	}
-	return stage
+	return planning.VerifiedStage(s.status(t.Ref), t.Target)
 }
 
 // weakestVerified is the stage verified on every target.
@@ -83,13 +74,7 @@ func (s *scope) weakestVerified() pgv1.Stage {
 	if len(s.targets) == 0 {
 		return pgv1.StageNone
 	}
-	weakest := placement.StageHard
-	for _, t := range s.targets {
-		if v := s.verified(t); v.Rank() < weakest.Rank() {
-			weakest = v
-		}
-	}
-	return pgv1.Stage(weakest)
+	return pgv1.Stage(planning.Weakest(s.pm, planned(s.targets)))
 }
 
 // nextGroup chooses the targets to move next and the stage to move them
@@ -98,41 +83,16 @@ func (s *scope) weakestVerified() pgv1.Stage {
 // spec lowered it) is brought back to it. Targets still soaking hold the
 // group until their soak is over.
 func (s *scope) nextGroup() ([]*target, placement.Stage) {
-	final := placement.Stage(s.pm.Spec.Final())
-	weakest := placement.StageHard
-	for _, t := range s.targets {
-		if v := s.verified(t); v.Rank() < weakest.Rank() {
-			weakest = v
-		}
-	}
+	weakest := planning.Weakest(s.pm, planned(s.targets))
 	var group []*target
 	for _, t := range s.targets {
 		if s.verified(t) == weakest {
 			group = append(group, t)
 		}
 	}
-	switch {
-	case weakest.Rank() > final.Rank():
-		return group, final
-	case weakest == final:
-		return nil, ""
-	case weakest == placement.StageSoft && !s.soaked(group):
+	next := planning.NextStage(weakest, placement.Stage(s.pm.Spec.Final()))
+	if next == "" || (weakest == placement.StageSoft && next == placement.StageHard && !s.soaked(group)) {
 		return nil, ""
 	}
-	return group, nextStage(weakest)
-}
-
-func nextStage(st placement.Stage) placement.Stage {
-	if st == placement.StageNone {
-		return placement.StageSoft
-	}
-	return placement.StageHard
-}
-
-// equalEntries compares two entries as the API server stores them.
-func equalEntries(a, b *corev1.PodSpec) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return placement.Carries(a, b) && placement.Carries(b, a)
+	return group, next
 }

@@ -10,6 +10,7 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
 // verifyStage watches a written stage: it rolls the stage back on the first
@@ -43,7 +44,7 @@ func (s *scope) verifyStage(op *pgv1.Operation) (outcome, error) {
 		if progress.Failed {
 			return s.startRollback(op, pgv1.ReasonProgressDeadline, progress.Message), nil
 		}
-		why, waited, err := s.unschedulableByConstraint(t, entryOf(ot.Entry))
+		why, waited, err := s.unschedulableByConstraint(t, planning.EntryOf(ot.Entry))
 		if err != nil {
 			return outcome{}, err
 		}
@@ -133,7 +134,7 @@ func (s *scope) measure(op *pgv1.Operation) (string, bool, error) {
 	err := s.r.State.With(func(snap *placement.Snapshot) error {
 		for _, ot := range op.Targets {
 			t := s.target(ot.Kind, ot.Name)
-			got, err := snap.Measure(t.Workload, placement.ConstraintOf(entryOf(ot.Entry)))
+			got, err := snap.Measure(t.Workload, placement.ConstraintOf(planning.EntryOf(ot.Entry)))
 			if err != nil {
 				return err
 			}

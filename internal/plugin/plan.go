@@ -21,9 +21,13 @@ type Report struct {
 	// MovesNote why the list ends; empty for other modes.
 	Moves     []MoveReport `json:"moves,omitempty"`
 	MovesNote []string     `json:"movesNote,omitempty"`
-	// Verdict is what the operator decides before the first stage, from
+	// Verdict is what the operator decides before the migration's next
+	// stage (the first, unless its status records a stage verified), from
 	// the same question.
 	Verdict *VerdictReport `json:"verdict,omitempty"`
+	// Reached is the final stage once its status records it verified on
+	// every target: there is no next stage to decide about.
+	Reached pgv1.Stage `json:"reached,omitempty"`
 }
 
 // VerdictReport is the operator's decision before a stage and what it
@@ -128,6 +132,7 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 	constraint := planning.ConstraintFromSpec(pm.Spec.Constraint)
 	report.Constraint = constraint.Describe(placement.StageNone, placement.Stage(pm.Spec.Final()))
 	found, missing := planning.Resolve(refs, inv, constraint)
+	planning.KeepRecordedRenderings(pm, found, constraint)
 	report.Missing = missing
 	if len(refs) == 0 {
 		report.Missing = append(report.Missing, "(spec.targetSelector selects no workload in namespace "+ns+")")
@@ -148,7 +153,19 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 	if err != nil {
 		return report, err
 	}
-	report.Verdict = verdictReport(sit, verdicts[0], planning.Observe(sit, protected, time.Now()))
+	final := placement.Stage(pm.Spec.Final())
+	weakest := planning.Weakest(pm, found)
+	if next := planning.NextStage(weakest, final); next != "" {
+		v := verdictAt(verdicts, next)
+		if next.Rank() < weakest.Rank() {
+			// The spec lowered the final stage: the stage only lowers
+			// the constraint, as the operator judges it.
+			v = planning.Verdict{Stage: next, Lowers: true}
+		}
+		report.Verdict = verdictReport(sit, v, planning.Observe(sit, protected, time.Now()))
+	} else {
+		report.Reached = pgv1.Stage(final)
+	}
 	for _, stage := range planning.Stages(pm.Spec.Final()) {
 		// A claim blocks every stage alike.
 		v := verdicts[min(len(verdicts)-1, len(report.Stages))]
@@ -164,18 +181,30 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 	return report, nil
 }
 
+// verdictAt is the verdict about a stage: a claim, which stops the
+// questions at the first stage, holds every stage alike.
+func verdictAt(verdicts []planning.Verdict, stage placement.Stage) planning.Verdict {
+	for _, v := range verdicts {
+		if v.Stage == stage {
+			return v
+		}
+	}
+	v := verdicts[len(verdicts)-1]
+	v.Stage = stage
+	return v
+}
+
 // verdictReport is the operator's decision (planning.Decide) on the
 // verdict and the facts read with the cluster, and what it records: the
 // hazards once it has the capacity, the plan once the decision reaches
 // it, and the capacity request it would make.
 func verdictReport(sit planning.Situation, v planning.Verdict, facts planning.Facts) *VerdictReport {
 	d := planning.Decide(sit, v, facts)
-	r := &VerdictReport{Stage: pgv1.Stage(v.Stage), Outcome: string(d.Kind), Reason: d.Reason, Message: d.Message, Request: requestReport(sit.Migration, v.Request)}
-	if v.Claim != nil || len(v.Answers) == 0 || !v.Answers[0].Capacity.Enough() {
-		return r
+	r := &VerdictReport{Stage: pgv1.Stage(v.Stage), Outcome: string(d.Kind), Reason: d.Reason, Message: d.Message,
+		Request: requestReport(sit.Migration, v.Request), Plan: d.Plan}
+	if len(v.Answers) > 0 && v.Answers[0].Capacity.Enough() {
+		r.Hazards = v.Hazards()
 	}
-	r.Hazards = v.Hazards()
-	r.Plan = d.Plan
 	return r
 }
 

@@ -55,6 +55,9 @@ func printPlanTable(w io.Writer, r Report) {
 	}
 	tw.Flush()
 	printVerdict(w, r.Verdict)
+	if r.Reached != "" {
+		fmt.Fprintf(w, "\nEvery target is verified at the %s stage, the final one: the operator has nothing left to apply.\n", r.Reached)
+	}
 	for _, s := range r.Stages {
 		fmt.Fprintf(w, "\n%s stage\n", s.Stage)
 		fmt.Fprintf(w, "  Capacity: %s\n", capacityLine(s.Capacity))
