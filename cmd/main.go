@@ -33,7 +33,10 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/clusterstate"
+	"github.com/placement-guard/placement-guard/internal/clusterview"
 	"github.com/placement-guard/placement-guard/internal/controller"
+	"github.com/placement-guard/placement-guard/internal/controller/adopt"
+	"github.com/placement-guard/placement-guard/internal/controller/findings"
 	"github.com/placement-guard/placement-guard/internal/controller/namespacemode"
 	"github.com/placement-guard/placement-guard/internal/leadership"
 	"github.com/placement-guard/placement-guard/internal/memlimit"
@@ -223,7 +226,8 @@ func main() {
 		log.Error(err, "Unable to set up the controller", "controller", "PlacementMigration")
 		os.Exit(1)
 	}
-	cluster := reconciler.AdmissionCluster()
+	// The admission check's view, built from the same cluster state.
+	cluster := clusterview.View{Reader: mgr.GetClient(), State: state, Feeds: feeds}
 	ctx := ctrl.SetupSignalHandler()
 	if err := cluster.Warm(ctx, mgr.GetCache()); err != nil {
 		log.Error(err, "Unable to set up the admission check's cache")
@@ -258,7 +262,7 @@ func main() {
 		}
 	}
 	if mode != webhook.ModeOff {
-		if err := (&controller.FindingsReconciler{Client: mgr.GetClient(), Events: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("placement-guard"), Cluster: cluster,
+		if err := (&findings.Reconciler{Client: mgr.GetClient(), Events: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("placement-guard"), Cluster: cluster,
 			Skip: skippedNamespaces(skipNS)}).SetupWithManager(mgr); err != nil {
 			log.Error(err, "Unable to set up the controller", "controller", "admissionfindings")
 			os.Exit(1)
@@ -268,7 +272,7 @@ func main() {
 		log.Error(err, "Unable to set up the controller", "controller", "namespacemode")
 		os.Exit(1)
 	}
-	if err := (&controller.AdoptionReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("placement-guard")}).SetupWithManager(mgr); err != nil {
+	if err := (&adopt.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("placement-guard")}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "Unable to set up the controller", "controller", "adoption")
 		os.Exit(1)
 	}

@@ -6,13 +6,12 @@ import (
 	"hash/fnv"
 	"strconv"
 
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/clusterview"
 	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
@@ -90,21 +89,7 @@ func (s *scope) targetsSettled() bool {
 // disruptionPolicies reads the namespace's PodDisruptionBudgets and
 // HorizontalPodAutoscalers from the cache.
 func (s *scope) disruptionPolicies(ctx context.Context) (planning.Policies, error) {
-	return policiesIn(ctx, s.r.Client, s.pm.Namespace)
-}
-
-// policiesIn reads a namespace's PodDisruptionBudgets and
-// HorizontalPodAutoscalers.
-func policiesIn(ctx context.Context, c client.Reader, namespace string) (planning.Policies, error) {
-	var budgets policyv1.PodDisruptionBudgetList
-	if err := c.List(ctx, &budgets, client.InNamespace(namespace)); err != nil {
-		return planning.Policies{}, fmt.Errorf("list PodDisruptionBudgets in %s: %w", namespace, err)
-	}
-	var autoscalers autoscalingv2.HorizontalPodAutoscalerList
-	if err := c.List(ctx, &autoscalers, client.InNamespace(namespace)); err != nil {
-		return planning.Policies{}, fmt.Errorf("list HorizontalPodAutoscalers in %s: %w", namespace, err)
-	}
-	return planning.Policies{Budgets: budgets.Items, Autoscalers: autoscalers.Items}, nil
+	return clusterview.Policies(ctx, s.r.Client, s.pm.Namespace)
 }
 
 // simulateDisruptions asks the engine whether the targets survive what

@@ -105,8 +105,8 @@ func newWorld(t *testing.T, kind pgv1.WorkloadKind, spec pgv1.PlacementMigration
 	w.c = fake.NewClientBuilder().WithScheme(w.scheme).
 		WithStatusSubresource(&pgv1.PlacementMigration{}, &appsv1.Deployment{}, &appsv1.StatefulSet{}).
 		WithObjects(objs...).
-		WithIndex(&corev1.Pod{}, controllerUIDField, controllerUID).
-		WithIndex(&appsv1.ReplicaSet{}, controllerUIDField, controllerUID).
+		WithIndex(&corev1.Pod{}, clusterstate.ControllerUIDField, clusterstate.ControllerUID).
+		WithIndex(&appsv1.ReplicaSet{}, clusterstate.ControllerUIDField, clusterstate.ControllerUID).
 		WithInterceptorFuncs(w.interceptor()).
 		Build()
 	w.rollOut()

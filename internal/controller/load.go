@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -53,27 +51,7 @@ func (s *scope) loadWorkload(ctx context.Context, ref pgv1.TargetRef) (*targets.
 		}
 		return nil, fmt.Errorf("get %s %s: %w", ref.Kind, key, err)
 	}
-	return s.r.live(ctx, obj)
-}
-
-// live is the Target of a workload object with what it controls now: its
-// ReplicaSets from the cache's controller index, and the pods of it or of
-// them from the engine's records. An object not created yet has none.
-func (r *PlacementMigrationReconciler) live(ctx context.Context, obj client.Object) (*targets.Target, error) {
-	var replicaSets []*appsv1.ReplicaSet
-	owners := []types.UID{}
-	if uid := obj.GetUID(); uid != "" {
-		var err error
-		if replicaSets, err = r.ownedReplicaSets(ctx, obj); err != nil {
-			return nil, err
-		}
-		owners = append(uidsOf(replicaSets), uid)
-	}
-	t := targets.Build(obj, replicaSets, r.State.PodsControlledBy(obj.GetNamespace(), owners...))
-	if t == nil {
-		return nil, fmt.Errorf("%T is not a workload placement-guard migrates", obj)
-	}
-	return t, nil
+	return s.r.State.Live(ctx, s.r.Client, obj)
 }
 
 // targetRefs lists the workloads the spec names or selects, in a stable order.
@@ -95,12 +73,4 @@ func (r *PlacementMigrationReconciler) targetRefs(ctx context.Context, pm *pgv1.
 		workloads = append(workloads, k.Items(list)...)
 	}
 	return planning.TargetRefs(pm.Spec, workloads)
-}
-
-func pointers[T any](items []T) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		out[i] = &items[i]
-	}
-	return out
 }

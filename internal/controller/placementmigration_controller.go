@@ -256,9 +256,6 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		}
 	}
 	r.router.Pace(r.Feeds)
-	if err := indexOwners(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
 	inNamespace := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return r.migrationsIn(ctx, o.GetNamespace())
 	})

@@ -1,14 +1,17 @@
 package targets
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placement-guard/placement-guard/internal/placement"
@@ -202,4 +205,21 @@ func items[T any, PT interface {
 		out[i] = PT(&list[i])
 	}
 	return out
+}
+
+// Named are the workloads of every kind that bear a name: a
+// request for a watched workload names no kind.
+func Named(ctx context.Context, c client.Reader, key types.NamespacedName) ([]client.Object, error) {
+	var out []client.Object
+	for _, kind := range Kinds() {
+		obj := kind.New()
+		if err := c.Get(ctx, key, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("get %s %s: %w", kind.Name, key, err)
+		}
+		out = append(out, obj)
+	}
+	return out, nil
 }

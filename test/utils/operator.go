@@ -20,7 +20,10 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/clusterstate"
+	"github.com/placement-guard/placement-guard/internal/clusterview"
 	"github.com/placement-guard/placement-guard/internal/controller"
+	"github.com/placement-guard/placement-guard/internal/controller/adopt"
+	"github.com/placement-guard/placement-guard/internal/controller/findings"
 	"github.com/placement-guard/placement-guard/internal/controller/namespacemode"
 	"github.com/placement-guard/placement-guard/internal/webhook"
 )
@@ -90,13 +93,18 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 	if err != nil {
 		return nil, fmt.Errorf("create the manager: %w", err)
 	}
+	state, feeds, err := clusterstate.Setup(mgr, clusterstate.DefaultFeedReadInterval)
+	if err != nil {
+		return nil, fmt.Errorf("set up the cluster state: %w", err)
+	}
 	reconciler := &controller.PlacementMigrationReconciler{
 		Client:             mgr.GetClient(),
 		APIReader:          mgr.GetAPIReader(),
 		Scheme:             mgr.GetScheme(),
 		Recorder:           mgr.GetEventRecorder("placement-guard"),
 		UnschedulableGrace: opts.UnschedulableGrace,
-		FeedReadInterval:   clusterstate.DefaultFeedReadInterval,
+		State:              state,
+		Feeds:              feeds,
 	}
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up the reconciler: %w", err)
@@ -111,7 +119,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 		if mode == "" {
 			mode = webhook.ModeWarn
 		}
-		cluster := reconciler.AdmissionCluster()
+		cluster := clusterview.View{Reader: mgr.GetClient(), State: state, Feeds: feeds}
 		if err := cluster.Warm(ctx, mgr.GetCache()); err != nil {
 			return nil, err
 		}
@@ -120,7 +128,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 			return nil, err
 		}
 		webhook.Register(mgr, cluster, webhook.Options{Mode: mode, Skip: []string{"kube-system"}, Budget: webhook.DefaultBudget, Operator: operator})
-		if err := (&controller.FindingsReconciler{Client: mgr.GetClient(), Events: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("placement-guard"),
+		if err := (&findings.Reconciler{Client: mgr.GetClient(), Events: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("placement-guard"),
 			Cluster: cluster, Skip: []string{"kube-system"}}).SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("set up the admission findings: %w", err)
 		}
@@ -128,7 +136,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 			return nil, fmt.Errorf("set up the namespace modes: %w", err)
 		}
 	}
-	if err := (&controller.AdoptionReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("placement-guard")}).SetupWithManager(mgr); err != nil {
+	if err := (&adopt.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("placement-guard")}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up the adoption controller: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(ctx)

@@ -1,4 +1,7 @@
-package controller
+// Package findings records the admission check's findings as Events on
+// the workload once a change lands: the webhook has no side effects, so
+// its findings reach `kubectl describe`, dashboards and alerting here.
+package findings
 
 import (
 	"context"
@@ -7,7 +10,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,12 +21,13 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/admission"
+	"github.com/placement-guard/placement-guard/internal/clusterview"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/targets"
 )
 
-// FindingsReconciler records the admission check's findings as Events on
+// Reconciler records the admission check's findings as Events on
 // the workload once a change lands. Helm drops admission warnings, Argo CD
 // and Flux only log them; an Event is what `kubectl describe`, dashboards
 // and alerting see. The webhook itself has no side effects: this
@@ -33,13 +36,13 @@ import (
 // the generation is in the Event's note, and a finding a leader before
 // this one recorded (the Events of the workload, read from the API server
 // on a generation this leader has not judged) is not recorded again.
-type FindingsReconciler struct {
+type Reconciler struct {
 	client.Client
 	// Events reads the workload's Events from the API server, uncached:
 	// what was said before this leader started.
 	Events   client.Reader
 	Recorder events.EventRecorder
-	Cluster  AdmissionCluster
+	Cluster  clusterview.View
 	// Skip are namespaces never judged, as the admission check skips them.
 	Skip []string
 
@@ -49,8 +52,8 @@ type FindingsReconciler struct {
 }
 
 // Reconcile judges a workload whose placement-relevant fields changed.
-func (r *FindingsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	workloads, err := workloadsNamed(ctx, r.Client, req.NamespacedName)
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	workloads, err := targets.Named(ctx, r.Client, req.NamespacedName)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -62,25 +65,8 @@ func (r *FindingsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return ctrl.Result{}, nil
 }
 
-// workloadsNamed are the workloads of every kind that bear a name: a
-// request for a watched workload names no kind.
-func workloadsNamed(ctx context.Context, c client.Reader, key types.NamespacedName) ([]client.Object, error) {
-	var out []client.Object
-	for _, kind := range targets.Kinds() {
-		obj := kind.New()
-		if err := c.Get(ctx, key, obj); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return nil, fmt.Errorf("get %s %s: %w", kind.Name, key, err)
-		}
-		out = append(out, obj)
-	}
-	return out, nil
-}
-
 // record judges obj once per generation and tells each finding.
-func (r *FindingsReconciler) record(ctx context.Context, obj client.Object) error {
+func (r *Reconciler) record(ctx context.Context, obj client.Object) error {
 	if slices.Contains(r.Skip, obj.GetNamespace()) || obj.GetLabels()[pgv1.AdmissionLabel] == "Off" {
 		return nil
 	}
@@ -150,7 +136,7 @@ func noteOf(f admission.Finding, generation int64) string {
 
 // said are the findings recorded of the workload already, by reason and
 // note, from its Events as the API server has them.
-func (r *FindingsReconciler) said(ctx context.Context, obj client.Object) (map[string]bool, error) {
+func (r *Reconciler) said(ctx context.Context, obj client.Object) (map[string]bool, error) {
 	var list corev1.EventList
 	if err := r.Events.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
 		client.MatchingFields{"involvedObject.uid": string(obj.GetUID())}); err != nil {
@@ -166,7 +152,7 @@ func (r *FindingsReconciler) said(ctx context.Context, obj client.Object) (map[s
 }
 
 // forget lets the workload's generation be judged again, after a failure.
-func (r *FindingsReconciler) forget(obj client.Object) {
+func (r *Reconciler) forget(obj client.Object) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.told, obj.GetUID())
@@ -174,7 +160,7 @@ func (r *FindingsReconciler) forget(obj client.Object) {
 
 // firstTime reports whether the workload's generation was not judged yet,
 // and remembers it.
-func (r *FindingsReconciler) firstTime(obj client.Object) bool {
+func (r *Reconciler) firstTime(obj client.Object) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.told == nil {
@@ -223,7 +209,7 @@ func objectKind(obj client.Object) string {
 // SetupWithManager watches the workloads whose change the admission check
 // would judge: a create carrying a hard constraint, an update that changes
 // one, or the replicas or strategy beside one.
-func (r *FindingsReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	relevant := predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return admission.Relevant(nil, targets.WorkloadOf(e.Object)) },
 		UpdateFunc: func(e event.UpdateEvent) bool {

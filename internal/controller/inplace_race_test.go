@@ -21,6 +21,7 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/adoption"
+	"github.com/placement-guard/placement-guard/internal/controller/adopt"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
 )
@@ -241,7 +242,7 @@ var _ = Describe("Adopted migrations made by two replicas at once", func() {
 		for _, rec := range recorders {
 			go func() {
 				defer GinkgoRecover()
-				_, err := (&AdoptionReconciler{Client: racing, APIReader: racing, Recorder: rec}).Reconcile(ctx, req)
+				_, err := (&adopt.Reconciler{Client: racing, APIReader: racing, Recorder: rec}).Reconcile(ctx, req)
 				errs <- err
 			}()
 		}
@@ -257,8 +258,8 @@ var _ = Describe("Adopted migrations made by two replicas at once", func() {
 		for _, rec := range recorders {
 			close(rec.Events)
 			for e := range rec.Events {
-				Expect(e).NotTo(ContainSubstring(ReasonAdoptionFails))
-				if strings.Contains(e, ReasonAdopted) {
+				Expect(e).NotTo(ContainSubstring(adopt.ReasonAdoptionFails))
+				if strings.Contains(e, adopt.ReasonAdopted) {
 					adopted++
 				}
 			}

@@ -1,4 +1,9 @@
-package controller
+// Package adopt makes the PlacementMigrations of Adopt mode from the
+// records the admission check leaves on workloads (internal/adoption),
+// and ends an adoption a person stopped. The migration reconciler writes
+// their stages; this package makes and deletes the migrations and marks
+// the records.
+package adopt
 
 import (
 	"context"
@@ -43,7 +48,7 @@ const (
 // exempts them from the operator's own user.
 const adoptionManager = "placement-guard/adoption-records"
 
-// AdoptionReconciler makes the PlacementMigrations of Adopt mode: for each
+// Reconciler makes the PlacementMigrations of Adopt mode: for each
 // record the admission check left on a workload (adoption.Annotation), a
 // migration of that constraint with the workload as its one target, owned
 // by it, so that deleting the workload deletes the migration. It makes a
@@ -54,7 +59,7 @@ const adoptionManager = "placement-guard/adoption-records"
 // ended (by that, or a rollback the admission check saw) has its migration
 // deleted and none made until its author changes the constraint; removing
 // the annotation lets the constraint go as it is.
-type AdoptionReconciler struct {
+type Reconciler struct {
 	client.Client
 	// APIReader reads the migrations from the API server: whether a
 	// migration made for a record is gone is never judged on a cache that
@@ -66,8 +71,8 @@ type AdoptionReconciler struct {
 // +kubebuilder:rbac:groups=placementguard.io,resources=placementmigrations,verbs=create;delete
 
 // Reconcile makes the missing migrations of one workload's records.
-func (r *AdoptionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	workloads, err := workloadsNamed(ctx, r.Client, req.NamespacedName)
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	workloads, err := targets.Named(ctx, r.Client, req.NamespacedName)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -90,7 +95,7 @@ func (r *AdoptionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 // follow makes the migration of each active record that has none yet and
 // marks the record with it, and ends the adoption of a record whose
 // migration is gone or going, writing the records back once.
-func (r *AdoptionReconciler) follow(ctx context.Context, obj client.Object, records []adoption.Record) error {
+func (r *Reconciler) follow(ctx context.Context, obj client.Object, records []adoption.Record) error {
 	kind := targets.KindOf(obj)
 	updated := records
 	var ended []string
@@ -136,7 +141,7 @@ func (r *AdoptionReconciler) follow(ctx context.Context, obj client.Object, reco
 
 // migrationOf is the migration of a record as the API server has it, nil
 // when there is none.
-func (r *AdoptionReconciler) migrationOf(ctx context.Context, obj client.Object, rec adoption.Record) (*pgv1.PlacementMigration, error) {
+func (r *Reconciler) migrationOf(ctx context.Context, obj client.Object, rec adoption.Record) (*pgv1.PlacementMigration, error) {
 	pm := &pgv1.PlacementMigration{}
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: rec.Migration}, pm)
 	switch {
@@ -151,7 +156,7 @@ func (r *AdoptionReconciler) migrationOf(ctx context.Context, obj client.Object,
 // writeRecords writes the workload's adoption annotation, locked to the
 // workload as read: a record a write of the workload changed meanwhile
 // is read again, not overwritten.
-func (r *AdoptionReconciler) writeRecords(ctx context.Context, obj client.Object, records []adoption.Record) error {
+func (r *Reconciler) writeRecords(ctx context.Context, obj client.Object, records []adoption.Record) error {
 	value, err := adoption.Encode(records)
 	if err != nil {
 		return err
@@ -175,7 +180,7 @@ func (r *AdoptionReconciler) writeRecords(ctx context.Context, obj client.Object
 
 // ensure creates the migration of one record, and returns it; nil when
 // it could not be made (said in an Event).
-func (r *AdoptionReconciler) ensure(ctx context.Context, obj client.Object, kind *targets.Kind, rec adoption.Record) (*pgv1.PlacementMigration, error) {
+func (r *Reconciler) ensure(ctx context.Context, obj client.Object, kind *targets.Kind, rec adoption.Record) (*pgv1.PlacementMigration, error) {
 	pm := &pgv1.PlacementMigration{
 		ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: rec.Migration, Labels: map[string]string{adoption.AdoptedLabel: obj.GetName()}},
 		Spec: pgv1.PlacementMigrationSpec{
@@ -216,7 +221,7 @@ func (r *AdoptionReconciler) ensure(ctx context.Context, obj client.Object, kind
 // it no longer carries, or carries ended: its author's manifest dropped
 // the constraint (the admission check took the soft form out), someone
 // removed the record, or a rollback took the constraint back.
-func (r *AdoptionReconciler) letGo(ctx context.Context, obj client.Object, records []adoption.Record) error {
+func (r *Reconciler) letGo(ctx context.Context, obj client.Object, records []adoption.Record) error {
 	var list pgv1.PlacementMigrationList
 	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{adoption.AdoptedLabel: obj.GetName()}); err != nil {
 		return fmt.Errorf("list the adopted migrations of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
@@ -251,7 +256,7 @@ func describeRecord(rec adoption.Record) string {
 }
 
 // SetupWithManager watches the workloads that carry records.
-func (r *AdoptionReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	has := func(obj client.Object) bool {
 		_, ok := obj.GetAnnotations()[adoption.Annotation]
 		return ok
