@@ -382,7 +382,7 @@ func (r admissionResult) markdown() string {
 	b.WriteString("| change | answers | p50 | p99 | max |\n|---|---|---|---|---|\n")
 	for _, name := range r.order {
 		ds := r.latencies[name]
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |\n", name, len(ds), quantile(ds, 50), quantile(ds, 99), quantile(ds, 100))
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |\n", name, len(ds), roundMicros(quantile(ds, 50)), roundMicros(quantile(ds, 99)), roundMicros(quantile(ds, 100)))
 	}
 	b.WriteString("\nThe check's own time (placementguard_admission_duration_seconds):\n\n| series | answers | ≤ 50 µs | ≤ 100 µs | ≤ 1 ms | ≤ 5 ms | ≤ 10 ms | ≤ 25 ms |\n|---|---|---|---|---|---|---|---|\n")
 	for _, h := range r.served {
@@ -398,12 +398,16 @@ func (r admissionResult) markdown() string {
 	return b.String()
 }
 
-// quantile is the p-th percentile of ds (100: the largest).
+// quantile is the p-th percentile of ds by nearest rank (100: the
+// largest), 0 when there is none.
 func quantile(ds []time.Duration, p int) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[min(len(s)-1, len(s)*p/100)].Round(100 * time.Microsecond)
+	s := slices.Sorted(slices.Values(ds))
+	rank := (len(s)*p + 99) / 100
+	return s[max(0, min(len(s), rank)-1)]
 }
+
+// roundMicros rounds an answer's time to 100 µs, as the report prints it.
+func roundMicros(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }

@@ -188,19 +188,11 @@ func waitPhase(ctx context.Context, c client.Client, key client.ObjectKey, phase
 	}
 }
 
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(float64(len(sorted)-1) * p)
-	return sorted[i]
-}
-
-func latencyMarkdown(sorted []time.Duration) string {
-	if len(sorted) == 0 {
+// latencyMarkdown reports the first-write latencies.
+func latencyMarkdown(ds []time.Duration) string {
+	if len(ds) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("\nNode schedulable to first apply, %d migrations: p50 %s, p99 %s, max %s.\n", len(sorted),
-		percentile(sorted, 0.5).Round(time.Millisecond), percentile(sorted, 0.99).Round(time.Millisecond),
-		sorted[len(sorted)-1].Round(time.Millisecond))
+	return fmt.Sprintf("\nNode schedulable to first apply, %d migrations: p50 %s, p99 %s, max %s.\n", len(ds),
+		quantile(ds, 50).Round(time.Millisecond), quantile(ds, 99).Round(time.Millisecond), quantile(ds, 100).Round(time.Millisecond))
 }

@@ -161,12 +161,22 @@ var memStat = regexp.MustCompile(`(?m)^# (HeapAlloc|HeapInuse) = (\d+)$`)
 // memory forces a collection through the heap profile and reads the
 // runtime's statistics printed with it, and the kernel's resident set.
 func (m *manager) memory(ctx context.Context) (memory, error) {
-	body, err := get(ctx, "http://"+m.pprofAddr+"/debug/pprof/heap?gc=1&debug=1")
+	heap, err := get(ctx, "http://"+m.pprofAddr+"/debug/pprof/heap?gc=1&debug=1")
 	if err != nil {
 		return memory{}, err
 	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	if err != nil {
+		return memory{}, err
+	}
+	return memoryOf(heap, string(status)), nil
+}
+
+// memoryOf reads the live heap and the heap in use from a heap profile's
+// statistics (debug=1) and the resident set from /proc/<pid>/status.
+func memoryOf(heapProfile, procStatus string) memory {
 	var out memory
-	for _, match := range memStat.FindAllStringSubmatch(body, -1) {
+	for _, match := range memStat.FindAllStringSubmatch(heapProfile, -1) {
 		v, _ := strconv.ParseInt(match[2], 10, 64)
 		switch match[1] {
 		case "HeapAlloc":
@@ -175,17 +185,13 @@ func (m *manager) memory(ctx context.Context) (memory, error) {
 			out.inUse = v
 		}
 	}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
-	if err != nil {
-		return memory{}, err
-	}
-	for _, line := range strings.Split(string(status), "\n") {
+	for _, line := range strings.Split(procStatus, "\n") {
 		if kb, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			v, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
 			out.rss = v << 10
 		}
 	}
-	return out, nil
+	return out
 }
 
 // cpuSeconds is the CPU time the manager used so far.
