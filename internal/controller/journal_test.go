@@ -57,6 +57,8 @@ type world struct {
 	writes     int
 	crashAfter int
 	crashed    bool
+	// statusWrites counts the writes of the migration's status alone.
+	statusWrites int
 	// changes records when the target's template changed, and to what.
 	changes []templateChange
 	// applied is each field manager's last applied entry.
@@ -170,6 +172,9 @@ func (w *world) interceptor() interceptor.Funcs {
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 			if err := write(); err != nil {
 				return err
+			}
+			if _, ok := obj.(*pgv1.PlacementMigration); ok && sub == "status" {
+				w.statusWrites++
 			}
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
@@ -450,12 +455,17 @@ func TestACrashAfterAnyWriteEndsTheSameWay(t *testing.T) {
 		// stuck keeps the hard stage from rolling out: it times out and
 		// is rolled back.
 		stuck bool
+		// statusWrites is how often a migration that goes through
+		// unhindered writes its status: once per milestone (each
+		// stage's intent, its write, its verification with what
+		// follows it, the soak's end), never for nothing.
+		statusWrites int
 	}{
-		{pgv1.KindDeployment, pgv1.StageHard, false},
-		{pgv1.KindDeployment, pgv1.StageSoft, false},
-		{pgv1.KindStatefulSet, pgv1.StageHard, false},
-		{pgv1.KindStatefulSet, pgv1.StageSoft, false},
-		{pgv1.KindDeployment, pgv1.StageHard, true},
+		{pgv1.KindDeployment, pgv1.StageHard, false, 6},
+		{pgv1.KindDeployment, pgv1.StageSoft, false, 4},
+		{pgv1.KindStatefulSet, pgv1.StageHard, false, 6},
+		{pgv1.KindStatefulSet, pgv1.StageSoft, false, 4},
+		{pgv1.KindDeployment, pgv1.StageHard, true, 0},
 	} {
 		t.Run(fmt.Sprintf("%s to %s, stuck %v", tc.kind, tc.final, tc.stuck), func(t *testing.T) {
 			spec := pgv1.PlacementMigrationSpec{
@@ -480,7 +490,10 @@ func TestACrashAfterAnyWriteEndsTheSameWay(t *testing.T) {
 			if len(clean.changes) != stages {
 				t.Fatalf("without a crash the template changed %d times, want %d", len(clean.changes), stages)
 			}
-			t.Logf("without a crash: %s after %d writes", want, clean.writes)
+			t.Logf("without a crash: %s after %d writes, %d of the status", want, clean.writes, clean.statusWrites)
+			if tc.statusWrites > 0 && clean.statusWrites != tc.statusWrites {
+				t.Errorf("the status was written %d times, want %d: once per milestone", clean.statusWrites, tc.statusWrites)
+			}
 			for n := 1; n <= clean.writes; n++ {
 				w := newWorld(t, tc.kind, spec)
 				w.stuckOnHard = tc.stuck

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
@@ -13,7 +15,11 @@ import (
 // operation journal, the milestones recorded per target and the cluster
 // as it is. Each step either records an intent, makes the write a recorded
 // intent names, verifies it, or reports what the migration waits for; the
-// reconcile after it takes the next.
+// reconcile after it takes the next. A stage's verification is the one
+// step followed at once by the next in the same reconcile (the soak,
+// success, the next stage's intent): it writes nothing to the cluster,
+// so the status is written once for both, and the verification is told
+// as an Event of its own.
 func (s *scope) step(ctx context.Context) (outcome, error) {
 	pm := s.pm
 	if !pm.DeletionTimestamp.IsZero() {
@@ -32,8 +38,20 @@ func (s *scope) step(ctx context.Context) (outcome, error) {
 			message: fmt.Sprintf("Paused with the %s stage verified; nothing is patched until spec.paused is false", s.weakestVerified())}, nil
 	}
 	if op := pm.Status.Operation; op != nil {
-		return s.continueOperation(ctx, op)
+		o, err := s.continueOperation(ctx, op)
+		if err != nil || o.reason != pgv1.ReasonStageVerified || pm.Status.Operation != nil {
+			return o, err
+		}
+		next, err := s.settled(ctx)
+		next.events = append([]note{{kind: corev1.EventTypeNormal, reason: o.reason, message: o.message}}, append(o.events, next.events...)...)
+		return next, err
 	}
+	return s.settled(ctx)
+}
+
+// settled takes the next step of a migration with no operation in flight.
+func (s *scope) settled(ctx context.Context) (outcome, error) {
+	pm := s.pm
 	adoptLegacyHalt(pm)
 	if _, halted := terminal(pm); halted {
 		return hold(pm), nil
