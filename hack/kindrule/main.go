@@ -3,6 +3,9 @@
 // kind (a type switch case on *appsv1.Deployment or *appsv1.StatefulSet, or
 // a switch case or comparison on a kind's name). Such code asks the
 // targets.Kind instead, so that adding a kind is one file and its tests.
+// Inside the engine (internal/placement), a kind is named only by its own
+// file (kind_<name>.go) and the declaration of the kinds: any other use of
+// the engine's Deployment or StatefulSet asks the kind's rollouts instead.
 // Tests are exempt: they build fixtures of a given kind.
 //
 //	go run ./hack/kindrule [dir...]   # default: api cmd internal
@@ -22,6 +25,14 @@ import (
 
 // kindsHome is where the kinds are known; its kind files may switch.
 const kindsHome = "internal/targets/kind"
+
+// engineHome is the engine's package, whose own kind files (engineKinds)
+// and declaration of the kinds (engineKindsDeclared) alone name a kind.
+const (
+	engineHome          = "internal/placement/"
+	engineKinds         = "internal/placement/kind_"
+	engineKindsDeclared = "internal/placement/workload.go"
+)
 
 // kindTypes are the workload types of k8s.io/api/apps/v1.
 var kindTypes = map[string]bool{"Deployment": true, "StatefulSet": true}
@@ -59,7 +70,7 @@ func main() {
 		for _, f := range found {
 			fmt.Println(f)
 		}
-		fmt.Printf("%d switch(es) on a workload kind outside %s*.go: ask the targets.Kind instead (see internal/targets/kind.go)\n", len(found), kindsHome)
+		fmt.Printf("%d use(s) of a workload kind outside %s*.go and %s*.go: ask the targets.Kind, or in the engine the kind's rollouts, instead (internal/targets/kind.go, internal/placement/kind.go)\n", len(found), kindsHome, engineKinds)
 		os.Exit(1)
 	}
 }
@@ -83,6 +94,9 @@ func check(path string) ([]string, error) {
 	var hits []string
 	report := func(n ast.Node, what string) {
 		hits = append(hits, fmt.Sprintf("%s: %s", fset.Position(n.Pos()), what))
+	}
+	if inEngine(path) {
+		hits = append(hits, engineKindNames(fset, f)...)
 	}
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
@@ -146,4 +160,37 @@ func kindName(e ast.Expr, imports map[string]string) string {
 		}
 	}
 	return ""
+}
+
+// inEngine reports whether path is a file of the engine's package, other
+// than its kind files and the declaration of the kinds.
+func inEngine(path string) bool {
+	p := filepath.ToSlash(path)
+	rest, ok := strings.CutPrefix(p, engineHome)
+	return ok && !strings.Contains(rest, "/") && !strings.HasPrefix(p, engineKinds) && p != engineKindsDeclared
+}
+
+// engineKindNames lists the unqualified uses of the engine's kind names in
+// one of its files: a field of that name (x.Deployment, its declaration)
+// is not one.
+func engineKindNames(fset *token.FileSet, f *ast.File) []string {
+	names := kindNames["github.com/placement-guard/placement-guard/internal/placement"]
+	selected := map[*ast.Ident]bool{}
+	var hits []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.SelectorExpr:
+			selected[n.Sel] = true
+		case *ast.Field:
+			for _, name := range n.Names {
+				selected[name] = true
+			}
+		case *ast.Ident:
+			if names[n.Name] && !selected[n] {
+				hits = append(hits, fmt.Sprintf("%s: the engine's kind %s named outside %s*.go", fset.Position(n.Pos()), n.Name, engineKinds))
+			}
+		}
+		return true
+	})
+	return hits
 }

@@ -1,52 +1,37 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
+	"go/parser"
+	"go/token"
 	"testing"
 )
 
-func TestSwitchesOnAKindAreFoundAndOthersAreNot(t *testing.T) {
-	src := `package x
-
-import (
-	apps "k8s.io/api/apps/v1"
-	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
-	"github.com/placement-guard/placement-guard/internal/placement"
-	"github.com/placement-guard/placement-guard/internal/provision"
-)
-
-func f(o any, k placement.WorkloadKind, r pgv1.TargetRef, s string) {
-	switch o.(type) {
-	case *apps.StatefulSet: // found
-	case *apps.ReplicaSet:
+// Inside the engine, a kind is named by its own file and the declaration
+// of the kinds alone; a field of the same name is not a kind.
+func TestTheEnginesKindsAreNamedByTheirFilesAlone(t *testing.T) {
+	for path, want := range map[string]bool{
+		"internal/placement/rollout.go":         true,
+		"internal/placement/kind_deployment.go": false,
+		"internal/placement/workload.go":        false,
+		"internal/placement/benchcluster/b.go":  false,
+		"internal/planning/question.go":         false,
+	} {
+		if got := inEngine(path); got != want {
+			t.Errorf("inEngine(%s) = %v, want %v", path, got, want)
+		}
 	}
-	switch k {
-	case placement.Deployment: // found
-	}
-	_ = r.Kind == pgv1.KindStatefulSet // found
-	_ = s != "Deployment"              // found
-	_ = s == provision.KindDeployment
-	_ = s == "DaemonSet"
-	_ = placement.Deployment
-}
+	src := `package placement
+type other struct{ StatefulSet string }
+func f(w *Workload, o other) bool { return w.Kind == Deployment || o.StatefulSet == "" }
+var k = map[WorkloadKind]int{StatefulSet: 1}
 `
-	path := filepath.Join(t.TempDir(), "x.go")
-	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	hits, err := check(path)
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "rollout.go", src, parser.SkipObjectResolution)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"*appsv1.StatefulSet", "placement.Deployment", "pgv1.KindStatefulSet", `"Deployment"`}
-	if len(hits) != len(want) {
-		t.Fatalf("found %d switches, want %d:\n%s", len(hits), len(want), strings.Join(hits, "\n"))
-	}
-	for i, w := range want {
-		if !strings.HasSuffix(hits[i], w) {
-			t.Errorf("hit %d = %q, want one on %s", i, hits[i], w)
-		}
+	hits := engineKindNames(fset, f)
+	if len(hits) != 2 {
+		t.Fatalf("%d hits, want the comparison and the map key: %v", len(hits), hits)
 	}
 }

@@ -77,7 +77,7 @@ type Spread struct {
 // counting every revision is what keeps its end state within maxSkew, so it
 // is left as written.
 func (c Constraint) ForWorkload(kind WorkloadKind) Constraint {
-	if c.Spread == nil || kind != Deployment || len(c.Spread.MatchLabelKeys) > 0 || c.Spread.AllRevisions {
+	if c.Spread == nil || !rolloutsOf(kind).scopesSpreadToRevision() || len(c.Spread.MatchLabelKeys) > 0 || c.Spread.AllRevisions {
 		return c
 	}
 	scoped := *c.Spread

@@ -113,7 +113,8 @@ func (s *Snapshot) PredictEndStates(w *Workload, c Constraint, budget int) (EndS
 		budget = DefaultEndStateBudget
 	}
 	es := EndStates{TopologyKey: c.Spread.TopologyKey, MaxSkew: int(max(c.Spread.MaxSkew, 1)), Exhaustive: true}
-	if w.Kind == StatefulSet && w.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+	k := rolloutsOf(w.Kind)
+	if !k.searched(w) {
 		return es, nil
 	}
 	x, err := s.newExplorer(w, c, budget)
@@ -123,14 +124,7 @@ func (s *Snapshot) PredictEndStates(w *Workload, c Constraint, budget int) (EndS
 	if x.ours < 0 {
 		return es, fmt.Errorf("predict end states of %s: the template carries no DoNotSchedule spread on %s", w.ref(), c.Spread.TopologyKey)
 	}
-	switch w.Kind {
-	case Deployment:
-		x.visitDeployment()
-	case StatefulSet:
-		x.visitStatefulSet(x.highestOrdinal)
-	default:
-		return es, fmt.Errorf("predict end states of %s: unsupported kind %q", w.ref(), w.Kind)
-	}
+	k.search(x)
 	es.Stuck, es.Exhaustive, es.Explored = x.stuck, !x.cut, len(x.seen)
 	keys := make([]string, 0, len(x.outcomes))
 	for k := range x.outcomes {
@@ -192,7 +186,7 @@ func (x *explorer) record() {
 // within maxSkew of it when placed. Its end state is shown from the
 // simulated rollout, without a search. Every other spread is searched.
 func (s *Snapshot) predictEndStates(w *Workload, c Constraint, r Rollout) (EndStates, error) {
-	if w.Kind == Deployment && c.Spread.RevisionScoped() {
+	if rolloutsOf(w.Kind).scopesSpreadToRevision() && c.Spread.RevisionScoped() {
 		return s.endStateOf(w, c, r)
 	}
 	return s.PredictEndStates(w, c, DefaultEndStateBudget)
@@ -262,10 +256,7 @@ func spreadEndHazard(w *Workload, c Constraint, es EndStates) *Hazard {
 			worst = st
 		}
 	}
-	counts := "the old revision's pods"
-	if w.Kind == StatefulSet {
-		counts = "the pods it replaces"
-	}
+	counts := rolloutsOf(w.Kind).replaced()
 	return withFix(&Hazard{
 		Type: HazardSpreadEndsSkewed, Blocking: true, Workload: w.ref(),
 		Message: fmt.Sprintf("%s: every step of the rollout would be legal, yet it can end with the pods at %s over %s: skew %d > maxSkew %d (%d of %d predicted end states), because the spread counts %s while they still run.",
@@ -274,12 +265,5 @@ func spreadEndHazard(w *Workload, c Constraint, es EndStates) *Hazard {
 }
 
 func spreadFix(w *Workload, c Constraint) string {
-	switch {
-	case w.Kind == StatefulSet:
-		return "raise maxSkew, or keep the spread soft (finalStage: Soft)"
-	case len(c.Spread.MatchLabelKeys) == 0:
-		return "count only the new revision: remove revisionScope: AllRevisions, so that matchLabelKeys: [pod-template-hash] is written"
-	default:
-		return "add pod-template-hash to matchLabelKeys, so that only the new revision is counted"
-	}
+	return rolloutsOf(w.Kind).spreadFix(c)
 }

@@ -4,7 +4,6 @@ import (
 	"sort"
 	"strconv"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -62,10 +61,8 @@ type oldPod struct {
 
 func (s *Snapshot) newExplorer(w *Workload, c Constraint, budget int) (*explorer, error) {
 	old := s.workloadPods(w.Pods)
-	template := newPod(w, w.Name+"-new", map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: newRevisionHash})
-	if w.Kind == StatefulSet {
-		template = statefulSetPod(s, w, max(int(w.Replicas)-1, 0))
-	}
+	k := rolloutsOf(w.Kind)
+	template := k.searchTemplate(s, w)
 	e, err := s.newEvaluator(template)
 	if err != nil {
 		return nil, err
@@ -88,20 +85,8 @@ func (s *Snapshot) newExplorer(w *Workload, c Constraint, budget int) (*explorer
 		x.old = append(x.old, oldPod{id: id, pos: e.boundPos(pi), name: pi.name, rank: rankOf(pi)})
 	}
 	x.gone, x.marked = make([]bool, len(x.old)), make([]bool, len(x.old))
-	switch w.Kind {
-	case Deployment:
-		x.recreate = w.Strategy.Type == appsv1.RecreateDeploymentStrategyType
-		x.maxUnavailable = x.replicas
-		if !x.recreate {
-			if x.maxSurge, x.maxUnavailable, err = SurgeAndUnavailable(w.Strategy, w.Replicas); err != nil {
-				return nil, err
-			}
-		}
-	case StatefulSet:
-		x.highestOrdinal = x.replicas - 1
-		if ru := w.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
-			x.partition = int(*ru.Partition)
-		}
+	if err := k.startSearch(x); err != nil {
+		return nil, err
 	}
 	for _, t := range x.topologies() {
 		x.perNode[t] = singleNodeDomains(t)

@@ -104,10 +104,7 @@ func (s *Snapshot) selectorOverlap(w *Workload, c Constraint, targets map[types.
 	if elsewhere > 0 {
 		strangers = append(strangers, fmt.Sprintf("%d pod(s) in other namespaces", elsewhere))
 	}
-	fix := "add a label that tells the releases apart (for example release) to the pods and to matchLabelKeys"
-	if w.Kind == Deployment {
-		fix = "set matchLabelKeys: [pod-template-hash] so that only the pods of one revision are counted, or narrow the labelSelector"
-	}
+	fix := rolloutsOf(w.Kind).overlapFix()
 	return withFix(&Hazard{
 		Type: HazardSelectorOverlap, Blocking: true, Workload: w.ref(),
 		Message: fmt.Sprintf("%s: the constraint's selector %s also selects %d pod(s) of other workloads or revisions (%s); they would be counted with %s's own pods, as blue and green were in one zone.",
@@ -190,8 +187,7 @@ func (s *Snapshot) rolloutHazard(w *Workload, c Constraint, r Rollout) *Hazard {
 				w.ref(), r.BlockedPod, c.TopologyKey(), verdict),
 		}, "move or recreate the volume in another domain first, or spread with a larger maxSkew")
 	}
-	if w.Kind == Deployment && w.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
-		surge, unavailable, err := SurgeAndUnavailable(w.Strategy, w.Replicas)
+	if surge, unavailable, surges, err := rolloutsOf(w.Kind).surgeLimits(w); surges {
 		if err == nil && unavailable == 0 && r.Blocked.Reasons[ReasonNodePorts] > 0 && s.completesWithOneUnavailable(w) {
 			return withFixes(&Hazard{
 				Type: HazardRolloutDeadlock, Blocking: true, Workload: w.ref(),

@@ -2,10 +2,7 @@ package placement
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -44,8 +41,8 @@ func (s *Snapshot) WithRolledOut(w *Workload, r Rollout, f func(rolled *Workload
 			pods = append(pods, pod)
 		}
 	}
-	if rolled.Kind == Deployment {
-		rolled.RevisionLabel, rolled.Revision = appsv1.DefaultDeploymentUniqueLabelKey, newRevisionHash
+	if label, value := rolloutsOf(rolled.Kind).newRevision(); label != "" {
+		rolled.RevisionLabel, rolled.Revision = label, value
 	}
 	return f(&rolled, pods)
 }
@@ -93,12 +90,5 @@ func (s *Snapshot) endOf(w *Workload, r Rollout) ([]*corev1.Pod, []types.UID, er
 // rolledPod is the pod of the new revision named name, as the rollout
 // simulation made it.
 func (s *Snapshot) rolledPod(w *Workload, name string) (*corev1.Pod, error) {
-	if w.Kind != StatefulSet {
-		return newPod(w, name, map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: newRevisionHash}), nil
-	}
-	ord, err := strconv.Atoi(strings.TrimPrefix(name, w.Name+"-"))
-	if err != nil || !strings.HasPrefix(name, w.Name+"-") {
-		return nil, fmt.Errorf("%s: %q is no pod name of the StatefulSet", w.ref(), name)
-	}
-	return statefulSetPod(s, w, ord), nil
+	return rolloutsOf(w.Kind).rolledPod(s, w, name)
 }

@@ -89,14 +89,7 @@ func (s *Snapshot) SimulateRollout(w *Workload) (Rollout, error) {
 	if err != nil {
 		return Rollout{}, fmt.Errorf("simulate rollout of %s: %w", w.ref(), err)
 	}
-	switch w.Kind {
-	case Deployment:
-		return s.simulateDeployment(w, old, leaving)
-	case StatefulSet:
-		return s.simulateStatefulSet(w, old, leaving)
-	default:
-		return Rollout{}, fmt.Errorf("simulate rollout of %s: unsupported kind %q", w.ref(), w.Kind)
-	}
+	return rolloutsOf(w.Kind).simulate(s, w, old, leaving)
 }
 
 // leavingPods returns the workload's pods that are being deleted: those of

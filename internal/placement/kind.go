@@ -1,0 +1,98 @@
+package placement
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// rollouts is what the engine knows of how one kind of workload rolls
+// out: how its controller replaces pods, the pods of its new revision,
+// how the end-state search walks its rollout, and the words of the
+// findings that differ by kind. Each kind implements it in a file of its
+// own (kind_deployment.go, kind_statefulset.go); nothing else in the
+// engine names a kind (`make verify` holds it: hack/kindrule).
+type rollouts interface {
+	// simulate plays the kind's controller and the scheduler through a
+	// rollout of w's template, old being its pods and leaving those the
+	// rollout does not replace but that go.
+	simulate(s *Snapshot, w *Workload, old, leaving []podID) (Rollout, error)
+	// rolledPod is the pod of the new revision the simulation names name.
+	rolledPod(s *Snapshot, w *Workload, name string) (*corev1.Pod, error)
+	// newRevision is the label and value that tell the simulated new
+	// revision's pods apart ("" when the kind's pods carry none).
+	newRevision() (label, value string)
+
+	// searchTemplate is the pod the end-state search places; searched
+	// says whether the rollout has end states to search at all (an
+	// OnDelete StatefulSet's controller replaces nothing).
+	searchTemplate(s *Snapshot, w *Workload) *corev1.Pod
+	searched(w *Workload) bool
+	// startSearch sets the search's bounds from w's strategy, and search
+	// walks every order the controller and the scheduler can take.
+	startSearch(x *explorer) error
+	search(x *explorer)
+
+	// scopesSpreadToRevision says whether a spread written into the kind
+	// counts only the new revision (matchLabelKeys: [pod-template-hash])
+	// unless asked to count every revision: the rollout only adds pods
+	// of one revision, so its end state holds without a search.
+	scopesSpreadToRevision() bool
+	// surgeLimits are a rolling update's maxSurge and maxUnavailable;
+	// ok is false when the kind's rollout keeps no old pod beside a new
+	// one (a Recreate strategy, a StatefulSet's replace-in-place).
+	surgeLimits(w *Workload) (surge, unavailable int, ok bool, err error)
+
+	// replaced says which pods a spread counts while the rollout
+	// replaces them, spreadFix how to keep its end within maxSkew, and
+	// overlapFix how to count the workload's own pods alone.
+	replaced() string
+	spreadFix(c Constraint) string
+	overlapFix() string
+}
+
+// kinds are the kinds the engine simulates, each registered by its file.
+var kinds = map[WorkloadKind]rollouts{}
+
+// rolloutsOf is the rollout behaviour of a kind; a kind the engine does
+// not know simulates nothing and says so.
+func rolloutsOf(k WorkloadKind) rollouts {
+	if r, ok := kinds[k]; ok {
+		return r
+	}
+	return unsupported{kind: k}
+}
+
+// unsupported is a kind the engine does not know: every question about
+// its rollout is an error, and its findings take the words of none.
+type unsupported struct{ kind WorkloadKind }
+
+func (u unsupported) err(w *Workload) error {
+	return fmt.Errorf("%s: unsupported kind %q", w.ref(), u.kind)
+}
+
+func (u unsupported) simulate(_ *Snapshot, w *Workload, _, _ []podID) (Rollout, error) {
+	return Rollout{}, u.err(w)
+}
+func (u unsupported) rolledPod(_ *Snapshot, w *Workload, _ string) (*corev1.Pod, error) {
+	return nil, u.err(w)
+}
+func (unsupported) newRevision() (string, string) { return "", "" }
+func (unsupported) searchTemplate(_ *Snapshot, w *Workload) *corev1.Pod {
+	return newPod(w, w.Name+"-new", nil)
+}
+func (unsupported) searched(*Workload) bool                       { return true }
+func (u unsupported) startSearch(x *explorer) error               { return u.err(x.w) }
+func (unsupported) search(*explorer)                              {}
+func (unsupported) scopesSpreadToRevision() bool                  { return false }
+func (unsupported) surgeLimits(*Workload) (int, int, bool, error) { return 0, 0, false, nil }
+func (unsupported) replaced() string                              { return "the pods it replaces" }
+func (unsupported) spreadFix(Constraint) string                   { return softSpreadFix }
+func (unsupported) overlapFix() string                            { return releaseLabelFix }
+
+// Fixes worded alike for the kinds whose pods carry no revision label a
+// spread could count by.
+const (
+	softSpreadFix   = "raise maxSkew, or keep the spread soft (finalStage: Soft)"
+	releaseLabelFix = "add a label that tells the releases apart (for example release) to the pods and to matchLabelKeys"
+)
