@@ -10,7 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -93,40 +93,21 @@ func (c *ClusterState) With(f func(*placement.Snapshot) error) error {
 // cache for every kind the engine reads but pods and nodes, which the pod
 // and node feeds bring (Feed).
 func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
-	handlers := []struct {
-		obj    client.Object
-		upsert func(any) error
-		remove func(any)
-	}{
-		{&corev1.Namespace{}, func(o any) error { c.snap.UpsertNamespace(o.(*corev1.Namespace)); return nil }, func(o any) { c.snap.DeleteNamespace(o.(*corev1.Namespace).Name) }},
-		{&corev1.PersistentVolumeClaim{}, func(o any) error { c.snap.UpsertClaim(o.(*corev1.PersistentVolumeClaim)); return nil }, func(o any) {
-			pvc := o.(*corev1.PersistentVolumeClaim)
-			c.snap.DeleteClaim(pvc.Namespace, pvc.Name)
-		}},
-		{&corev1.PersistentVolume{}, func(o any) error { c.snap.UpsertVolume(o.(*corev1.PersistentVolume)); return nil }, func(o any) { c.snap.DeleteVolume(o.(*corev1.PersistentVolume).Name) }},
-		{&storagev1.StorageClass{}, func(o any) error { c.snap.UpsertStorageClass(o.(*storagev1.StorageClass)); return nil }, func(o any) { c.snap.DeleteStorageClass(o.(*storagev1.StorageClass).Name) }},
-		{&storagev1.CSINode{}, func(o any) error { c.snap.UpsertCSINode(o.(*storagev1.CSINode)); return nil }, func(o any) { c.snap.DeleteCSINode(o.(*storagev1.CSINode).Name) }},
-		{&storagev1.CSIDriver{}, func(o any) error { c.snap.UpsertCSIDriver(o.(*storagev1.CSIDriver)); return nil }, func(o any) { c.snap.DeleteCSIDriver(o.(*storagev1.CSIDriver).Name) }},
-		{&storagev1.CSIStorageCapacity{}, func(o any) error { c.snap.UpsertStorageCapacity(o.(*storagev1.CSIStorageCapacity)); return nil }, func(o any) {
-			sc := o.(*storagev1.CSIStorageCapacity)
-			c.snap.DeleteStorageCapacity(sc.Namespace, sc.Name)
-		}},
-		{&storagev1.VolumeAttachment{}, func(o any) error { c.snap.UpsertVolumeAttachment(o.(*storagev1.VolumeAttachment)); return nil }, func(o any) {
-			c.snap.DeleteVolumeAttachment(o.(*storagev1.VolumeAttachment).Name)
-		}},
-	}
 	log := logf.FromContext(ctx).WithName("cluster-state")
-	for _, h := range handlers {
-		informer, err := ca.GetInformer(ctx, h.obj)
+	for _, k := range placement.ObjectKinds {
+		if k.Fed {
+			continue
+		}
+		obj := k.New().(client.Object)
+		informer, err := ca.GetInformer(ctx, obj)
 		if err != nil {
-			return fmt.Errorf("watch %T for the placement engine: %w", h.obj, err)
+			return fmt.Errorf("watch %s for the placement engine: %w", k.Resource, err)
 		}
 		upsert := func(o any) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			// A pod whose selectors do not parse cannot be judged; the API
-			// server normally refuses such pods, so skip it and say so.
-			if err := h.upsert(o); err != nil {
+			// An object the engine cannot index is skipped and said.
+			if err := k.Upsert(c.snap, o.(runtime.Object)); err != nil {
 				log.Error(err, "Skipping an object the placement engine cannot index")
 			}
 		}
@@ -145,16 +126,17 @@ func (c *ClusterState) Watch(ctx context.Context, ca cache.Cache) error {
 				if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 					o = tomb.Obj
 				}
-				if _, ok := o.(client.Object); !ok {
+				obj, ok := o.(client.Object)
+				if !ok {
 					return
 				}
 				c.mu.Lock()
-				h.remove(o)
+				k.Delete(c.snap, obj)
 				c.mu.Unlock()
 				c.tell(o)
 			},
 		}); err != nil {
-			return fmt.Errorf("watch %T for the placement engine: %w", h.obj, err)
+			return fmt.Errorf("watch %s for the placement engine: %w", k.Resource, err)
 		}
 	}
 	return nil

@@ -8,7 +8,6 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -70,29 +69,14 @@ func ReadClusterDir(dir string) (*Cluster, error) {
 // index adds an object the engine reads to the snapshot; one it cannot
 // index is skipped and named in Skipped.
 func (c *Cluster) index(o any) {
-	switch o := o.(type) {
-	case *corev1.Node:
-		c.snap.UpsertNode(o)
-	case *corev1.Pod:
-		if err := c.snap.UpsertPod(o); err != nil {
+	obj, ok := o.(apiruntime.Object)
+	if !ok {
+		return
+	}
+	if k := placement.KindOfObject(obj); k != nil {
+		if err := k.Upsert(c.snap, obj); err != nil {
 			c.Skipped = append(c.Skipped, err.Error())
 		}
-	case *corev1.Namespace:
-		c.snap.UpsertNamespace(o)
-	case *corev1.PersistentVolumeClaim:
-		c.snap.UpsertClaim(o)
-	case *corev1.PersistentVolume:
-		c.snap.UpsertVolume(o)
-	case *storagev1.StorageClass:
-		c.snap.UpsertStorageClass(o)
-	case *storagev1.CSINode:
-		c.snap.UpsertCSINode(o)
-	case *storagev1.VolumeAttachment:
-		c.snap.UpsertVolumeAttachment(o)
-	case *storagev1.CSIDriver:
-		c.snap.UpsertCSIDriver(o)
-	case *storagev1.CSIStorageCapacity:
-		c.snap.UpsertStorageCapacity(o)
 	}
 }
 
@@ -146,27 +130,10 @@ func (c *Cluster) add(o any) {
 		c.Workloads = append(c.Workloads, o.(client.Object))
 		return
 	}
+	if obj, ok := o.(apiruntime.Object); ok && c.Collect(obj) {
+		return
+	}
 	switch o := o.(type) {
-	case *corev1.Node:
-		c.Nodes = append(c.Nodes, o)
-	case *corev1.Pod:
-		c.Pods = append(c.Pods, o)
-	case *corev1.Namespace:
-		c.Namespaces = append(c.Namespaces, o)
-	case *corev1.PersistentVolumeClaim:
-		c.Claims = append(c.Claims, o)
-	case *corev1.PersistentVolume:
-		c.Volumes = append(c.Volumes, o)
-	case *storagev1.StorageClass:
-		c.StorageClasses = append(c.StorageClasses, o)
-	case *storagev1.CSINode:
-		c.CSINodes = append(c.CSINodes, o)
-	case *storagev1.VolumeAttachment:
-		c.Attachments = append(c.Attachments, o)
-	case *storagev1.CSIDriver:
-		c.CSIDrivers = append(c.CSIDrivers, o)
-	case *storagev1.CSIStorageCapacity:
-		c.Capacities = append(c.Capacities, o)
 	case *appsv1.ReplicaSet:
 		c.ReplicaSets = append(c.ReplicaSets, o)
 	case *pgv1.PlacementMigration:
@@ -251,17 +218,9 @@ func ReadCluster(ctx context.Context, c client.Reader, namespaces ...string) (*C
 		list client.ObjectList
 		opts []client.ListOption
 	}
-	lists := []list{
-		{"nodes", &corev1.NodeList{}, nil},
-		{"pods", &corev1.PodList{}, nil},
-		{"namespaces", &corev1.NamespaceList{}, nil},
-		{"persistentvolumeclaims", &corev1.PersistentVolumeClaimList{}, nil},
-		{"persistentvolumes", &corev1.PersistentVolumeList{}, nil},
-		{"storageclasses", &storagev1.StorageClassList{}, nil},
-		{"csinodes", &storagev1.CSINodeList{}, nil},
-		{"volumeattachments", &storagev1.VolumeAttachmentList{}, nil},
-		{"csidrivers", &storagev1.CSIDriverList{}, nil},
-		{"csistoragecapacities", &storagev1.CSIStorageCapacityList{}, nil},
+	var lists []list
+	for _, k := range placement.ObjectKinds {
+		lists = append(lists, list{k.Resource, k.NewList().(client.ObjectList), nil})
 	}
 	for _, ns := range namespaces {
 		in := []client.ListOption{client.InNamespace(ns)}

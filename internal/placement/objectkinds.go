@@ -1,0 +1,117 @@
+package placement
+
+import (
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// The object kinds the engine reads, listed once: the operator's cluster
+// state watches them, `kubectl placement` lists them or reads them from a
+// snapshot directory, and the manager's role grants reading them (a test
+// of internal/clusterstate holds config/rbac to this list).
+
+// ObjectKind is one kind of object the engine reads.
+type ObjectKind struct {
+	// Group and Resource name the kind for the API and for RBAC.
+	Group, Resource string
+	// Fed says the operator's own feeds bring the kind (pods and nodes,
+	// decoded for the engine), not the manager's informers.
+	Fed bool
+	// New and NewList are an empty object and list of the kind.
+	New, NewList func() runtime.Object
+	// Upsert indexes an object of the kind, Delete forgets it.
+	Upsert func(s *Snapshot, obj runtime.Object) error
+	Delete func(s *Snapshot, obj runtime.Object)
+	// collect adds an object of the kind to Objects.
+	collect func(objs *Objects, obj runtime.Object)
+	// is says whether obj is of the kind.
+	is func(obj any) bool
+}
+
+// objectKind builds the ObjectKind of the Go type T.
+func objectKind[T runtime.Object, L runtime.Object](group, resource string, fed bool,
+	upsert func(*Snapshot, T) error, del func(*Snapshot, T), collect func(*Objects, T)) ObjectKind {
+	return ObjectKind{
+		Group: group, Resource: resource, Fed: fed,
+		New:     func() runtime.Object { return newOf[T]() },
+		NewList: func() runtime.Object { return newOf[L]() },
+		Upsert:  func(s *Snapshot, obj runtime.Object) error { return upsert(s, obj.(T)) },
+		Delete:  func(s *Snapshot, obj runtime.Object) { del(s, obj.(T)) },
+		collect: func(objs *Objects, obj runtime.Object) { collect(objs, obj.(T)) },
+		is:      func(obj any) bool { _, ok := obj.(T); return ok },
+	}
+}
+
+// newOf is a new, empty object of the pointer type T.
+func newOf[T runtime.Object]() T {
+	return reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
+}
+
+// ObjectKinds are the kinds the engine reads.
+var ObjectKinds = []ObjectKind{
+	objectKind[*corev1.Node, *corev1.NodeList]("", "nodes", true,
+		func(s *Snapshot, n *corev1.Node) error { s.UpsertNode(n); return nil },
+		func(s *Snapshot, n *corev1.Node) { s.DeleteNode(n.Name) },
+		func(o *Objects, n *corev1.Node) { o.Nodes = append(o.Nodes, n) }),
+	objectKind[*corev1.Pod, *corev1.PodList]("", "pods", true,
+		(*Snapshot).UpsertPod,
+		func(s *Snapshot, p *corev1.Pod) { s.DeletePod(p.UID) },
+		func(o *Objects, p *corev1.Pod) { o.Pods = append(o.Pods, p) }),
+	objectKind[*corev1.Namespace, *corev1.NamespaceList]("", "namespaces", false,
+		func(s *Snapshot, ns *corev1.Namespace) error { s.UpsertNamespace(ns); return nil },
+		func(s *Snapshot, ns *corev1.Namespace) { s.DeleteNamespace(ns.Name) },
+		func(o *Objects, ns *corev1.Namespace) { o.Namespaces = append(o.Namespaces, ns) }),
+	objectKind[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList]("", "persistentvolumeclaims", false,
+		func(s *Snapshot, c *corev1.PersistentVolumeClaim) error { s.UpsertClaim(c); return nil },
+		func(s *Snapshot, c *corev1.PersistentVolumeClaim) { s.DeleteClaim(c.Namespace, c.Name) },
+		func(o *Objects, c *corev1.PersistentVolumeClaim) { o.Claims = append(o.Claims, c) }),
+	objectKind[*corev1.PersistentVolume, *corev1.PersistentVolumeList]("", "persistentvolumes", false,
+		func(s *Snapshot, v *corev1.PersistentVolume) error { s.UpsertVolume(v); return nil },
+		func(s *Snapshot, v *corev1.PersistentVolume) { s.DeleteVolume(v.Name) },
+		func(o *Objects, v *corev1.PersistentVolume) { o.Volumes = append(o.Volumes, v) }),
+	objectKind[*storagev1.StorageClass, *storagev1.StorageClassList]("storage.k8s.io", "storageclasses", false,
+		func(s *Snapshot, sc *storagev1.StorageClass) error { s.UpsertStorageClass(sc); return nil },
+		func(s *Snapshot, sc *storagev1.StorageClass) { s.DeleteStorageClass(sc.Name) },
+		func(o *Objects, sc *storagev1.StorageClass) { o.StorageClasses = append(o.StorageClasses, sc) }),
+	objectKind[*storagev1.CSINode, *storagev1.CSINodeList]("storage.k8s.io", "csinodes", false,
+		func(s *Snapshot, cn *storagev1.CSINode) error { s.UpsertCSINode(cn); return nil },
+		func(s *Snapshot, cn *storagev1.CSINode) { s.DeleteCSINode(cn.Name) },
+		func(o *Objects, cn *storagev1.CSINode) { o.CSINodes = append(o.CSINodes, cn) }),
+	objectKind[*storagev1.VolumeAttachment, *storagev1.VolumeAttachmentList]("storage.k8s.io", "volumeattachments", false,
+		func(s *Snapshot, va *storagev1.VolumeAttachment) error { s.UpsertVolumeAttachment(va); return nil },
+		func(s *Snapshot, va *storagev1.VolumeAttachment) { s.DeleteVolumeAttachment(va.Name) },
+		func(o *Objects, va *storagev1.VolumeAttachment) { o.Attachments = append(o.Attachments, va) }),
+	objectKind[*storagev1.CSIDriver, *storagev1.CSIDriverList]("storage.k8s.io", "csidrivers", false,
+		func(s *Snapshot, d *storagev1.CSIDriver) error { s.UpsertCSIDriver(d); return nil },
+		func(s *Snapshot, d *storagev1.CSIDriver) { s.DeleteCSIDriver(d.Name) },
+		func(o *Objects, d *storagev1.CSIDriver) { o.CSIDrivers = append(o.CSIDrivers, d) }),
+	objectKind[*storagev1.CSIStorageCapacity, *storagev1.CSIStorageCapacityList]("storage.k8s.io", "csistoragecapacities", false,
+		func(s *Snapshot, c *storagev1.CSIStorageCapacity) error { s.UpsertStorageCapacity(c); return nil },
+		func(s *Snapshot, c *storagev1.CSIStorageCapacity) { s.DeleteStorageCapacity(c.Namespace, c.Name) },
+		func(o *Objects, c *storagev1.CSIStorageCapacity) { o.Capacities = append(o.Capacities, c) }),
+}
+
+// KindOfObject is the ObjectKind of obj; nil when the engine does not read
+// objects of its kind.
+func KindOfObject(obj any) *ObjectKind {
+	for i := range ObjectKinds {
+		if ObjectKinds[i].is(obj) {
+			return &ObjectKinds[i]
+		}
+	}
+	return nil
+}
+
+// Collect adds obj to the objects when the engine reads its kind, and
+// reports whether it does.
+func (o *Objects) Collect(obj runtime.Object) bool {
+	k := KindOfObject(obj)
+	if k == nil {
+		return false
+	}
+	k.collect(o, obj)
+	return true
+}
