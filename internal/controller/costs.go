@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,13 +17,14 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
 // After success, a migration with spec.rebalance.mode DeletionCost keeps
 // the pods of its Deployment targets ranked so that a scale-down removes
 // pods from the most crowded domains first: the ReplicaSet controller's
-// own choice knows nothing of zones. The engine says which costs keep the
-// spread (placement.PlanDeletionCosts); this file writes them, a bounded
+// own choice knows nothing of zones. Planning says which costs keep the
+// spread (planning.Rankings), as plan shows them; this file writes them, a bounded
 // number per reconcile, records the Balanced condition, and takes the
 // costs off again when the mode is Off or the migration is deleted. The
 // finalizer is added before the first cost is written and removed after
@@ -33,19 +33,6 @@ import (
 // maxCostWrites bounds the pod writes of one reconcile; the next reconcile
 // makes the rest.
 const maxCostWrites = 20
-
-// costsRole is the opt-in ClusterRole that lets the operator patch pods.
-const costsRole = "placement-guard-rebalance"
-
-// targetRanking is what one target's pods need and how they stand.
-type targetRanking struct {
-	target *target
-	plan   placement.CostPlan
-	// measured is the target's placement against its constraint.
-	measured placement.Measurement
-	// heldBy names the older migration that ranks the target's pods.
-	heldBy string
-}
 
 // keepDeletionCosts keeps the costs the outcome calls for: written after
 // success while the mode asks for them, removed otherwise.
@@ -91,20 +78,20 @@ func (s *scope) ranksPods() bool {
 // rankPods writes the costs the engine asks for and records how the
 // targets stand in the Balanced condition.
 func (s *scope) rankPods(ctx context.Context, o outcome) (outcome, error) {
-	rankings, err := s.rankings()
+	var rankings []planning.Ranking
+	err := s.r.State.With(func(snap *placement.Snapshot) error {
+		var err error
+		rankings, err = planning.Rankings(snap, s.pm, s.others, planned(s.targets))
+		return err
+	})
 	if err != nil {
 		return o, err
 	}
-	var changes []placement.CostChange
-	for _, r := range rankings {
-		if r.heldBy == "" && r.plan.Foreign == "" {
-			changes = append(changes, r.plan.Changes...)
-		}
-	}
+	changes := planning.CostChanges(rankings)
 	written, refused := s.writeCosts(ctx, changes)
 	metrics.CountDeletionCostWrites(s.pm.Namespace, s.pm.Name, "written", written)
 	for _, r := range rankings {
-		metrics.RecordSkew(s.pm.Namespace, s.pm.Name, r.target.String(), r.measured.Skew)
+		metrics.RecordSkew(s.pm.Namespace, s.pm.Name, r.Target.String(), r.Measured.Skew)
 	}
 	if written < len(changes) && refused == nil {
 		s.lookAgainIn(staleRetry)
@@ -117,12 +104,12 @@ func (s *scope) rankPods(ctx context.Context, o outcome) (outcome, error) {
 		// A refusal is not an error to back off from: the condition names
 		// it, and the next change of the pods, or a minute, tries again.
 		s.lookAgainIn(30 * time.Second)
-	case foreign(rankings) != "":
+	case planning.ForeignCost(rankings) != "":
 		status, reason = metav1.ConditionFalse, pgv1.ReasonForeignDeletionCost
 	case written < len(changes):
 		reason = pgv1.ReasonDeletionCostsWriting
 	}
-	msg := describeRankings(rankings, len(changes)-written, refused, s.pm.Namespace)
+	msg := planning.DescribeRankings(rankings, len(changes)-written, refused, s.pm.Namespace)
 	if s.pm.Spec.RebalanceMode() == pgv1.RebalanceEvict && !o.degraded {
 		v, err := s.moves(ctx)
 		if err != nil {
@@ -147,62 +134,6 @@ func (s *scope) rankPods(ctx context.Context, o outcome) (outcome, error) {
 	}
 	setCondition(s.pm, s.now, pgv1.ConditionBalanced, status, reason, msg)
 	return o, nil
-}
-
-// rankings asks the engine, for every target, how its pods stand and which
-// costs keep its spread.
-func (s *scope) rankings() ([]targetRanking, error) {
-	key := s.constraint.TopologyKey()
-	out := make([]targetRanking, 0, len(s.targets))
-	err := s.r.State.With(func(snap *placement.Snapshot) error {
-		for _, t := range s.targets {
-			r := targetRanking{target: t, heldBy: s.rankedByOther(t)}
-			m, err := snap.Measure(t.Workload, t.Rendered)
-			if err != nil {
-				return err
-			}
-			r.measured = m
-			if t.Interchangeable() && r.heldBy == "" {
-				r.plan = snap.PlanDeletionCosts(t.Workload, key)
-			}
-			out = append(out, r)
-		}
-		return nil
-	})
-	return out, err
-}
-
-// rankedByOther names the migration that ranks the target's pods when it
-// is not this one: of the namespace's migrations that keep deletion costs
-// on the target, the oldest does, so that two never rewrite each other's.
-func (s *scope) rankedByOther(t *target) string {
-	for i := range s.others {
-		o := &s.others[i]
-		if !o.Spec.KeepsDeletionCosts() || !o.DeletionTimestamp.IsZero() || !recordsTarget(o, t) {
-			continue
-		}
-		if older(o, s.pm) {
-			return o.Name
-		}
-	}
-	return ""
-}
-
-func recordsTarget(pm *pgv1.PlacementMigration, t *target) bool {
-	for _, ts := range pm.Status.Targets {
-		if ts.Kind == t.Ref.Kind && ts.Name == t.Ref.Name {
-			return true
-		}
-	}
-	return false
-}
-
-// older reports whether a was created before b, by name for a tie.
-func older(a, b *pgv1.PlacementMigration) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Name < b.Name
 }
 
 // writeCosts makes up to maxCostWrites of the changes; it stops at the
@@ -245,7 +176,7 @@ func (s *scope) removeDeletionCosts(ctx context.Context) (int, error) {
 	var changes []placement.CostChange
 	err := s.r.State.With(func(snap *placement.Snapshot) error {
 		for _, t := range s.targets {
-			if s.rankedByOther(t) == "" {
+			if planning.RankedByOther(s.pm, s.others, t.Ref) == "" {
 				changes = append(changes, snap.ClearDeletionCosts(t.Workload)...)
 			}
 		}
@@ -289,43 +220,3 @@ func (s *scope) dropCostFinalizer(ctx context.Context) error {
 	return nil
 }
 
-func foreign(rankings []targetRanking) string {
-	for _, r := range rankings {
-		if r.plan.Foreign != "" {
-			return r.plan.Foreign
-		}
-	}
-	return ""
-}
-
-// describeRankings says how each target stands, for the condition.
-func describeRankings(rankings []targetRanking, left int, refused error, namespace string) string {
-	var parts []string
-	for _, r := range rankings {
-		var b strings.Builder
-		// The engine's summary names the target, its pods per domain and
-		// the skew.
-		b.WriteString(r.measured.Summary)
-		switch {
-		case r.heldBy != "":
-			fmt.Fprintf(&b, "; its pods are ranked by PlacementMigration %s", r.heldBy)
-		case !r.target.Interchangeable():
-			b.WriteString("; a scale-down removes its highest ordinals, which no cost changes")
-		case r.plan.Foreign != "":
-			fmt.Fprintf(&b, "; pod %s carries a pod-deletion-cost placement-guard did not write, so the ranking is left to its owner", r.plan.Foreign)
-		default:
-			fmt.Fprintf(&b, "; deletion costs rank %d pod(s) from the most crowded domains", r.plan.Ranked)
-		}
-		parts = append(parts, b.String())
-	}
-	msg := strings.Join(parts, ". ")
-	switch {
-	case refused != nil && apierrors.IsForbidden(refused):
-		msg += fmt.Sprintf(". Writing a cost was refused (%v): bind the opt-in ClusterRole %s to the operator's ServiceAccount in namespace %s (docs/operations.md, \"Rebalance\")", refused, costsRole, namespace)
-	case refused != nil:
-		msg += fmt.Sprintf(". Writing a cost was refused: %v", refused)
-	case left > 0:
-		msg += fmt.Sprintf(". %d cost(s) left to write", left)
-	}
-	return msg
-}

@@ -15,6 +15,7 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/plugin"
 )
 
 var _ = Describe("A succeeded migration that keeps deletion costs", func() {
@@ -77,6 +78,15 @@ var _ = Describe("A succeeded migration that keeps deletion costs", func() {
 		Expect(balanced().Reason).To(Equal(pgv1.ReasonDeletionCostsKept))
 		Expect(balanced().Message).To(And(ContainSubstring("measured skew 1 ≤ maxSkew 1 over topology.kubernetes.io/zone (a=2, b=1, c=1)"), ContainSubstring("deletion costs rank 4 pod(s)")))
 		Expect(fc.condition("web-spread", pgv1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+
+		By("plan, on a snapshot of the cluster, says what the operator keeps, and has nothing left to write")
+		snapshot, err := plugin.ReadClusterDir(writeSnapshot([]string{fc.ns}))
+		Expect(err).NotTo(HaveOccurred())
+		report, err := plugin.Plan(snapshot, fc.pm("web-spread"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(report.Costs).NotTo(BeNil())
+		Expect(report.Costs.Summary).To(Equal(balanced().Message))
+		Expect(report.Costs.Writes).To(BeEmpty())
 
 		By("a pod added in zone b takes the next level there; no other pod is written")
 		versions := map[string]string{}

@@ -195,6 +195,7 @@ func TestPlanNamesTheMigrationThatHoldsTheField(t *testing.T) {
 // plan lists the moves mode Evict would make, asking before each what the
 // operator asks (planning.NextMove) on the cluster as the moves before it
 // leave it: a soft zone spread 3/3/0 whose zone c has nodes now takes two.
+// It shows the deletion costs the mode keeps too (planning.Rankings).
 func TestPlanListsTheMovesOfModeEvict(t *testing.T) {
 	out, errOut, code := run(t, "", "plan", "-f", "testdata/rebalance/migration.yaml", "--snapshot", "testdata/rebalance/cluster", "-o", "json")
 	if code != 0 {
@@ -215,8 +216,16 @@ func TestPlanListsTheMovesOfModeEvict(t *testing.T) {
 	if len(report.MovesNote) != 1 || !strings.Contains(report.MovesNote[0], "zone-a=2, zone-b=2, zone-c=2") {
 		t.Errorf("the moves end even: %q", report.MovesNote)
 	}
+	// Evict keeps deletion costs too: the crowded zones' pods are ranked,
+	// the first of each zone kept longest.
+	if c := report.Costs; c == nil || len(c.Writes) != 6 || !strings.Contains(c.Summary, "deletion costs rank 6 pod(s)") {
+		t.Fatalf("deletion costs %+v", report.Costs)
+	}
+	if w := report.Costs.Writes[2]; w.Pod != "web-7d9f-a2" || w.Cost == nil || *w.Cost != -2 {
+		t.Errorf("the third write %+v, want web-7d9f-a2 ranked -2", w)
+	}
 	out, _, _ = run(t, "", "plan", "-f", "testdata/rebalance/migration.yaml", "--snapshot", "testdata/rebalance/cluster")
-	if !strings.Contains(out, "move web-7d9f-b2 of Deployment/web from zone-b to zone-c") {
-		t.Errorf("the table lacks the first move:\n%s", out)
+	if !strings.Contains(out, "move web-7d9f-b2 of Deployment/web from zone-b to zone-c") || !strings.Contains(out, "web-7d9f-a1: pod-deletion-cost -1") {
+		t.Errorf("the table lacks the first move or a cost:\n%s", out)
 	}
 }

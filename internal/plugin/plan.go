@@ -21,6 +21,9 @@ type Report struct {
 	// MovesNote why the list ends; empty for other modes.
 	Moves     []MoveReport `json:"moves,omitempty"`
 	MovesNote []string     `json:"movesNote,omitempty"`
+	// Costs are the deletion costs spec.rebalance (DeletionCost, Evict)
+	// would keep on the pods as they stand now; nil for mode Off.
+	Costs *CostsReport `json:"deletionCosts,omitempty"`
 	// Verdict is what the operator decides before the migration's next
 	// stage (the first, unless its status records a stage verified), from
 	// the same question.
@@ -171,6 +174,11 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 		v := verdicts[min(len(verdicts)-1, len(report.Stages))]
 		v.Stage = stage
 		report.Stages = append(report.Stages, stageReport(sit, v))
+	}
+	if pm.Spec.KeepsDeletionCosts() && !pm.Spec.DryRun {
+		if report.Costs, err = planCosts(snap, pm, sit); err != nil {
+			return report, err
+		}
 	}
 	if pm.Spec.RebalanceMode() == pgv1.RebalanceEvict && !pm.Spec.DryRun {
 		report.Moves, report.MovesNote, err = planMoves(c, pm, found, time.Now())

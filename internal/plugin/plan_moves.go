@@ -12,6 +12,38 @@ import (
 	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
+// CostsReport is how spec.rebalance would rank the targets' pods for
+// their controller's scale-downs, on the pods as they stand now: the
+// operator asks the same question (planning.Rankings) once the migration
+// has succeeded.
+type CostsReport struct {
+	// Summary is what the Balanced condition would say.
+	Summary string `json:"summary"`
+	// Writes are the pod-deletion-costs it would write (a nil cost
+	// removes one).
+	Writes []CostWrite `json:"writes,omitempty"`
+}
+
+// CostWrite is one pod's deletion cost.
+type CostWrite struct {
+	Pod  string `json:"pod"`
+	Cost *int32 `json:"cost"`
+}
+
+// planCosts asks the operator's question of the deletion costs.
+func planCosts(snap *placement.Snapshot, pm *pgv1.PlacementMigration, sit planning.Situation) (*CostsReport, error) {
+	rankings, err := planning.Rankings(snap, pm, sit.Others, sit.Targets)
+	if err != nil {
+		return nil, err
+	}
+	changes := planning.CostChanges(rankings)
+	r := &CostsReport{Summary: planning.DescribeRankings(rankings, 0, nil, pm.Namespace)}
+	for _, c := range changes {
+		r.Writes = append(r.Writes, CostWrite{Pod: c.Name, Cost: c.Cost})
+	}
+	return r, nil
+}
+
 // MoveReport is one move mode Evict would make: the operator asks the same
 // question (planning.NextMove) before each of its moves.
 type MoveReport struct {

@@ -72,6 +72,16 @@ func printPlanTable(w io.Writer, r Report) {
 			printTargetPlan(w, t)
 		}
 	}
+	if c := r.Costs; c != nil {
+		fmt.Fprintf(w, "\nDeletion costs, once the migration has succeeded (on the pods as they stand now)\n  %s\n", c.Summary)
+		for _, wr := range c.Writes {
+			if wr.Cost == nil {
+				fmt.Fprintf(w, "  remove the cost of %s\n", wr.Pod)
+				continue
+			}
+			fmt.Fprintf(w, "  %s: pod-deletion-cost %d\n", wr.Pod, *wr.Cost)
+		}
+	}
 	if len(r.Moves) > 0 || len(r.MovesNote) > 0 {
 		fmt.Fprintf(w, "\nRebalance (mode Evict), once the migration has succeeded\n")
 		for _, m := range r.Moves {
