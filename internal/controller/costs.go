@@ -219,4 +219,3 @@ func (s *scope) dropCostFinalizer(ctx context.Context) error {
 	}
 	return nil
 }
-
