@@ -25,9 +25,10 @@ func (s *scope) finalize(ctx context.Context) (outcome, error) {
 	metrics.Forget(pm.Namespace, pm.Name)
 	var left []note
 	if controllerutil.ContainsFinalizer(pm, pgv1.DeletionCostFinalizer) {
-		remaining, err := s.removeDeletionCosts(ctx)
-		if n, forbidden := s.costsLeftBehind(err); forbidden {
-			left, remaining = append(left, n), 0
+		rb := s.rebalance()
+		remaining, err := rb.RemoveCosts(ctx)
+		if e, forbidden := rb.CostsLeftBehind(err); forbidden {
+			left, remaining = append(left, note{kind: e.Type, reason: e.Reason, message: e.Message}), 0
 		} else if err != nil {
 			return outcome{}, err
 		}
@@ -35,8 +36,8 @@ func (s *scope) finalize(ctx context.Context) (outcome, error) {
 			s.lookAgainIn(staleRetry)
 			return outcome{reason: pgv1.ReasonTargetRemoved, message: fmt.Sprintf("Deleting: removing the deletion costs from %d pod(s)", remaining)}, nil
 		}
-		if err := s.dropCostFinalizer(ctx); err != nil {
-			return outcome{}, err
+		if err := rb.DropFinalizer(ctx); err != nil {
+			return outcome{}, stale(err)
 		}
 	}
 	o, err := s.revertOnDelete(ctx)

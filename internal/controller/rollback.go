@@ -13,6 +13,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/controller/rebalance"
 	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/placement"
 )
@@ -159,7 +160,7 @@ func (s *scope) unstick(ctx context.Context, t *target, pod string) (outcome, er
 			s.lookAgainIn(30 * time.Second)
 			return outcome{reason: pgv1.ReasonStuckPod, stalled: true, message: fmt.Sprintf(
 				"%s: pod %s is not Ready and the StatefulSet controller does not replace it (kubernetes#67250); guards.evictStuckPods is set but the eviction was refused (%v). %s, or delete pod %s",
-				t, pod, err, evictRoleHint(s.pm.Namespace), pod)}, nil
+				t, pod, err, rebalance.EvictRoleHint(s.pm.Namespace), pod)}, nil
 		}
 		return outcome{}, fmt.Errorf("evict pod %s/%s blocking the rollback of %s: %w", s.pm.Namespace, pod, t, err)
 	}

@@ -1,4 +1,4 @@
-package controller
+package rebalance
 
 import (
 	"testing"
@@ -12,10 +12,10 @@ import (
 
 var rebalanceNow = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 
-func moveScope(spec pgv1.PlacementMigrationSpec, moves ...pgv1.PodMove) *scope {
+func moveStep(spec pgv1.PlacementMigrationSpec, moves ...pgv1.PodMove) *Step {
 	pm := &pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-zones"}, Spec: spec}
 	pm.Status.Rebalance = &pgv1.RebalanceStatus{Moves: moves}
-	return &scope{pm: pm, now: rebalanceNow}
+	return &Step{Migration: pm, Now: rebalanceNow}
 }
 
 func movedAgo(d time.Duration, result, replacement string) pgv1.PodMove {
@@ -39,7 +39,7 @@ func TestTheMoveBudgetCountsTheLastHour(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			used, until := moveScope(pgv1.PlacementMigrationSpec{}, tc.moves...).movesWithin(planning.MoveWindow)
+			used, until := moveStep(pgv1.PlacementMigrationSpec{}, tc.moves...).movesWithin(planning.MoveWindow)
 			if used != tc.used || until != tc.until {
 				t.Fatalf("used %d, next in %s; want %d, %s", used, until, tc.used, tc.until)
 			}

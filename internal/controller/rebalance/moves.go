@@ -1,4 +1,4 @@
-package controller
+package rebalance
 
 import (
 	"context"
@@ -53,12 +53,12 @@ type moveVerdict struct {
 	status  metav1.ConditionStatus
 	reason  string
 	message string
-	event   *note
+	event   *Event
 }
 
 // moves takes the next step of mode Evict.
-func (s *scope) moves(ctx context.Context) (moveVerdict, error) {
-	pm := s.pm
+func (s *Step) moves(ctx context.Context) (moveVerdict, error) {
+	pm := s.Migration
 	if pm.Status.Rebalance == nil {
 		pm.Status.Rebalance = &pgv1.RebalanceStatus{}
 	}
@@ -74,7 +74,7 @@ func (s *scope) moves(ctx context.Context) (moveVerdict, error) {
 		return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonRebalanceStopped, message: rb.Stopped +
 			"; no pod is moved until the spec changes"}, nil
 	}
-	if !s.targetsSettled() {
+	if !s.Settled {
 		s.lookAgainIn(moveRecheck)
 		return moveVerdict{status: metav1.ConditionUnknown, reason: pgv1.ReasonMovingPod, message: "Waiting for every target pod to run before the next move"}, nil
 	}
@@ -83,23 +83,23 @@ func (s *scope) moves(ctx context.Context) (moveVerdict, error) {
 
 // planMove asks the engine for the next move and records it, within the
 // budget.
-func (s *scope) planMove() (moveVerdict, error) {
-	rb := s.pm.Status.Rebalance
+func (s *Step) planMove() (moveVerdict, error) {
+	rb := s.Migration.Status.Rebalance
 	var even, kept []string
 	var next *pgv1.PodMove
-	err := s.r.State.With(func(snap *placement.Snapshot) error {
-		for _, t := range s.targets {
-			plan, err := planning.NextMove(snap, s.pm, t.Target, s.now)
+	err := s.State.With(func(snap *placement.Snapshot) error {
+		for _, t := range s.Targets {
+			plan, err := planning.NextMove(snap, s.Migration, t, s.Now)
 			if err != nil {
 				return err
 			}
 			if plan.Counts != nil {
-				metrics.RecordSkew(s.pm.Namespace, s.pm.Name, t.String(), plan.Skew)
+				metrics.RecordSkew(s.Migration.Namespace, s.Migration.Name, t.String(), plan.Skew)
 			}
 			switch {
 			case plan.Move != nil && next == nil:
 				mv := plan.Move
-				next = &pgv1.PodMove{Target: t.String(), Pod: mv.Pod, UID: string(mv.UID), From: mv.From, To: mv.To, Node: mv.Node, At: metav1.NewTime(s.now), SkewBefore: int32(plan.Skew)}
+				next = &pgv1.PodMove{Target: t.String(), Pod: mv.Pod, UID: string(mv.UID), From: mv.From, To: mv.To, Node: mv.Node, At: metav1.NewTime(s.Now), SkewBefore: int32(plan.Skew)}
 			case plan.Move != nil:
 			case plan.Even:
 				even = append(even, t.String()+": "+plan.Why)
@@ -118,19 +118,19 @@ func (s *scope) planMove() (moveVerdict, error) {
 		}
 		return moveVerdict{status: metav1.ConditionTrue, reason: pgv1.ReasonBalanced, message: strings.Join(even, ". ")}, nil
 	}
-	if last := lastMove(rb); last != nil && last.Result == moveRefused && s.now.Sub(last.At.Time) < refusalBackoff {
-		s.lookAgainIn(refusalBackoff - s.now.Sub(last.At.Time))
+	if last := lastMove(rb); last != nil && last.Result == moveRefused && s.Now.Sub(last.At.Time) < refusalBackoff {
+		s.lookAgainIn(refusalBackoff - s.Now.Sub(last.At.Time))
 		return refusedVerdict(last), nil
 	}
-	if used, until := s.movesWithin(planning.MoveWindow); used >= s.pm.Spec.MaxMovesPerHour() {
+	if used, until := s.movesWithin(planning.MoveWindow); used >= s.Migration.Spec.MaxMovesPerHour() {
 		s.lookAgainIn(until)
 		return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonMoveBudgetSpent, message: fmt.Sprintf(
 			"%s could move from %s to %s, but %d move(s) were made in the last hour (spec.rebalance.maxMovesPerHour %d); the next in %s",
-			next.Pod, next.From, next.To, used, s.pm.Spec.MaxMovesPerHour(), until.Round(time.Second))}, nil
+			next.Pod, next.From, next.To, used, s.Migration.Spec.MaxMovesPerHour(), until.Round(time.Second))}, nil
 	}
 	// Record the intent; the next reconcile evicts the pod it names.
 	rb.Move = next
-	s.lookAgainIn(staleRetry)
+	s.lookAgainIn(retrySoon)
 	return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonMovingPod, message: fmt.Sprintf(
 		"Moving %s of %s from %s to %s (node %s, as the engine places its replacement): recorded, evicting it next", next.Pod, next.Target, next.From, next.To, next.Node)}, nil
 }
@@ -138,8 +138,8 @@ func (s *scope) planMove() (moveVerdict, error) {
 // evictRole is the opt-in ClusterRole that lets the operator evict pods.
 const evictRole = "placement-guard-evict"
 
-// evictRoleHint tells how to grant the right to evict.
-func evictRoleHint(namespace string) string {
+// EvictRoleHint tells how to grant the operator the right to evict pods.
+func EvictRoleHint(namespace string) string {
 	return fmt.Sprintf("Bind the opt-in ClusterRole %s to the operator's ServiceAccount in namespace %s (docs/operations.md, \"Evictions\")", evictRole, namespace)
 }
 
@@ -162,10 +162,10 @@ func lastMove(rb *pgv1.RebalanceStatus) *pgv1.PodMove {
 
 // movesWithin counts the moves of the last window, and how long until the
 // oldest of them leaves it.
-func (s *scope) movesWithin(window time.Duration) (int, time.Duration) {
+func (s *Step) movesWithin(window time.Duration) (int, time.Duration) {
 	used, until := 0, window
-	for _, mv := range s.pm.Status.Rebalance.Moves {
-		if age := s.now.Sub(mv.At.Time); age < window {
+	for _, mv := range s.Migration.Status.Rebalance.Moves {
+		if age := s.Now.Sub(mv.At.Time); age < window {
 			used++
 			until = min(until, window-age)
 		}
@@ -175,7 +175,7 @@ func (s *scope) movesWithin(window time.Duration) (int, time.Duration) {
 
 // continueMove takes the move in flight one step: evict the pod it names,
 // or judge its replacement.
-func (s *scope) continueMove(ctx context.Context, rb *pgv1.RebalanceStatus) (moveVerdict, error) {
+func (s *Step) continueMove(ctx context.Context, rb *pgv1.RebalanceStatus) (moveVerdict, error) {
 	mv := rb.Move
 	t := s.targetNamed(mv.Target)
 	if t == nil {
@@ -192,32 +192,32 @@ func (s *scope) continueMove(ctx context.Context, rb *pgv1.RebalanceStatus) (mov
 // evict evicts the pod the recorded move names, unless it is already
 // going: an operator killed after the eviction, or whose cache is behind
 // it, does not evict another.
-func (s *scope) evict(ctx context.Context, rb *pgv1.RebalanceStatus, t *target) (moveVerdict, error) {
+func (s *Step) evict(ctx context.Context, rb *pgv1.RebalanceStatus, t *planning.Target) (moveVerdict, error) {
 	mv := rb.Move
 	if pod := podOf(t, types.UID(mv.UID)); pod != nil && pod.DeletionTimestamp == nil {
-		logf.FromContext(ctx).Info("Evicting a pod to even the spread", "migration", klog.KObj(s.pm), "target", mv.Target, "pod", mv.Pod, "from", mv.From, "to", mv.To)
+		logf.FromContext(ctx).Info("Evicting a pod to even the spread", "migration", klog.KObj(s.Migration), "target", mv.Target, "pod", mv.Pod, "from", mv.From, "to", mv.To)
 		uid := types.UID(mv.UID)
-		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: s.pm.Namespace, Name: mv.Pod},
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: s.Migration.Namespace, Name: mv.Pod},
 			DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}}
-		err := s.r.SubResource("eviction").Create(ctx, &corev1.Pod{ObjectMeta: ev.ObjectMeta}, ev)
+		err := s.Client.SubResource("eviction").Create(ctx, &corev1.Pod{ObjectMeta: ev.ObjectMeta}, ev)
 		switch {
 		case err == nil, apierrors.IsNotFound(err):
 		case apierrors.IsTooManyRequests(err), apierrors.IsForbidden(err), apierrors.IsConflict(err):
 			why := err.Error()
 			if apierrors.IsForbidden(err) {
-				why += ". " + evictRoleHint(s.pm.Namespace)
+				why += ". " + EvictRoleHint(s.Migration.Namespace)
 			}
-			mv.Result, mv.Message, mv.At = moveRefused, truncate(why, 1024), metav1.NewTime(s.now)
+			mv.Result, mv.Message, mv.At = moveRefused, planning.Truncate(why, 1024), metav1.NewTime(s.Now)
 			s.finishMove(rb)
-			metrics.CountMove(s.pm.Namespace, s.pm.Name, "refused")
+			metrics.CountMove(s.Migration.Namespace, s.Migration.Name, "refused")
 			s.lookAgainIn(refusalBackoff)
 			v := refusedVerdict(mv)
-			v.event = &note{kind: corev1.EventTypeWarning, reason: pgv1.ReasonEvictionRefused, message: v.message}
+			v.event = &Event{Type: corev1.EventTypeWarning, Reason: pgv1.ReasonEvictionRefused, Message: v.message}
 			return v, nil
 		default:
-			return moveVerdict{}, fmt.Errorf("evict pod %s/%s to even the spread of %s: %w", s.pm.Namespace, mv.Pod, mv.Target, err)
+			return moveVerdict{}, fmt.Errorf("evict pod %s/%s to even the spread of %s: %w", s.Migration.Namespace, mv.Pod, mv.Target, err)
 		}
-		metrics.CountMove(s.pm.Namespace, s.pm.Name, "evicted")
+		metrics.CountMove(s.Migration.Namespace, s.Migration.Name, "evicted")
 	}
 	// At stays when the move was recorded: the eviction came after it, so
 	// the replacement is the pod created since, even one created while an
@@ -231,12 +231,12 @@ func (s *scope) evict(ctx context.Context, rb *pgv1.RebalanceStatus, t *target) 
 // judgeReplacement waits for the evicted pod's replacement to be Ready,
 // then checks it landed where the engine said and the spread is no less
 // even than before.
-func (s *scope) judgeReplacement(rb *pgv1.RebalanceStatus, t *target) (moveVerdict, error) {
+func (s *Step) judgeReplacement(rb *pgv1.RebalanceStatus, t *planning.Target) (moveVerdict, error) {
 	mv := rb.Move
 	replacement := s.replacementOf(t, mv)
-	if replacement == nil || !s.targetsSettled() {
-		if waited := s.now.Sub(mv.At.Time); waited > s.pm.Spec.Timeout() {
-			return s.stopMoves(rb, fmt.Sprintf("the replacement of %s (%s) was not Ready within spec.stageTimeout %s", mv.Pod, mv.Target, s.pm.Spec.Timeout())), nil
+	if replacement == nil || !s.Settled {
+		if waited := s.Now.Sub(mv.At.Time); waited > s.Migration.Spec.Timeout() {
+			return s.stopMoves(rb, fmt.Sprintf("the replacement of %s (%s) was not Ready within spec.stageTimeout %s", mv.Pod, mv.Target, s.Migration.Spec.Timeout())), nil
 		}
 		s.lookAgainIn(moveRecheck)
 		return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonMovingPod, message: fmt.Sprintf(
@@ -249,24 +249,24 @@ func (s *scope) judgeReplacement(rb *pgv1.RebalanceStatus, t *target) (moveVerdi
 	mv.Replacement, mv.LandedIn = replacement.Name, landed
 	if landed != mv.To {
 		mv.Result = moveMispredicted
-		metrics.CountMove(s.pm.Namespace, s.pm.Name, "mispredicted")
+		metrics.CountMove(s.Migration.Namespace, s.Migration.Name, "mispredicted")
 		return s.stopMoves(rb, fmt.Sprintf("the replacement of %s (%s) landed in %s, not in %s where the engine placed it", mv.Pod, mv.Target, landed, mv.To)), nil
 	}
 	mv.Result = moveLanded
-	metrics.CountMove(s.pm.Namespace, s.pm.Name, "landed")
+	metrics.CountMove(s.Migration.Namespace, s.Migration.Name, "landed")
 	if skew > int(mv.SkewBefore) {
 		return s.stopMoves(rb, fmt.Sprintf("after moving %s (%s) from %s to %s the skew is %d, was %d", mv.Pod, mv.Target, mv.From, mv.To, skew, mv.SkewBefore)), nil
 	}
 	s.finishMove(rb)
-	s.lookAgainIn(staleRetry)
+	s.lookAgainIn(retrySoon)
 	msg := fmt.Sprintf("Moved %s of %s from %s to %s: its replacement %s is Ready there, as the engine placed it (skew %d, was %d)", mv.Pod, mv.Target, mv.From, mv.To, replacement.Name, skew, mv.SkewBefore)
 	return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonMovingPod, message: msg,
-		event: &note{kind: corev1.EventTypeNormal, reason: "PodMoved", message: msg}}, nil
+		event: &Event{Type: corev1.EventTypeNormal, Reason: "PodMoved", Message: msg}}, nil
 }
 
 // replacementOf is the Ready pod of the target created since the eviction
 // that replaced the evicted one, once the evicted one is gone.
-func (s *scope) replacementOf(t *target, mv *pgv1.PodMove) *corev1.Pod {
+func (s *Step) replacementOf(t *planning.Target, mv *pgv1.PodMove) *corev1.Pod {
 	var newest *corev1.Pod
 	for _, p := range t.Pods {
 		if string(p.UID) == mv.UID {
@@ -283,12 +283,12 @@ func (s *scope) replacementOf(t *target, mv *pgv1.PodMove) *corev1.Pod {
 }
 
 // landing is the domain the replacement runs in and the target's skew now.
-func (s *scope) landing(t *target, replacement *corev1.Pod) (string, int, error) {
+func (s *Step) landing(t *planning.Target, replacement *corev1.Pod) (string, int, error) {
 	var domain string
 	var skew int
-	err := s.r.State.With(func(snap *placement.Snapshot) error {
+	err := s.State.With(func(snap *placement.Snapshot) error {
 		if n, ok := snap.Node(replacement.Spec.NodeName); ok {
-			domain = n.Labels[s.constraint.TopologyKey()]
+			domain = n.Labels[s.Constraint.TopologyKey()]
 		}
 		m, err := snap.Measure(t.Workload, t.Rendered)
 		skew = m.Skew
@@ -299,15 +299,15 @@ func (s *scope) landing(t *target, replacement *corev1.Pod) (string, int, error)
 
 // stopMoves ends the move in flight and stops the moves for this
 // generation.
-func (s *scope) stopMoves(rb *pgv1.RebalanceStatus, why string) moveVerdict {
+func (s *Step) stopMoves(rb *pgv1.RebalanceStatus, why string) moveVerdict {
 	s.finishMove(rb)
-	rb.Stopped, rb.StoppedGeneration = truncate("Moves stopped: "+why, 1024), s.pm.Generation
+	rb.Stopped, rb.StoppedGeneration = planning.Truncate("Moves stopped: "+why, 1024), s.Migration.Generation
 	return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonRebalanceStopped, message: rb.Stopped + "; no pod is moved until the spec changes",
-		event: &note{kind: corev1.EventTypeWarning, reason: pgv1.ReasonRebalanceStopped, message: rb.Stopped}}
+		event: &Event{Type: corev1.EventTypeWarning, Reason: pgv1.ReasonRebalanceStopped, Message: rb.Stopped}}
 }
 
 // finishMove files the move in flight among the last moves.
-func (s *scope) finishMove(rb *pgv1.RebalanceStatus) {
+func (s *Step) finishMove(rb *pgv1.RebalanceStatus) {
 	rb.Moves = append(rb.Moves, *rb.Move)
 	if len(rb.Moves) > keptMoves {
 		rb.Moves = rb.Moves[len(rb.Moves)-keptMoves:]
@@ -315,17 +315,7 @@ func (s *scope) finishMove(rb *pgv1.RebalanceStatus) {
 	rb.Move = nil
 }
 
-// targetNamed finds a target by its "Kind/name".
-func (s *scope) targetNamed(name string) *target {
-	for _, t := range s.targets {
-		if t.String() == name {
-			return t
-		}
-	}
-	return nil
-}
-
-func podOf(t *target, uid types.UID) *corev1.Pod {
+func podOf(t *planning.Target, uid types.UID) *corev1.Pod {
 	for _, p := range t.Pods {
 		if p.UID == uid {
 			return p
