@@ -40,15 +40,15 @@ func ControllerUID(o client.Object) []string {
 }
 
 // Live is the Target of a workload object with what it controls now: its
-// ReplicaSets, read from c through the controller index, and the pods of
+// ReplicaSets, read from reader through the controller index, and the pods of
 // it or of them from the engine's records. An object not created yet has
 // none.
-func (s *ClusterState) Live(ctx context.Context, c client.Reader, obj client.Object) (*targets.Target, error) {
+func (c *ClusterState) Live(ctx context.Context, reader client.Reader, obj client.Object) (*targets.Target, error) {
 	var replicaSets []*appsv1.ReplicaSet
 	owners := []types.UID{}
 	if uid := obj.GetUID(); uid != "" {
 		var err error
-		if replicaSets, err = ownedReplicaSets(ctx, c, obj); err != nil {
+		if replicaSets, err = ownedReplicaSets(ctx, reader, obj); err != nil {
 			return nil, err
 		}
 		for _, rs := range replicaSets {
@@ -56,7 +56,7 @@ func (s *ClusterState) Live(ctx context.Context, c client.Reader, obj client.Obj
 		}
 		owners = append(owners, uid)
 	}
-	t := targets.Build(obj, replicaSets, s.PodsControlledBy(obj.GetNamespace(), owners...))
+	t := targets.Build(obj, replicaSets, c.PodsControlledBy(obj.GetNamespace(), owners...))
 	if t == nil {
 		return nil, fmt.Errorf("%T is not a workload placement-guard migrates", obj)
 	}
