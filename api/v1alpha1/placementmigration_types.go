@@ -231,6 +231,10 @@ type TargetRef struct {
 	Name string `json:"name,omitempty"`
 }
 
+// String is the reference as placement-guard's messages, status and keys
+// write it: "Kind/name".
+func (r TargetRef) String() string { return string(r.Kind) + "/" + r.Name }
+
 // TargetSelector chooses workloads by label.
 // +kubebuilder:validation:XValidation:rule="(has(self.selector.matchLabels) && size(self.selector.matchLabels) > 0) || (has(self.selector.matchExpressions) && size(self.selector.matchExpressions) > 0)",message="targetSelector.selector needs at least one matchLabels or matchExpressions entry: an empty selector would select every workload in the namespace"
 type TargetSelector struct {

@@ -16,7 +16,7 @@ func (s *scope) interestOf() *clusterstate.Interest {
 	}
 	in := &clusterstate.Interest{Settled: true, Workloads: map[string]bool{}}
 	for _, ref := range s.pm.Spec.Targets {
-		in.Workloads[string(ref.Kind)+"/"+ref.Name] = true
+		in.Workloads[ref.String()] = true
 	}
 	if ts := s.pm.Spec.TargetSelector; ts != nil {
 		sel, err := metav1.LabelSelectorAsSelector(ts.Selector.AsMeta())

@@ -93,7 +93,7 @@ func (s *scope) abandonIfGone(op *pgv1.Operation) (outcome, bool) {
 		s.forget(ot.Kind, ot.Name)
 		msg := fmt.Sprintf("%s/%s was deleted or re-created while its %s operation was in flight; the migration starts over for it", ot.Kind, ot.Name, op.Action)
 		if t == nil {
-			return outcome{blocked: true, reason: pgv1.ReasonTargetNotFound, message: msg + "; " + missingMessage([]string{string(ot.Kind) + "/" + ot.Name}, s.pm.Namespace)}, true
+			return outcome{blocked: true, reason: pgv1.ReasonTargetNotFound, message: msg + "; " + missingMessage([]string{pgv1.TargetRef{Kind: ot.Kind, Name: ot.Name}.String()}, s.pm.Namespace)}, true
 		}
 		return outcome{reason: pgv1.ReasonProgressing, message: msg}, true
 	}
@@ -145,11 +145,11 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 				}
 				return outcome{}, err
 			}
-			log.Info("Moved the adopted constraint", "migration", klog.KObj(s.pm), "target", planning.RefKey(ref), "action", op.Action,
+			log.Info("Moved the adopted constraint", "migration", klog.KObj(s.pm), "target", ref.String(), "action", op.Action,
 				"stage", op.Stage, "generation", generation, "fieldManager", s.manager)
 			ot.AppliedGeneration = generation
 			s.r.Budget.Record(key, s.now)
-			written = append(written, planning.RefKey(ref))
+			written = append(written, ref.String())
 			continue
 		} else if err != nil {
 			return outcome{}, err
@@ -159,7 +159,7 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 		if err != nil {
 			return outcome{}, err
 		}
-		log.Info("Writing the migration's entry", "migration", klog.KObj(s.pm), "target", planning.RefKey(ref), "action", op.Action,
+		log.Info("Writing the migration's entry", "migration", klog.KObj(s.pm), "target", ref.String(), "action", op.Action,
 			"stage", op.Stage, "generation", ot.GenerationBefore, "fieldManager", s.manager)
 		if err := s.r.Apply(ctx, ac, client.FieldOwner(s.manager)); err != nil {
 			if op.Action == pgv1.ActionRevert && workloadpatch.IsOtherObject(err) {
@@ -171,11 +171,11 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 			if o, refused := s.refused(op, ref, err); refused {
 				return o, nil
 			}
-			return outcome{}, fmt.Errorf("write the %s stage into %s: %w", op.Stage, planning.RefKey(ref), err)
+			return outcome{}, fmt.Errorf("write the %s stage into %s: %w", op.Stage, ref.String(), err)
 		}
 		ot.AppliedGeneration = max(workloadpatch.GenerationOf(ac), 1)
 		s.r.Budget.Record(key, s.now)
-		written = append(written, planning.RefKey(ref))
+		written = append(written, ref.String())
 	}
 	if op.Action == pgv1.ActionVerify {
 		return s.continueOperation(ctx, op)
@@ -223,12 +223,12 @@ func (s *scope) refusal(ref pgv1.TargetRef, stage placement.Stage, err error) (o
 			if other, ours := workloadpatch.MigrationOf(m); ours {
 				return outcome{blocked: true, reason: pgv1.ReasonTargetClaimed, message: fmt.Sprintf(
 					"%s: the %s stage would change %s, written by PlacementMigration %s; one migration writes a field at a time. Delete one of the two migrations, or spread on another key",
-					planning.RefKey(ref), stage, strings.Join(c.Fields, ", "), other)}, true
+					ref.String(), stage, strings.Join(c.Fields, ", "), other)}, true
 			}
 		}
 		return outcome{blocked: true, reason: pgv1.ReasonFieldConflict, message: fmt.Sprintf(
 			"%s: the %s stage would change %s, owned by field manager %s; placement-guard never takes fields over. Remove them where %s is defined, or let that manager apply the constraint",
-			planning.RefKey(ref), stage, strings.Join(c.Fields, ", "), quoteAll(c.Managers), planning.RefKey(ref))}, true
+			ref.String(), stage, strings.Join(c.Fields, ", "), quoteAll(c.Managers), ref.String())}, true
 	}
 	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
 		return outcome{blocked: true, reason: pgv1.ReasonApplyFailed, message: truncate(err.Error(), 2048)}, true
@@ -239,7 +239,7 @@ func (s *scope) refusal(ref pgv1.TargetRef, stage placement.Stage, err error) (o
 // budgetExceeded stalls the migration rather than write a workload again.
 func (s *scope) budgetExceeded(ref pgv1.TargetRef) outcome {
 	msg := fmt.Sprintf("%s was written %d times within %s, the operator's write budget; the write recorded in status.operation is held. Find what keeps changing the workload, then set the %s annotation to retry",
-		planning.RefKey(ref), s.r.Budget.Max, s.r.Budget.Window, pgv1.RetryAnnotation)
+		ref.String(), s.r.Budget.Max, s.r.Budget.Window, pgv1.RetryAnnotation)
 	return s.halt(pgv1.HaltFailed, outcome{reason: pgv1.ReasonWriteBudgetExceeded, message: msg,
 		events: []note{{kind: corev1.EventTypeWarning, reason: pgv1.ReasonWriteBudgetExceeded, message: msg}}})
 }

@@ -201,8 +201,8 @@ func claimOnChange(pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration
 // claimOfChange words a claim on a field a change writes directly: the
 // migration holding it writes its entry back over the change.
 func claimOfChange(c Claim) placement.Hazard {
-	return placement.Hazard{Type: pgv1.ReasonTargetClaimed, Workload: RefKey(c.Target), Message: fmt.Sprintf(
+	return placement.Hazard{Type: pgv1.ReasonTargetClaimed, Workload: c.Target.String(), Message: fmt.Sprintf(
 		"%s: the change writes %s, which PlacementMigration %s writes: the operator writes its entry back over another writer's, then stalls, and the two fight over the pods. Change or delete PlacementMigration %s instead, or spread on another key",
-		RefKey(c.Target), c.Field, c.Migration, c.Migration),
+		c.Target.String(), c.Field, c.Migration, c.Migration),
 		Fix: "change that PlacementMigration instead, or delete it first"}
 }

@@ -242,7 +242,7 @@ func Observe(sit Situation, protected []*corev1.Pod, now time.Time) Facts {
 		}
 	}
 	if name, ref := InFlight(sit.Migration, sit.Others, refs); name != "" {
-		f.InFlight, f.InFlightOn = name, RefKey(ref)
+		f.InFlight, f.InFlightOn = name, ref.String()
 	}
 	f.Unstable, _ = Unstable(pods, sit.Migration.Spec.MinPodAge(), now)
 	f.Protected = ProtectedNames(protected)

@@ -64,7 +64,7 @@ func Disruptions(snap *placement.Snapshot, spec *pgv1.PlacementMigrationSpec, ts
 	for _, t := range ts {
 		got, err := disruptionsOf(snap, spec, t, final, p)
 		if err != nil || !got.OK {
-			got.Target = RefKey(t.Ref)
+			got.Target = t.Ref.String()
 			return got, err
 		}
 		cleared = append(cleared, got.Message)
@@ -85,7 +85,7 @@ func DisruptionsAfterHard(snap *placement.Snapshot, pm *pgv1.PlacementMigration,
 	for _, t := range ts {
 		got, err := disruptionsAfter(snap, pm, others, t, hard, p)
 		if err != nil || !got.OK {
-			got.Target = RefKey(t.Ref)
+			got.Target = t.Ref.String()
 			return got, err
 		}
 	}
@@ -97,7 +97,7 @@ func DisruptionsAfterHard(snap *placement.Snapshot, pm *pgv1.PlacementMigration,
 const afterHard = "once the Hard stage has rolled out, "
 
 func disruptionsAfter(snap *placement.Snapshot, pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration, t *Target, hard placement.Answer, p Policies) (DisruptionVerdict, error) {
-	key := RefKey(t.Ref)
+	key := t.Ref.String()
 	r, found := hard.Rollouts[key]
 	spec := hard.Templates[key]
 	if !found || spec == nil || !r.Completes {

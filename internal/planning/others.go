@@ -91,7 +91,7 @@ type Claim struct {
 func (c Claim) Message() string {
 	return fmt.Sprintf(
 		"%s is also a target of PlacementMigration %s, whose constraint writes the same field (%s); one migration writes a field at a time, and %s came first. Nothing was written: delete one of the two, or spread on another key",
-		RefKey(c.Target), c.Migration, c.Field, c.Migration)
+		c.Target.String(), c.Migration, c.Field, c.Migration)
 }
 
 // ClaimOf is the first other migration of the namespace that holds, or

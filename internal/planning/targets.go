@@ -44,7 +44,7 @@ func TargetRefs(spec pgv1.PlacementMigrationSpec, workloads []client.Object) ([]
 		}
 		refs = append(refs, pgv1.TargetRef{Kind: pgv1.WorkloadKind(k.Name), Name: obj.GetName()})
 	}
-	sort.Slice(refs, func(i, j int) bool { return RefKey(refs[i]) < RefKey(refs[j]) })
+	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
 	return refs, nil
 }
 
@@ -53,9 +53,6 @@ func TargetRefs(spec pgv1.PlacementMigrationSpec, workloads []client.Object) ([]
 func selectsKind(kinds []pgv1.WorkloadKind, k *targets.Kind) bool {
 	return len(kinds) == 0 || slices.Contains(kinds, pgv1.WorkloadKind(k.Name))
 }
-
-// RefKey is "Kind/name", the engine's name of a workload.
-func RefKey(ref pgv1.TargetRef) string { return string(ref.Kind) + "/" + ref.Name }
 
 // Target is a resolved target: the workload and the constraint rendered
 // for it.
@@ -80,7 +77,7 @@ func Resolve(refs []pgv1.TargetRef, inv Inventory, c placement.Constraint) (foun
 			t = targets.Build(obj, inv.ReplicaSets, live)
 		}
 		if t == nil {
-			missing = append(missing, RefKey(ref))
+			missing = append(missing, ref.String())
 			continue
 		}
 		found = append(found, &Target{Target: t, Ref: ref})

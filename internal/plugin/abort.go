@@ -100,7 +100,7 @@ func checkReverted(ctx context.Context, c client.Client, pm *pgv1.PlacementMigra
 		if ts.Applied == nil && (ts.Stage == "" || ts.Stage == pgv1.StageNone) {
 			continue
 		}
-		ref := string(ts.Kind) + "/" + ts.Name
+		ref := pgv1.TargetRef{Kind: ts.Kind, Name: ts.Name}.String()
 		obj := &metav1.PartialObjectMetadata{}
 		obj.SetGroupVersionKind(ts.Kind.GroupVersionKind())
 		err := c.Get(ctx, client.ObjectKey{Namespace: pm.Namespace, Name: ts.Name}, obj)

@@ -136,7 +136,7 @@ func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv
 	}
 	var found []*planning.Target
 	for _, ref := range refs {
-		if mw, ok := byRef[planning.RefKey(ref)]; ok {
+		if mw, ok := byRef[ref.String()]; ok {
 			found = append(found, manifestTarget(mw))
 		}
 	}

@@ -236,7 +236,7 @@ func requestReport(pm *pgv1.PlacementMigration, req *placement.CapacityRequest) 
 func stageReport(sit planning.Situation, v planning.Verdict) StageReport {
 	if v.Claim != nil {
 		return StageReport{Stage: pgv1.Stage(v.Stage), Hazards: []pgv1.Hazard{{
-			Type: pgv1.ReasonTargetClaimed, Target: planning.RefKey(v.Claim.Target), Severity: pgv1.SeverityBlocking, Message: v.Claim.Message()}}}
+			Type: pgv1.ReasonTargetClaimed, Target: v.Claim.Target.String(), Severity: pgv1.SeverityBlocking, Message: v.Claim.Message()}}}
 	}
 	a := v.Answers[0]
 	sr := StageReport{
@@ -253,7 +253,7 @@ func stageReport(sit planning.Situation, v planning.Verdict) StageReport {
 		entry, all := planning.TargetPlan(t, v.Stage, v.Answers[:1])
 		entry.Recreates = all
 		tr := TargetReport{TargetPlan: entry}
-		if r, ok := a.Rollouts[planning.RefKey(t.Ref)]; ok {
+		if r, ok := a.Rollouts[t.Ref.String()]; ok {
 			tr.Completes = r.Completes
 			tr.Note = r.Note
 			if r.Blocked != nil {
