@@ -272,11 +272,7 @@ func expectAlike(g generatedCluster, snapshot *plugin.Cluster, seed int64) strin
 			gm.Expect(v.Message).To(Equal(ready.Message), "%s: the words", why)
 		}
 		gm.Expect(orNil(v.Hazards)).To(Equal(orNil(pm.Status.Hazards)), "%s: the hazards", why)
-		if v.Outcome != "Proceeds" {
-			// A stage that proceeds has its plan replaced by the
-			// intent to write it.
-			gm.Expect(orNil(v.Plan)).To(Equal(orNil(pm.Status.Plan)), "%s: the plan (pods recreated, predicted end state)", why)
-		}
+		gm.Expect(orNil(v.Plan)).To(Equal(orNil(pm.Status.Plan)), "%s: the plan (pods recreated, predicted end state)", why)
 	}).WithTimeout(5 * time.Second).Should(Succeed())
 	return v.Outcome + "/" + v.Reason
 }
