@@ -21,8 +21,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/placement-guard/placement-guard/test/utils"
 )
 
 // admissionNamespace holds the Deployments the stream of updates changes.
@@ -137,7 +135,7 @@ func measureAdmission(ctx context.Context, o options, cfg *rest.Config, c client
 		return res, err
 	}
 	defer os.RemoveAll(certDir)
-	bundle, err := utils.ServingCert(certDir)
+	bundle, err := servingCert(certDir)
 	if err != nil {
 		return res, err
 	}
@@ -158,7 +156,11 @@ func measureAdmission(ctx context.Context, o options, cfg *rest.Config, c client
 	if err := m.waitReady(ctx); err != nil {
 		return res, err
 	}
-	if err := utils.RegisterWebhook(ctx, c, "bench-admission", ports[0], bundle); err != nil {
+	check, err := shippedCheck(o.kustomize, o.installConfig, "bench-admission", ports[0], bundle)
+	if err != nil {
+		return res, err
+	}
+	if err := c.Create(ctx, check); client.IgnoreAlreadyExists(err) != nil {
 		return res, fmt.Errorf("register the check: %w", err)
 	}
 	defer func() {

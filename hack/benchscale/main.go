@@ -68,6 +68,9 @@ type options struct {
 	// the stream, so that the stream does not begin on the garbage of the
 	// check's manager's first list of every pod.
 	admissionCollect bool
+	// kustomize renders installConfig, whose admission check the stream's
+	// manager is registered with.
+	kustomize, installConfig string
 }
 
 func main() {
@@ -80,6 +83,8 @@ func main() {
 	flag.IntVar(&o.churnRate, "churn-rate", 100, "pod creations and deletions a second during the churn")
 	flag.IntVar(&o.admissionRate, "admission-rate", 50, "dry-run Deployment updates a second sent through the admission check, half of them judged by the engine; 0 sends none")
 	flag.DurationVar(&o.admissionFor, "admission-for", time.Minute, "how long the admission stream lasts")
+	flag.StringVar(&o.kustomize, "kustomize", "", "the kustomize binary that renders -install-config; bin/kustomize when empty")
+	flag.StringVar(&o.installConfig, "install-config", "config/default", "the kustomization whose ValidatingWebhookConfiguration registers the admission stream's manager (by URL)")
 	flag.DurationVar(&o.churnFor, "churn-for", time.Minute, "how long the churn lasts")
 	flag.StringVar(&o.idleProfile, "idle-cpuprofile", "", "write the manager's CPU profile without churn, just before it, here")
 	flag.DurationVar(&o.idleFor, "idle-for", 30*time.Second, "how long the manager's CPU is read without churn, just before it")
@@ -150,6 +155,13 @@ func run(ctx context.Context, o options) error {
 	}
 	if o.storeOnly {
 		return runStoreOnly(ctx, o, work)
+	}
+	if o.kustomize == "" {
+		bin, err := localcluster.FindBinaries()
+		if err != nil {
+			return err
+		}
+		o.kustomize = filepath.Join(bin, "kustomize")
 	}
 	logf("starting the local cluster")
 	cluster, err := localcluster.Start(ctx, localcluster.Options{StartTimeout: 5 * time.Minute})
