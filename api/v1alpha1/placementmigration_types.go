@@ -32,6 +32,17 @@ const (
 // It only appears in status.
 const StageNone Stage = "None"
 
+// Rank orders stages by strength: None, Soft, Hard.
+func (s Stage) Rank() int {
+	switch s {
+	case StageSoft:
+		return 1
+	case StageHard:
+		return 2
+	}
+	return 0
+}
+
 // DeletionPolicy says what happens to the applied constraint when the
 // PlacementMigration is deleted, or when a workload stops being a target.
 // +kubebuilder:validation:Enum=Retain;Revert
@@ -592,10 +603,6 @@ type PlacementMigrationList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	// +required
 	Items []PlacementMigration `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&PlacementMigration{}, &PlacementMigrationList{})
 }
 
 // PlacementSnapshot is the part of a pod template placement-guard changes.

@@ -16,6 +16,8 @@ import (
 	"github.com/placement-guard/placement-guard/internal/placement/benchcluster"
 	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/targets"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // BenchmarkJudgeLarge is one judged admission request on the benchmark
@@ -134,7 +136,7 @@ func judgeCases(b *testing.B, c *benchcluster.Cluster) []judgeCase {
 		// the template.
 		{name: "spread-and-anti-affinity", workload: c.Workload, change: func(w *placement.Workload) *placement.Workload {
 			w = benchcluster.WithHostnameAntiAffinity(w)
-			spec, err := benchcluster.ZoneSpread().Apply(&w.Template.Spec, w.Selector, placement.StageHard)
+			spec, err := benchcluster.ZoneSpread().Apply(&w.Template.Spec, w.Selector, pgv1.StageHard)
 			if err != nil {
 				b.Fatal(err)
 			}

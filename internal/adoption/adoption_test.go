@@ -13,6 +13,8 @@ import (
 
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 func term(key, app string) corev1.PodAffinityTerm {
@@ -65,7 +67,7 @@ func TestSoftenIsStableUnderAGitOpsReapply(t *testing.T) {
 		t.Fatalf("the re-apply names migration %s, the first %s", second.Records[0].Migration, first.Records[0].Migration)
 	}
 	// Once hardened, the manifest adds nothing: nothing is softened.
-	hard := first.Records[0].Place(stored, placement.StageHard)
+	hard := first.Records[0].Place(stored, pgv1.StageHard)
 	if got := Soften("Deployment", "web", hard, hard.DeepCopy()); got.Spec != nil || len(got.Records) != 0 {
 		t.Fatalf("a hardened workload re-applied was softened again: %+v", got)
 	}
@@ -83,7 +85,7 @@ func TestSoftenSpreadsInPlace(t *testing.T) {
 	if soft.WhenUnsatisfiable != corev1.ScheduleAnyway || soft.MinDomains != nil || soft.TopologyKey != "topology.kubernetes.io/zone" {
 		t.Fatalf("soft form = %+v, want ScheduleAnyway without minDomains in place", soft)
 	}
-	back := got.Records[0].Place(got.Spec, placement.StageHard)
+	back := got.Records[0].Place(got.Spec, pgv1.StageHard)
 	if !equality.Semantic.DeepEqual(back, spec) {
 		t.Fatalf("hardened = %+v, want the manifest back", back.TopologySpreadConstraints)
 	}
@@ -142,14 +144,14 @@ func TestPlaceMovesBetweenStagesAndKeepsTheRest(t *testing.T) {
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "role", Operator: corev1.NodeSelectorOpIn, Values: []string{"web"}}}}}}}
 	soft := Soften("Deployment", "web", withTerms(other), manifest)
 	r := soft.Records[0]
-	hard := r.Place(soft.Spec, placement.StageHard)
+	hard := r.Place(soft.Spec, pgv1.StageHard)
 	if !equality.Semantic.DeepEqual(hard, manifest) {
 		t.Fatalf("hard = %+v, want the manifest, its order kept", hard.Affinity.PodAntiAffinity)
 	}
-	if back := r.Place(hard, placement.StageSoft); !equality.Semantic.DeepEqual(back, soft.Spec) {
+	if back := r.Place(hard, pgv1.StageSoft); !equality.Semantic.DeepEqual(back, soft.Spec) {
 		t.Fatalf("rolled back = %+v, want the soft form", back.Affinity.PodAntiAffinity)
 	}
-	none := r.Place(hard, placement.StageNone)
+	none := r.Place(hard, pgv1.StageNone)
 	if len(none.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 1 || none.Affinity.NodeAffinity == nil {
 		t.Fatalf("none = %+v, want only the other term and the node affinity", none.Affinity)
 	}
@@ -174,10 +176,10 @@ func TestTheMigrationsConstraintIsTheRecordsForm(t *testing.T) {
 			soft := Soften("Deployment", "web", nil, manifest)
 			r := soft.Records[0]
 			c := planning.ConstraintFromSpec(r.Constraint()).ForWorkload(placement.Deployment)
-			if got := c.StageOf(soft.Spec, own); got != placement.StageSoft {
+			if got := c.StageOf(soft.Spec, own); got != pgv1.StageSoft {
 				t.Errorf("the soft form is at stage %s for the migration", got)
 			}
-			if got := c.StageOf(manifest, own); got != placement.StageHard {
+			if got := c.StageOf(manifest, own); got != pgv1.StageHard {
 				t.Errorf("the manifest is at stage %s for the migration", got)
 			}
 		})
@@ -248,7 +250,7 @@ func TestDroppedOnlyByItsAuthor(t *testing.T) {
 		{"the author's manifest without it", "kustomize-controller", soft.Spec, true},
 		{"another writer without it (an annotation, an HPA)", "kubectl-annotate", soft.Spec, false},
 		{"a request that names no manager", "", soft.Spec, false},
-		{"the author's manifest still with it", "kustomize-controller", records[0].Place(soft.Spec, placement.StageHard), false},
+		{"the author's manifest still with it", "kustomize-controller", records[0].Place(soft.Spec, pgv1.StageHard), false},
 		{"the author's manifest without it, its soft form gone too", "kustomize-controller", &corev1.PodSpec{}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -270,8 +272,8 @@ func TestTakenBackByAnyoneButTheAuthor(t *testing.T) {
 	soft := Soften("Deployment", "graphdb", nil, manifest)
 	records := soft.Records
 	records[0].Author = "helm"
-	hard := records[0].Place(soft.Spec, placement.StageHard)
-	none := records[0].Place(soft.Spec, placement.StageNone)
+	hard := records[0].Place(soft.Spec, pgv1.StageHard)
+	none := records[0].Place(soft.Spec, pgv1.StageNone)
 	for _, c := range []struct {
 		name, writer string
 		old, new     *corev1.PodSpec

@@ -121,16 +121,16 @@ func TakenBack(have []Record, writer string, old, new *corev1.PodSpec) []Record 
 
 // StageIn is the form of the record's constraint spec carries: hard,
 // soft, or none.
-func (r Record) StageIn(spec *corev1.PodSpec) placement.Stage {
+func (r Record) StageIn(spec *corev1.PodSpec) pgv1.Stage {
 	switch {
 	case spec == nil:
-		return placement.StageNone
+		return pgv1.StageNone
 	case r.carriedHard(spec):
-		return placement.StageHard
+		return pgv1.StageHard
 	case r.carriedSoft(spec):
-		return placement.StageSoft
+		return pgv1.StageSoft
 	}
-	return placement.StageNone
+	return pgv1.StageNone
 }
 
 // carriedSoft reports whether spec carries the record's soft form.
@@ -206,7 +206,7 @@ func (r Record) constraint() placement.Constraint {
 // back where the change had it, the soft form as Soften writes it, or
 // neither. Whatever form spec carried is removed first; everything else
 // is left as it was.
-func (r Record) Place(spec *corev1.PodSpec, stage placement.Stage) *corev1.PodSpec {
+func (r Record) Place(spec *corev1.PodSpec, stage pgv1.Stage) *corev1.PodSpec {
 	out := spec.DeepCopy()
 	if r.Term != nil {
 		placeTerm(out, *r.Term, r.Index, stage)
@@ -216,7 +216,7 @@ func (r Record) Place(spec *corev1.PodSpec, stage placement.Stage) *corev1.PodSp
 	return out
 }
 
-func placeTerm(spec *corev1.PodSpec, term corev1.PodAffinityTerm, index int, stage placement.Stage) {
+func placeTerm(spec *corev1.PodSpec, term corev1.PodAffinityTerm, index int, stage pgv1.Stage) {
 	if spec.Affinity == nil {
 		spec.Affinity = &corev1.Affinity{}
 	}
@@ -232,10 +232,10 @@ func placeTerm(spec *corev1.PodSpec, term corev1.PodAffinityTerm, index int, sta
 		return t.Weight == soft.Weight && containsTerm([]corev1.PodAffinityTerm{term}, t.PodAffinityTerm)
 	})
 	switch stage {
-	case placement.StageHard:
+	case pgv1.StageHard:
 		at := min(index, len(paa.RequiredDuringSchedulingIgnoredDuringExecution))
 		paa.RequiredDuringSchedulingIgnoredDuringExecution = slices.Insert(paa.RequiredDuringSchedulingIgnoredDuringExecution, at, term)
-	case placement.StageSoft:
+	case pgv1.StageSoft:
 		paa.PreferredDuringSchedulingIgnoredDuringExecution = append(paa.PreferredDuringSchedulingIgnoredDuringExecution, soft)
 	}
 	if len(paa.RequiredDuringSchedulingIgnoredDuringExecution) == 0 {
@@ -252,7 +252,7 @@ func placeTerm(spec *corev1.PodSpec, term corev1.PodAffinityTerm, index int, sta
 	}
 }
 
-func placeSpread(spec *corev1.PodSpec, hard corev1.TopologySpreadConstraint, index int, stage placement.Stage) {
+func placeSpread(spec *corev1.PodSpec, hard corev1.TopologySpreadConstraint, index int, stage pgv1.Stage) {
 	soft := softSpread(hard)
 	at := slices.IndexFunc(spec.TopologySpreadConstraints, func(s corev1.TopologySpreadConstraint) bool {
 		return containsSpread([]corev1.TopologySpreadConstraint{hard, soft}, s)
@@ -265,9 +265,9 @@ func placeSpread(spec *corev1.PodSpec, hard corev1.TopologySpreadConstraint, ind
 	}
 	at = min(at, len(spec.TopologySpreadConstraints))
 	switch stage {
-	case placement.StageHard:
+	case pgv1.StageHard:
 		spec.TopologySpreadConstraints = slices.Insert(spec.TopologySpreadConstraints, at, hard)
-	case placement.StageSoft:
+	case pgv1.StageSoft:
 		spec.TopologySpreadConstraints = slices.Insert(spec.TopologySpreadConstraints, at, soft)
 	}
 	if len(spec.TopologySpreadConstraints) == 0 {

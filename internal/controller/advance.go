@@ -24,7 +24,7 @@ import (
 // decision, the server-side dry run and the write budget. A stage that
 // only lowers the constraint to the final stage (the spec lowered it)
 // needs no answer about capacity and pods.
-func (s *scope) advance(ctx context.Context, group []*target, stage placement.Stage) (outcome, error) {
+func (s *scope) advance(ctx context.Context, group []*target, stage pgv1.Stage) (outcome, error) {
 	pm := s.pm
 	sit := s.situation(group)
 	held, facts := s.othersOn(group)
@@ -196,7 +196,7 @@ func (s *scope) currentEntry(t *target) *corev1.PodSpec {
 // evaluate asks the one question (planning.AskStage) about the stage,
 // against one snapshot: with the capacity request the migration would
 // make, and how many nodes launched for the request it has already made.
-func (s *scope) evaluate(group []*target, stage placement.Stage) (planning.Verdict, error) {
+func (s *scope) evaluate(group []*target, stage pgv1.Stage) (planning.Verdict, error) {
 	var v planning.Verdict
 	err := s.r.State.With(func(snap *placement.Snapshot) error {
 		var err error

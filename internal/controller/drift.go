@@ -30,7 +30,7 @@ func (s *scope) watchDrift(ctx context.Context) (outcome, bool, error) {
 	var drifted []*target
 	for _, t := range s.targets {
 		ts := s.status(t.Ref)
-		if s.verified(t) != placement.StageNone && !placement.Carries(&t.Template().Spec, planning.EntryOf(ts.Applied)) {
+		if s.verified(t) != pgv1.StageNone && !placement.Carries(&t.Template().Spec, planning.EntryOf(ts.Applied)) {
 			drifted = append(drifted, t)
 		}
 	}
@@ -95,7 +95,7 @@ func (s *scope) watchDrift(ctx context.Context) (outcome, bool, error) {
 // stage is verified and, for Soft, soaked again before anything stronger.
 func (s *scope) adoptUnverified() (outcome, bool) {
 	var group []*target
-	var stage placement.Stage
+	var stage pgv1.Stage
 	for _, t := range s.targets {
 		carried := t.Rendered.StageOf(&t.Template().Spec, t.Selector())
 		if carried.Rank() <= s.verified(t).Rank() {
@@ -138,7 +138,7 @@ func (s *scope) releaseRemoved(gone []pgv1.TargetStatus) outcome {
 		return outcome{reason: pgv1.ReasonTargetRemoved,
 			message: fmt.Sprintf("%s no longer selected; the constraint stays on it (onDelete: Retain), and its pods are counted with the targets'", strings.Join(names, ", "))}
 	}
-	op := s.newOperation(pgv1.ActionRevert, placement.StageOfEntry(planning.EntryOf(gone[0].Applied)), placement.StageNone)
+	op := s.newOperation(pgv1.ActionRevert, placement.StageOfEntry(planning.EntryOf(gone[0].Applied)), pgv1.StageNone)
 	for _, ts := range gone {
 		op.Targets = append(op.Targets, pgv1.OperationTarget{Kind: ts.Kind, Name: ts.Name, UID: ts.UID, Previous: ts.Applied})
 	}

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
-	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/workloadpatch"
 )
 
@@ -38,7 +37,7 @@ func (s *scope) placementOwners(ctx context.Context, ref string) (string, error)
 // dryRun applies entry to the target as a server-side dry run: a write
 // the API server would refuse for good (a field another manager owns, a
 // change it rejects) is an outcome, and nothing is written.
-func (s *scope) dryRun(ctx context.Context, t *target, entry *corev1.PodSpec, stage placement.Stage) (outcome, bool, error) {
+func (s *scope) dryRun(ctx context.Context, t *target, entry *corev1.PodSpec, stage pgv1.Stage) (outcome, bool, error) {
 	if adoptedRecord(t.Object(), s.pm.Name, entry) != nil {
 		// Moved in place by a patch (adopted.go), which no field manager
 		// refuses.
@@ -57,7 +56,7 @@ func (s *scope) dryRun(ctx context.Context, t *target, entry *corev1.PodSpec, st
 	return outcome{}, false, nil
 }
 
-func planSummary(stage placement.Stage, plan []pgv1.TargetPlan) string {
+func planSummary(stage pgv1.Stage, plan []pgv1.TargetPlan) string {
 	recreated := int32(0)
 	for _, e := range plan {
 		recreated += e.RecreatesCount

@@ -11,7 +11,6 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/metrics"
-	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
 // finalize takes the migration's deletion costs off its targets' pods,
@@ -56,7 +55,7 @@ func (s *scope) revertOnDelete(ctx context.Context) (outcome, error) {
 	}
 	op := pm.Status.Operation
 	if op == nil || op.Action != pgv1.ActionRevert {
-		revert := s.newOperation(pgv1.ActionRevert, placement.Stage(s.weakestRecorded()), placement.StageNone)
+		revert := s.newOperation(pgv1.ActionRevert, s.weakestRecorded(), pgv1.StageNone)
 		for _, ts := range pm.Status.Targets {
 			if ts.Applied != nil || (ts.Stage != "" && ts.Stage != pgv1.StageNone) {
 				revert.Targets = append(revert.Targets, pgv1.OperationTarget{Kind: ts.Kind, Name: ts.Name, UID: ts.UID, Previous: ts.Applied})
@@ -107,7 +106,7 @@ func hasTarget(op *pgv1.Operation, kind pgv1.WorkloadKind, name string) bool {
 func (s *scope) weakestRecorded() pgv1.Stage {
 	weakest := pgv1.StageHard
 	for _, ts := range s.pm.Status.Targets {
-		if placement.Stage(ts.Stage).Rank() < placement.Stage(weakest).Rank() {
+		if ts.Stage.Rank() < weakest.Rank() {
 			weakest = ts.Stage
 		}
 	}

@@ -234,7 +234,7 @@ var _ = Describe("A guarded migration", func() {
 		Expect(ready.Message).To(ContainSubstring("PlacementMigration web-apart"))
 		Consistently(func() int64 { return fc.get("web").Generation }, "2s").Should(Equal(generation))
 		Expect(fc.managersOf("web")).NotTo(HaveKey(workloadpatch.FieldManager("web-apart-zones")))
-		Expect(placement.StageOfEntry(&corev1.PodSpec{Affinity: &corev1.Affinity{PodAntiAffinity: fc.antiAffinityOf("web")}})).To(Equal(placement.StageHard))
+		Expect(placement.StageOfEntry(&corev1.PodSpec{Affinity: &corev1.Affinity{PodAntiAffinity: fc.antiAffinityOf("web")}})).To(Equal(pgv1.StageHard))
 	})
 
 	It("blocks a selector that selects more workloads than the status can record, before any write", func() {

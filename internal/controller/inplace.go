@@ -38,7 +38,7 @@ func adoptedRecord(obj client.Object, migration string, entry *corev1.PodSpec) *
 		return nil
 	}
 	stage := placement.StageOfEntry(entry)
-	if stage == placement.StageNone {
+	if stage == pgv1.StageNone {
 		return rec
 	}
 	if !placement.Carries(rec.Place(&corev1.PodSpec{}, stage), entry) {
@@ -80,8 +80,8 @@ func (r *PlacementMigrationReconciler) writeAdopted(ctx context.Context, pm *pgv
 	before := obj.DeepCopyObject().(client.Object)
 	template := targets.TemplateOf(obj)
 	stage := placement.StageOfEntry(entry)
-	if stage == placement.StageNone {
-		stage = placement.StageSoft
+	if stage == pgv1.StageNone {
+		stage = pgv1.StageSoft
 	}
 	template.Spec = *rec.Place(&template.Spec, stage)
 	if ending != "" {

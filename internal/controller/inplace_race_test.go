@@ -70,9 +70,9 @@ var _ = Describe("An adopted constraint written in place", func() {
 		Expect(k8sClient.Create(ctx, d)).To(Succeed())
 		c := planning.ConstraintFromSpec(rec.Constraint()).ForWorkload(placement.Deployment)
 		own := &metav1.LabelSelector{MatchLabels: labels}
-		hard, err = c.Entry(own, placement.StageHard)
+		hard, err = c.Entry(own, pgv1.StageHard)
 		Expect(err).NotTo(HaveOccurred())
-		soft, err = c.Entry(own, placement.StageSoft)
+		soft, err = c.Entry(own, pgv1.StageSoft)
 		Expect(err).NotTo(HaveOccurred())
 	})
 

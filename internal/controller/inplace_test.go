@@ -10,6 +10,8 @@ import (
 	"github.com/placement-guard/placement-guard/internal/adoption"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // Only a record the workload carries, for this migration and of the
@@ -30,7 +32,7 @@ func TestOnlyTheWorkloadsRecordIsWrittenInPlace(t *testing.T) {
 
 	adopted := planning.ConstraintFromSpec(rec.Constraint()).ForWorkload(placement.Deployment)
 	other := placement.Constraint{AntiAffinity: &placement.AntiAffinity{TopologyKey: corev1.LabelTopologyZone, Selector: term.LabelSelector}}
-	entry := func(c placement.Constraint, stage placement.Stage) *corev1.PodSpec {
+	entry := func(c placement.Constraint, stage pgv1.Stage) *corev1.PodSpec {
 		e, err := c.Entry(own, stage)
 		if err != nil {
 			t.Fatal(err)
@@ -43,10 +45,10 @@ func TestOnlyTheWorkloadsRecordIsWrittenInPlace(t *testing.T) {
 		entry     *corev1.PodSpec
 		inPlace   bool
 	}{
-		{"the hard stage of the adopted constraint", rec.Migration, entry(adopted, placement.StageHard), true},
-		{"its rollback to soft", rec.Migration, entry(adopted, placement.StageSoft), true},
-		{"another constraint under the record's name", rec.Migration, entry(other, placement.StageHard), false},
-		{"another migration", "graphdb-apart", entry(adopted, placement.StageHard), false},
+		{"the hard stage of the adopted constraint", rec.Migration, entry(adopted, pgv1.StageHard), true},
+		{"its rollback to soft", rec.Migration, entry(adopted, pgv1.StageSoft), true},
+		{"another constraint under the record's name", rec.Migration, entry(other, pgv1.StageHard), false},
+		{"another migration", "graphdb-apart", entry(adopted, pgv1.StageHard), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := adoptedRecord(workload, c.migration, c.entry) != nil; got != c.inPlace {
@@ -56,7 +58,7 @@ func TestOnlyTheWorkloadsRecordIsWrittenInPlace(t *testing.T) {
 	}
 	broken := workload.DeepCopy()
 	broken.Annotations[adoption.Annotation] = "{"
-	if adoptedRecord(broken, rec.Migration, entry(adopted, placement.StageHard)) != nil {
+	if adoptedRecord(broken, rec.Migration, entry(adopted, pgv1.StageHard)) != nil {
 		t.Fatal("a broken annotation was acted on")
 	}
 }

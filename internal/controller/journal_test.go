@@ -70,7 +70,7 @@ type world struct {
 
 type templateChange struct {
 	at    time.Time
-	stage placement.Stage
+	stage pgv1.Stage
 }
 
 const ns = "shop"
@@ -397,7 +397,7 @@ func (w *world) run() {
 			w.t.Logf("reconcile error (retried): %v", err)
 		}
 		_, carried := w.ours()
-		if w.workload(w.c).GetGeneration() != w.rolledOutGeneration() && !(w.stuckOnHard && carried == placement.StageHard) {
+		if w.workload(w.c).GetGeneration() != w.rolledOutGeneration() && !(w.stuckOnHard && carried == pgv1.StageHard) {
 			w.clock.Step(time.Second)
 			w.rollOut()
 			continue
@@ -418,7 +418,7 @@ func (w *world) run() {
 }
 
 // ours is the stage of the migration's entry in the template.
-func (w *world) ours() (int, placement.Stage) {
+func (w *world) ours() (int, pgv1.Stage) {
 	entry := ours(w.template(w.c))
 	return 0, placement.StageOfEntry(entry)
 }
@@ -509,7 +509,7 @@ func TestACrashAfterAnyWriteEndsTheSameWay(t *testing.T) {
 					t.Errorf("crash after write %d: the Hard stage came %s after the Soft one, within the %s soak", n, w.changes[1].at.Sub(w.changes[0].at), soak)
 				}
 				for _, c := range w.changes {
-					if tc.final == pgv1.StageSoft && c.stage == placement.StageHard {
+					if tc.final == pgv1.StageSoft && c.stage == pgv1.StageHard {
 						t.Errorf("crash after write %d: Hard was written with finalStage Soft", n)
 					}
 				}

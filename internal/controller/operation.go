@@ -29,8 +29,8 @@ import (
 // write again and changes nothing if it was made.
 
 // newOperation starts an operation record.
-func (s *scope) newOperation(action pgv1.OperationAction, from, to placement.Stage) *pgv1.Operation {
-	return &pgv1.Operation{Action: action, From: pgv1.Stage(from), Stage: pgv1.Stage(to), StartedAt: metav1.NewTime(s.now), Generation: s.pm.Generation}
+func (s *scope) newOperation(action pgv1.OperationAction, from, to pgv1.Stage) *pgv1.Operation {
+	return &pgv1.Operation{Action: action, From: from, Stage: to, StartedAt: metav1.NewTime(s.now), Generation: s.pm.Generation}
 }
 
 // operationTarget records one target of an operation: its identity and
@@ -204,7 +204,7 @@ func (r *PlacementMigrationReconciler) sameWorkload(ctx context.Context, namespa
 // another manager owns, or a change it rejects. Nothing was written to
 // that target; targets of the operation already written are rolled back.
 func (s *scope) refused(op *pgv1.Operation, ref pgv1.TargetRef, err error) (outcome, bool) {
-	o, ok := s.refusal(ref, placement.Stage(op.Stage), err)
+	o, ok := s.refusal(ref, op.Stage, err)
 	if !ok {
 		return outcome{}, false
 	}
@@ -217,7 +217,7 @@ func (s *scope) refused(op *pgv1.Operation, ref pgv1.TargetRef, err error) (outc
 }
 
 // refusal turns an apply the API server refused for good into an outcome.
-func (s *scope) refusal(ref pgv1.TargetRef, stage placement.Stage, err error) (outcome, bool) {
+func (s *scope) refusal(ref pgv1.TargetRef, stage pgv1.Stage, err error) (outcome, bool) {
 	if c, ok := workloadpatch.AsConflict(err); ok {
 		for _, m := range c.Managers {
 			if other, ours := workloadpatch.MigrationOf(m); ours {
@@ -259,15 +259,15 @@ func (s *scope) completeRevert(ctx context.Context, op *pgv1.Operation) (outcome
 		message: fmt.Sprintf("Removed the constraint from %d workload(s) that are no longer targets (onDelete: Revert)", len(op.Targets))}, nil
 }
 
-func applyingPhase(stage placement.Stage) pgv1.Phase {
-	if stage == placement.StageHard {
+func applyingPhase(stage pgv1.Stage) pgv1.Phase {
+	if stage == pgv1.StageHard {
 		return pgv1.PhaseApplyingHard
 	}
 	return pgv1.PhaseApplyingSoft
 }
 
-func stageCondition(stage placement.Stage) string {
-	if stage == placement.StageHard {
+func stageCondition(stage pgv1.Stage) string {
+	if stage == pgv1.StageHard {
 		return pgv1.ConditionHardApplied
 	}
 	return pgv1.ConditionSoftApplied

@@ -7,6 +7,8 @@ import (
 
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // After success the constraint stays in the targets while the cluster
@@ -17,7 +19,7 @@ import (
 // pendingAfterSuccess looks at the pods of a migration that has succeeded.
 // Pods the scheduler has called unschedulable for longer than the grace
 // degrade it; pods not yet that long ask for another look when they are.
-func (s *scope) pendingAfterSuccess(final placement.Stage) (outcome, bool, error) {
+func (s *scope) pendingAfterSuccess(final pgv1.Stage) (outcome, bool, error) {
 	var found []planning.PendingPods
 	var recheck time.Duration
 	err := s.r.State.With(func(snap *placement.Snapshot) error {

@@ -5,7 +5,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
-	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
 // The phase and the kstatus conditions are derived once per reconcile, in
@@ -60,7 +59,7 @@ func derive(pm *pgv1.PlacementMigration, o outcome, verified pgv1.Stage) (pgv1.P
 	case o.done:
 		return pgv1.PhaseSucceeded, ready
 	case drifting(pm):
-		return applyingPhase(placement.Stage(verified)), h
+		return applyingPhase(verified), h
 	case meta.IsStatusConditionFalse(pm.Status.Conditions, pgv1.ConditionCapacityAvailable):
 		return pgv1.PhaseWaitingForCapacity, h
 	}
@@ -86,7 +85,7 @@ func operationPhase(op *pgv1.Operation, o outcome) pgv1.Phase {
 	if o.settling {
 		return pgv1.PhaseVerifying
 	}
-	return applyingPhase(placement.Stage(op.Stage))
+	return applyingPhase(op.Stage)
 }
 
 // drifting reports an entry found removed and not yet written again.

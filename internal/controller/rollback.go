@@ -15,14 +15,13 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/controller/rebalance"
 	"github.com/placement-guard/placement-guard/internal/metrics"
-	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
 // startRollback replaces the operation in flight by its undoing: the
 // targets it wrote get back the entry they had before it. Like any
 // write, the rollback is recorded first and made by the next reconcile.
 func (s *scope) startRollback(op *pgv1.Operation, reason, cause string) outcome {
-	back := s.newOperation(pgv1.ActionRollBack, placement.Stage(op.Stage), placement.Stage(op.From))
+	back := s.newOperation(pgv1.ActionRollBack, op.Stage, op.From)
 	back.Reason, back.Message = reason, truncate(cause, 1024)
 	for _, ot := range op.Targets {
 		if ot.AppliedGeneration == 0 {
@@ -36,7 +35,7 @@ func (s *scope) startRollback(op *pgv1.Operation, reason, cause string) outcome 
 	}
 	metrics.CountRollback(reason)
 	metrics.ObserveStage(string(op.Stage), "rolledBack", s.now.Sub(op.StartedAt.Time))
-	setCondition(s.pm, s.now, stageCondition(placement.Stage(op.Stage)), metav1.ConditionFalse, pgv1.ReasonRolledBack, "Rolling back: "+cause)
+	setCondition(s.pm, s.now, stageCondition(op.Stage), metav1.ConditionFalse, pgv1.ReasonRolledBack, "Rolling back: "+cause)
 	msg := fmt.Sprintf("Rolling the %s stage back to %s: %s", op.Stage, restoredName(back.Stage), cause)
 	if len(back.Targets) == 0 {
 		s.pm.Status.Operation = nil
@@ -49,9 +48,9 @@ func (s *scope) startRollback(op *pgv1.Operation, reason, cause string) outcome 
 // rollbackSoak rolls back a soft stage whose soak found it hurting: the
 // soaking targets get back what they had before it.
 func (s *scope) rollbackSoak(group []*target, reason, cause string) outcome {
-	op := s.newOperation(pgv1.ActionApplyStage, placement.StageNone, placement.StageSoft)
+	op := s.newOperation(pgv1.ActionApplyStage, pgv1.StageNone, pgv1.StageSoft)
 	for _, t := range group {
-		ot := s.operationTarget(t, t.Entry(placement.StageSoft), nil)
+		ot := s.operationTarget(t, t.Entry(pgv1.StageSoft), nil)
 		ot.AppliedGeneration = t.Generation()
 		op.Targets = append(op.Targets, ot)
 	}

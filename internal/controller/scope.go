@@ -139,7 +139,7 @@ func (s *scope) observeTargets() {
 		if ts.UID != string(t.UID()) {
 			*ts = pgv1.TargetStatus{Kind: t.Ref.Kind, Name: t.Ref.Name, UID: string(t.UID()), Before: beforeOf(&t.Template().Spec)}
 		}
-		ts.Stage = pgv1.Stage(s.carried(t, ts))
+		ts.Stage = s.carried(t, ts)
 	}
 	s.pm.Status.FieldManager = s.manager
 	s.observeRetained()
@@ -148,7 +148,7 @@ func (s *scope) observeTargets() {
 // carried is the stage of the migration's entry the live template carries:
 // the recorded entry when it is there, else whichever stage of the current
 // constraint it carries.
-func (s *scope) carried(t *target, ts *pgv1.TargetStatus) placement.Stage {
+func (s *scope) carried(t *target, ts *pgv1.TargetStatus) pgv1.Stage {
 	if ts.Applied != nil && placement.Carries(&t.Template().Spec, planning.EntryOf(ts.Applied)) {
 		return placement.StageOfEntry(planning.EntryOf(ts.Applied))
 	}

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
-	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
 // soaked reports whether every target of the group has held its soft stage
@@ -34,10 +33,10 @@ func (s *scope) soakEnd(group []*target) time.Time {
 // guards the whole time, and ends the migration once every target is
 // verified at the final stage (and, for a soft final stage, soaked).
 func (s *scope) soakOrSucceed(ctx context.Context) (outcome, error) {
-	final := placement.Stage(s.pm.Spec.Final())
+	final := s.pm.Spec.Final()
 	var soaking []*target
 	for _, t := range s.targets {
-		if s.verified(t) == placement.StageSoft {
+		if s.verified(t) == pgv1.StageSoft {
 			soaking = append(soaking, t)
 		}
 	}
@@ -60,7 +59,7 @@ func (s *scope) soakOrSucceed(ctx context.Context) (outcome, error) {
 		s.lookAgainIn(recheck)
 		if until := s.soakEnd(soaking); s.now.Before(until) {
 			next := "the Hard stage"
-			if final == placement.StageSoft {
+			if final == pgv1.StageSoft {
 				next = "success"
 			}
 			return outcome{reason: pgv1.ReasonSoaking,
@@ -81,7 +80,7 @@ func (s *scope) soakOrSucceed(ctx context.Context) (outcome, error) {
 }
 
 // succeed records the end of the migration.
-func (s *scope) succeed(final placement.Stage) outcome {
+func (s *scope) succeed(final pgv1.Stage) outcome {
 	s.pm.Status.Plan = nil
 	s.pm.Status.Stage = s.weakestVerified()
 	setCondition(s.pm, s.now, pgv1.ConditionConstraintInSync, metav1.ConditionTrue, pgv1.ReasonInSync, fmt.Sprintf("Every target carries the %s constraint", final))

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
-	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
@@ -83,7 +82,7 @@ func (s *scope) settled(ctx context.Context) (outcome, error) {
 // verified is the stage verified on a target for the current spec: a
 // verification of another constraint's entry (the spec changed since)
 // counts for nothing.
-func (s *scope) verified(t *target) placement.Stage {
+func (s *scope) verified(t *target) pgv1.Stage {
 	return planning.VerifiedStage(s.status(t.Ref), t.Target)
 }
 
@@ -92,7 +91,7 @@ func (s *scope) weakestVerified() pgv1.Stage {
 	if len(s.targets) == 0 {
 		return pgv1.StageNone
 	}
-	return pgv1.Stage(planning.Weakest(s.pm, planned(s.targets)))
+	return planning.Weakest(s.pm, planned(s.targets))
 }
 
 // nextGroup chooses the targets to move next and the stage to move them
@@ -100,7 +99,7 @@ func (s *scope) weakestVerified() pgv1.Stage {
 // but never beyond the final one; a target beyond the final stage (the
 // spec lowered it) is brought back to it. Targets still soaking hold the
 // group until their soak is over.
-func (s *scope) nextGroup() ([]*target, placement.Stage) {
+func (s *scope) nextGroup() ([]*target, pgv1.Stage) {
 	weakest := planning.Weakest(s.pm, planned(s.targets))
 	var group []*target
 	for _, t := range s.targets {
@@ -108,8 +107,8 @@ func (s *scope) nextGroup() ([]*target, placement.Stage) {
 			group = append(group, t)
 		}
 	}
-	next := planning.NextStage(weakest, placement.Stage(s.pm.Spec.Final()))
-	if next == "" || (weakest == placement.StageSoft && next == placement.StageHard && !s.soaked(group)) {
+	next := planning.NextStage(weakest, s.pm.Spec.Final())
+	if next == "" || (weakest == pgv1.StageSoft && next == pgv1.StageHard && !s.soaked(group)) {
 		return nil, ""
 	}
 	return group, next

@@ -19,7 +19,7 @@ import (
 // the deadline, so a stage found complete after an outage is not rolled
 // back for the time the outage took.
 func (s *scope) verifyStage(op *pgv1.Operation) (outcome, error) {
-	stage := placement.Stage(op.Stage)
+	stage := op.Stage
 	if o, hurt, err := s.guardOperation(op); hurt || err != nil {
 		return o, err
 	}
@@ -74,7 +74,7 @@ func (s *scope) verifyStage(op *pgv1.Operation) (outcome, error) {
 	if err != nil {
 		return outcome{}, err
 	}
-	if stage == placement.StageHard && !holds {
+	if stage == pgv1.StageHard && !holds {
 		if !s.now.Before(deadline) {
 			return s.startRollback(op, pgv1.ReasonStageTimedOut, "the placement did not come to hold within stageTimeout: "+summary), nil
 		}
@@ -103,7 +103,7 @@ func (s *scope) pendingOf(op *pgv1.Operation) string {
 // completeStage records the stage verified on every target of the
 // operation and ends the operation.
 func (s *scope) completeStage(op *pgv1.Operation, summary string) outcome {
-	stage := placement.Stage(op.Stage)
+	stage := op.Stage
 	at := metav1.NewTime(s.now)
 	for _, ot := range op.Targets {
 		t := s.target(ot.Kind, ot.Name)

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // Question asks whether a constraint can be applied at a stage to a set of
@@ -14,7 +16,7 @@ import (
 type Question struct {
 	Workloads  []*Workload
 	Constraint Constraint
-	Stage      Stage
+	Stage      pgv1.Stage
 	Capacity   CapacitySpec
 	// Companions are workloads outside the question whose pods are counted
 	// as the workloads' own, never as strangers: former targets that left
@@ -106,7 +108,7 @@ func (s *Snapshot) Analyze(q Question) (Answer, error) {
 			a.Hazards = append(a.Hazards, *h)
 			continue
 		}
-		if q.Stage != StageHard || c.Spread == nil || !r.Completes || r.Note != "" {
+		if q.Stage != pgv1.StageHard || c.Spread == nil || !r.Completes || r.Note != "" {
 			continue
 		}
 		es, err := s.predictEndStates(changed, c, r)

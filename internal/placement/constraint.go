@@ -8,27 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
-
-// Stage is the strength a constraint is applied at.
-type Stage string
-
-const (
-	StageNone Stage = "None"
-	StageSoft Stage = "Soft"
-	StageHard Stage = "Hard"
-)
-
-// Rank orders stages by strength: None, Soft, Hard.
-func (s Stage) Rank() int {
-	switch s {
-	case StageSoft:
-		return 1
-	case StageHard:
-		return 2
-	}
-	return 0
-}
 
 // SoftWeight is the weight of the preferred anti-affinity term of the soft
 // stage: the highest, so the preference outweighs the scheduler's other scores.
@@ -154,7 +136,7 @@ func (a *AntiAffinity) AffinityTerm(own *metav1.LabelSelector) corev1.PodAffinit
 }
 
 // SpreadConstraint is the topologySpreadConstraints entry of the stage.
-func (s *Spread) SpreadConstraint(own *metav1.LabelSelector, stage Stage) corev1.TopologySpreadConstraint {
+func (s *Spread) SpreadConstraint(own *metav1.LabelSelector, stage pgv1.Stage) corev1.TopologySpreadConstraint {
 	sel := s.Selector
 	if sel == nil {
 		sel = own
@@ -172,7 +154,7 @@ func (s *Spread) SpreadConstraint(own *metav1.LabelSelector, stage Stage) corev1
 		NodeAffinityPolicy: s.NodeAffinityPolicy,
 		NodeTaintsPolicy:   s.NodeTaintsPolicy,
 	}
-	if stage == StageHard {
+	if stage == pgv1.StageHard {
 		c.WhenUnsatisfiable = corev1.DoNotSchedule
 		c.MinDomains = s.MinDomains
 	}
@@ -190,28 +172,28 @@ func (c Constraint) Short() string {
 
 // Describe says in words what moving a workload from stage from to stage to
 // changes in its pod template, for the plan a person reviews.
-func (c Constraint) Describe(from, to Stage) string {
+func (c Constraint) Describe(from, to pgv1.Stage) string {
 	what := c.describeForm(to)
 	switch {
 	case from == to:
 		return "no change: the template already carries " + what
-	case to == StageNone:
+	case to == pgv1.StageNone:
 		return "removes " + c.describeForm(from) + ", restoring the template as it was"
-	case from == StageNone:
+	case from == pgv1.StageNone:
 		return "adds " + what
 	default:
 		return "replaces " + c.describeForm(from) + " with " + what
 	}
 }
 
-func (c Constraint) describeForm(stage Stage) string {
+func (c Constraint) describeForm(stage pgv1.Stage) string {
 	switch {
 	case c.AntiAffinity != nil:
 		sel := "the workload's own pods"
 		if c.AntiAffinity.Selector != nil {
 			sel = "pods matching " + metav1.FormatLabelSelector(c.AntiAffinity.Selector)
 		}
-		if stage == StageHard {
+		if stage == pgv1.StageHard {
 			return fmt.Sprintf("a required podAntiAffinity term keeping pods apart from %s per %s", sel, c.AntiAffinity.TopologyKey)
 		}
 		return fmt.Sprintf("a preferred podAntiAffinity term (weight %d) keeping pods apart from %s per %s", SoftWeight, sel, c.AntiAffinity.TopologyKey)
@@ -221,7 +203,7 @@ func (c Constraint) describeForm(stage Stage) string {
 			sel = "pods matching " + metav1.FormatLabelSelector(c.Spread.Selector)
 		}
 		when := corev1.ScheduleAnyway
-		if stage == StageHard {
+		if stage == pgv1.StageHard {
 			when = corev1.DoNotSchedule
 		}
 		counting := ""

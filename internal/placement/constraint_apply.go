@@ -6,13 +6,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // Apply returns a copy of spec with the constraint at stage, and without the
 // constraint at any other stage: soft to hard replaces our soft entry rather
 // than adding a second one, and StageNone removes ours. Every other term and
 // constraint is kept as it is.
-func (c Constraint) Apply(spec *corev1.PodSpec, own *metav1.LabelSelector, stage Stage) (*corev1.PodSpec, error) {
+func (c Constraint) Apply(spec *corev1.PodSpec, own *metav1.LabelSelector, stage pgv1.Stage) (*corev1.PodSpec, error) {
 	out := spec.DeepCopy()
 	switch {
 	case c.AntiAffinity != nil:
@@ -25,7 +27,7 @@ func (c Constraint) Apply(spec *corev1.PodSpec, own *metav1.LabelSelector, stage
 	return out, nil
 }
 
-func applyAntiAffinity(spec *corev1.PodSpec, term corev1.PodAffinityTerm, stage Stage) {
+func applyAntiAffinity(spec *corev1.PodSpec, term corev1.PodAffinityTerm, stage pgv1.Stage) {
 	if spec.Affinity == nil {
 		spec.Affinity = &corev1.Affinity{}
 	}
@@ -40,10 +42,10 @@ func applyAntiAffinity(spec *corev1.PodSpec, term corev1.PodAffinityTerm, stage 
 		return t.Weight == SoftWeight && equalTerm(t.PodAffinityTerm, term)
 	})
 	switch stage {
-	case StageSoft:
+	case pgv1.StageSoft:
 		paa.PreferredDuringSchedulingIgnoredDuringExecution = append(paa.PreferredDuringSchedulingIgnoredDuringExecution,
 			corev1.WeightedPodAffinityTerm{Weight: SoftWeight, PodAffinityTerm: term})
-	case StageHard:
+	case pgv1.StageHard:
 		paa.RequiredDuringSchedulingIgnoredDuringExecution = append(paa.RequiredDuringSchedulingIgnoredDuringExecution, term)
 	}
 	if len(paa.RequiredDuringSchedulingIgnoredDuringExecution) == 0 && len(paa.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
@@ -54,15 +56,15 @@ func applyAntiAffinity(spec *corev1.PodSpec, term corev1.PodAffinityTerm, stage 
 	}
 }
 
-func applySpread(spec *corev1.PodSpec, s *Spread, own *metav1.LabelSelector, stage Stage) {
-	soft, hard := s.SpreadConstraint(own, StageSoft), s.SpreadConstraint(own, StageHard)
+func applySpread(spec *corev1.PodSpec, s *Spread, own *metav1.LabelSelector, stage pgv1.Stage) {
+	soft, hard := s.SpreadConstraint(own, pgv1.StageSoft), s.SpreadConstraint(own, pgv1.StageHard)
 	spec.TopologySpreadConstraints = without(spec.TopologySpreadConstraints, func(c corev1.TopologySpreadConstraint) bool {
 		return equalSpread(c, soft) || equalSpread(c, hard)
 	})
 	switch stage {
-	case StageSoft:
+	case pgv1.StageSoft:
 		spec.TopologySpreadConstraints = append(spec.TopologySpreadConstraints, soft)
-	case StageHard:
+	case pgv1.StageHard:
 		spec.TopologySpreadConstraints = append(spec.TopologySpreadConstraints, hard)
 	}
 	if len(spec.TopologySpreadConstraints) == 0 {
@@ -72,37 +74,37 @@ func applySpread(spec *corev1.PodSpec, s *Spread, own *metav1.LabelSelector, sta
 
 // StageOf reports the stage at which spec carries the constraint: Hard if
 // it has the hard form, else Soft if it has the soft form, else None.
-func (c Constraint) StageOf(spec *corev1.PodSpec, own *metav1.LabelSelector) Stage {
+func (c Constraint) StageOf(spec *corev1.PodSpec, own *metav1.LabelSelector) pgv1.Stage {
 	switch {
 	case c.AntiAffinity != nil:
 		term := c.AntiAffinity.AffinityTerm(own)
 		if spec.Affinity == nil || spec.Affinity.PodAntiAffinity == nil {
-			return StageNone
+			return pgv1.StageNone
 		}
 		for _, t := range spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 			if equalTerm(t, term) {
-				return StageHard
+				return pgv1.StageHard
 			}
 		}
 		for _, t := range spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
 			if t.Weight == SoftWeight && equalTerm(t.PodAffinityTerm, term) {
-				return StageSoft
+				return pgv1.StageSoft
 			}
 		}
 	case c.Spread != nil:
-		soft, hard := c.Spread.SpreadConstraint(own, StageSoft), c.Spread.SpreadConstraint(own, StageHard)
-		stage := StageNone
+		soft, hard := c.Spread.SpreadConstraint(own, pgv1.StageSoft), c.Spread.SpreadConstraint(own, pgv1.StageHard)
+		stage := pgv1.StageNone
 		for _, tsc := range spec.TopologySpreadConstraints {
 			if equalSpread(tsc, hard) {
-				return StageHard
+				return pgv1.StageHard
 			}
 			if equalSpread(tsc, soft) {
-				stage = StageSoft
+				stage = pgv1.StageSoft
 			}
 		}
 		return stage
 	}
-	return StageNone
+	return pgv1.StageNone
 }
 
 func without[T any](list []T, drop func(T) bool) []T {

@@ -5,12 +5,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // Entry is what the stage writes into a template: a pod spec holding only
 // the constraint's term or spread; nil for StageNone.
-func (c Constraint) Entry(own *metav1.LabelSelector, stage Stage) (*corev1.PodSpec, error) {
-	if stage == StageNone {
+func (c Constraint) Entry(own *metav1.LabelSelector, stage pgv1.Stage) (*corev1.PodSpec, error) {
+	if stage == pgv1.StageNone {
 		return nil, nil
 	}
 	return c.Apply(&corev1.PodSpec{}, own, stage)
@@ -51,22 +53,22 @@ func Carries(spec, entry *corev1.PodSpec) bool {
 }
 
 // StageOfEntry is the stage an entry written by Entry stands for.
-func StageOfEntry(entry *corev1.PodSpec) Stage {
+func StageOfEntry(entry *corev1.PodSpec) pgv1.Stage {
 	switch {
 	case entry == nil:
-		return StageNone
+		return pgv1.StageNone
 	case len(entry.TopologySpreadConstraints) > 0:
 		if entry.TopologySpreadConstraints[0].WhenUnsatisfiable == corev1.DoNotSchedule {
-			return StageHard
+			return pgv1.StageHard
 		}
-		return StageSoft
+		return pgv1.StageSoft
 	case entry.Affinity != nil && entry.Affinity.PodAntiAffinity != nil:
 		if len(entry.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-			return StageHard
+			return pgv1.StageHard
 		}
-		return StageSoft
+		return pgv1.StageSoft
 	}
-	return StageNone
+	return pgv1.StageNone
 }
 
 // ConstraintOf recovers, from an entry written by Entry, the constraint it

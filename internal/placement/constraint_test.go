@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 func TestApplyAntiAffinityKeepsEverythingElse(t *testing.T) {
@@ -21,18 +23,18 @@ func TestApplyAntiAffinityKeepsEverythingElse(t *testing.T) {
 	}}
 	c := Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname}}
 
-	soft, err := c.Apply(spec, own, StageSoft)
+	soft, err := c.Apply(spec, own, pgv1.StageSoft)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.StageOf(soft, own); got != StageSoft {
+	if got := c.StageOf(soft, own); got != pgv1.StageSoft {
 		t.Fatalf("stage after soft = %s", got)
 	}
 	if n := len(soft.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution); n != 1 {
 		t.Fatalf("want one preferred term, got %d", n)
 	}
-	hard, _ := c.Apply(soft, own, StageHard)
-	if got := c.StageOf(hard, own); got != StageHard {
+	hard, _ := c.Apply(soft, own, pgv1.StageHard)
+	if got := c.StageOf(hard, own); got != pgv1.StageHard {
 		t.Fatalf("stage after hard = %s", got)
 	}
 	paa := hard.Affinity.PodAntiAffinity
@@ -45,11 +47,11 @@ func TestApplyAntiAffinityKeepsEverythingElse(t *testing.T) {
 	if !reflect.DeepEqual(hard.Affinity.NodeAffinity, existingNodeAffinity) {
 		t.Fatalf("node affinity changed: %+v", hard.Affinity.NodeAffinity)
 	}
-	again, _ := c.Apply(hard, own, StageHard)
+	again, _ := c.Apply(hard, own, pgv1.StageHard)
 	if !reflect.DeepEqual(again, hard) {
 		t.Fatal("applying the same stage twice must change nothing")
 	}
-	none, _ := c.Apply(hard, own, StageNone)
+	none, _ := c.Apply(hard, own, pgv1.StageNone)
 	if !reflect.DeepEqual(none, spec) {
 		t.Fatalf("removing our constraint must restore the original spec:\n got %+v\nwant %+v", none.Affinity, spec.Affinity)
 	}
@@ -65,7 +67,7 @@ func TestApplySpreadStages(t *testing.T) {
 	existing := corev1.TopologySpreadConstraint{MaxSkew: 2, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: own}
 	spec := &corev1.PodSpec{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{existing}}
 
-	soft, _ := c.Apply(spec, own, StageSoft)
+	soft, _ := c.Apply(spec, own, pgv1.StageSoft)
 	if len(soft.TopologySpreadConstraints) != 2 {
 		t.Fatalf("want the existing and our soft constraint, got %+v", soft.TopologySpreadConstraints)
 	}
@@ -73,7 +75,7 @@ func TestApplySpreadStages(t *testing.T) {
 	if ours.WhenUnsatisfiable != corev1.ScheduleAnyway || ours.MinDomains != nil {
 		t.Fatalf("the soft stage is ScheduleAnyway without minDomains (the API forbids it), got %+v", ours)
 	}
-	hard, _ := c.Apply(soft, own, StageHard)
+	hard, _ := c.Apply(soft, own, pgv1.StageHard)
 	if len(hard.TopologySpreadConstraints) != 2 {
 		t.Fatalf("soft to hard must replace ours, got %+v", hard.TopologySpreadConstraints)
 	}
@@ -84,10 +86,10 @@ func TestApplySpreadStages(t *testing.T) {
 	if !reflect.DeepEqual(hard.TopologySpreadConstraints[0], existing) {
 		t.Fatal("the existing constraint changed")
 	}
-	if got := c.StageOf(hard, own); got != StageHard {
+	if got := c.StageOf(hard, own); got != pgv1.StageHard {
 		t.Fatalf("StageOf = %s", got)
 	}
-	if got := c.StageOf(spec, own); got != StageNone {
+	if got := c.StageOf(spec, own); got != pgv1.StageNone {
 		t.Fatalf("StageOf the original = %s", got)
 	}
 }
@@ -97,14 +99,14 @@ func TestDescribeSaysWhatChanges(t *testing.T) {
 	sp := Constraint{Spread: &Spread{TopologyKey: "topology.kubernetes.io/zone", MaxSkew: 1}}
 	cases := []struct {
 		c        Constraint
-		from, to Stage
+		from, to pgv1.Stage
 		want     string
 	}{
-		{aa, StageNone, StageSoft, "adds a preferred podAntiAffinity term (weight 100) keeping pods apart from pods matching app=search per kubernetes.io/hostname"},
-		{aa, StageSoft, StageHard, "replaces a preferred podAntiAffinity term (weight 100) keeping pods apart from pods matching app=search per kubernetes.io/hostname with a required podAntiAffinity term keeping pods apart from pods matching app=search per kubernetes.io/hostname"},
-		{aa, StageHard, StageNone, "removes a required podAntiAffinity term"},
-		{sp, StageNone, StageSoft, "adds a ScheduleAnyway topologySpreadConstraint (maxSkew 1) spreading the workload's own pods over topology.kubernetes.io/zone"},
-		{sp, StageHard, StageHard, "no change: the template already carries a DoNotSchedule topologySpreadConstraint"},
+		{aa, pgv1.StageNone, pgv1.StageSoft, "adds a preferred podAntiAffinity term (weight 100) keeping pods apart from pods matching app=search per kubernetes.io/hostname"},
+		{aa, pgv1.StageSoft, pgv1.StageHard, "replaces a preferred podAntiAffinity term (weight 100) keeping pods apart from pods matching app=search per kubernetes.io/hostname with a required podAntiAffinity term keeping pods apart from pods matching app=search per kubernetes.io/hostname"},
+		{aa, pgv1.StageHard, pgv1.StageNone, "removes a required podAntiAffinity term"},
+		{sp, pgv1.StageNone, pgv1.StageSoft, "adds a ScheduleAnyway topologySpreadConstraint (maxSkew 1) spreading the workload's own pods over topology.kubernetes.io/zone"},
+		{sp, pgv1.StageHard, pgv1.StageHard, "no change: the template already carries a DoNotSchedule topologySpreadConstraint"},
 	}
 	for _, tc := range cases {
 		if got := tc.c.Describe(tc.from, tc.to); !strings.HasPrefix(got, tc.want) {

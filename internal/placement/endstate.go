@@ -7,6 +7,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // DefaultEndStateBudget bounds the distinct rollout states PredictEndStates
@@ -140,7 +142,7 @@ func (s *Snapshot) PredictEndStates(w *Workload, c Constraint, budget int) (EndS
 // ourSpread finds, among the template's DoNotSchedule spreads in the order
 // the evaluator counts them, the one c renders to.
 func ourSpread(spec *corev1.PodSpec, c Constraint, own *Workload) int {
-	hard := c.Spread.SpreadConstraint(own.Selector, StageHard)
+	hard := c.Spread.SpreadConstraint(own.Selector, pgv1.StageHard)
 	k := 0
 	for _, tsc := range spec.TopologySpreadConstraints {
 		if tsc.WhenUnsatisfiable != corev1.DoNotSchedule {

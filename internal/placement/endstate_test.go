@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 func ready() podOpt {
@@ -72,7 +74,7 @@ func hardZoneSpread(t *testing.T, w *Workload, maxSkew int32, allRevisions bool)
 	c := Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: maxSkew,
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": w.Name}}, AllRevisions: allRevisions}}
 	c = c.ForWorkload(w.Kind)
-	spec, err := c.Apply(&w.Template.Spec, w.Selector, StageHard)
+	spec, err := c.Apply(&w.Template.Spec, w.Selector, pgv1.StageHard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +132,7 @@ func TestForWorkloadScopesADeploymentSpreadToTheNewRevision(t *testing.T) {
 			if fmt.Sprint(got.Spread.MatchLabelKeys) != fmt.Sprint(tc.want) {
 				t.Fatalf("matchLabelKeys = %v, want %v", got.Spread.MatchLabelKeys, tc.want)
 			}
-			tsc := got.Spread.SpreadConstraint(sel, StageHard)
+			tsc := got.Spread.SpreadConstraint(sel, pgv1.StageHard)
 			if fmt.Sprint(tsc.MatchLabelKeys) != fmt.Sprint(tc.want) {
 				t.Fatalf("the written spread has matchLabelKeys %v, want %v", tsc.MatchLabelKeys, tc.want)
 			}
@@ -143,7 +145,7 @@ func TestForWorkloadScopesADeploymentSpreadToTheNewRevision(t *testing.T) {
 	if got := anti.ForWorkload(Deployment); got.AntiAffinity == nil || len(got.AntiAffinity.MatchLabelKeys) != 0 {
 		t.Fatalf("anti-affinity is never scoped by default: it would let old and new pods share a node during the rollout: %+v", got.AntiAffinity)
 	}
-	desc := spreadOf(nil).ForWorkload(Deployment).Describe(StageNone, StageHard)
+	desc := spreadOf(nil).ForWorkload(Deployment).Describe(pgv1.StageNone, pgv1.StageHard)
 	if !strings.Contains(desc, "counting only the pods of the revision being rolled out (matchLabelKeys: [pod-template-hash])") {
 		t.Fatalf("the plan must say which pods are counted: %s", desc)
 	}
@@ -321,7 +323,7 @@ func TestSpreadEndsSkewedBlocksBeforeAnyWrite(t *testing.T) {
 		return Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1,
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rates"}}, AllRevisions: all}}
 	}
-	a, err := s.Analyze(Question{Workloads: []*Workload{w}, Constraint: spread(true), Stage: StageHard})
+	a, err := s.Analyze(Question{Workloads: []*Workload{w}, Constraint: spread(true), Stage: pgv1.StageHard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +337,7 @@ func TestSpreadEndsSkewedBlocksBeforeAnyWrite(t *testing.T) {
 		}
 	}
 
-	a, err = s.Analyze(Question{Workloads: []*Workload{w}, Constraint: spread(false), Stage: StageHard})
+	a, err = s.Analyze(Question{Workloads: []*Workload{w}, Constraint: spread(false), Stage: pgv1.StageHard})
 	if err != nil {
 		t.Fatal(err)
 	}

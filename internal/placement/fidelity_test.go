@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // fidelityCase is one rule of kube-scheduler the engine once judged
@@ -160,7 +162,7 @@ func TestDynamicResourcesReportedAsNotPredicted(t *testing.T) {
 	w := deployment(objs, "gpu", 2, unavailable(1), func(p *corev1.Pod) {
 		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptrTo("one-gpu")}}
 	})
-	q := Question{Workloads: []*Workload{w}, Constraint: Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname}}, Stage: StageHard}
+	q := Question{Workloads: []*Workload{w}, Constraint: Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname}}, Stage: pgv1.StageHard}
 	for name, hazards := range map[string][]Hazard{"Findings": s.Findings(q), "Analyze": mustAnalyze(t, s, q).Hazards} {
 		var found *Hazard
 		for i := range hazards {

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // Hazard types, stable names a person and a dashboard can key on: the API
@@ -68,7 +70,7 @@ func (s *Snapshot) selectorOverlap(w *Workload, c Constraint, targets map[types.
 	case c.AntiAffinity != nil:
 		term, err = newAffinityTerm(own, ptrTo(c.AntiAffinity.AffinityTerm(w.Selector)))
 	case c.Spread != nil:
-		sc := c.Spread.SpreadConstraint(w.Selector, StageHard)
+		sc := c.Spread.SpreadConstraint(w.Selector, pgv1.StageHard)
 		term, err = newAffinityTerm(own, &corev1.PodAffinityTerm{LabelSelector: sc.LabelSelector, MatchLabelKeys: sc.MatchLabelKeys, TopologyKey: sc.TopologyKey})
 	}
 	if err != nil {
@@ -116,7 +118,7 @@ func (s *Snapshot) selectorOverlap(w *Workload, c Constraint, targets map[types.
 // replace: pod anti-affinity term lists are atomic (server-side apply owns
 // them whole), and spread constraints are keyed by topologyKey and
 // whenUnsatisfiable.
-func clobber(w *Workload, c Constraint, stage Stage) *Hazard {
+func clobber(w *Workload, c Constraint, stage pgv1.Stage) *Hazard {
 	spec := &w.Template.Spec
 	switch {
 	case c.AntiAffinity != nil:
@@ -126,7 +128,7 @@ func clobber(w *Workload, c Constraint, stage Stage) *Hazard {
 		ours := c.AntiAffinity.AffinityTerm(w.Selector)
 		foreign := 0
 		field := ""
-		if stage == StageHard {
+		if stage == pgv1.StageHard {
 			field = "requiredDuringSchedulingIgnoredDuringExecution"
 			for _, t := range spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 				if !equalTerm(t, ours) {
@@ -165,11 +167,11 @@ func clobber(w *Workload, c Constraint, stage Stage) *Hazard {
 	return nil
 }
 
-func otherStage(s Stage) Stage {
-	if s == StageHard {
-		return StageSoft
+func otherStage(s pgv1.Stage) pgv1.Stage {
+	if s == pgv1.StageHard {
+		return pgv1.StageSoft
 	}
-	return StageHard
+	return pgv1.StageHard
 }
 
 // rolloutHazard turns a rollout that does not complete into a finding: a
@@ -227,11 +229,11 @@ func (s *Snapshot) revisionScopedAdvice(w *Workload, c Constraint) string {
 	}
 	scoped := *c.AntiAffinity
 	scoped.MatchLabelKeys = []string{appsv1.DefaultDeploymentUniqueLabelKey}
-	without, err := c.Apply(&w.Template.Spec, w.Selector, StageNone)
+	without, err := c.Apply(&w.Template.Spec, w.Selector, pgv1.StageNone)
 	if err != nil {
 		return ""
 	}
-	spec, err := Constraint{AntiAffinity: &scoped}.Apply(without, w.Selector, StageHard)
+	spec, err := Constraint{AntiAffinity: &scoped}.Apply(without, w.Selector, pgv1.StageHard)
 	if err != nil {
 		return ""
 	}

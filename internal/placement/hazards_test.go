@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 func selector(kv ...string) *metav1.LabelSelector {
@@ -65,7 +67,7 @@ func TestIncident000CapacityFirst(t *testing.T) {
 		return withSelector(deployment(o, "graphdb", 1, appsv1.DeploymentStrategy{}, nodeSelector("role", "data")))
 	}
 
-	for _, stage := range []Stage{StageSoft, StageHard} {
+	for _, stage := range []pgv1.Stage{pgv1.StageSoft, pgv1.StageHard} {
 		a := analyze(t, oneDataNode, Question{Workloads: []*Workload{graph(oneDataNode)}, Constraint: apart, Stage: stage, Capacity: capacity})
 		h := onlyHazard(t, a, HazardInsufficientCapacity, "1 of 2 qualifying nodes (role=data)")
 		if !h.Blocking || a.Capacity.Summary() != "1/2" || len(a.Rollouts) != 0 {
@@ -75,7 +77,7 @@ func TestIncident000CapacityFirst(t *testing.T) {
 
 	twoDataNodes := oneDataNode
 	twoDataNodes.Nodes = append(twoDataNodes.Nodes, mkNode("data-2", label("role", "data")))
-	a := analyze(t, twoDataNodes, Question{Workloads: []*Workload{graph(twoDataNodes)}, Constraint: apart, Stage: StageHard, Capacity: capacity})
+	a := analyze(t, twoDataNodes, Question{Workloads: []*Workload{graph(twoDataNodes)}, Constraint: apart, Stage: pgv1.StageHard, Capacity: capacity})
 	if len(a.Hazards) != 0 {
 		t.Fatalf("with a second data node nothing should stand in the way: %+v", a.Hazards)
 	}
@@ -97,15 +99,15 @@ func TestIncident001RolloutDeadlock(t *testing.T) {
 		},
 	}
 	apart := Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname}}
-	a := analyze(t, objs, Question{Workloads: []*Workload{withSelector(deployment(objs, "web", 2, appsv1.DeploymentStrategy{}))}, Constraint: apart, Stage: StageHard})
+	a := analyze(t, objs, Question{Workloads: []*Workload{withSelector(deployment(objs, "web", 2, appsv1.DeploymentStrategy{}))}, Constraint: apart, Stage: pgv1.StageHard})
 	onlyHazard(t, a, HazardRolloutDeadlock, "maxUnavailable", "maxSurge 1", "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules.",
 		"matchLabelKeys: [pod-template-hash]")
 
-	a = analyze(t, objs, Question{Workloads: []*Workload{withSelector(deployment(objs, "web", 2, unavailable(1)))}, Constraint: apart, Stage: StageHard})
+	a = analyze(t, objs, Question{Workloads: []*Workload{withSelector(deployment(objs, "web", 2, unavailable(1)))}, Constraint: apart, Stage: pgv1.StageHard})
 	if len(a.Hazards) != 0 || !a.Rollouts["Deployment/web"].Completes {
 		t.Fatalf("with maxUnavailable 1 the rollout completes: %+v", a)
 	}
-	a = analyze(t, objs, Question{Workloads: []*Workload{withSelector(deployment(objs, "web", 2, appsv1.DeploymentStrategy{}))}, Constraint: apart, Stage: StageSoft})
+	a = analyze(t, objs, Question{Workloads: []*Workload{withSelector(deployment(objs, "web", 2, appsv1.DeploymentStrategy{}))}, Constraint: apart, Stage: pgv1.StageSoft})
 	if len(a.Hazards) != 0 {
 		t.Fatalf("the soft stage never deadlocks: %+v", a.Hazards)
 	}
@@ -124,12 +126,12 @@ func TestIncident002SelectorOverlapAndPinning(t *testing.T) {
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "my_app", "release": "green"}}},
 		Pods:     []types.UID{objs.Pods[2].UID}}
 	shared := Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1, Selector: selector("app", "my_app")}}
-	a := analyze(t, objs, Question{Workloads: []*Workload{green}, Constraint: shared, Stage: StageHard})
+	a := analyze(t, objs, Question{Workloads: []*Workload{green}, Constraint: shared, Stage: pgv1.StageHard})
 	onlyHazard(t, a, HazardSelectorOverlap, "(my-app-blue-0, my-app-blue-1)", "release")
 
 	scoped := shared
 	scoped.Spread = &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1, Selector: selector("app", "my_app"), MatchLabelKeys: []string{"release"}}
-	a = analyze(t, objs, Question{Workloads: []*Workload{green}, Constraint: scoped, Stage: StageHard})
+	a = analyze(t, objs, Question{Workloads: []*Workload{green}, Constraint: scoped, Stage: pgv1.StageHard})
 	if len(a.Hazards) != 0 {
 		t.Fatalf("matchLabelKeys [release] scopes the count: %+v", a.Hazards)
 	}
@@ -140,7 +142,7 @@ func TestIncident002SelectorOverlapAndPinning(t *testing.T) {
 		Template:             corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "db"}}},
 		VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}},
 		Pods:                 []types.UID{pinned.Pods[0].UID, pinned.Pods[1].UID}}
-	a = analyze(t, pinned, Question{Workloads: []*Workload{db}, Constraint: Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1}}, Stage: StageHard})
+	a = analyze(t, pinned, Question{Workloads: []*Workload{db}, Constraint: Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1}}, Stage: pgv1.StageHard})
 	onlyHazard(t, a, HazardVolumeZonePinning, "db-1", ReasonVolumeNodeAffinity)
 }
 
@@ -155,7 +157,7 @@ func TestIncident004SoftSpreadOverASet(t *testing.T) {
 		workloads = append(workloads, withSelector(deployment(objs, name, 1, appsv1.DeploymentStrategy{}, withLabels(partOf...))))
 	}
 	c := Constraint{Spread: &Spread{TopologyKey: corev1.LabelHostname, MaxSkew: 1, Selector: selector(partOf...)}}
-	a := analyze(t, objs, Question{Workloads: workloads, Constraint: c, Stage: StageSoft})
+	a := analyze(t, objs, Question{Workloads: workloads, Constraint: c, Stage: pgv1.StageSoft})
 	if len(a.Hazards) != 0 {
 		t.Fatalf("the other controllers are targets too, so the shared selector is intended: %+v", a.Hazards)
 	}
@@ -173,17 +175,17 @@ func TestAffinityClobber(t *testing.T) {
 	}
 	theirs := antiAffinity(term(corev1.LabelTopologyZone, map[string]string{"app": "db"}))
 	c := Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname}}
-	a := analyze(t, objs, Question{Workloads: []*Workload{withSelector(deployment(objs, "web", 1, unavailable(1), theirs))}, Constraint: c, Stage: StageHard})
+	a := analyze(t, objs, Question{Workloads: []*Workload{withSelector(deployment(objs, "web", 1, unavailable(1), theirs))}, Constraint: c, Stage: pgv1.StageHard})
 	onlyHazard(t, a, HazardAffinityClobber, "1 podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution term(s)")
 
-	a = analyze(t, objs, Question{Workloads: []*Workload{withSelector(deployment(objs, "web", 1, unavailable(1), theirs))}, Constraint: c, Stage: StageSoft})
+	a = analyze(t, objs, Question{Workloads: []*Workload{withSelector(deployment(objs, "web", 1, unavailable(1), theirs))}, Constraint: c, Stage: pgv1.StageSoft})
 	if len(a.Hazards) != 0 {
 		t.Fatalf("the preferred list is empty, so the soft stage clobbers nothing: %+v", a.Hazards)
 	}
 
 	zoneSpread := spread(corev1.LabelTopologyZone, 2, map[string]string{"app": "web"}, scheduleAnyway())
 	sc := Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1}}
-	a = analyze(t, objs, Question{Workloads: []*Workload{withSelector(deployment(objs, "web", 1, unavailable(1), zoneSpread))}, Constraint: sc, Stage: StageSoft})
+	a = analyze(t, objs, Question{Workloads: []*Workload{withSelector(deployment(objs, "web", 1, unavailable(1), zoneSpread))}, Constraint: sc, Stage: pgv1.StageSoft})
 	onlyHazard(t, a, HazardAffinityClobber, "ScheduleAnyway spread on topology.kubernetes.io/zone")
 }
 
@@ -199,7 +201,7 @@ func TestSelectorOverlapNamesNoPodOfAnotherNamespace(t *testing.T) {
 	w := withSelector(deployment(objs, "web", 1, appsv1.DeploymentStrategy{}))
 	w.Pods = w.Pods[:1]
 	apart := Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname, Selector: selector("app", "web"), Namespaces: []string{"ns", "payments"}}}
-	a := analyze(t, objs, Question{Workloads: []*Workload{w}, Constraint: apart, Stage: StageSoft})
+	a := analyze(t, objs, Question{Workloads: []*Workload{w}, Constraint: apart, Stage: pgv1.StageSoft})
 	onlyHazard(t, a, HazardSelectorOverlap, "cache-0", "1 pod(s) in other namespaces", "selects 2 pod(s)")
 	if strings.Contains(a.Hazards[0].Message, "secret-thing") || strings.Contains(a.Hazards[0].Message, "payments") {
 		t.Fatalf("the message names a pod of another namespace: %s", a.Hazards[0].Message)

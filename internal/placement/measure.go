@@ -9,6 +9,8 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // Measurement is how the running pods of a workload stand against the
@@ -106,7 +108,7 @@ func (s *Snapshot) measureSpread(w *Workload, sp *Spread, own []podID) (Measurem
 			break
 		}
 	}
-	tsc := sp.SpreadConstraint(w.Selector, StageHard)
+	tsc := sp.SpreadConstraint(w.Selector, pgv1.StageHard)
 	term, err := newAffinityTerm(ref, &corev1.PodAffinityTerm{LabelSelector: tsc.LabelSelector, MatchLabelKeys: tsc.MatchLabelKeys, TopologyKey: tsc.TopologyKey})
 	if err != nil {
 		return m, fmt.Errorf("measure %s: %w", w.ref(), err)

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 var webSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
@@ -39,7 +41,7 @@ func planMoveOf(t *testing.T, c Constraint, nodes []*corev1.Node, pods []*corev1
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := c.Apply(&corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}, webSelector, StageSoft)
+	tmpl, err := c.Apply(&corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}, webSelector, pgv1.StageSoft)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // A pod left Pending after a migration succeeded is blamed on the
@@ -15,7 +17,7 @@ func TestWhyPending(t *testing.T) {
 	own := &metav1.LabelSelector{MatchLabels: web}
 	hostname := Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname}}
 	zoneSpread := Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1}}
-	entry := func(c Constraint, stage Stage) *corev1.PodSpec {
+	entry := func(c Constraint, stage pgv1.Stage) *corev1.PodSpec {
 		e, err := c.Entry(own, stage)
 		if err != nil {
 			t.Fatal(err)
@@ -33,7 +35,7 @@ func TestWhyPending(t *testing.T) {
 		p.Spec = *applied
 		return p
 	}
-	revisionSpread := entry(Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1}}.ForWorkload(Deployment), StageHard)
+	revisionSpread := entry(Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1}}.ForWorkload(Deployment), pgv1.StageHard)
 	twoNodesFull := Objects{
 		Nodes: []*corev1.Node{mkNode("a"), mkNode("b")},
 		Pods:  []*corev1.Pod{mkPod("ns", "web-1", on("a"), withLabels("app", "web")), mkPod("ns", "web-2", on("b"), withLabels("app", "web"))},
@@ -48,7 +50,7 @@ func TestWhyPending(t *testing.T) {
 	}{
 		{
 			name: "a scale-up beyond the nodes: the hard anti-affinity keeps the third pod out",
-			objs: twoNodesFull, pod: withEntry(entry(hostname, StageHard)), entry: entry(hostname, StageHard),
+			objs: twoNodesFull, pod: withEntry(entry(hostname, pgv1.StageHard)), entry: entry(hostname, pgv1.StageHard),
 			byConstraint: true,
 		},
 		{
@@ -56,10 +58,10 @@ func TestWhyPending(t *testing.T) {
 			objs: Objects{
 				Nodes: []*corev1.Node{mkNode("a"), mkNode("b")},
 				Pods: []*corev1.Pod{
-					withEntry(entry(hostname, StageHard), on("a")), withEntry(entry(hostname, StageHard), on("b")),
+					withEntry(entry(hostname, pgv1.StageHard), on("a")), withEntry(entry(hostname, pgv1.StageHard), on("b")),
 				},
 			},
-			pod: withEntry(entry(hostname, StageHard)), entry: entry(hostname, StageHard),
+			pod: withEntry(entry(hostname, pgv1.StageHard)), entry: entry(hostname, pgv1.StageHard),
 			byConstraint: true,
 		},
 		{
@@ -67,11 +69,11 @@ func TestWhyPending(t *testing.T) {
 			objs: Objects{
 				Nodes: []*corev1.Node{mkNode("a")},
 				Pods: []*corev1.Pod{
-					withEntry(entry(hostname, StageHard), on("a")),
+					withEntry(entry(hostname, pgv1.StageHard), on("a")),
 					mkPod("ns", "db", on("a"), withLabels("app", "db"), antiAffinity(term(corev1.LabelHostname, map[string]string{"app": "web"}))),
 				},
 			},
-			pod: withEntry(entry(hostname, StageHard)), entry: entry(hostname, StageHard),
+			pod: withEntry(entry(hostname, pgv1.StageHard)), entry: entry(hostname, pgv1.StageHard),
 		},
 		{
 			name: "no room for its requests on any node: not the constraint's doing",
@@ -79,7 +81,7 @@ func TestWhyPending(t *testing.T) {
 				Nodes: []*corev1.Node{mkNode("a", alloc("1", "1Gi", "110")), mkNode("b", alloc("1", "1Gi", "110"))},
 				Pods:  []*corev1.Pod{mkPod("ns", "web-1", on("a"), withLabels("app", "web"))},
 			},
-			pod: withEntry(entry(hostname, StageHard), requests("2", "1Gi")), entry: entry(hostname, StageHard),
+			pod: withEntry(entry(hostname, pgv1.StageHard), requests("2", "1Gi")), entry: entry(hostname, pgv1.StageHard),
 		},
 		{
 			name: "the constraint and a taint keep it out, but without the constraint it fits: the constraint's doing",
@@ -87,7 +89,7 @@ func TestWhyPending(t *testing.T) {
 				Nodes: []*corev1.Node{mkNode("a"), mkNode("b", taint("dedicated", "db", corev1.TaintEffectNoSchedule))},
 				Pods:  []*corev1.Pod{mkPod("ns", "web-1", on("a"), withLabels("app", "web"))},
 			},
-			pod: withEntry(entry(hostname, StageHard)), entry: entry(hostname, StageHard),
+			pod: withEntry(entry(hostname, pgv1.StageHard)), entry: entry(hostname, pgv1.StageHard),
 			byConstraint: true,
 		},
 		{
@@ -96,18 +98,18 @@ func TestWhyPending(t *testing.T) {
 				Nodes: []*corev1.Node{mkNode("a", alloc("1", "1Gi", "110")), mkNode("b", taint("dedicated", "db", corev1.TaintEffectNoSchedule))},
 				Pods:  []*corev1.Pod{mkPod("ns", "web-1", on("a"), withLabels("app", "web"), requests("500m", "100Mi"))},
 			},
-			pod: withEntry(entry(hostname, StageHard), requests("800m", "100Mi")), entry: entry(hostname, StageHard),
+			pod: withEntry(entry(hostname, pgv1.StageHard), requests("800m", "100Mi")), entry: entry(hostname, pgv1.StageHard),
 		},
 		{
 			name: "the soft stage never keeps a pod out",
 			objs: Objects{Nodes: []*corev1.Node{mkNode("a", alloc("1", "1Gi", "110"))}},
-			pod:  withEntry(entry(hostname, StageSoft), requests("2", "1Gi")), entry: entry(hostname, StageSoft),
+			pod:  withEntry(entry(hostname, pgv1.StageSoft), requests("2", "1Gi")), entry: entry(hostname, pgv1.StageSoft),
 		},
 		{
 			name: "a node has room: the scheduler has not got to it yet",
 			objs: Objects{Nodes: []*corev1.Node{mkNode("a"), mkNode("b"), mkNode("c")},
 				Pods: twoNodesFull.Pods},
-			pod: withEntry(entry(hostname, StageHard)), entry: entry(hostname, StageHard),
+			pod: withEntry(entry(hostname, pgv1.StageHard)), entry: entry(hostname, pgv1.StageHard),
 			schedulable: true,
 		},
 		{
@@ -119,8 +121,8 @@ func TestWhyPending(t *testing.T) {
 					mkPod("ns", "web-3", on("b"), withLabels("app", "web")),
 				},
 			},
-			pod:   withEntry(entry(Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1, MinDomains: ptrTo(int32(3))}}, StageHard)),
-			entry: entry(Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1, MinDomains: ptrTo(int32(3))}}, StageHard),
+			pod:   withEntry(entry(Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1, MinDomains: ptrTo(int32(3))}}, pgv1.StageHard)),
+			entry: entry(Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1, MinDomains: ptrTo(int32(3))}}, pgv1.StageHard),
 			// One zone has 1 pod, the other 2, and a third domain is
 			// needed: the global minimum is 0, every zone is above skew 1.
 			byConstraint: true,
@@ -146,7 +148,7 @@ func TestWhyPending(t *testing.T) {
 				Nodes: []*corev1.Node{mkNode("a", zone("z1")), mkNode("b", zone("z2"))},
 				Pods:  []*corev1.Pod{mkPod("ns", "web-1", on("a"), withLabels("app", "web"))},
 			},
-			pod: withEntry(entry(zoneSpread, StageHard)), entry: entry(zoneSpread, StageHard),
+			pod: withEntry(entry(zoneSpread, pgv1.StageHard)), entry: entry(zoneSpread, pgv1.StageHard),
 			schedulable: true,
 		},
 	}
@@ -172,13 +174,13 @@ func TestWhyPending(t *testing.T) {
 func TestWithoutEntryKeepsOtherTerms(t *testing.T) {
 	own := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 	c := Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname}}
-	e, err := c.Entry(own, StageHard)
+	e, err := c.Entry(own, pgv1.StageHard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	theirs := term(corev1.LabelTopologyZone, map[string]string{"app": "db"})
 	p := mkPod("ns", "p", antiAffinity(theirs), spread(corev1.LabelTopologyZone, 1, map[string]string{"app": "web"}))
-	spec, err := c.Apply(&p.Spec, own, StageHard)
+	spec, err := c.Apply(&p.Spec, own, pgv1.StageHard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // PlaceholderImage is the container image of placeholder pods: it runs
@@ -98,7 +100,7 @@ func (s *Snapshot) LaunchedFor(req CapacityRequest, since time.Time) int {
 // constraint), kept off the domains that already qualify and away from the
 // other placeholders, so that the autoscaler can only satisfy it with new
 // nodes. A zero request asks for nothing.
-func (s *Snapshot) RequestCapacity(workloads []*Workload, c Constraint, spec CapacitySpec, final Stage, answer Answer, rs RequestSpec) (CapacityRequest, error) {
+func (s *Snapshot) RequestCapacity(workloads []*Workload, c Constraint, spec CapacitySpec, final pgv1.Stage, answer Answer, rs RequestSpec) (CapacityRequest, error) {
 	var req CapacityRequest
 	if len(workloads) == 0 {
 		return req, nil
@@ -167,7 +169,7 @@ func deadlocks(a Answer) bool {
 // rollout complete, found by adding copies of a qualifying node in new
 // domains to the snapshot and simulating again; 0 when none up to limit
 // does. The snapshot is restored.
-func (s *Snapshot) surgeRoom(workloads []*Workload, c Constraint, spec CapacitySpec, final Stage, capacity Capacity, limit int) (int, error) {
+func (s *Snapshot) surgeRoom(workloads []*Workload, c Constraint, spec CapacitySpec, final pgv1.Stage, capacity Capacity, limit int) (int, error) {
 	if len(capacity.Nodes) == 0 {
 		return 0, nil
 	}
@@ -215,7 +217,7 @@ func (s *Snapshot) qualifyingValues(nodes []string, key string) []string {
 // pod requests, required to land on a qualifying kind of node outside the
 // excluded domains of key, one placeholder per domain. Hostnames are never
 // excluded by node affinity: autoscalers refuse to provision for it.
-func (s *Snapshot) placeholderTemplate(workloads []*Workload, c Constraint, capacity CapacitySpec, final Stage, key string, excluded []string, own map[string]string) (corev1.PodTemplateSpec, error) {
+func (s *Snapshot) placeholderTemplate(workloads []*Workload, c Constraint, capacity CapacitySpec, final pgv1.Stage, key string, excluded []string, own map[string]string) (corev1.PodTemplateSpec, error) {
 	w := workloads[0]
 	shaped, err := c.RenderFor(w, workloads).Apply(&w.Template.Spec, w.Selector, final)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 var placeholderLabels = map[string]string{"placementguard.io/capacity-request": "uid-1"}
@@ -22,11 +24,11 @@ func requestFor(t *testing.T, objs Objects, w func(Objects) *Workload, c Constra
 		t.Fatal(err)
 	}
 	workloads := []*Workload{w(objs)}
-	a, err := s.Analyze(Question{Workloads: workloads, Constraint: c, Stage: StageHard, Capacity: spec})
+	a, err := s.Analyze(Question{Workloads: workloads, Constraint: c, Stage: pgv1.StageHard, Capacity: spec})
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := s.RequestCapacity(workloads, c, spec, StageHard, a, RequestSpec{MaxNodes: maxNodes, Labels: placeholderLabels})
+	req, err := s.RequestCapacity(workloads, c, spec, pgv1.StageHard, a, RequestSpec{MaxNodes: maxNodes, Labels: placeholderLabels})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +131,7 @@ func TestRequestSeed001SurgeRoomOfOneNode(t *testing.T) {
 	if s.NodeCount() != 2 {
 		t.Fatalf("the simulated nodes are taken out again: %d nodes", s.NodeCount())
 	}
-	a, err := s.Analyze(Question{Workloads: []*Workload{web(objs)}, Constraint: apart, Stage: StageHard})
+	a, err := s.Analyze(Question{Workloads: []*Workload{web(objs)}, Constraint: apart, Stage: pgv1.StageHard})
 	if err != nil || a.FirstBlocking() == nil || a.FirstBlocking().Type != HazardRolloutDeadlock {
 		t.Fatalf("the snapshot is as it was: %v %+v", err, a.Hazards)
 	}

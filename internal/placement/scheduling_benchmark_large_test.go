@@ -6,6 +6,8 @@ import (
 
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/placement/benchcluster"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // The benchmarks on the benchmark cluster of docs/performance.md.
@@ -24,7 +26,7 @@ func snapshot(b *testing.B) (*benchcluster.Cluster, *placement.Snapshot) {
 }
 
 func question(w *placement.Workload) placement.Question {
-	return placement.Question{Workloads: []*placement.Workload{w}, Constraint: benchcluster.ZoneSpread(), Stage: placement.StageHard}
+	return placement.Question{Workloads: []*placement.Workload{w}, Constraint: benchcluster.ZoneSpread(), Stage: pgv1.StageHard}
 }
 
 func BenchmarkSnapshotBuild(b *testing.B) {

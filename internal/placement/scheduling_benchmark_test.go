@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // The benchmarks on the large cluster are in
@@ -18,7 +20,7 @@ func BenchmarkPredictEndStatesSmall(b *testing.B) {
 	w := deployment(objs, "web", 9, rolling(0, 3))
 	c := Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1, AllRevisions: true,
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
-	spec, err := c.Apply(&w.Template.Spec, w.Selector, StageHard)
+	spec, err := c.Apply(&w.Template.Spec, w.Selector, pgv1.StageHard)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 const ebs = "ebs.csi.aws.com"
@@ -215,7 +217,7 @@ func TestAttachLimitsKeepNodesFromQualifying(t *testing.T) {
 	}
 	graph := withSelector(deployment(objs, "graphdb", 1, surgeOnly(), nodeSelector("role", "data"), claim("a")))
 	apart := Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname, Selector: selector("app", "search")}}
-	q := Question{Workloads: []*Workload{graph}, Constraint: apart, Stage: StageHard, Capacity: CapacitySpec{NodeSelector: selector("role", "data")}}
+	q := Question{Workloads: []*Workload{graph}, Constraint: apart, Stage: pgv1.StageHard, Capacity: CapacitySpec{NodeSelector: selector("role", "data")}}
 	a := analyze(t, objs, q)
 	onlyHazard(t, a, HazardInsufficientCapacity, "1 of 2 qualifying nodes (role=data)")
 

@@ -91,7 +91,7 @@ func JudgeChange(snap *placement.Snapshot, ch Change, withNodes func(placement.C
 // make the change's constraint c: the workload without c as its target.
 func (ch Change) situation(c placement.Constraint) (Situation, error) {
 	t := ch.Target
-	spec, err := c.Apply(&t.Workload.Template.Spec, t.Workload.Selector, placement.StageNone)
+	spec, err := c.Apply(&t.Workload.Template.Spec, t.Workload.Selector, pgv1.StageNone)
 	if err != nil {
 		return Situation{}, fmt.Errorf("take the %s out of %s: %w", c.Short(), t, err)
 	}
@@ -138,7 +138,7 @@ func (ch Change) carried(c placement.Constraint) bool {
 // judgeWithNodes asks the question before the Hard stage, the pre-flight
 // when it is asked for and due.
 func judgeWithNodes(snap *placement.Snapshot, sit Situation, preflight bool) ([]placement.Hazard, error) {
-	v, err := AskStage(snap, sit, placement.StageHard)
+	v, err := AskStage(snap, sit, pgv1.StageHard)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +170,7 @@ var changeFixes = map[string]string{
 // judgeWithoutNodes asks the engine's findings that need no nodes.
 func judgeWithoutNodes(snap *placement.Snapshot, sit Situation) []placement.Hazard {
 	q := placement.Question{Workloads: []*placement.Workload{WithOthers(sit.Migration, sit.Others, sit.Targets[0])},
-		Constraint: ConstraintFromSpec(sit.Migration.Spec.Constraint), Stage: placement.StageHard}
+		Constraint: ConstraintFromSpec(sit.Migration.Spec.Constraint), Stage: pgv1.StageHard}
 	return snap.Findings(q)
 }
 

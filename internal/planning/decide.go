@@ -101,7 +101,7 @@ func Decide(sit Situation, v Verdict, f Facts) Decision {
 	c := v.Answers[0].Capacity
 	if !c.Enough() {
 		msg := fmt.Sprintf("%s; waiting for them before the %s stage, nothing has been changed", c.Shortfall(ConstraintFromSpec(pm.Spec.Constraint).TopologyKey()), stage)
-		if stage == placement.StageHard {
+		if stage == pgv1.StageHard {
 			msg = fmt.Sprintf("%s; the Soft stage stays applied until they exist", c.Shortfall(ConstraintFromSpec(pm.Spec.Constraint).TopologyKey()))
 		}
 		d = decided(WaitingForCapacity, pgv1.ReasonInsufficientCapacity, msg)

@@ -15,7 +15,7 @@ import (
 
 // asked is the one question about a hostname anti-affinity among api's
 // own pods, final stage Hard, on apiCluster's nodes and replicas.
-func asked(t *testing.T, nodes, replicas int, stage placement.Stage, capacity *pgv1.Capacity, guards *pgv1.Guards) (Situation, Verdict) {
+func asked(t *testing.T, nodes, replicas int, stage pgv1.Stage, capacity *pgv1.Capacity, guards *pgv1.Guards) (Situation, Verdict) {
 	t.Helper()
 	snap, found := apiCluster(t, corev1.PodSpec{}, nodes, replicas, 1)
 	pm := &pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: "api-apart", UID: "pm-1"},
@@ -48,24 +48,24 @@ func TestTheDecisionFollowsTheOperatorsOrder(t *testing.T) {
 		check           func(t *testing.T, d Decision)
 	}{
 		{"another migration's claim comes first", func(t *testing.T) (Situation, Verdict, Facts) {
-			sit, v := asked(t, 3, 2, placement.StageSoft, nil, nil)
+			sit, v := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
 			v.Claim = &Claim{Migration: "first", Target: sit.Targets[0].Ref, Field: "the pod anti-affinity term lists"}
 			return sit, v, Facts{InFlight: "other", InFlightOn: "Deployment/api"}
 		}, Blocked, pgv1.ReasonTargetClaimed, "first", nil},
 		{"a write in flight holds the stage without an answer", func(t *testing.T) (Situation, Verdict, Facts) {
-			sit, _ := asked(t, 3, 2, placement.StageSoft, nil, nil)
-			return sit, Verdict{Stage: placement.StageSoft}, Facts{InFlight: "other", InFlightOn: "Deployment/api", Paused: []string{"Deployment/api"}}
+			sit, _ := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
+			return sit, Verdict{Stage: pgv1.StageSoft}, Facts{InFlight: "other", InFlightOn: "Deployment/api", Paused: []string{"Deployment/api"}}
 		}, Waiting, pgv1.ReasonWaitingForMigration, "PlacementMigration other, which has a write in flight on Deployment/api", nil},
 		{"so does a pause", func(t *testing.T) (Situation, Verdict, Facts) {
-			sit, _ := asked(t, 3, 2, placement.StageSoft, nil, nil)
-			return sit, Verdict{Stage: placement.StageSoft}, Facts{Paused: []string{"Deployment/api"}}
+			sit, _ := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
+			return sit, Verdict{Stage: pgv1.StageSoft}, Facts{Paused: []string{"Deployment/api"}}
 		}, Waiting, pgv1.ReasonTargetPaused, "Deployment/api is paused (spec.paused): the Soft stage is not written", nil},
 		{"without them and without an answer, the engine is to be asked", func(t *testing.T) (Situation, Verdict, Facts) {
-			sit, _ := asked(t, 3, 2, placement.StageSoft, nil, nil)
-			return sit, Verdict{Stage: placement.StageSoft}, Facts{Protected: map[string]bool{"api-1-0": true}}
+			sit, _ := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
+			return sit, Verdict{Stage: pgv1.StageSoft}, Facts{Protected: map[string]bool{"api-1-0": true}}
 		}, "", "", "", nil},
 		{"then the capacity, before any hazard and the pods", func(t *testing.T) (Situation, Verdict, Facts) {
-			sit, v := asked(t, 2, 2, placement.StageSoft, &pgv1.Capacity{MinNodes: ptr.To[int32](3)}, nil)
+			sit, v := asked(t, 2, 2, pgv1.StageSoft, &pgv1.Capacity{MinNodes: ptr.To[int32](3)}, nil)
 			return sit, v, Facts{Unstable: "Waiting for stable target pods: api-1-0 is not Ready"}
 		}, WaitingForCapacity, pgv1.ReasonInsufficientCapacity, "2 of 3 qualifying nodes; waiting for them before the Soft stage, nothing has been changed",
 			func(t *testing.T, d Decision) {
@@ -74,11 +74,11 @@ func TestTheDecisionFollowsTheOperatorsOrder(t *testing.T) {
 				}
 			}},
 		{"before the Hard stage the Soft stage stays", func(t *testing.T) (Situation, Verdict, Facts) {
-			sit, v := asked(t, 2, 2, placement.StageHard, &pgv1.Capacity{MinNodes: ptr.To[int32](3)}, nil)
+			sit, v := asked(t, 2, 2, pgv1.StageHard, &pgv1.Capacity{MinNodes: ptr.To[int32](3)}, nil)
 			return sit, v, Facts{}
 		}, WaitingForCapacity, pgv1.ReasonInsufficientCapacity, "2 of 3 qualifying nodes; the Soft stage stays applied until they exist", nil},
 		{"then a blocking hazard of the final stage", func(t *testing.T) (Situation, Verdict, Facts) {
-			sit, v := asked(t, 2, 2, placement.StageSoft, nil, nil)
+			sit, v := asked(t, 2, 2, pgv1.StageSoft, nil, nil)
 			return sit, v, Facts{Unstable: "Waiting for stable target pods: api-1-0 is not Ready"}
 		}, Blocked, placement.HazardRolloutDeadlock, "", func(t *testing.T, d Decision) {
 			if d.Feasible == nil || d.Feasible.Status != metav1.ConditionFalse || d.Feasible.Reason != placement.HazardRolloutDeadlock {
@@ -89,7 +89,7 @@ func TestTheDecisionFollowsTheOperatorsOrder(t *testing.T) {
 			}
 		}},
 		{"which is a wait for capacity when the migration asks an autoscaler for the nodes that clear it", func(t *testing.T) (Situation, Verdict, Facts) {
-			sit, v := asked(t, 2, 2, placement.StageSoft, provision, nil)
+			sit, v := asked(t, 2, 2, pgv1.StageSoft, provision, nil)
 			if v.Request == nil || v.Request.Shortfall != 1 {
 				t.Fatalf("the request is sized inside the question: %+v", v.Request)
 			}
@@ -100,7 +100,7 @@ func TestTheDecisionFollowsTheOperatorsOrder(t *testing.T) {
 			}
 		}},
 		{"then the pods", func(t *testing.T) (Situation, Verdict, Facts) {
-			sit, v := asked(t, 3, 2, placement.StageSoft, nil, nil)
+			sit, v := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
 			return sit, v, Facts{Unstable: "Waiting for stable target pods: api-1-0 is not Ready", Protected: map[string]bool{"api-1-0": true}}
 		}, Waiting, pgv1.ReasonWaitingForPods, "api-1-0 is not Ready", func(t *testing.T, d Decision) {
 			if d.Feasible == nil || d.Feasible.Status != metav1.ConditionTrue || d.Feasible.Message != "The simulated rollout of the Soft and Hard stage completes on every target" {
@@ -108,12 +108,12 @@ func TestTheDecisionFollowsTheOperatorsOrder(t *testing.T) {
 			}
 		}},
 		{"then a failed pre-flight, when the guards block on it", func(t *testing.T) (Situation, Verdict, Facts) {
-			sit, v := asked(t, 3, 2, placement.StageHard, nil, &pgv1.Guards{Disruptions: pgv1.DisruptionBlock})
+			sit, v := asked(t, 3, 2, pgv1.StageHard, nil, &pgv1.Guards{Disruptions: pgv1.DisruptionBlock})
 			v.Disruptions, v.PreflightAsked = drain, true
 			return sit, v, Facts{Protected: map[string]bool{"api-1-0": true}}
 		}, Blocked, pgv1.ReasonEvictedPodUnplaceable, "a drain strands a pod" + PreflightBlocks, nil},
 		{"a warning, when they warn", func(t *testing.T) (Situation, Verdict, Facts) {
-			sit, v := asked(t, 3, 2, placement.StageHard, nil, nil)
+			sit, v := asked(t, 3, 2, pgv1.StageHard, nil, nil)
 			v.Disruptions, v.PreflightAsked = drain, true
 			return sit, v, Facts{}
 		}, Proceeds, "", "", func(t *testing.T, d Decision) {
@@ -122,7 +122,7 @@ func TestTheDecisionFollowsTheOperatorsOrder(t *testing.T) {
 			}
 		}},
 		{"then the protected pods the stage recreates", func(t *testing.T) (Situation, Verdict, Facts) {
-			sit, v := asked(t, 3, 2, placement.StageSoft, nil, nil)
+			sit, v := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
 			return sit, v, Facts{Protected: map[string]bool{"api-1-1": true, "other": true}}
 		}, Blocked, pgv1.ReasonProtectedPodChanged, "The Soft stage would recreate protected pod(s) api-1-1 (of Deployment/api)", func(t *testing.T, d Decision) {
 			if len(d.Plan) != 1 || d.Plan[0].RecreatesCount != 2 {
@@ -130,15 +130,15 @@ func TestTheDecisionFollowsTheOperatorsOrder(t *testing.T) {
 			}
 		}},
 		{"a stage that only lowers the constraint is judged on its protected pods alone", func(t *testing.T) (Situation, Verdict, Facts) {
-			sit, _ := asked(t, 1, 2, placement.StageSoft, nil, nil)
-			return sit, Verdict{Stage: placement.StageSoft, Lowers: true}, Facts{Unstable: "not Ready"}
+			sit, _ := asked(t, 1, 2, pgv1.StageSoft, nil, nil)
+			return sit, Verdict{Stage: pgv1.StageSoft, Lowers: true}, Facts{Unstable: "not Ready"}
 		}, Proceeds, "", "", func(t *testing.T, d Decision) {
 			if d.Capacity != nil || d.Feasible != nil || len(d.Plan) != 1 {
 				t.Errorf("capacity %+v, feasible %+v, plan %+v", d.Capacity, d.Feasible, d.Plan)
 			}
 		}},
 		{"otherwise it proceeds, with its plan", func(t *testing.T) (Situation, Verdict, Facts) {
-			sit, v := asked(t, 3, 2, placement.StageSoft, nil, nil)
+			sit, v := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
 			return sit, v, Facts{Protected: map[string]bool{"other": true}}
 		}, Proceeds, "", "", func(t *testing.T, d Decision) {
 			if len(d.Plan) != 1 || d.Plan[0].RecreatesCount != 2 || d.Warning != nil {
@@ -163,7 +163,7 @@ func TestTheDecisionFollowsTheOperatorsOrder(t *testing.T) {
 // migrations' writes in flight, paused targets, the pods at a moment, the
 // protected pods.
 func TestPlanObservesTheOperatorsFacts(t *testing.T) {
-	sit, _ := asked(t, 3, 2, placement.StageSoft, nil, nil)
+	sit, _ := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
 	other := pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Name: "other"},
 		Status: pgv1.PlacementMigrationStatus{Operation: &pgv1.Operation{Targets: []pgv1.OperationTarget{{Kind: pgv1.KindDeployment, Name: "api"}}}}}
 	sit.Others = []pgv1.PlacementMigration{other}
@@ -186,7 +186,7 @@ func TestPlanObservesTheOperatorsFacts(t *testing.T) {
 func TestThePreflightFindingFollowsTheGuards(t *testing.T) {
 	drain := DisruptionVerdict{Reason: pgv1.ReasonDrainBlockedByBudget, Message: afterHard + "no drain completes", Fix: "relax the budget"}
 	preflight := func(guards *pgv1.Guards, dv DisruptionVerdict, wasAsked, change bool) *placement.Hazard {
-		sit, v := asked(t, 3, 2, placement.StageHard, nil, guards)
+		sit, v := asked(t, 3, 2, pgv1.StageHard, nil, guards)
 		sit.Change = change
 		v.Disruptions, v.PreflightAsked = dv, wasAsked
 		return Decide(sit, v, Facts{}).Preflight

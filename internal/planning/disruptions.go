@@ -59,7 +59,7 @@ var Tolerated = DisruptionVerdict{OK: true, Reason: pgv1.ReasonDisruptionsTolera
 // stage final; the first failure is the verdict, and the all-clear names
 // what the first targets survive.
 func Disruptions(snap *placement.Snapshot, spec *pgv1.PlacementMigrationSpec, ts []*Target, p Policies) (DisruptionVerdict, error) {
-	final := placement.Stage(spec.Final())
+	final := spec.Final()
 	var cleared []string
 	for _, t := range ts {
 		got, err := disruptionsOf(snap, spec, t, final, p)
@@ -109,7 +109,7 @@ func disruptionsAfter(snap *placement.Snapshot, pm *pgv1.PlacementMigration, oth
 		view := *t.Target
 		view.Workload, view.Pods = rolled, pods
 		var err error
-		v, err = disruptionsOf(snap, &pm.Spec, &Target{Target: &view, Ref: t.Ref, Rendered: t.Rendered}, placement.StageHard, p)
+		v, err = disruptionsOf(snap, &pm.Spec, &Target{Target: &view, Ref: t.Ref, Rendered: t.Rendered}, pgv1.StageHard, p)
 		return err
 	})
 	if err != nil {
@@ -123,7 +123,7 @@ func disruptionsAfter(snap *placement.Snapshot, pm *pgv1.PlacementMigration, oth
 
 // disruptionsOf simulates the disruptions of one target, the cheapest
 // first.
-func disruptionsOf(snap *placement.Snapshot, spec *pgv1.PlacementMigrationSpec, t *Target, final placement.Stage, p Policies) (DisruptionVerdict, error) {
+func disruptionsOf(snap *placement.Snapshot, spec *pgv1.PlacementMigrationSpec, t *Target, final pgv1.Stage, p Policies) (DisruptionVerdict, error) {
 	maxReplicas, v, err := scaleOut(snap, t, final, p.Autoscalers)
 	if err != nil || !v.OK {
 		return v, err
@@ -156,7 +156,7 @@ func disruptionsOf(snap *placement.Snapshot, spec *pgv1.PlacementMigrationSpec, 
 
 // scaleOut places the target at each of its autoscalers' maximum; it
 // returns the largest replicas that fit.
-func scaleOut(snap *placement.Snapshot, t *Target, final placement.Stage, autoscalers []autoscalingv2.HorizontalPodAutoscaler) (int32, DisruptionVerdict, error) {
+func scaleOut(snap *placement.Snapshot, t *Target, final pgv1.Stage, autoscalers []autoscalingv2.HorizontalPodAutoscaler) (int32, DisruptionVerdict, error) {
 	maxReplicas := t.Workload.Replicas
 	for _, h := range autoscalers {
 		ref := h.Spec.ScaleTargetRef
@@ -178,7 +178,7 @@ func scaleOut(snap *placement.Snapshot, t *Target, final placement.Stage, autosc
 
 // drains simulates a drain of each node in turn, then a surge upgrade of
 // them all, which adds a node like each old one before draining it.
-func drains(snap *placement.Snapshot, t *Target, final placement.Stage, drained []string) (DisruptionVerdict, error) {
+func drains(snap *placement.Snapshot, t *Target, final pgv1.Stage, drained []string) (DisruptionVerdict, error) {
 	for _, node := range drained {
 		d, err := snap.SimulateDrain(t.Workload, node)
 		if err != nil {
@@ -215,8 +215,8 @@ func upgradeVerdict(up placement.NodeUpgrade) string {
 
 // softerFix offers the Soft stage where the constraint is hard: a soft one
 // never keeps a pod out.
-func softerFix(final placement.Stage) string {
-	if final == placement.StageHard {
+func softerFix(final pgv1.Stage) string {
+	if final == pgv1.StageHard {
 		return ", or keep the Soft stage"
 	}
 	return ""

@@ -135,7 +135,7 @@ func WithOthers(pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration, t
 			continue
 		}
 		c := ConstraintFromSpec(o.Spec.Constraint).RenderFor(w, []*placement.Workload{w})
-		spec, err := c.Apply(&w.Template.Spec, w.Selector, placement.Stage(o.Spec.Final()))
+		spec, err := c.Apply(&w.Template.Spec, w.Selector, o.Spec.Final())
 		if err != nil {
 			continue
 		}

@@ -95,7 +95,7 @@ type PendingVerdict struct {
 }
 
 // DescribePending words the pods Pending under the constraint at final.
-func DescribePending(final placement.Stage, found []PendingPods) PendingVerdict {
+func DescribePending(final pgv1.Stage, found []PendingPods) PendingVerdict {
 	var ours, theirs []string
 	var v PendingVerdict
 	for _, pp := range found {

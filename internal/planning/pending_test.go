@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
-	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
 // A pod the scheduler leaves Pending past the grace is the constraint's
@@ -47,7 +46,7 @@ func TestPendingPodsAreSplitByWhatKeepsThemOut(t *testing.T) {
 	if recheck != 29*time.Second {
 		t.Errorf("looks again in %v, want when the young pod's grace runs out, 29s", recheck)
 	}
-	v := DescribePending(placement.StageHard, found)
+	v := DescribePending(pgv1.StageHard, found)
 	if v.Reason != pgv1.ReasonConstraintUnsatisfied || v.ByConstraint != 1 || v.Other != 1 ||
 		!strings.Contains(v.Message, "1 of 6 pods of Deployment/api Pending because of the Hard constraint (api-kept-out): it needs more qualifying capacity, 3 of 6 qualifying nodes") ||
 		!strings.Contains(v.Message, "Pending for a reason the constraint does not cause (api-too-big): 0/3 nodes are available") {

@@ -8,16 +8,16 @@ import (
 )
 
 // Stages are the stages a migration applies, in order, up to its final one.
-func Stages(final pgv1.Stage) []placement.Stage {
+func Stages(final pgv1.Stage) []pgv1.Stage {
 	if final == pgv1.StageSoft {
-		return []placement.Stage{placement.StageSoft}
+		return []pgv1.Stage{pgv1.StageSoft}
 	}
-	return []placement.Stage{placement.StageSoft, placement.StageHard}
+	return []pgv1.Stage{pgv1.StageSoft, pgv1.StageHard}
 }
 
 // Ask asks the engine about each stage, against one snapshot, for the
 // workloads as they are now.
-func Ask(snap *placement.Snapshot, q placement.Question, stages []placement.Stage) ([]placement.Answer, error) {
+func Ask(snap *placement.Snapshot, q placement.Question, stages []pgv1.Stage) ([]placement.Answer, error) {
 	answers := make([]placement.Answer, 0, len(stages))
 	for _, stage := range stages {
 		q.Stage = stage
@@ -50,10 +50,10 @@ func UniqueHazards(answers []placement.Answer) []placement.Hazard {
 // engine's answers: the change to its template, the pods the rollout
 // recreates (all of them are returned; the entry lists the first few) and,
 // for a hard spread, where the rollout can leave them.
-func TargetPlan(t *Target, stage placement.Stage, answers []placement.Answer) (pgv1.TargetPlan, []string) {
+func TargetPlan(t *Target, stage pgv1.Stage, answers []placement.Answer) (pgv1.TargetPlan, []string) {
 	key := t.Ref.String()
 	from := t.Rendered.StageOf(&t.Template().Spec, t.Selector())
-	entry := pgv1.TargetPlan{Kind: t.Ref.Kind, Name: t.Ref.Name, Stage: pgv1.Stage(stage), Change: Truncate(t.Rendered.Describe(from, stage), MaxChange)}
+	entry := pgv1.TargetPlan{Kind: t.Ref.Kind, Name: t.Ref.Name, Stage: stage, Change: Truncate(t.Rendered.Describe(from, stage), MaxChange)}
 	var recreated []string
 	for _, a := range answers {
 		if r, ok := a.Rollouts[key]; ok && a.Templates[key] != nil && from != stage && entry.RecreatesCount == 0 {

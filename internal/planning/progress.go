@@ -35,20 +35,20 @@ func KeepRecordedRenderings(pm *pgv1.PlacementMigration, ts []*Target, c placeme
 // VerifiedStage is the stage verified on the target as its status entry
 // records it: none when it records none, or when the entry applied is
 // not the one the stage renders now (the spec changed since).
-func VerifiedStage(rec *pgv1.TargetStatus, t *Target) placement.Stage {
+func VerifiedStage(rec *pgv1.TargetStatus, t *Target) pgv1.Stage {
 	if rec == nil || rec.Verified == nil || rec.Applied == nil {
-		return placement.StageNone
+		return pgv1.StageNone
 	}
-	stage := placement.Stage(rec.Verified.Stage)
+	stage := rec.Verified.Stage
 	if !SameEntry(EntryOf(rec.Applied), t.Entry(stage)) {
-		return placement.StageNone
+		return pgv1.StageNone
 	}
 	return stage
 }
 
 // Weakest is the stage verified on every target.
-func Weakest(pm *pgv1.PlacementMigration, ts []*Target) placement.Stage {
-	weakest := placement.StageHard
+func Weakest(pm *pgv1.PlacementMigration, ts []*Target) pgv1.Stage {
+	weakest := pgv1.StageHard
 	for _, t := range ts {
 		if v := VerifiedStage(Recorded(pm, t.Ref), t); v.Rank() < weakest.Rank() {
 			weakest = v
@@ -60,21 +60,21 @@ func Weakest(pm *pgv1.PlacementMigration, ts []*Target) placement.Stage {
 // NextStage is the stage asked about after the weakest verified one: the
 // final stage when the spec lowered it below what is verified, the next
 // one up otherwise; "" once the final stage is verified.
-func NextStage(weakest, final placement.Stage) placement.Stage {
+func NextStage(weakest, final pgv1.Stage) pgv1.Stage {
 	switch {
 	case weakest.Rank() > final.Rank():
 		return final
 	case weakest == final:
 		return ""
-	case weakest == placement.StageNone:
-		return placement.StageSoft
+	case weakest == pgv1.StageNone:
+		return pgv1.StageSoft
 	}
-	return placement.StageHard
+	return pgv1.StageHard
 }
 
 // Entry is the target's entry at a stage, nil when the constraint cannot
 // render one for it.
-func (t *Target) Entry(stage placement.Stage) *corev1.PodSpec {
+func (t *Target) Entry(stage pgv1.Stage) *corev1.PodSpec {
 	e, err := t.Rendered.Entry(t.Selector(), stage)
 	if err != nil {
 		return nil

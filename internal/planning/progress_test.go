@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
-	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
 // The stage asked about next follows the weakest stage verified: the
@@ -14,14 +13,14 @@ import (
 // once the final stage is verified.
 func TestTheNextStageFollowsTheWeakestVerified(t *testing.T) {
 	for _, tc := range []struct {
-		weakest, final, want placement.Stage
+		weakest, final, want pgv1.Stage
 	}{
-		{placement.StageNone, placement.StageSoft, placement.StageSoft},
-		{placement.StageNone, placement.StageHard, placement.StageSoft},
-		{placement.StageSoft, placement.StageHard, placement.StageHard},
-		{placement.StageSoft, placement.StageSoft, ""},
-		{placement.StageHard, placement.StageHard, ""},
-		{placement.StageHard, placement.StageSoft, placement.StageSoft},
+		{pgv1.StageNone, pgv1.StageSoft, pgv1.StageSoft},
+		{pgv1.StageNone, pgv1.StageHard, pgv1.StageSoft},
+		{pgv1.StageSoft, pgv1.StageHard, pgv1.StageHard},
+		{pgv1.StageSoft, pgv1.StageSoft, ""},
+		{pgv1.StageHard, pgv1.StageHard, ""},
+		{pgv1.StageHard, pgv1.StageSoft, pgv1.StageSoft},
 	} {
 		if got := NextStage(tc.weakest, tc.final); got != tc.want {
 			t.Errorf("after %q towards %q: %q, want %q", tc.weakest, tc.final, got, tc.want)
@@ -37,7 +36,7 @@ func TestAStageIsVerifiedOnlyForTheEntryItRecorded(t *testing.T) {
 	hostname := ConstraintFromSpec(pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname}})
 	Render(found, hostname)
 	tgt := found[0]
-	soft := tgt.Entry(placement.StageSoft)
+	soft := tgt.Entry(pgv1.StageSoft)
 	record := func(entry *corev1.PodSpec) *pgv1.PlacementMigration {
 		pm := &pgv1.PlacementMigration{}
 		pm.Status.Targets = []pgv1.TargetStatus{{Kind: tgt.Ref.Kind, Name: tgt.Ref.Name, UID: string(tgt.UID()),
@@ -45,10 +44,10 @@ func TestAStageIsVerifiedOnlyForTheEntryItRecorded(t *testing.T) {
 		return pm
 	}
 	pm := record(soft)
-	if got := Weakest(pm, found); got != placement.StageSoft {
+	if got := Weakest(pm, found); got != pgv1.StageSoft {
 		t.Fatalf("verified %q, want Soft", got)
 	}
-	if got := NextStage(Weakest(pm, found), placement.StageHard); got != placement.StageHard {
+	if got := NextStage(Weakest(pm, found), pgv1.StageHard); got != pgv1.StageHard {
 		t.Errorf("next %q, want Hard", got)
 	}
 	if !SameEntry(EntryOf(pm.Status.Targets[0].Applied), soft) {
@@ -56,10 +55,10 @@ func TestAStageIsVerifiedOnlyForTheEntryItRecorded(t *testing.T) {
 	}
 	zone := ConstraintFromSpec(pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelTopologyZone}})
 	Render(found, zone)
-	if got := Weakest(pm, found); got != placement.StageNone {
+	if got := Weakest(pm, found); got != pgv1.StageNone {
 		t.Errorf("after the spec moved to zones: verified %q, want none", got)
 	}
-	if got := Weakest(&pgv1.PlacementMigration{}, found); got != placement.StageNone {
+	if got := Weakest(&pgv1.PlacementMigration{}, found); got != pgv1.StageNone {
 		t.Errorf("with no status: %q", got)
 	}
 }

@@ -34,7 +34,7 @@ type Situation struct {
 
 // Verdict is the answer about one stage.
 type Verdict struct {
-	Stage placement.Stage
+	Stage pgv1.Stage
 	// Claim is another migration holding the field the targets would
 	// get; when set, nothing else was asked.
 	Claim *Claim
@@ -44,7 +44,7 @@ type Verdict struct {
 	// Stages are the stages asked, the stage and then, when it is
 	// another, the final stage: a stage is not applied when the final one
 	// cannot follow it. Answers are the engine's, one per stage.
-	Stages  []placement.Stage
+	Stages  []pgv1.Stage
 	Answers []placement.Answer
 	// Disruptions is the hard stage's pre-flight on the placement its
 	// rollout leaves; asked only before the hard stage, when it has the
@@ -64,7 +64,7 @@ type Verdict struct {
 
 // Evaluate asks the one question about the stage: the claim and the
 // engine's answers (AskStage), then, when it is due, the pre-flight.
-func Evaluate(snap *placement.Snapshot, sit Situation, stage placement.Stage) (Verdict, error) {
+func Evaluate(snap *placement.Snapshot, sit Situation, stage pgv1.Stage) (Verdict, error) {
 	v, err := AskStage(snap, sit, stage)
 	if err != nil || !v.PreflightDue(sit.Migration) {
 		return v, err
@@ -77,7 +77,7 @@ func Evaluate(snap *placement.Snapshot, sit Situation, stage placement.Stage) (V
 // operator asks the pre-flight (AskPreflight) only once the pods are
 // stable too, since the pre-flight's drains cost many rollouts and a
 // migration waiting for its pods is looked at on every pod change.
-func AskStage(snap *placement.Snapshot, sit Situation, stage placement.Stage) (Verdict, error) {
+func AskStage(snap *placement.Snapshot, sit Situation, stage pgv1.Stage) (Verdict, error) {
 	pm := sit.Migration
 	v := Verdict{Stage: stage, Disruptions: Tolerated}
 	refs := make([]pgv1.TargetRef, len(sit.Targets))
@@ -91,8 +91,8 @@ func AskStage(snap *placement.Snapshot, sit Situation, stage placement.Stage) (V
 	for i, t := range sit.Targets {
 		v.Workloads[i] = WithOthers(pm, sit.Others, t)
 	}
-	final := placement.Stage(pm.Spec.Final())
-	v.Stages = []placement.Stage{stage}
+	final := pm.Spec.Final()
+	v.Stages = []pgv1.Stage{stage}
 	if stage != final {
 		v.Stages = append(v.Stages, final)
 	}
@@ -127,7 +127,7 @@ func RequestSpec(pm *pgv1.PlacementMigration) placement.RequestSpec {
 // hard stage, with the capacity and no blocking hazard, when the guards
 // judge disruptions.
 func (v Verdict) PreflightDue(pm *pgv1.PlacementMigration) bool {
-	return v.Stage == placement.StageHard && v.Claim == nil && len(v.Answers) > 0 &&
+	return v.Stage == pgv1.StageHard && v.Claim == nil && len(v.Answers) > 0 &&
 		pm.Spec.DisruptionCheck() != pgv1.DisruptionIgnore && v.Answers[0].Capacity.Enough() && v.FirstBlocking() == nil
 }
 

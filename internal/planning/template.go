@@ -4,6 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/placement-guard/placement-guard/internal/placement"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // A workload's own hard constraints, judged as written (JudgeChange): lint
@@ -36,7 +38,7 @@ func HardConstraints(spec *corev1.PodSpec) []placement.Constraint {
 
 // Judge asks the engine q at each stage: the whole analysis when the nodes
 // can tell, else the findings that need none.
-func Judge(snap *placement.Snapshot, withNodes bool, q placement.Question, stages []placement.Stage) ([]placement.Hazard, error) {
+func Judge(snap *placement.Snapshot, withNodes bool, q placement.Question, stages []pgv1.Stage) ([]placement.Hazard, error) {
 	if !withNodes {
 		var hs []placement.Hazard
 		for _, st := range stages {

@@ -17,7 +17,7 @@ const maxZonesSimulated = 10
 // zoneLoss simulates, for a constraint over zones, the loss of each zone
 // the target runs in. A zone's nodes stay in the cluster when it is lost,
 // unreachable, so a spread under nodeTaintsPolicy Ignore still counts it.
-func zoneLoss(snap *placement.Snapshot, c pgv1.Constraint, t *Target, final placement.Stage) (DisruptionVerdict, error) {
+func zoneLoss(snap *placement.Snapshot, c pgv1.Constraint, t *Target, final pgv1.Stage) (DisruptionVerdict, error) {
 	var keys []string
 	if c.TopologySpread != nil {
 		keys = append(keys, c.TopologySpread.TopologyKey)
@@ -51,7 +51,7 @@ func zoneLoss(snap *placement.Snapshot, c pgv1.Constraint, t *Target, final plac
 // zoneLossFix offers what would let the lost zone's pods go elsewhere: for
 // a spread, not counting the lost zone or allowing more skew; otherwise
 // room in the zones left.
-func zoneLossFix(c pgv1.Constraint, l placement.DomainLoss, final placement.Stage) string {
+func zoneLossFix(c pgv1.Constraint, l placement.DomainLoss, final pgv1.Stage) string {
 	ts := c.TopologySpread
 	if ts == nil || ts.TopologyKey != l.Key || l.Reasons[placement.ReasonSpread] == 0 {
 		return "add qualifying capacity in the other zones (N+1 per zone)" + softerFix(final)

@@ -65,7 +65,7 @@ func liveTarget(c *Cluster, w *placement.Workload) *planning.Target {
 func placePods(snap *placement.Snapshot, w *placement.Workload) ([]*corev1.Pod, error) {
 	spec := w.Template.Spec.DeepCopy()
 	for _, c := range planning.HardConstraints(spec) {
-		s, err := c.Apply(spec, w.Selector, placement.StageNone)
+		s, err := c.Apply(spec, w.Selector, pgv1.StageNone)
 		if err != nil {
 			return nil, err
 		}

@@ -133,7 +133,7 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 		return report, err
 	}
 	constraint := planning.ConstraintFromSpec(pm.Spec.Constraint)
-	report.Constraint = constraint.Describe(placement.StageNone, placement.Stage(pm.Spec.Final()))
+	report.Constraint = constraint.Describe(pgv1.StageNone, pm.Spec.Final())
 	found, missing := planning.Resolve(refs, inv, constraint)
 	planning.KeepRecordedRenderings(pm, found, constraint)
 	report.Missing = missing
@@ -156,7 +156,7 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 	if err != nil {
 		return report, err
 	}
-	final := placement.Stage(pm.Spec.Final())
+	final := pm.Spec.Final()
 	weakest := planning.Weakest(pm, found)
 	if next := planning.NextStage(weakest, final); next != "" {
 		v := verdictAt(verdicts, next)
@@ -167,7 +167,7 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 		}
 		report.Verdict = verdictReport(sit, v, planning.Observe(sit, protected, time.Now()))
 	} else {
-		report.Reached = pgv1.Stage(final)
+		report.Reached = final
 	}
 	for _, stage := range planning.Stages(pm.Spec.Final()) {
 		// A claim blocks every stage alike.
@@ -191,7 +191,7 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 
 // verdictAt is the verdict about a stage: a claim, which stops the
 // questions at the first stage, holds every stage alike.
-func verdictAt(verdicts []planning.Verdict, stage placement.Stage) planning.Verdict {
+func verdictAt(verdicts []planning.Verdict, stage pgv1.Stage) planning.Verdict {
 	for _, v := range verdicts {
 		if v.Stage == stage {
 			return v
@@ -208,7 +208,7 @@ func verdictAt(verdicts []planning.Verdict, stage placement.Stage) planning.Verd
 // it, and the capacity request it would make.
 func verdictReport(sit planning.Situation, v planning.Verdict, facts planning.Facts) *VerdictReport {
 	d := planning.Decide(sit, v, facts)
-	r := &VerdictReport{Stage: pgv1.Stage(v.Stage), Outcome: string(d.Kind), Reason: d.Reason, Message: d.Message,
+	r := &VerdictReport{Stage: v.Stage, Outcome: string(d.Kind), Reason: d.Reason, Message: d.Message,
 		Request: requestReport(sit.Migration, v.Request), Plan: d.Plan}
 	if len(v.Answers) > 0 && v.Answers[0].Capacity.Enough() {
 		r.Hazards = v.Hazards()
@@ -235,12 +235,12 @@ func requestReport(pm *pgv1.PlacementMigration, req *placement.CapacityRequest) 
 // as the guards weigh it. A claim by another migration blocks every stage.
 func stageReport(sit planning.Situation, v planning.Verdict) StageReport {
 	if v.Claim != nil {
-		return StageReport{Stage: pgv1.Stage(v.Stage), Hazards: []pgv1.Hazard{{
+		return StageReport{Stage: v.Stage, Hazards: []pgv1.Hazard{{
 			Type: pgv1.ReasonTargetClaimed, Target: v.Claim.Target.String(), Severity: pgv1.SeverityBlocking, Message: v.Claim.Message()}}}
 	}
 	a := v.Answers[0]
 	sr := StageReport{
-		Stage:    pgv1.Stage(v.Stage),
+		Stage:    v.Stage,
 		Capacity: capacityReport(a.Capacity),
 		Feasible: a.FirstBlocking() == nil,
 		Hazards:  planning.HazardsFromAnswer(a.Hazards),

@@ -19,7 +19,8 @@ import (
 	pgadmission "github.com/placement-guard/placement-guard/internal/admission"
 	"github.com/placement-guard/placement-guard/internal/adoption"
 	"github.com/placement-guard/placement-guard/internal/metrics"
-	"github.com/placement-guard/placement-guard/internal/placement"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // AdoptPath is where the manager serves Adopt mode: a mutating webhook
@@ -153,7 +154,7 @@ func (a *Adopter) handle(ctx context.Context, req admission.Request) (admission.
 		warnings = append(warnings, a.why(ctx, req, obj, old, softened, records, namespaceLabel)...)
 	}
 	for _, r := range dropped {
-		result = r.Place(result, placement.StageNone)
+		result = r.Place(result, pgv1.StageNone)
 	}
 	patched, err := withSoftForm(obj, result, records)
 	if err != nil {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/workloadpatch"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 var seq atomic.Int64
@@ -61,11 +63,11 @@ func createAs(d *appsv1.Deployment, manager string) {
 // manager is the field manager of the migration the specs play.
 var manager = workloadpatch.FieldManager("web-apart")
 
-func applyStage(d *appsv1.Deployment, c placement.Constraint, stage placement.Stage) error {
+func applyStage(d *appsv1.Deployment, c placement.Constraint, stage pgv1.Stage) error {
 	return applyAs(d, c, stage, manager)
 }
 
-func applyAs(d *appsv1.Deployment, c placement.Constraint, stage placement.Stage, fieldManager string) error {
+func applyAs(d *appsv1.Deployment, c placement.Constraint, stage pgv1.Stage, fieldManager string) error {
 	entry, err := c.Entry(d.Spec.Selector, stage)
 	Expect(err).NotTo(HaveOccurred())
 	ac, err := workloadpatch.ApplyConfiguration(workloadpatch.Target{Kind: placement.Deployment, Namespace: d.Namespace, Name: d.Name, UID: d.UID}, entry)
@@ -103,7 +105,7 @@ var _ = Describe("Server-side apply of the constraint", func() {
 		createAs(d, "helm")
 		before := get(d)
 
-		Expect(applyStage(d, spread, placement.StageSoft)).To(Succeed())
+		Expect(applyStage(d, spread, pgv1.StageSoft)).To(Succeed())
 		after := get(d)
 		Expect(asJSON(after.Spec.Template.Spec.Affinity)).To(Equal(asJSON(before.Spec.Template.Spec.Affinity)))
 		Expect(after.Spec.Template.Spec.TopologySpreadConstraints).To(HaveLen(2))
@@ -120,22 +122,22 @@ var _ = Describe("Server-side apply of the constraint", func() {
 	It("replaces its soft entry by the hard one, leaving exactly one of ours", func() {
 		d := helmLikeDeployment(false)
 		createAs(d, "helm")
-		Expect(applyStage(d, spread, placement.StageSoft)).To(Succeed())
-		Expect(applyStage(d, spread, placement.StageHard)).To(Succeed())
+		Expect(applyStage(d, spread, pgv1.StageSoft)).To(Succeed())
+		Expect(applyStage(d, spread, pgv1.StageHard)).To(Succeed())
 		tsc := get(d).Spec.Template.Spec.TopologySpreadConstraints
 		Expect(tsc).To(HaveLen(2))
 		Expect(tsc[1].TopologyKey).To(Equal("topology.kubernetes.io/zone"))
 		Expect(tsc[1].WhenUnsatisfiable).To(Equal(corev1.DoNotSchedule))
-		Expect(spread.StageOf(&get(d).Spec.Template.Spec, d.Spec.Selector)).To(Equal(placement.StageHard))
+		Expect(spread.StageOf(&get(d).Spec.Template.Spec, d.Spec.Selector)).To(Equal(pgv1.StageHard))
 	})
 
 	It("gives back exactly what was there when it applies no stage", func() {
 		d := helmLikeDeployment(false)
 		createAs(d, "helm")
 		before := get(d)
-		Expect(applyStage(d, apart, placement.StageSoft)).To(Succeed())
-		Expect(applyStage(d, apart, placement.StageHard)).To(Succeed())
-		Expect(applyStage(d, apart, placement.StageNone)).To(Succeed())
+		Expect(applyStage(d, apart, pgv1.StageSoft)).To(Succeed())
+		Expect(applyStage(d, apart, pgv1.StageHard)).To(Succeed())
+		Expect(applyStage(d, apart, pgv1.StageNone)).To(Succeed())
 		after := get(d)
 		Expect(asJSON(after.Spec.Template.Spec)).To(Equal(asJSON(before.Spec.Template.Spec)))
 		Expect(ownedBy(after, manager)).To(Or(BeEmpty(), Equal(`{}`)))
@@ -145,7 +147,7 @@ var _ = Describe("Server-side apply of the constraint", func() {
 		d := helmLikeDeployment(false)
 		createAs(d, "helm")
 		before := get(d)
-		Expect(applyStage(d, apart, placement.StageHard)).To(Succeed())
+		Expect(applyStage(d, apart, pgv1.StageHard)).To(Succeed())
 		after := get(d)
 		Expect(asJSON(after.Spec.Template.Spec.Affinity.NodeAffinity)).To(Equal(asJSON(before.Spec.Template.Spec.Affinity.NodeAffinity)))
 		Expect(after.Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution).To(HaveLen(1))
@@ -154,7 +156,7 @@ var _ = Describe("Server-side apply of the constraint", func() {
 	It("refuses, naming the manager, to take over a term list another manager owns", func() {
 		d := helmLikeDeployment(true)
 		createAs(d, "helm")
-		err := applyStage(d, apart, placement.StageHard)
+		err := applyStage(d, apart, pgv1.StageHard)
 		Expect(err).To(HaveOccurred())
 		conflict, ok := workloadpatch.AsConflict(err)
 		Expect(ok).To(BeTrue(), "want a field manager conflict, got %v", err)
@@ -185,21 +187,21 @@ var _ = Describe("Field managers of several migrations", func() {
 		d := helmLikeDeployment(false)
 		createAs(d, "helm")
 		d = get(d)
-		Expect(applyAs(d, zones, placement.StageHard, workloadpatch.FieldManager("zones"))).To(Succeed())
-		Expect(applyAs(d, hosts, placement.StageHard, workloadpatch.FieldManager("hosts"))).To(Succeed())
+		Expect(applyAs(d, zones, pgv1.StageHard, workloadpatch.FieldManager("zones"))).To(Succeed())
+		Expect(applyAs(d, hosts, pgv1.StageHard, workloadpatch.FieldManager("hosts"))).To(Succeed())
 		Expect(get(d).Spec.Template.Spec.TopologySpreadConstraints).To(HaveLen(3), "the chart's, and one of each migration")
-		Expect(applyAs(d, hosts, placement.StageNone, workloadpatch.FieldManager("hosts"))).To(Succeed())
+		Expect(applyAs(d, hosts, pgv1.StageNone, workloadpatch.FieldManager("hosts"))).To(Succeed())
 		tsc := get(d).Spec.Template.Spec.TopologySpreadConstraints
 		Expect(tsc).To(HaveLen(2))
-		Expect(zones.StageOf(&get(d).Spec.Template.Spec, d.Spec.Selector)).To(Equal(placement.StageHard), "the other migration's entry stays")
+		Expect(zones.StageOf(&get(d).Spec.Template.Spec, d.Spec.Selector)).To(Equal(pgv1.StageHard), "the other migration's entry stays")
 	})
 
 	It("refuses a second migration's anti-affinity term list, naming the first migration's manager", func() {
 		d := helmLikeDeployment(false)
 		createAs(d, "helm")
 		d = get(d)
-		Expect(applyAs(d, apart, placement.StageHard, workloadpatch.FieldManager("first"))).To(Succeed())
-		err := applyAs(d, apartZones, placement.StageHard, workloadpatch.FieldManager("second"))
+		Expect(applyAs(d, apart, pgv1.StageHard, workloadpatch.FieldManager("first"))).To(Succeed())
+		err := applyAs(d, apartZones, pgv1.StageHard, workloadpatch.FieldManager("second"))
 		conflict, ok := workloadpatch.AsConflict(err)
 		Expect(ok).To(BeTrue(), "want a field manager conflict, got %v", err)
 		Expect(conflict.Managers).To(Equal([]string{"placement-guard/first"}))
@@ -211,7 +213,7 @@ var _ = Describe("Field managers of several migrations", func() {
 		createAs(d, "helm")
 		d = get(d)
 		Expect(k8sClient.Delete(ctx, d)).To(Succeed())
-		err := applyStage(d, zones, placement.StageSoft)
+		err := applyStage(d, zones, pgv1.StageSoft)
 		Expect(err).To(HaveOccurred())
 		_, field := workloadpatch.AsConflict(err)
 		Expect(field).To(BeFalse())
@@ -220,7 +222,7 @@ var _ = Describe("Field managers of several migrations", func() {
 		again := helmLikeDeployment(false)
 		again.Name = d.Name
 		createAs(again, "helm")
-		Expect(applyStage(d, zones, placement.StageSoft)).NotTo(Succeed(), "the recorded uid is the old workload's")
+		Expect(applyStage(d, zones, pgv1.StageSoft)).NotTo(Succeed(), "the recorded uid is the old workload's")
 		Expect(get(again).Spec.Template.Spec.TopologySpreadConstraints).To(HaveLen(1))
 	})
 })

@@ -21,6 +21,8 @@ import (
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/targets"
 	"github.com/placement-guard/placement-guard/test/utils"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // endStateScenario is one generated rollout: a Deployment started unevenly
@@ -149,7 +151,7 @@ func replayEndState(ctx context.Context, sc endStateScenario) (string, error) {
 		TopologyKey: utils.ZoneLabel, MaxSkew: sc.maxSkew, AllRevisions: sc.allRevisions,
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 	}}.ForWorkload(placement.Deployment)
-	spec, err := c.Apply(&w.Template.Spec, w.Selector, placement.StageHard)
+	spec, err := c.Apply(&w.Template.Spec, w.Selector, pgv1.StageHard)
 	if err != nil {
 		return "", err
 	}

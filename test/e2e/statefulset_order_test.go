@@ -22,6 +22,8 @@ import (
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/targets"
 	"github.com/placement-guard/placement-guard/test/utils"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // orderScenario is one generated StatefulSet rollout: pods placed by the
@@ -37,7 +39,7 @@ type orderScenario struct {
 	minReady  int32
 	// maxUnavailable is the rolling update's, "" when unset (one).
 	maxUnavailable string
-	stage          placement.Stage
+	stage          pgv1.Stage
 	// notReady are the ordinals whose old pods are made not Ready before
 	// the rollout.
 	notReady []int
@@ -71,12 +73,12 @@ func (s orderScenario) String() string {
 func generateOrderScenario(seed uint64) orderScenario {
 	r := rand.New(rand.NewPCG(seed, 23))
 	s := orderScenario{seed: seed, nodes: 2 + r.IntN(3), replicas: int32(1 + r.IntN(5)), parallel: r.IntN(2) == 0,
-		minReady: int32(r.IntN(2)), onDelete: r.IntN(6) == 0, stage: placement.StageHard}
+		minReady: int32(r.IntN(2)), onDelete: r.IntN(6) == 0, stage: pgv1.StageHard}
 	if r.IntN(2) == 0 {
 		s.partition = int32(r.IntN(int(s.replicas) + 1))
 	}
 	if r.IntN(3) == 0 {
-		s.stage = placement.StageSoft
+		s.stage = pgv1.StageSoft
 	}
 	// Drawn from a stream of its own, so the scenarios above keep their shape.
 	if mu := rand.New(rand.NewPCG(seed, 29)).IntN(4); mu > 0 {

@@ -220,11 +220,11 @@ func (s *scenario) explain(ctx context.Context) func() string {
 
 // ours counts the migration's entries in a template, and says which stage
 // the strongest is at.
-func (s *scenario) ours(spec *corev1.PodSpec) (int, placement.Stage) {
+func (s *scenario) ours(spec *corev1.PodSpec) (int, pgv1.Stage) {
 	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 	c := placement.Constraint{AntiAffinity: &placement.AntiAffinity{TopologyKey: corev1.LabelHostname}}
-	n, stage := 0, placement.StageNone
-	for _, st := range []placement.Stage{placement.StageSoft, placement.StageHard} {
+	n, stage := 0, pgv1.StageNone
+	for _, st := range []pgv1.Stage{pgv1.StageSoft, pgv1.StageHard} {
 		entry, _ := c.Entry(selector, st)
 		if placement.Carries(spec, entry) {
 			n++
@@ -313,7 +313,7 @@ func (m *monitor) sample(ctx context.Context) {
 			m.fail("I1: fields other than the migration's changed in web's template")
 		}
 	}
-	if stage == placement.StageHard && !m.sawHard {
+	if stage == pgv1.StageHard && !m.sawHard {
 		m.sawHard = true
 		if pm.Spec.Final() != pgv1.StageHard {
 			m.fail("I2: Hard with finalStage %s", pm.Spec.Final())

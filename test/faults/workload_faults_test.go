@@ -115,7 +115,7 @@ var _ = Describe("F5: the node of a freshly rolled pod deleted during the hard s
 			g.Expect(pm.Status.Operation).NotTo(BeNil())
 			g.Expect(pm.Status.Operation.Stage).To(Equal(pgv1.StageHard))
 			for _, p := range s.webPods(ctx) {
-				if n, st := s.ours(&p.Spec); n == 1 && st == placement.StageHard && p.Spec.NodeName != "" {
+				if n, st := s.ours(&p.Spec); n == 1 && st == pgv1.StageHard && p.Spec.NodeName != "" {
 					node = p.Spec.NodeName
 				}
 			}
@@ -182,10 +182,10 @@ var _ = Describe("F6: the target deleted mid-soak, then created again", Label("f
 		recreated.Spec.Template.Spec.Affinity = nil
 		recreated.Status = appsv1.DeploymentStatus{}
 		Expect(k8sClient.Create(ctx, recreated)).To(Succeed())
-		Eventually(func() placement.Stage {
+		Eventually(func() pgv1.Stage {
 			_, st := s.ours(templateOf(s.workload(ctx)))
 			return st
-		}).Should(Equal(placement.StageSoft), "the new workload starts at the soft stage")
+		}).Should(Equal(pgv1.StageSoft), "the new workload starts at the soft stage")
 		s.generation = 1
 		s.waitFor(ctx, pgv1.PhaseSucceeded)
 		Expect(s.workload(ctx).GetGeneration()).To(Equal(int64(3)))

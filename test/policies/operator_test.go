@@ -15,6 +15,8 @@ import (
 
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/workloadpatch"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // operatorUser is the ServiceAccount config/default deploys the manager as,
@@ -69,12 +71,12 @@ func TestOperatorWritesPlacementOnly(t *testing.T) {
 		name       string
 		target     workloadpatch.Target
 		constraint placement.Constraint
-		stage      placement.Stage
+		stage      pgv1.Stage
 	}{
-		{"soft anti-affinity on a Deployment", workloadpatch.Target{Kind: placement.Deployment, Namespace: ns, Name: "web"}, hostname, placement.StageSoft},
-		{"hard anti-affinity on a Deployment", workloadpatch.Target{Kind: placement.Deployment, Namespace: ns, Name: "web"}, hostname, placement.StageHard},
-		{"hard spread on a StatefulSet", workloadpatch.Target{Kind: placement.StatefulSet, Namespace: ns, Name: "db"}, zones, placement.StageHard},
-		{"a revert", workloadpatch.Target{Kind: placement.Deployment, Namespace: ns, Name: "web"}, hostname, placement.StageNone},
+		{"soft anti-affinity on a Deployment", workloadpatch.Target{Kind: placement.Deployment, Namespace: ns, Name: "web"}, hostname, pgv1.StageSoft},
+		{"hard anti-affinity on a Deployment", workloadpatch.Target{Kind: placement.Deployment, Namespace: ns, Name: "web"}, hostname, pgv1.StageHard},
+		{"hard spread on a StatefulSet", workloadpatch.Target{Kind: placement.StatefulSet, Namespace: ns, Name: "db"}, zones, pgv1.StageHard},
+		{"a revert", workloadpatch.Target{Kind: placement.Deployment, Namespace: ns, Name: "web"}, hostname, pgv1.StageNone},
 	} {
 		entry, err := c.constraint.Entry(&metav1.LabelSelector{MatchLabels: map[string]string{"app": c.target.Name}}, c.stage)
 		must(t, err)
