@@ -29,6 +29,7 @@ SHELL = /usr/bin/env bash -o pipefail
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 BENCHSTAT ?= $(LOCALBIN)/benchstat
+GINKGO ?= $(LOCALBIN)/ginkgo
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
 HELM ?= $(LOCALBIN)/helm
 CRD_REF_DOCS ?= $(LOCALBIN)/crd-ref-docs
@@ -133,7 +134,7 @@ verify-lint: lint
 # What the tests run besides the code under test. `make test` builds these two
 # at a time: on a cold clone each build spends its first minute downloading
 # modules and its last ones linking on one core, which the other fills.
-TEST_BINARIES = cluster-binaries $(KARPENTER) $(KUSTOMIZE) $(HELM)
+TEST_BINARIES = cluster-binaries $(KARPENTER) $(KUSTOMIZE) $(HELM) $(GINKGO)
 # What only the last suites need: built at the lowest priority while the
 # suites run, on the CPU their clusters leave idle (they wait on
 # controllers more than they compute).
@@ -151,16 +152,29 @@ test: $(if $(SKIP_GENERATE),,manifests generate) fmt vet ## Run every test: unit
 	cd test/schedulerfidelity && $(GO) test ./... -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
 	KUBEBUILDER_ASSETS=$(OLDEST_KUBE) PLACEMENT_GUARD_EXPECT_KUBE_MINOR=$(OLDEST_KUBE_MINOR) $(GO) test ./api/... $(GOTEST_FLAGS)
 
-# The suites on a local cluster run two at a time, the longest first, so
-# that the short ones fill the slot the shorter of the two long ones frees.
-# Three at a time overloads 2 cores: the fault matrix's 54 copies of F1
-# then miss their 12 minutes.
-SLOW_SUITES = ./test/faults/... ./test/e2e/... ./test/scheduleragreement/...
+# The suites on a local cluster run two at a time, the longest first: the
+# e2e suite with its specs spread over E2E_PROCS processes (ginkgo -p; they
+# wait on controllers far more than they compute), beside the fault matrix,
+# then the other packages, then the scheduler agreement, each starting
+# when a slot frees. Three suites at a time overload 2 cores: the fault
+# matrix's 54 copies of F1 then miss their 12 minutes.
+E2E_PROCS ?= 3
 GOTEST_PARALLEL ?= 2
 
 .PHONY: test-suites
 test-suites:
-	$(GO) test -p $(GOTEST_PARALLEL) $(SLOW_SUITES) ./... -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
+	$(MAKE) --no-print-directory -j$(GOTEST_PARALLEL) --output-sync=target suite-e2e suite-faults suite-packages suite-agreement
+
+.PHONY: suite-e2e suite-faults suite-packages suite-agreement
+suite-e2e: $(GINKGO)
+	$(GINKGO) -p --procs=$(E2E_PROCS) --timeout=$(GOTEST_TIMEOUT) $(GINKGO_FLAGS) ./test/e2e
+suite-faults:
+	$(GO) test ./test/faults/... -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
+suite-agreement:
+	$(GO) test ./test/scheduleragreement/... -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
+# Every other package, one at a time: the slot beside holds a suite.
+suite-packages:
+	$(GO) test -p 1 $$($(GO) list ./... | grep -v -e /test/e2e -e /test/faults -e /test/scheduleragreement) -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
 
 # The oldest kube-apiserver, and the fidelity module's packages (Kubernetes'
 # scheduler, compiled into the build cache without running a test).
@@ -182,8 +196,8 @@ test-unit: ## Run the unit tests only (no cluster binaries needed).
 	$(GO) test ./internal/... ./api/... -short $(GOTEST_FLAGS)
 
 .PHONY: test-e2e
-test-e2e: cluster-binaries $(KARPENTER) $(KUSTOMIZE) ## Run the e2e tests on a local cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok).
-	$(GO) test ./test/e2e/... -timeout $(GOTEST_TIMEOUT) -v $(GOTEST_FLAGS)
+test-e2e: cluster-binaries $(KARPENTER) $(KUSTOMIZE) $(HELM) $(GINKGO) ## Run the e2e tests on a local cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok), specs over E2E_PROCS processes.
+	$(GINKGO) -p --procs=$(E2E_PROCS) --timeout=$(GOTEST_TIMEOUT) -v $(GINKGO_FLAGS) ./test/e2e
 
 .PHONY: test-faults
 test-faults: cluster-binaries ## Run the fault matrix: the operator's binary behind a fault proxy on a local cluster, killed, hung, refused, raced (docs/reliability.md).
@@ -348,6 +362,11 @@ $(KUSTOMIZE): hack/tools/dev/go.mod hack/tools/dev/go.sum | $(LOCALBIN)
 
 $(BENCHSTAT): hack/tools/dev/go.mod hack/tools/dev/go.sum | $(LOCALBIN)
 	cd hack/tools/dev && $(GO) build -o $@ golang.org/x/perf/cmd/benchstat
+
+# Ginkgo's runner, of the version the suites' library is (hack/modsync holds
+# the two together): it spreads a suite's specs over processes.
+$(GINKGO): hack/tools/dev/go.mod hack/tools/dev/go.sum | $(LOCALBIN)
+	cd hack/tools/dev && $(GO) build -o $@ github.com/onsi/ginkgo/v2/ginkgo
 
 # golangci-lint v2 with kube-api-linter compiled in as a module plugin.
 $(GOLANGCI_LINT): hack/tools/lint/go.mod hack/tools/lint/go.sum | $(LOCALBIN)

@@ -41,7 +41,7 @@ var buildSets = []buildSet{
 	{"hack/tools/etcd", []string{"go.etcd.io/etcd/server/v3"}},
 	{"hack/tools/kwok", []string{"sigs.k8s.io/kwok/cmd/kwok"}},
 	{"hack/tools/helm", []string{"helm.sh/helm/v4/cmd/helm"}},
-	{"hack/tools/dev", []string{"sigs.k8s.io/controller-tools/cmd/controller-gen", "sigs.k8s.io/kustomize/kustomize/v5"}},
+	{"hack/tools/dev", []string{"sigs.k8s.io/controller-tools/cmd/controller-gen", "sigs.k8s.io/kustomize/kustomize/v5", "github.com/onsi/ginkgo/v2/ginkgo"}},
 }
 
 func main() {

@@ -23,28 +23,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/placement-guard/placement-guard/internal/webhook"
 	"github.com/placement-guard/placement-guard/test/utils"
 )
 
-// seriesOf counts, in the manager's registry, the series of a family and
+// seriesOf counts, in the manager's metrics, the series of a family and
 // the values of one of its labels.
 func seriesOf(family, label string) (series int, values map[string]bool) {
-	families, err := ctrlmetrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
 	values = map[string]bool{}
-	for _, f := range families {
-		if f.GetName() != family {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			series++
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label {
-					values[l.GetValue()] = true
-				}
+	for _, m := range scrape()[family].GetMetric() {
+		series++
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label {
+				values[l.GetValue()] = true
 			}
 		}
 	}
@@ -59,7 +51,9 @@ func heapInUse() uint64 {
 	return m.HeapInuse
 }
 
-var _ = Describe("The admission check under a flood of crafted reviews sent straight to its port", Label("operator", "admission"), func() {
+// Serial: it measures the heap of the process that runs the operator, and
+// floods the check every other spec's writes go through.
+var _ = Describe("The admission check under a flood of crafted reviews sent straight to its port", Label("operator", "admission"), Serial, func() {
 	It("keeps its metric series and memory bounded, and judges the API server's requests all along", func(ctx SpecContext) {
 		env := newEnv(ctx, "admit-flood")
 		labelNamespace(ctx, env.Namespace, "Deny")

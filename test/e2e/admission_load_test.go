@@ -48,7 +48,9 @@ func seed001(ctx SpecContext, env *utils.Env) {
 	allRunning(ctx, env.Namespace, map[string]string{"app": "web"}, 2)
 }
 
-var _ = Describe("The admission check under load and when it is down", Label("operator", "admission"), func() {
+// Serial: every one of its updates must be judged, by the check every
+// other spec's writes go through.
+var _ = Describe("The admission check under load and when it is down", Label("operator", "admission"), Serial, func() {
 	It("answers 50 Deployment updates a second for a minute, every one as it should, while its certificate is renewed", func(ctx SpecContext) {
 		env := newEnv(ctx, "admit-load")
 		labelNamespace(ctx, env.Namespace, "Deny")

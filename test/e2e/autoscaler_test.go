@@ -175,7 +175,10 @@ var (
 	deploymentGVK  = appsv1.SchemeGroupVersion.WithKind("Deployment")
 )
 
-var _ = Describe("Asking a real Karpenter for the capacity a migration waits for", Label("operator", "autoscaler", "incident-000"), func() {
+// Ordered: its specs run in the one process that runs Karpenter, beside
+// the other processes' specs (Karpenter launches nodes only into a spec's
+// own pool, for its own NodePool).
+var _ = Describe("Asking a real Karpenter for the capacity a migration waits for", Label("operator", "autoscaler", "incident-000"), Ordered, func() {
 	BeforeEach(func(ctx SpecContext) { startKarpenter(ctx) })
 
 	for _, tc := range []struct {

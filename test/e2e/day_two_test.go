@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/test/localcluster"
@@ -26,26 +25,9 @@ import (
 )
 
 // pendingMetric reads the operator's placementguard_pending_target_pods
-// for one migration and cause from its registry (the operator runs in
-// this process).
+// for one migration and cause, -1 when it has no such series.
 func pendingMetric(namespace, name, cause string) float64 {
-	families, err := ctrlmetrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != "placementguard_pending_target_pods" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["namespace"] == namespace && labels["name"] == name && labels["cause"] == cause {
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	return -1
+	return metricValue("placementguard_pending_target_pods", map[string]string{"namespace": namespace, "name": name, "cause": cause})
 }
 
 var _ = Describe("Day two: a scale-up beyond what the constraint allows", Label("operator", "day-two"), func() {
@@ -226,10 +208,12 @@ var _ = Describe("Day two: a settled migration under pod churn", Label("operator
 var _ = Describe("Day two: the loss of a zone under a zone spread", Label("operator", "day-two"), func() {
 	It("predicts that a DoNotSchedule spread with one pod per zone strands the lost zone's pod, as the real scheduler then does", func(ctx SpecContext) {
 		env := newEnv(ctx, "d2-zone")
+		// The spec's zones are its own: a zone's loss is of every node in it,
+		// and other specs' pools run beside this one.
 		zoneOf := map[string]string{}
 		for _, z := range []string{"a", "b", "c"} {
 			for i := range 2 {
-				n, err := env.AddNode(ctx, fmt.Sprintf("zone-%s-%d", z, i), map[string]string{utils.ZoneLabel: "zone-" + z})
+				n, err := env.AddNode(ctx, fmt.Sprintf("zone-%s-%d", z, i), map[string]string{utils.ZoneLabel: env.Namespace + "-zone-" + z})
 				Expect(err).NotTo(HaveOccurred())
 				zoneOf[n] = "zone-" + z
 			}
@@ -252,7 +236,7 @@ var _ = Describe("Day two: the loss of a zone under a zone spread", Label("opera
 			verdict = conditionOf(ctx, env.Namespace, "web-zones", pgv1.ConditionDisruptionReady)
 			return verdict
 		}).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", pgv1.ReasonZoneLossUnplaceable)))
-		Expect(verdict.Message).To(And(ContainSubstring("the loss of "+utils.ZoneLabel+"=zone-a (2 nodes unreachable"),
+		Expect(verdict.Message).To(And(ContainSubstring("the loss of "+utils.ZoneLabel+"="+env.Namespace+"-zone-a (2 nodes unreachable"),
 			ContainSubstring("set nodeTaintsPolicy Honor")))
 
 		By("zone-a lost for real: its nodes cordoned and its pod gone, the replacement stays Pending on the spread")

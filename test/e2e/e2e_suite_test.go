@@ -5,6 +5,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -30,6 +32,8 @@ var (
 	k8sClient client.Client
 	// webhookPort is where the suite's operator serves the admission check.
 	webhookPort int
+	// metricsURL is where it serves its metrics.
+	metricsURL string
 )
 
 func TestE2E(t *testing.T) {
@@ -39,18 +43,23 @@ func TestE2E(t *testing.T) {
 	RunSpecs(t, "placement-guard e2e suite")
 }
 
-var _ = BeforeSuite(func(ctx SpecContext) {
+// shared is what the process that starts the cluster and the operator
+// tells the others: the suite's processes run specs in parallel (ginkgo
+// -p) on the one cluster and the one operator.
+type shared struct {
+	WorkDir     string
+	WebhookPort int
+	MetricsURL  string
+}
+
+// stopOperator stops the suite's operator, on the process that runs it.
+var stopOperator func() error
+
+var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	var err error
 	cluster, err = localcluster.Start(ctx, localcluster.Options{})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(cluster.Stop)
-
-	scheme := runtime.NewScheme()
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(pgv1.AddToScheme(scheme)).To(Succeed())
-	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
-	k8sClient, err = client.New(cluster.Config, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
+	k8sClient = newClient(cluster)
 
 	// The operator runs in this process, as cmd/main wires it, against the
 	// local cluster, impersonating the ServiceAccount config/rbac grants:
@@ -71,11 +80,13 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// config/default names, renewing the certificate every 40 s or so and
 	// its authority every 7 minutes: every spec's writes are answered while
 	// they rotate.
-	webhookPort, err = localcluster.FreePort()
+	ports, err := localcluster.FreePorts(2)
 	Expect(err).NotTo(HaveOccurred())
+	webhookPort = ports[0]
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", ports[1])
 	Expect(utils.RegisterWebhook(ctx, k8sClient, webhookConfiguration, webhookPort, nil)).To(Succeed())
 	Expect(utils.RegisterAdoptWebhook(ctx, k8sClient, mutatingConfiguration, webhookPort, nil)).To(Succeed())
-	stop, err := utils.RunOperator(context.Background(), cluster.Config, utils.OperatorOptions{
+	stopOperator, err = utils.RunOperator(context.Background(), cluster.Config, utils.OperatorOptions{
 		CRDDir:                filepath.Join("..", "..", "config", "crd", "bases"),
 		UnschedulableGrace:    operatorGrace,
 		AsUser:                utils.OperatorUser(),
@@ -84,9 +95,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		WebhookConfiguration:  webhookConfiguration,
 		MutatingConfiguration: mutatingConfiguration,
 		CertValidity:          time.Minute,
+		MetricsAddr:           metricsAddr,
 	})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 	Eventually(func(g Gomega) {
 		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Name: webhookConfiguration}, cfg)).To(Succeed())
@@ -95,7 +106,48 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Name: mutatingConfiguration}, adopt)).To(Succeed())
 		g.Expect(adopt.Webhooks[0].ClientConfig.CABundle).NotTo(BeEmpty(), "the manager has not given Adopt mode's configuration its authority")
 	}).Should(Succeed())
+	data, err := json.Marshal(shared{WorkDir: cluster.WorkDir, WebhookPort: webhookPort, MetricsURL: "http://" + metricsAddr + "/metrics"})
+	Expect(err).NotTo(HaveOccurred())
+	return data
+}, func(ctx SpecContext, data []byte) {
+	var s shared
+	Expect(json.Unmarshal(data, &s)).To(Succeed())
+	webhookPort, metricsURL = s.WebhookPort, s.MetricsURL
+	if cluster != nil {
+		return // this process started it
+	}
+	var err error
+	cluster, err = localcluster.Attach(s.WorkDir)
+	Expect(err).NotTo(HaveOccurred())
+	k8sClient = newClient(cluster)
 }, NodeTimeout(3*time.Minute))
+
+// The operator and the cluster stop once every process has finished its
+// specs; a process's own components (Karpenter) stop with it.
+var _ = SynchronizedAfterSuite(func() {
+	if cluster != nil && stopOperator == nil {
+		cluster.Stop()
+	}
+}, func() {
+	if stopOperator != nil {
+		Expect(stopOperator()).To(Succeed())
+	}
+	if cluster != nil {
+		cluster.Stop()
+	}
+})
+
+// newClient is a client of the suite's cluster with the API types the
+// specs read.
+func newClient(c *localcluster.Cluster) client.Client {
+	scheme := runtime.NewScheme()
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	Expect(pgv1.AddToScheme(scheme)).To(Succeed())
+	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
+	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return cl
+}
 
 // The Secret and the webhook configuration the suite's operator keeps: the
 // names config/default gives them, in the namespace config/rbac's Role is

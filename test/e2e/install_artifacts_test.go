@@ -24,7 +24,8 @@ import (
 	"github.com/placement-guard/placement-guard/test/utils"
 )
 
-var _ = Describe("Installing from the release artifacts", Label("install"), Ordered, func() {
+// Serial, as the kustomize installation.
+var _ = Describe("Installing from the release artifacts", Label("install"), Ordered, Serial, func() {
 	It("applies dist/install.yaml with server-side apply and runs the manager it pins", func(ctx SpecContext) {
 		env := newEnv(ctx, "installer")
 		_, err := env.AddNode(ctx, "node-0", nil)

@@ -38,7 +38,9 @@ func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
 	w.seen = append(w.seen, text)
 }
 
-var _ = Describe("Installing with kubectl apply -k config/default", Label("install"), func() {
+// Serial: an installation is cluster-wide, in placement-guard-system, under
+// the names the suite's operator keeps.
+var _ = Describe("Installing with kubectl apply -k config/default", Label("install"), Serial, func() {
 	It("renders with kustomize, applies, and runs the manager under the restricted Pod Security Standard", func(ctx SpecContext) {
 		env := newEnv(ctx, "install")
 		_, err := env.AddNode(ctx, "node-0", nil)

@@ -266,11 +266,11 @@ func (c *Cluster) Stop() {
 }
 
 // Logs returns the last bytes of every component's log, for a failed test to
-// print.
+// print: those of the work directory, whichever process started them.
 func (c *Cluster) Logs(perComponent int) string {
 	var b strings.Builder
-	for _, p := range c.procs {
-		fmt.Fprintf(&b, "===== %s (%s)\n%s\n", p.name, p.logPath, p.logTail(perComponent))
+	for _, path := range componentLogs(c.WorkDir) {
+		fmt.Fprintf(&b, "===== %s (%s)\n%s\n", logName(path), path, tail(path, perComponent))
 	}
 	return b.String()
 }

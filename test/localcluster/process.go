@@ -1,7 +1,6 @@
 package localcluster
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -88,19 +87,7 @@ func (p *process) stop(grace time.Duration) {
 }
 
 // logTail returns the last n bytes of the process's log.
-func (p *process) logTail(n int) string {
-	b, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return fmt.Sprintf("(cannot read %s: %v)", p.logPath, err)
-	}
-	if len(b) > n {
-		b = b[len(b)-n:]
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			b = b[i+1:]
-		}
-	}
-	return string(b)
-}
+func (p *process) logTail(n int) string { return tail(p.logPath, n) }
 
 // freePorts reserves n distinct free TCP ports on 127.0.0.1. The listeners
 // are held until all are chosen so the kernel cannot hand one out twice.
@@ -144,6 +131,10 @@ func waitFor(ctx context.Context, what string, procs []*process, check func(cont
 		}
 	}
 }
+
+// FreePorts are n distinct free TCP ports on 127.0.0.1, for servers a test
+// starts beside the cluster.
+func FreePorts(n int) ([]int, error) { return freePorts(n) }
 
 // FreePort is a free TCP port on 127.0.0.1, for a server a test starts
 // beside the cluster.

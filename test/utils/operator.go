@@ -1,6 +1,7 @@
 package utils
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -51,6 +52,10 @@ type OperatorOptions struct {
 	// MutatingConfiguration is Adopt mode's, told the same authority.
 	MutatingConfiguration string
 	CertValidity          time.Duration
+	// MetricsAddr, when set, serves the manager's metrics over plain HTTP
+	// at that address, as --metrics-secure=false does: where a suite's
+	// processes that do not run the operator read them.
+	MetricsAddr string
 }
 
 // RunOperator installs the CRDs and runs the operator's manager, as
@@ -72,7 +77,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 		Scheme:                 scheme,
 		Cache:                  clusterstate.CacheOptions(),
 		Client:                 clusterstate.ClientOptions(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
+		Metrics:                metricsserver.Options{BindAddress: cmp.Or(opts.MetricsAddr, "0")},
 		HealthProbeBindAddress: "0",
 	}
 	var rotator *webhook.CertRotator
