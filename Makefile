@@ -19,6 +19,12 @@ GO ?= go
 # package instead of compiling each once per flavour (the cold make test).
 export CGO_ENABLED ?= 0
 export GOFLAGS += -trimpath
+# One Go for every module, fetched through the module proxy when the
+# machine's is another: a package is compiled once for all of them only by
+# one compiler (Karpenter's module needs Go 1.26.9 or newer, and the
+# standard library alone is two minutes of a cold build's CPU).
+GO_TOOLCHAIN ?= go1.26.10
+export GOTOOLCHAIN = $(GO_TOOLCHAIN)
 GOTEST_FLAGS ?=
 # The e2e suites start a cluster each; allow them time on a 2-core machine.
 GOTEST_TIMEOUT ?= 40m
@@ -41,9 +47,8 @@ CLUSTER_BINARIES = $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manage
 
 # Karpenter's kwok provider, run out of cluster by the autoscaler specs of
 # the e2e suite, with the CRDs of its module (NodePools, NodeClaims,
-# CapacityBuffers, the KWOKNodeClass). It needs Go 1.26.9 or newer, which
-# GOTOOLCHAIN fetches through the module proxy.
-KARPENTER_GOTOOLCHAIN ?= go1.26.10
+# CapacityBuffers, the KWOKNodeClass), on the Kubernetes libraries the other
+# modules compile (hack/modsync).
 KARPENTER = $(LOCALBIN)/karpenter-kwok $(LOCALBIN)/karpenter-crds
 
 # The version the control plane reports, as the Kubernetes release build sets it.
@@ -416,9 +421,9 @@ $(LOCALBIN)/kwok-stages.yaml: hack/tools/kwok/go.mod hack/tools/kwok/go.sum | $(
 karpenter: $(KARPENTER) ## Build Karpenter's kwok provider and collect its CRDs into bin/.
 
 $(KARPENTER) &: hack/tools/karpenter/go.mod hack/tools/karpenter/go.sum | $(LOCALBIN)
-	cd hack/tools/karpenter && GOTOOLCHAIN=$(KARPENTER_GOTOOLCHAIN) $(GO) build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/karpenter-kwok sigs.k8s.io/karpenter/kwok
+	cd hack/tools/karpenter && $(GO) build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/karpenter-kwok sigs.k8s.io/karpenter/kwok
 	rm -rf $(LOCALBIN)/karpenter-crds.tmp && mkdir -p $(LOCALBIN)/karpenter-crds.tmp && \
-	dir=$$(cd hack/tools/karpenter && GOTOOLCHAIN=$(KARPENTER_GOTOOLCHAIN) $(GO) mod download -json sigs.k8s.io/karpenter | sed -n 's/.*"Dir": "\(.*\)".*/\1/p') && \
+	dir=$$(cd hack/tools/karpenter && $(GO) mod download -json sigs.k8s.io/karpenter | sed -n 's/.*"Dir": "\(.*\)".*/\1/p') && \
 	for f in charts/crds/karpenter.sh_nodepools.yaml charts/crds/karpenter.sh_nodeclaims.yaml \
 		charts/crds/autoscaling.x-k8s.io_capacitybuffers.yaml apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml; do \
 		cp "$$dir/kwok/$$f" $(LOCALBIN)/karpenter-crds.tmp/ || exit 1; done && \

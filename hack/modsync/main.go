@@ -1,8 +1,12 @@
 // Command modsync keeps the Go modules that `make test` compiles on one
 // version of every module they share, so that a package compiled for one of
 // them (k8s.io/api for the operator, say) is taken from the build cache by
-// the others (kube-apiserver, helm, kwok, the fidelity test). On a cold clone
-// the Kubernetes libraries are then compiled once instead of four times.
+// the others (kube-apiserver, helm, kwok, Karpenter, crd-ref-docs, the
+// fidelity test). On a cold clone the Kubernetes libraries are then
+// compiled once instead of six times; the Makefile compiles every module
+// with one Go (GO_TOOLCHAIN), without which no package is shared at all.
+// Run it through make (make modsync, make verify), which sets that Go:
+// Karpenter's module refuses an older one.
 //
 // Only modules that contribute compiled packages are compared: each module's
 // build targets are listed with `go list -deps`, so a module that only appears
@@ -41,6 +45,8 @@ var buildSets = []buildSet{
 	{"hack/tools/etcd", []string{"go.etcd.io/etcd/server/v3"}},
 	{"hack/tools/kwok", []string{"sigs.k8s.io/kwok/cmd/kwok"}},
 	{"hack/tools/helm", []string{"helm.sh/helm/v4/cmd/helm"}},
+	{"hack/tools/karpenter", []string{"sigs.k8s.io/karpenter/kwok"}},
+	{"hack/tools/docs", []string{"github.com/elastic/crd-ref-docs"}},
 	{"hack/tools/dev", []string{"sigs.k8s.io/controller-tools/cmd/controller-gen", "sigs.k8s.io/kustomize/kustomize/v5", "github.com/onsi/ginkgo/v2/ginkgo"}},
 }
 
