@@ -152,10 +152,18 @@ test-binaries: $(TEST_BINARIES) $(LATE_TEST_BINARIES) ## Build the cluster binar
 # (.ci/run runs make verify-generated first).
 .PHONY: test
 test: $(if $(SKIP_GENERATE),,manifests generate) fmt vet ## Run every test: unit, envtest integration and e2e on a local cluster, the in-process scheduler comparison, and the API suite on the oldest Kubernetes.
+	$(call phase,the tests' binaries)
 	$(MAKE) --no-print-directory -j2 --output-sync=target $(TEST_BINARIES)
+	$(call phase,the suites)
 	$(MAKE) --no-print-directory -j2 test-suites test-late-builds
+	$(call phase,the fidelity comparison and the API suite on the oldest Kubernetes)
 	cd test/schedulerfidelity && $(GO) test ./... -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
 	KUBEBUILDER_ASSETS=$(OLDEST_KUBE) PLACEMENT_GUARD_EXPECT_KUBE_MINOR=$(OLDEST_KUBE_MINOR) $(GO) test ./api/... $(GOTEST_FLAGS)
+	$(call phase,done)
+
+# phase prints the time a phase of make test begins at: CI's log then
+# shows where its minutes go.
+phase = @echo "=== $$(date -u +%T) $(1)"
 
 # The suites on a local cluster run two at a time, the longest first: the
 # e2e suite with its specs spread over E2E_PROCS processes (ginkgo -p; they
