@@ -3,6 +3,7 @@ package placement
 import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 	csitrans "k8s.io/csi-translation-lib"
 	csiplugins "k8s.io/csi-translation-lib/plugins"
@@ -97,7 +98,7 @@ func (s *Snapshot) attachableVolumes(pod *corev1.Pod, into map[string]string) {
 			addInlineVolume(v, pod.Namespace, into)
 			continue
 		}
-		claim, ok := s.claims[pod.Namespace+"/"+claimName]
+		claim, ok := s.claims[types.NamespacedName{Namespace: pod.Namespace, Name: claimName}]
 		if !ok {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // evaluator answers "where may this pod go" for one pod spec, over and over,
@@ -32,7 +33,7 @@ type evaluator struct {
 	usedPorts []map[hostPort]int32
 	// rwopUsers counts the pods on nodes using each of the pod's
 	// ReadWriteOncePod claims (nil when it has none).
-	rwopUsers map[string]int32
+	rwopUsers map[types.NamespacedName]int32
 	// volumeLimits is NodeVolumeLimits' state (nil when the pod attaches no
 	// CSI volume).
 	volumeLimits *volumeLimits

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // ReasonReadWriteOncePod is VolumeRestrictions' Filter reason, word for
@@ -17,13 +18,13 @@ const ReasonReadWriteOncePod = "node(s) unavailable due to PersistentVolumeClaim
 // the common pod pays nothing.
 func (e *evaluator) initReadWriteOncePod() {
 	for _, ref := range podClaims(e.pod) {
-		key := ref.namespace + "/" + ref.name
+		key := ref.NamespacedName
 		claim, ok := e.s.claims[key]
 		if !ok || !slices.Contains(claim.Spec.AccessModes, corev1.ReadWriteOncePod) {
 			continue
 		}
 		if e.rwopUsers == nil {
-			e.rwopUsers = map[string]int32{}
+			e.rwopUsers = map[types.NamespacedName]int32{}
 		}
 		e.rwopUsers[key] = 0
 	}
@@ -44,7 +45,7 @@ func (e *evaluator) accountClaims(p *corev1.Pod, delta int32) {
 		return
 	}
 	for _, ref := range podClaims(p) {
-		key := ref.namespace + "/" + ref.name
+		key := ref.NamespacedName
 		if _, watched := e.rwopUsers[key]; watched {
 			e.rwopUsers[key] += delta
 		}

@@ -61,7 +61,7 @@ type Snapshot struct {
 	topologies map[string]*topology
 
 	namespaces     map[string]*corev1.Namespace
-	claims         map[string]*corev1.PersistentVolumeClaim // by namespace/name
+	claims         map[types.NamespacedName]*corev1.PersistentVolumeClaim
 	volumes        map[string]*corev1.PersistentVolume
 	storageClasses map[string]*storagev1.StorageClass
 	// csiNodes and attachments are what NodeVolumeLimits reads: each node's
@@ -72,7 +72,7 @@ type Snapshot struct {
 	// check reads: the drivers that opt into it, and the capacity each
 	// reports per class and topology.
 	csiDrivers map[string]*storagev1.CSIDriver
-	capacities map[string]*storagev1.CSIStorageCapacity // by namespace/name
+	capacities map[types.NamespacedName]*storagev1.CSIStorageCapacity
 
 	// now is when the ReplicaSet controller is taken to look (SetNow).
 	now time.Time
@@ -123,13 +123,13 @@ func NewSnapshot(objs Objects) (*Snapshot, error) {
 		withAntiAffinity: map[podID]struct{}{},
 		unboundByNode:    map[string]map[podID]struct{}{},
 		namespaces:       make(map[string]*corev1.Namespace, len(objs.Namespaces)),
-		claims:           make(map[string]*corev1.PersistentVolumeClaim, len(objs.Claims)),
+		claims:           make(map[types.NamespacedName]*corev1.PersistentVolumeClaim, len(objs.Claims)),
 		volumes:          make(map[string]*corev1.PersistentVolume, len(objs.Volumes)),
 		storageClasses:   make(map[string]*storagev1.StorageClass, len(objs.StorageClasses)),
 		csiNodes:         make(map[string]*storagev1.CSINode, len(objs.CSINodes)),
 		attachments:      newAttachmentIndex(),
 		csiDrivers:       make(map[string]*storagev1.CSIDriver, len(objs.CSIDrivers)),
-		capacities:       make(map[string]*storagev1.CSIStorageCapacity, len(objs.Capacities)),
+		capacities:       make(map[types.NamespacedName]*storagev1.CSIStorageCapacity, len(objs.Capacities)),
 		trimmer:          NewPodTrimmer(DefaultSharedParts),
 		byController:     map[types.UID]map[podID]struct{}{},
 	}

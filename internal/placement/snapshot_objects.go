@@ -3,6 +3,7 @@ package placement
 import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The objects besides nodes and pods that the filters read, kept by name.
@@ -15,11 +16,13 @@ func (s *Snapshot) DeleteNamespace(name string) { delete(s.namespaces, name) }
 
 // UpsertClaim adds or replaces a PersistentVolumeClaim.
 func (s *Snapshot) UpsertClaim(c *corev1.PersistentVolumeClaim) {
-	s.claims[c.Namespace+"/"+c.Name] = c
+	s.claims[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = c
 }
 
 // DeleteClaim removes a PersistentVolumeClaim.
-func (s *Snapshot) DeleteClaim(namespace, name string) { delete(s.claims, namespace+"/"+name) }
+func (s *Snapshot) DeleteClaim(namespace, name string) {
+	delete(s.claims, types.NamespacedName{Namespace: namespace, Name: name})
+}
 
 // UpsertVolume adds or replaces a PersistentVolume.
 func (s *Snapshot) UpsertVolume(v *corev1.PersistentVolume) { s.volumes[v.Name] = v }

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -271,7 +272,7 @@ func statefulSetPod(s *Snapshot, w *Workload, ord int) *corev1.Pod {
 	})
 	for _, ct := range w.VolumeClaimTemplates {
 		claimName := ct.Name + "-" + name
-		if _, ok := s.claims[w.Namespace+"/"+claimName]; !ok {
+		if _, ok := s.claims[types.NamespacedName{Namespace: w.Namespace, Name: claimName}]; !ok {
 			continue
 		}
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: ct.Name, VolumeSource: corev1.VolumeSource{

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // ReasonNotEnoughSpace is VolumeBinding's reason for a node where a CSI
@@ -16,7 +17,7 @@ const ReasonNotEnoughSpace = "node(s) did not have enough free storage"
 // drivers, and the CSIStorageCapacity objects by namespace/name.
 type storageCapacity struct {
 	drivers    map[string]*storagev1.CSIDriver
-	capacities map[string]*storagev1.CSIStorageCapacity
+	capacities map[types.NamespacedName]*storagev1.CSIStorageCapacity
 }
 
 // enough reports whether a volume of the claim's class and size can be
@@ -71,10 +72,10 @@ func (s *Snapshot) DeleteCSIDriver(name string) { delete(s.csiDrivers, name) }
 
 // UpsertStorageCapacity adds or replaces a CSIStorageCapacity.
 func (s *Snapshot) UpsertStorageCapacity(c *storagev1.CSIStorageCapacity) {
-	s.capacities[c.Namespace+"/"+c.Name] = c
+	s.capacities[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = c
 }
 
 // DeleteStorageCapacity removes a CSIStorageCapacity.
 func (s *Snapshot) DeleteStorageCapacity(namespace, name string) {
-	delete(s.capacities, namespace+"/"+name)
+	delete(s.capacities, types.NamespacedName{Namespace: namespace, Name: name})
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
@@ -28,8 +29,8 @@ const (
 // claimRef is one PersistentVolumeClaim a pod mounts; an ephemeral one is
 // created for the pod by the ephemeral volume controller.
 type claimRef struct {
-	namespace, name string
-	ephemeral       bool
+	types.NamespacedName
+	ephemeral bool
 }
 
 func podClaims(pod *corev1.Pod) []claimRef {
@@ -37,10 +38,10 @@ func podClaims(pod *corev1.Pod) []claimRef {
 	for _, v := range pod.Spec.Volumes {
 		switch {
 		case v.PersistentVolumeClaim != nil:
-			refs = append(refs, claimRef{namespace: pod.Namespace, name: v.PersistentVolumeClaim.ClaimName})
+			refs = append(refs, claimRef{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: v.PersistentVolumeClaim.ClaimName}})
 		case v.Ephemeral != nil:
 			// A generic ephemeral volume's claim is named after the pod.
-			refs = append(refs, claimRef{namespace: pod.Namespace, name: pod.Name + "-" + v.Name, ephemeral: true})
+			refs = append(refs, claimRef{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name + "-" + v.Name}, ephemeral: true})
 		}
 	}
 	return refs
@@ -75,7 +76,7 @@ func (s *Snapshot) volumePreFilter(pod *corev1.Pod) (podVolumes, string) {
 	pv := podVolumes{storage: &storageCapacity{drivers: s.csiDrivers, capacities: s.capacities}}
 	unboundImmediate := false
 	for _, ref := range podClaims(pod) {
-		claim, ok := s.claims[ref.namespace+"/"+ref.name]
+		claim, ok := s.claims[ref.NamespacedName]
 		switch {
 		case !ok && ref.ephemeral && isSimulated(pod):
 			// A pod the rollout would create gets its ephemeral claim from
@@ -83,14 +84,14 @@ func (s *Snapshot) volumePreFilter(pod *corev1.Pod) (podVolumes, string) {
 			// the scheduler waits, so the claim does not decide where it goes.
 			continue
 		case !ok && ref.ephemeral:
-			return pv, fmt.Sprintf("waiting for ephemeral volume controller to create the persistentvolumeclaim %q", ref.name)
+			return pv, fmt.Sprintf("waiting for ephemeral volume controller to create the persistentvolumeclaim %q", ref.Name)
 		case !ok:
-			return pv, fmt.Sprintf("persistentvolumeclaim %q not found", ref.name)
+			return pv, fmt.Sprintf("persistentvolumeclaim %q not found", ref.Name)
 		case claim.Status.Phase == corev1.ClaimLost:
 			return pv, fmt.Sprintf("persistentvolumeclaim %q bound to non-existent persistentvolume %q", claim.Name, claim.Spec.VolumeName)
 		}
 		if claim.DeletionTimestamp != nil {
-			return pv, fmt.Sprintf("persistentvolumeclaim %q is being deleted", ref.name)
+			return pv, fmt.Sprintf("persistentvolumeclaim %q is being deleted", ref.Name)
 		}
 		switch {
 		case claim.Spec.VolumeName != "" && metav1.HasAnnotation(claim.ObjectMeta, annBindCompleted):
