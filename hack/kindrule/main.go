@@ -4,8 +4,9 @@
 // a switch case or comparison on a kind's name). Such code asks the
 // targets.Kind instead, so that adding a kind is one file and its tests.
 // Inside the engine (internal/placement), a kind is named only by its own
-// file (kind_<name>.go) and the declaration of the kinds: any other use of
-// the engine's Deployment or StatefulSet asks the kind's rollouts instead.
+// file (kind_<name>.go): any other use of the API's KindDeployment or
+// KindStatefulSet there (a map key, an argument) asks the kind's rollouts
+// instead.
 // Tests are exempt: they build fixtures of a given kind.
 //
 //	go run ./hack/kindrule [dir...]   # default: api cmd internal
@@ -27,12 +28,14 @@ import (
 const kindsHome = "internal/targets/kind"
 
 // engineHome is the engine's package, whose own kind files (engineKinds)
-// and declaration of the kinds (engineKindsDeclared) alone name a kind.
+// alone name a kind.
 const (
-	engineHome          = "internal/placement/"
-	engineKinds         = "internal/placement/kind_"
-	engineKindsDeclared = "internal/placement/workload.go"
+	engineHome  = "internal/placement/"
+	engineKinds = "internal/placement/kind_"
 )
+
+// apiPath is the API's package, which declares the kinds' names.
+const apiPath = "github.com/placement-guard/placement-guard/api/v1alpha1"
 
 // kindTypes are the workload types of k8s.io/api/apps/v1.
 var kindTypes = map[string]bool{"Deployment": true, "StatefulSet": true}
@@ -40,9 +43,8 @@ var kindTypes = map[string]bool{"Deployment": true, "StatefulSet": true}
 // kindNames are the identifiers and literals that name a workload kind,
 // by the import path they are declared in ("" for a string literal).
 var kindNames = map[string]map[string]bool{
-	"github.com/placement-guard/placement-guard/internal/placement": {"Deployment": true, "StatefulSet": true},
-	"github.com/placement-guard/placement-guard/api/v1alpha1":       {"KindDeployment": true, "KindStatefulSet": true},
-	"": {`"Deployment"`: true, `"StatefulSet"`: true},
+	apiPath: {"KindDeployment": true, "KindStatefulSet": true},
+	"":      {`"Deployment"`: true, `"StatefulSet"`: true},
 }
 
 func main() {
@@ -96,7 +98,7 @@ func check(path string) ([]string, error) {
 		hits = append(hits, fmt.Sprintf("%s: %s", fset.Position(n.Pos()), what))
 	}
 	if inEngine(path) {
-		hits = append(hits, engineKindNames(fset, f)...)
+		hits = append(hits, engineKindNames(fset, f, imports)...)
 	}
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
@@ -163,31 +165,21 @@ func kindName(e ast.Expr, imports map[string]string) string {
 }
 
 // inEngine reports whether path is a file of the engine's package, other
-// than its kind files and the declaration of the kinds.
+// than its kind files.
 func inEngine(path string) bool {
 	p := filepath.ToSlash(path)
 	rest, ok := strings.CutPrefix(p, engineHome)
-	return ok && !strings.Contains(rest, "/") && !strings.HasPrefix(p, engineKinds) && p != engineKindsDeclared
+	return ok && !strings.Contains(rest, "/") && !strings.HasPrefix(p, engineKinds)
 }
 
-// engineKindNames lists the unqualified uses of the engine's kind names in
-// one of its files: a field of that name (x.Deployment, its declaration)
-// is not one.
-func engineKindNames(fset *token.FileSet, f *ast.File) []string {
-	names := kindNames["github.com/placement-guard/placement-guard/internal/placement"]
-	selected := map[*ast.Ident]bool{}
+// engineKindNames lists every use of a kind's name in one of the engine's
+// files, whatever it is used for.
+func engineKindNames(fset *token.FileSet, f *ast.File, imports map[string]string) []string {
 	var hits []string
 	ast.Inspect(f, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.SelectorExpr:
-			selected[n.Sel] = true
-		case *ast.Field:
-			for _, name := range n.Names {
-				selected[name] = true
-			}
-		case *ast.Ident:
-			if names[n.Name] && !selected[n] {
-				hits = append(hits, fmt.Sprintf("%s: the engine's kind %s named outside %s*.go", fset.Position(n.Pos()), n.Name, engineKinds))
+		if sel, ok := n.(*ast.SelectorExpr); ok {
+			if name := kindName(sel, imports); name != "" {
+				hits = append(hits, fmt.Sprintf("%s: the kind %s named in the engine outside %s*.go", fset.Position(n.Pos()), name, engineKinds))
 			}
 		}
 		return true

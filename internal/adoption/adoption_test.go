@@ -175,7 +175,7 @@ func TestTheMigrationsConstraintIsTheRecordsForm(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			soft := Soften("Deployment", "web", nil, manifest)
 			r := soft.Records[0]
-			c := planning.ConstraintFromSpec(r.Constraint()).ForWorkload(placement.Deployment)
+			c := planning.ConstraintFromSpec(r.Constraint()).ForWorkload(pgv1.KindDeployment)
 			if got := c.StageOf(soft.Spec, own); got != pgv1.StageSoft {
 				t.Errorf("the soft form is at stage %s for the migration", got)
 			}

@@ -68,7 +68,7 @@ var _ = Describe("An adopted constraint written in place", func() {
 			},
 		}
 		Expect(k8sClient.Create(ctx, d)).To(Succeed())
-		c := planning.ConstraintFromSpec(rec.Constraint()).ForWorkload(placement.Deployment)
+		c := planning.ConstraintFromSpec(rec.Constraint()).ForWorkload(pgv1.KindDeployment)
 		own := &metav1.LabelSelector{MatchLabels: labels}
 		hard, err = c.Entry(own, pgv1.StageHard)
 		Expect(err).NotTo(HaveOccurred())

@@ -30,7 +30,7 @@ func TestOnlyTheWorkloadsRecordIsWrittenInPlace(t *testing.T) {
 	}
 	workload := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "graphdb", Annotations: map[string]string{adoption.Annotation: value}}}
 
-	adopted := planning.ConstraintFromSpec(rec.Constraint()).ForWorkload(placement.Deployment)
+	adopted := planning.ConstraintFromSpec(rec.Constraint()).ForWorkload(pgv1.KindDeployment)
 	other := placement.Constraint{AntiAffinity: &placement.AntiAffinity{TopologyKey: corev1.LabelTopologyZone, Selector: term.LabelSelector}}
 	entry := func(c placement.Constraint, stage pgv1.Stage) *corev1.PodSpec {
 		e, err := c.Entry(own, stage)

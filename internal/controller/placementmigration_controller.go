@@ -31,7 +31,6 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/clusterstate"
 	"github.com/placement-guard/placement-guard/internal/metrics"
-	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/targets"
 )
@@ -261,7 +260,7 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	})
 	// The map functions are called with the object before and after an
 	// update, so a workload whose labels leave a targetSelector is seen.
-	workload := func(kind placement.WorkloadKind) handler.EventHandler {
+	workload := func(kind pgv1.WorkloadKind) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return requests(r.router.WorkloadChange(o.GetNamespace(), string(kind), o.GetName(), o.GetLabels()))
 		})

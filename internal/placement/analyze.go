@@ -27,13 +27,13 @@ type Question struct {
 // Answer is the engine's judgement.
 type Answer struct {
 	Capacity Capacity
-	// Rollouts holds each workload's simulated rollout, by "Kind/name".
-	Rollouts map[string]Rollout
+	// Rollouts holds each workload's simulated rollout.
+	Rollouts map[pgv1.TargetRef]Rollout
 	// Templates holds each workload's pod spec with the constraint applied.
-	Templates map[string]*corev1.PodSpec
+	Templates map[pgv1.TargetRef]*corev1.PodSpec
 	// EndStates holds, for a hard spread, where each workload's rollout
 	// can leave its pods, by "Kind/name".
-	EndStates map[string]EndStates
+	EndStates map[pgv1.TargetRef]EndStates
 	Hazards   []Hazard
 	// Duration is how long the analysis took.
 	Duration time.Duration
@@ -66,7 +66,7 @@ func (a Answer) FirstBlocking() *Hazard {
 // it every rollout fails for a reason that fixes itself when nodes arrive.
 func (s *Snapshot) Analyze(q Question) (Answer, error) {
 	start := time.Now()
-	a := Answer{Rollouts: map[string]Rollout{}, Templates: map[string]*corev1.PodSpec{}, EndStates: map[string]EndStates{}}
+	a := Answer{Rollouts: map[pgv1.TargetRef]Rollout{}, Templates: map[pgv1.TargetRef]*corev1.PodSpec{}, EndStates: map[pgv1.TargetRef]EndStates{}}
 	capacity, err := s.CapacityFor(q.Workloads, q.Constraint, q.Capacity)
 	if err != nil {
 		return a, err
@@ -92,17 +92,17 @@ func (s *Snapshot) Analyze(q Question) (Answer, error) {
 		}
 		spec, err := c.Apply(&w.Template.Spec, w.Selector, q.Stage)
 		if err != nil {
-			return a, fmt.Errorf("apply %s stage to %s: %w", q.Stage, w.ref(), err)
+			return a, fmt.Errorf("apply %s stage to %s: %w", q.Stage, w.Ref(), err)
 		}
-		a.Templates[w.ref()] = spec
+		a.Templates[w.Ref()] = spec
 		changed := w.WithSpec(spec)
 		r, err := s.SimulateRollout(changed)
 		if err != nil {
 			return a, err
 		}
-		a.Rollouts[w.ref()] = r
+		a.Rollouts[w.Ref()] = r
 		if r.Note != "" {
-			a.Hazards = append(a.Hazards, Hazard{Type: HazardOnDeleteStrategy, Workload: w.ref(), Message: r.Note})
+			a.Hazards = append(a.Hazards, Hazard{Type: HazardOnDeleteStrategy, Workload: w.Ref().String(), Message: r.Note})
 		}
 		if h := s.rolloutHazard(changed, c, r); h != nil {
 			a.Hazards = append(a.Hazards, *h)
@@ -115,7 +115,7 @@ func (s *Snapshot) Analyze(q Question) (Answer, error) {
 		if err != nil {
 			return a, err
 		}
-		a.EndStates[w.ref()] = es
+		a.EndStates[w.Ref()] = es
 		if h := spreadEndHazard(changed, c, es); h != nil {
 			a.Hazards = append(a.Hazards, *h)
 		}
@@ -149,9 +149,9 @@ func unpredicted(w *Workload) *Hazard {
 	if len(w.Template.Spec.ResourceClaims) == 0 {
 		return nil
 	}
-	return &Hazard{Type: HazardNotPredicted, Workload: w.ref(), Message: fmt.Sprintf(
+	return &Hazard{Type: HazardNotPredicted, Workload: w.Ref().String(), Message: fmt.Sprintf(
 		"%s: its pods claim devices (resourceClaims), which kube-scheduler's DynamicResources plugin allocates and placement-guard does not model: where they fit is not predicted, only the other filters are",
-		w.ref())}
+		w.Ref())}
 }
 
 // staticHazard is the first of a workload's findings that need no

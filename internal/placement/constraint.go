@@ -58,7 +58,7 @@ type Spread struct {
 // and its pods below a partition or under OnDelete keep the old revision:
 // counting every revision is what keeps its end state within maxSkew, so it
 // is left as written.
-func (c Constraint) ForWorkload(kind WorkloadKind) Constraint {
+func (c Constraint) ForWorkload(kind pgv1.WorkloadKind) Constraint {
 	if c.Spread == nil || !rolloutsOf(kind).scopesSpreadToRevision() || len(c.Spread.MatchLabelKeys) > 0 || c.Spread.AllRevisions {
 		return c
 	}

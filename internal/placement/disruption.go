@@ -39,7 +39,7 @@ func (s *Snapshot) SimulateDrain(w *Workload, node string) (Drain, error) {
 	lost := map[nodeID]*corev1.Node{nid: asCordoned(s.nodes[nid].node)}
 	ev, err := s.evictAndReplace(w, lost, false)
 	if err != nil {
-		return d, fmt.Errorf("simulate a drain of %s for %s: %w", node, w.ref(), err)
+		return d, fmt.Errorf("simulate a drain of %s for %s: %w", node, w.Ref(), err)
 	}
 	d.Evicted, d.Unplaced, d.Message, d.Reasons = ev.evicted, ev.unplaced, ev.first.Message, ev.first.Reasons
 	return d, nil
@@ -83,7 +83,7 @@ func (s *Snapshot) SimulateDomainLoss(w *Workload, key, domain string) (DomainLo
 	}
 	ev, err := s.evictAndReplace(w, lost, true)
 	if err != nil {
-		return dl, fmt.Errorf("simulate the loss of %s=%s for %s: %w", key, domain, w.ref(), err)
+		return dl, fmt.Errorf("simulate the loss of %s=%s for %s: %w", key, domain, w.Ref(), err)
 	}
 	dl.Evicted, dl.Unplaced, dl.Message, dl.Reasons = ev.evicted, ev.unplaced, ev.first.Message, ev.first.Reasons
 	return dl, nil
@@ -234,7 +234,7 @@ func (s *Snapshot) SimulateScaleTo(w *Workload, replicas int32) (ScaleOut, error
 	}
 	p, err := s.newPlacer(newPod(w, w.Name+"-scaled", nil), own)
 	if err != nil {
-		return out, fmt.Errorf("simulate scaling %s to %d: %w", w.ref(), replicas, err)
+		return out, fmt.Errorf("simulate scaling %s to %d: %w", w.Ref(), replicas, err)
 	}
 	for k := out.Placed; k < replicas; k++ {
 		if p.place(newPod(w, fmt.Sprintf("%s-scaled-%d", w.Name, k), nil)) < 0 {

@@ -109,7 +109,7 @@ func (es EndStates) Summary() string {
 // OnDelete strategy does not roll out, so it has no end state to predict.
 func (s *Snapshot) PredictEndStates(w *Workload, c Constraint, budget int) (EndStates, error) {
 	if c.Spread == nil {
-		return EndStates{}, fmt.Errorf("predict end states of %s: the constraint is not a topology spread", w.ref())
+		return EndStates{}, fmt.Errorf("predict end states of %s: the constraint is not a topology spread", w.Ref())
 	}
 	if budget <= 0 {
 		budget = DefaultEndStateBudget
@@ -121,10 +121,10 @@ func (s *Snapshot) PredictEndStates(w *Workload, c Constraint, budget int) (EndS
 	}
 	x, err := s.newExplorer(w, c, budget)
 	if err != nil {
-		return es, fmt.Errorf("predict end states of %s: %w", w.ref(), err)
+		return es, fmt.Errorf("predict end states of %s: %w", w.Ref(), err)
 	}
 	if x.ours < 0 {
-		return es, fmt.Errorf("predict end states of %s: the template carries no DoNotSchedule spread on %s", w.ref(), c.Spread.TopologyKey)
+		return es, fmt.Errorf("predict end states of %s: the template carries no DoNotSchedule spread on %s", w.Ref(), c.Spread.TopologyKey)
 	}
 	k.search(x)
 	es.Stuck, es.Exhaustive, es.Explored = x.stuck, !x.cut, len(x.seen)
@@ -200,11 +200,11 @@ func (s *Snapshot) endStateOf(w *Workload, c Constraint, r Rollout) (EndStates, 
 	pod := newPod(w, w.Name+"-new", map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: newRevisionHash})
 	e, err := s.newEvaluator(pod)
 	if err != nil {
-		return es, fmt.Errorf("end state of %s: %w", w.ref(), err)
+		return es, fmt.Errorf("end state of %s: %w", w.Ref(), err)
 	}
 	k := ourSpread(&w.Template.Spec, c, w)
 	if k < 0 {
-		return es, fmt.Errorf("end state of %s: the template carries no DoNotSchedule spread on %s", w.ref(), c.Spread.TopologyKey)
+		return es, fmt.Errorf("end state of %s: the template carries no DoNotSchedule spread on %s", w.Ref(), c.Spread.TopologyKey)
 	}
 	st := e.spreads[k]
 	end := EndState{NewPods: map[string]int{}}
@@ -248,9 +248,9 @@ func spreadEndHazard(w *Workload, c Constraint, es EndStates) *Hazard {
 		if es.Exhaustive || es.Proven {
 			return nil
 		}
-		return withFix(&Hazard{Type: HazardSpreadEndsSkewed, Workload: w.ref(), Message: fmt.Sprintf(
+		return withFix(&Hazard{Type: HazardSpreadEndsSkewed, Workload: w.Ref().String(), Message: fmt.Sprintf(
 			"%s: the search for rollout orders that end beyond maxSkew %d stopped after %d states without finding one; the end state is not proven.",
-			w.ref(), es.MaxSkew, es.Explored)}, spreadFix(w, c))
+			w.Ref(), es.MaxSkew, es.Explored)}, spreadFix(w, c))
 	}
 	worst := skewed[0]
 	for _, st := range skewed[1:] {
@@ -260,9 +260,9 @@ func spreadEndHazard(w *Workload, c Constraint, es EndStates) *Hazard {
 	}
 	counts := rolloutsOf(w.Kind).replaced()
 	return withFix(&Hazard{
-		Type: HazardSpreadEndsSkewed, Blocking: true, Workload: w.ref(),
+		Type: HazardSpreadEndsSkewed, Blocking: true, Workload: w.Ref().String(),
 		Message: fmt.Sprintf("%s: every step of the rollout would be legal, yet it can end with the pods at %s over %s: skew %d > maxSkew %d (%d of %d predicted end states), because the spread counts %s while they still run.",
-			w.ref(), DescribeCounts(worst.Counted), es.TopologyKey, worst.Skew, es.MaxSkew, len(skewed), len(es.States), counts),
+			w.Ref(), DescribeCounts(worst.Counted), es.TopologyKey, worst.Skew, es.MaxSkew, len(skewed), len(es.States), counts),
 	}, spreadFix(w, c))
 }
 

@@ -118,13 +118,13 @@ func TestForWorkloadScopesADeploymentSpreadToTheNewRevision(t *testing.T) {
 	cases := []struct {
 		name string
 		c    Constraint
-		kind WorkloadKind
+		kind pgv1.WorkloadKind
 		want []string
 	}{
-		{"a Deployment's spread without matchLabelKeys counts only the new revision", spreadOf(nil), Deployment, []string{appsv1.DefaultDeploymentUniqueLabelKey}},
-		{"the opt-out keeps every revision counted", spreadOf(func(s *Spread) { s.AllRevisions = true }), Deployment, nil},
-		{"explicit matchLabelKeys are written as given", spreadOf(func(s *Spread) { s.MatchLabelKeys = []string{"release"} }), Deployment, []string{"release"}},
-		{"a StatefulSet replaces pods in place and counts every revision", spreadOf(nil), StatefulSet, nil},
+		{"a Deployment's spread without matchLabelKeys counts only the new revision", spreadOf(nil), pgv1.KindDeployment, []string{appsv1.DefaultDeploymentUniqueLabelKey}},
+		{"the opt-out keeps every revision counted", spreadOf(func(s *Spread) { s.AllRevisions = true }), pgv1.KindDeployment, nil},
+		{"explicit matchLabelKeys are written as given", spreadOf(func(s *Spread) { s.MatchLabelKeys = []string{"release"} }), pgv1.KindDeployment, []string{"release"}},
+		{"a StatefulSet replaces pods in place and counts every revision", spreadOf(nil), pgv1.KindStatefulSet, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,10 +142,10 @@ func TestForWorkloadScopesADeploymentSpreadToTheNewRevision(t *testing.T) {
 		})
 	}
 	anti := Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname}}
-	if got := anti.ForWorkload(Deployment); got.AntiAffinity == nil || len(got.AntiAffinity.MatchLabelKeys) != 0 {
+	if got := anti.ForWorkload(pgv1.KindDeployment); got.AntiAffinity == nil || len(got.AntiAffinity.MatchLabelKeys) != 0 {
 		t.Fatalf("anti-affinity is never scoped by default: it would let old and new pods share a node during the rollout: %+v", got.AntiAffinity)
 	}
-	desc := spreadOf(nil).ForWorkload(Deployment).Describe(pgv1.StageNone, pgv1.StageHard)
+	desc := spreadOf(nil).ForWorkload(pgv1.KindDeployment).Describe(pgv1.StageNone, pgv1.StageHard)
 	if !strings.Contains(desc, "counting only the pods of the revision being rolled out (matchLabelKeys: [pod-template-hash])") {
 		t.Fatalf("the plan must say which pods are counted: %s", desc)
 	}
@@ -238,7 +238,7 @@ func TestEndStatesOfAStatefulSetReplacedInPlace(t *testing.T) {
 		objs.Pods = append(objs.Pods, mkPod("ns", fmt.Sprintf("db-%d", i), on(node), withLabels("app", "db"), ready()))
 	}
 	w := deployment(objs, "db", 3, appsv1.DeploymentStrategy{})
-	w.Kind = StatefulSet
+	w.Kind = pgv1.KindStatefulSet
 	c := hardZoneSpread(t, w, 1, false)
 	if len(c.Spread.MatchLabelKeys) != 0 {
 		t.Fatal("a StatefulSet's spread counts every revision")
@@ -344,11 +344,11 @@ func TestSpreadEndsSkewedBlocksBeforeAnyWrite(t *testing.T) {
 	if len(a.Hazards) != 0 {
 		t.Fatalf("the default scoping is safe: %+v", a.Hazards)
 	}
-	es := a.EndStates["Deployment/rates"]
+	es := a.EndStates[pgv1.TargetRef{Kind: pgv1.KindDeployment, Name: "rates"}]
 	if !es.Proven || !strings.Contains(es.Summary(), "a=1, b=1, c=1") {
 		t.Fatalf("the plan shows where the pods end: %s", es.Summary())
 	}
-	tsc := a.Templates["Deployment/rates"].TopologySpreadConstraints
+	tsc := a.Templates[pgv1.TargetRef{Kind: pgv1.KindDeployment, Name: "rates"}].TopologySpreadConstraints
 	if len(tsc) != 1 || fmt.Sprint(tsc[0].MatchLabelKeys) != "[pod-template-hash]" {
 		t.Fatalf("the template the engine judged must be the one written: %+v", tsc)
 	}
@@ -357,7 +357,7 @@ func TestSpreadEndsSkewedBlocksBeforeAnyWrite(t *testing.T) {
 func TestRenderForLeavesASpreadOverSeveralTargetsUnscoped(t *testing.T) {
 	partOf := &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/part-of": "flux"}}
 	controller := func(name string) *Workload {
-		return &Workload{Kind: Deployment, Name: name, Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{
+		return &Workload{Kind: pgv1.KindDeployment, Name: name, Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{
 			Labels: map[string]string{"app": name, "app.kubernetes.io/part-of": "flux"}}}}
 	}
 	source, helm := controller("source"), controller("helm")

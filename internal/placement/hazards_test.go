@@ -81,7 +81,7 @@ func TestIncident000CapacityFirst(t *testing.T) {
 	if len(a.Hazards) != 0 {
 		t.Fatalf("with a second data node nothing should stand in the way: %+v", a.Hazards)
 	}
-	r := a.Rollouts["Deployment/graphdb"]
+	r := a.Rollouts[pgv1.TargetRef{Kind: pgv1.KindDeployment, Name: "graphdb"}]
 	if !r.Completes || len(r.Recreates) != 1 || r.Recreates[0] != "graphdb-0" {
 		t.Fatalf("the rollout recreates only graphdb-0 and completes: %+v", r)
 	}
@@ -104,7 +104,7 @@ func TestIncident001RolloutDeadlock(t *testing.T) {
 		"matchLabelKeys: [pod-template-hash]")
 
 	a = analyze(t, objs, Question{Workloads: []*Workload{withSelector(deployment(objs, "web", 2, unavailable(1)))}, Constraint: apart, Stage: pgv1.StageHard})
-	if len(a.Hazards) != 0 || !a.Rollouts["Deployment/web"].Completes {
+	if len(a.Hazards) != 0 || !a.Rollouts[pgv1.TargetRef{Kind: pgv1.KindDeployment, Name: "web"}].Completes {
 		t.Fatalf("with maxUnavailable 1 the rollout completes: %+v", a)
 	}
 	a = analyze(t, objs, Question{Workloads: []*Workload{withSelector(deployment(objs, "web", 2, appsv1.DeploymentStrategy{}))}, Constraint: apart, Stage: pgv1.StageSoft})
@@ -122,7 +122,7 @@ func TestIncident002SelectorOverlapAndPinning(t *testing.T) {
 			mkPod("ns", "my-app-green-0", on("c1"), withLabels("app", "my_app", "release", "green")),
 		},
 	}
-	green := &Workload{Kind: StatefulSet, Namespace: "ns", Name: "my-app-green", Replicas: 1, Selector: selector("app", "my_app", "release", "green"),
+	green := &Workload{Kind: pgv1.KindStatefulSet, Namespace: "ns", Name: "my-app-green", Replicas: 1, Selector: selector("app", "my_app", "release", "green"),
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "my_app", "release": "green"}}},
 		Pods:     []types.UID{objs.Pods[2].UID}}
 	shared := Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1, Selector: selector("app", "my_app")}}
@@ -138,7 +138,7 @@ func TestIncident002SelectorOverlapAndPinning(t *testing.T) {
 
 	// Two green pods pinned by their volumes to zone c cannot be spread.
 	pinned := pinnedToZoneC()
-	db := &Workload{Kind: StatefulSet, Namespace: "ns", Name: "db", Replicas: 2, Selector: selector("app", "db"),
+	db := &Workload{Kind: pgv1.KindStatefulSet, Namespace: "ns", Name: "db", Replicas: 2, Selector: selector("app", "db"),
 		Template:             corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "db"}}},
 		VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}},
 		Pods:                 []types.UID{pinned.Pods[0].UID, pinned.Pods[1].UID}}
@@ -162,8 +162,8 @@ func TestIncident004SoftSpreadOverASet(t *testing.T) {
 		t.Fatalf("the other controllers are targets too, so the shared selector is intended: %+v", a.Hazards)
 	}
 	for _, w := range workloads {
-		if !a.Rollouts[w.ref()].Completes {
-			t.Fatalf("%s: %+v", w.ref(), a.Rollouts[w.ref()])
+		if !a.Rollouts[w.Ref()].Completes {
+			t.Fatalf("%s: %+v", w.Ref(), a.Rollouts[w.Ref()])
 		}
 	}
 }

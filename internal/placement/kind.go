@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // rollouts is what the engine knows of how one kind of workload rolls
@@ -52,11 +54,11 @@ type rollouts interface {
 }
 
 // kinds are the kinds the engine simulates, each registered by its file.
-var kinds = map[WorkloadKind]rollouts{}
+var kinds = map[pgv1.WorkloadKind]rollouts{}
 
 // rolloutsOf is the rollout behaviour of a kind; a kind the engine does
 // not know simulates nothing and says so.
-func rolloutsOf(k WorkloadKind) rollouts {
+func rolloutsOf(k pgv1.WorkloadKind) rollouts {
 	if r, ok := kinds[k]; ok {
 		return r
 	}
@@ -65,10 +67,10 @@ func rolloutsOf(k WorkloadKind) rollouts {
 
 // unsupported is a kind the engine does not know: every question about
 // its rollout is an error, and its findings take the words of none.
-type unsupported struct{ kind WorkloadKind }
+type unsupported struct{ kind pgv1.WorkloadKind }
 
 func (u unsupported) err(w *Workload) error {
-	return fmt.Errorf("%s: unsupported kind %q", w.ref(), u.kind)
+	return fmt.Errorf("%s: unsupported kind %q", w.Ref(), u.kind)
 }
 
 func (u unsupported) simulate(_ *Snapshot, w *Workload, _, _ []podID) (Rollout, error) {

@@ -3,6 +3,8 @@ package placement
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // A Deployment rolls out through a new ReplicaSet: new pods are created
@@ -10,7 +12,7 @@ import (
 // all old ones go first under Recreate. Its new revision's pods carry
 // pod-template-hash.
 
-func init() { kinds[Deployment] = deploymentRollouts{} }
+func init() { kinds[pgv1.KindDeployment] = deploymentRollouts{} }
 
 type deploymentRollouts struct{}
 

@@ -7,6 +7,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // A StatefulSet replaces each pod in place, from the highest ordinal down
@@ -14,7 +16,7 @@ import (
 // OnDelete its controller replaces nothing. Its pods below a partition
 // keep the old revision.
 
-func init() { kinds[StatefulSet] = statefulSetRollouts{} }
+func init() { kinds[pgv1.KindStatefulSet] = statefulSetRollouts{} }
 
 type statefulSetRollouts struct{}
 
@@ -25,7 +27,7 @@ func (statefulSetRollouts) simulate(s *Snapshot, w *Workload, old, leaving []pod
 func (statefulSetRollouts) rolledPod(s *Snapshot, w *Workload, name string) (*corev1.Pod, error) {
 	ord, err := strconv.Atoi(strings.TrimPrefix(name, w.Name+"-"))
 	if err != nil || !strings.HasPrefix(name, w.Name+"-") {
-		return nil, fmt.Errorf("%s: %q is no pod name of the StatefulSet", w.ref(), name)
+		return nil, fmt.Errorf("%s: %q is no pod name of the StatefulSet", w.Ref(), name)
 	}
 	return statefulSetPod(s, w, ord), nil
 }

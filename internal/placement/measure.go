@@ -44,7 +44,7 @@ func (s *Snapshot) Measure(w *Workload, c Constraint) (Measurement, error) {
 	case c.Spread != nil:
 		return s.measureSpread(w, c.Spread, own)
 	}
-	return Measurement{}, fmt.Errorf("measure %s: neither anti-affinity nor spread is set", w.ref())
+	return Measurement{}, fmt.Errorf("measure %s: neither anti-affinity nor spread is set", w.Ref())
 }
 
 func (s *Snapshot) measureAntiAffinity(w *Workload, a *AntiAffinity, own []podID) (Measurement, error) {
@@ -59,7 +59,7 @@ func (s *Snapshot) measureAntiAffinity(w *Workload, a *AntiAffinity, own []podID
 		}
 		term, err := newAffinityTerm(pi.common(), ptrTo(a.AffinityTerm(w.Selector)))
 		if err != nil {
-			return m, fmt.Errorf("measure %s: %w", w.ref(), err)
+			return m, fmt.Errorf("measure %s: %w", w.Ref(), err)
 		}
 		domain, ok := s.nodes[pi.node].node.Labels[a.TopologyKey]
 		if !ok {
@@ -88,9 +88,9 @@ func (s *Snapshot) measureAntiAffinity(w *Workload, a *AntiAffinity, own []podID
 	}
 	sort.Strings(crowded)
 	if m.Holds {
-		m.Summary = fmt.Sprintf("every pod of %s is alone among the selected pods in its %s domain", w.ref(), a.TopologyKey)
+		m.Summary = fmt.Sprintf("every pod of %s is alone among the selected pods in its %s domain", w.Ref(), a.TopologyKey)
 	} else {
-		m.Summary = fmt.Sprintf("%s: %s", w.ref(), firstFew(crowded))
+		m.Summary = fmt.Sprintf("%s: %s", w.Ref(), firstFew(crowded))
 	}
 	return m, nil
 }
@@ -111,7 +111,7 @@ func (s *Snapshot) measureSpread(w *Workload, sp *Spread, own []podID) (Measurem
 	tsc := sp.SpreadConstraint(w.Selector, pgv1.StageHard)
 	term, err := newAffinityTerm(ref, &corev1.PodAffinityTerm{LabelSelector: tsc.LabelSelector, MatchLabelKeys: tsc.MatchLabelKeys, TopologyKey: tsc.TopologyKey})
 	if err != nil {
-		return m, fmt.Errorf("measure %s: %w", w.ref(), err)
+		return m, fmt.Errorf("measure %s: %w", w.Ref(), err)
 	}
 	honourAffinity := policyOr(sp.NodeAffinityPolicy, corev1.NodeInclusionPolicyHonor) == corev1.NodeInclusionPolicyHonor
 	honourTaints := policyOr(sp.NodeTaintsPolicy, corev1.NodeInclusionPolicyIgnore) == corev1.NodeInclusionPolicyHonor
@@ -168,7 +168,7 @@ func (s *Snapshot) measureSpread(w *Workload, sp *Spread, own []podID) (Measurem
 		verb = ">"
 	}
 	m.Summary = fmt.Sprintf("%s: measured skew %d %s maxSkew %d over %s (%s), counting the %d running pod(s) selected by %s",
-		w.ref(), m.Skew, verb, maxSkew, sp.TopologyKey, DescribeCounts(m.Counts), counted, describeSelector(term))
+		w.Ref(), m.Skew, verb, maxSkew, sp.TopologyKey, DescribeCounts(m.Counts), counted, describeSelector(term))
 	return m, nil
 }
 

@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 func TestMeasure(t *testing.T) {
@@ -133,7 +135,7 @@ func TestMeasure(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := &Workload{Kind: Deployment, Namespace: "ns", Name: "web", Selector: web}
+			w := &Workload{Kind: pgv1.KindDeployment, Namespace: "ns", Name: "web", Selector: web}
 			for _, p := range tc.pods {
 				if p.Labels["app"] == "web" && p.Labels["release"] != "blue" {
 					w.Pods = append(w.Pods, p.UID)
@@ -155,7 +157,7 @@ func TestMeasure(t *testing.T) {
 
 func TestMeasureWithoutPods(t *testing.T) {
 	snap, _ := NewSnapshot(Objects{})
-	m, err := snap.Measure(&Workload{Kind: Deployment, Name: "web", Pods: []types.UID{"gone"}}, Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname}})
+	m, err := snap.Measure(&Workload{Kind: pgv1.KindDeployment, Name: "web", Pods: []types.UID{"gone"}}, Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname}})
 	if err != nil || !m.Holds {
 		t.Fatalf("%+v %v", m, err)
 	}

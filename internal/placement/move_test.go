@@ -45,7 +45,7 @@ func planMoveOf(t *testing.T, c Constraint, nodes []*corev1.Node, pods []*corev1
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &Workload{Kind: Deployment, Namespace: "ns", Name: "web", Replicas: int32(len(pods)), Selector: webSelector,
+	w := &Workload{Kind: pgv1.KindDeployment, Namespace: "ns", Name: "web", Replicas: int32(len(pods)), Selector: webSelector,
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: *tmpl}}
 	for _, p := range pods {
 		if p.Labels["app"] == "web" {

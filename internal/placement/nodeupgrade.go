@@ -52,7 +52,7 @@ func (s *Snapshot) SimulateNodeUpgrade(w *Workload, nodes []string) (NodeUpgrade
 			j.removePod(id)
 			placed, msg, err := s.placeReplacement(w, j, name)
 			if err != nil {
-				return up, fmt.Errorf("simulate a node upgrade for %s: %w", w.ref(), err)
+				return up, fmt.Errorf("simulate a node upgrade for %s: %w", w.Ref(), err)
 			}
 			if !placed {
 				up.Unplaced, up.StuckAt = append(up.Unplaced, name), old.Name

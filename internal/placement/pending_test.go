@@ -35,7 +35,7 @@ func TestWhyPending(t *testing.T) {
 		p.Spec = *applied
 		return p
 	}
-	revisionSpread := entry(Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1}}.ForWorkload(Deployment), pgv1.StageHard)
+	revisionSpread := entry(Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1}}.ForWorkload(pgv1.KindDeployment), pgv1.StageHard)
 	twoNodesFull := Objects{
 		Nodes: []*corev1.Node{mkNode("a"), mkNode("b")},
 		Pods:  []*corev1.Pod{mkPod("ns", "web-1", on("a"), withLabels("app", "web")), mkPod("ns", "web-2", on("b"), withLabels("app", "web"))},

@@ -221,7 +221,7 @@ func (s *Snapshot) placeholderTemplate(workloads []*Workload, c Constraint, capa
 	w := workloads[0]
 	shaped, err := c.RenderFor(w, workloads).Apply(&w.Template.Spec, w.Selector, final)
 	if err != nil {
-		return corev1.PodTemplateSpec{}, fmt.Errorf("apply the %s stage to %s: %w", final, w.ref(), err)
+		return corev1.PodTemplateSpec{}, fmt.Errorf("apply the %s stage to %s: %w", final, w.Ref(), err)
 	}
 	requests := resourcehelper.PodRequests(&corev1.Pod{Spec: *shaped}, resourcehelper.PodResourcesOptions{})
 	spec := corev1.PodSpec{

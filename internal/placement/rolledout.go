@@ -15,7 +15,7 @@ import (
 // snapshot is restored before WithRolledOut returns, whatever f does.
 func (s *Snapshot) WithRolledOut(w *Workload, r Rollout, f func(rolled *Workload, pods []*corev1.Pod) error) error {
 	if !r.Completes {
-		return fmt.Errorf("%s: the rollout does not complete, so it leaves no placement to simulate on", w.ref())
+		return fmt.Errorf("%s: the rollout does not complete, so it leaves no placement to simulate on", w.Ref())
 	}
 	final, removed, err := s.endOf(w, r)
 	if err != nil {
@@ -30,7 +30,7 @@ func (s *Snapshot) WithRolledOut(w *Workload, r Rollout, f func(rolled *Workload
 	}
 	for _, pod := range final {
 		if err := j.addPod(pod); err != nil {
-			return fmt.Errorf("%s: place the rolled-out pod %s: %w", w.ref(), pod.Name, err)
+			return fmt.Errorf("%s: place the rolled-out pod %s: %w", w.Ref(), pod.Name, err)
 		}
 	}
 	rolled := *w

@@ -9,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // The disruptions a hard stage would meet are simulated before it is
@@ -98,7 +100,7 @@ func TestWithRolledOutStatefulSet(t *testing.T) {
 		objs.Pods = append(objs.Pods, mkPod("ns", fmt.Sprintf("db-%d", i), on(n), withLabels("app", "db")))
 	}
 	p := mkPod("ns", "template", withLabels("app", "db"), spread(corev1.LabelTopologyZone, 1, db))
-	w := &Workload{Kind: StatefulSet, Namespace: "ns", Name: "db", Replicas: 2,
+	w := &Workload{Kind: pgv1.KindStatefulSet, Namespace: "ns", Name: "db", Replicas: 2,
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: p.Labels}, Spec: p.Spec}}
 	for _, pod := range objs.Pods {
 		w.Pods = append(w.Pods, pod.UID)

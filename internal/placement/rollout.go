@@ -87,7 +87,7 @@ func (s *Snapshot) SimulateRollout(w *Workload) (Rollout, error) {
 	old := s.workloadPods(w.Pods)
 	leaving, err := s.leavingPods(w)
 	if err != nil {
-		return Rollout{}, fmt.Errorf("simulate rollout of %s: %w", w.ref(), err)
+		return Rollout{}, fmt.Errorf("simulate rollout of %s: %w", w.Ref(), err)
 	}
 	return rolloutsOf(w.Kind).simulate(s, w, old, leaving)
 }
@@ -178,7 +178,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 	template := newPod(w, w.Name+"-new", map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: newRevisionHash})
 	pl, err := s.newPlacer(template, old)
 	if err != nil {
-		return r, fmt.Errorf("simulate rollout of %s: %w", w.ref(), err)
+		return r, fmt.Errorf("simulate rollout of %s: %w", w.Ref(), err)
 	}
 	defer pl.release()
 	pl.forget(leaving)
@@ -186,7 +186,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 	maxSurge, maxUnavailable := 0, replicas
 	if w.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		if maxSurge, maxUnavailable, err = SurgeAndUnavailable(w.Strategy, w.Replicas); err != nil {
-			return r, fmt.Errorf("simulate rollout of %s: %w", w.ref(), err)
+			return r, fmt.Errorf("simulate rollout of %s: %w", w.Ref(), err)
 		}
 	}
 

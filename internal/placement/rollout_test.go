@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 func TestSurgeAndUnavailable(t *testing.T) {
@@ -51,7 +53,7 @@ func TestSurgeAndUnavailable(t *testing.T) {
 // deployment returns a Deployment workload of the pods in objs labelled
 // app=name, rolling out template.
 func deployment(objs Objects, name string, replicas int32, strategy appsv1.DeploymentStrategy, tmpl ...podOpt) *Workload {
-	w := &Workload{Kind: Deployment, Namespace: "ns", Name: name, Replicas: replicas, Strategy: strategy}
+	w := &Workload{Kind: pgv1.KindDeployment, Namespace: "ns", Name: name, Replicas: replicas, Strategy: strategy}
 	p := mkPod("ns", "template", append([]podOpt{withLabels("app", name)}, tmpl...)...)
 	w.Template = corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: p.Labels}, Spec: p.Spec}
 	for _, pod := range objs.Pods {
@@ -301,7 +303,7 @@ func TestSimulateStatefulSetRollout(t *testing.T) {
 	pinned := pinnedToZoneC
 	sts := func(o Objects, strategy appsv1.StatefulSetUpdateStrategy, tmpl ...podOpt) *Workload {
 		p := mkPod("ns", "template", append([]podOpt{withLabels("app", "db")}, tmpl...)...)
-		w := &Workload{Kind: StatefulSet, Namespace: "ns", Name: "db", Replicas: 2, UpdateStrategy: strategy,
+		w := &Workload{Kind: pgv1.KindStatefulSet, Namespace: "ns", Name: "db", Replicas: 2, UpdateStrategy: strategy,
 			Template:             corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: p.Labels}, Spec: p.Spec},
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}}
 		for _, pod := range o.Pods {

@@ -54,7 +54,7 @@ func BenchmarkAnalyzeHardSpreadAndAntiAffinity(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if len(a.Hazards) != 0 || !a.Rollouts["Deployment/checkout"].Completes {
+	if len(a.Hazards) != 0 || !a.Rollouts[pgv1.TargetRef{Kind: pgv1.KindDeployment, Name: "checkout"}].Completes {
 		b.Fatalf("the benchmark question must be feasible: %+v", a.Hazards)
 	}
 	b.ReportAllocs()
@@ -117,6 +117,6 @@ func BenchmarkAnalyzeAllRevisionsLarge(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.ReportMetric(float64(a.EndStates["Deployment/checkout"].Explored), "states")
+		b.ReportMetric(float64(a.EndStates[pgv1.TargetRef{Kind: pgv1.KindDeployment, Name: "checkout"}].Explored), "states")
 	}
 }

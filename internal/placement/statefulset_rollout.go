@@ -16,7 +16,7 @@ func (s *Snapshot) simulateStatefulSet(w *Workload, old, leaving []podID) (Rollo
 	var r Rollout
 	if w.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
 		r.Completes = true
-		r.Note = fmt.Sprintf("%s uses the OnDelete update strategy: no pod is recreated now, and the constraint takes effect on each pod only when that pod is next deleted", w.ref())
+		r.Note = fmt.Sprintf("%s uses the OnDelete update strategy: no pod is recreated now, and the constraint takes effect on each pod only when that pod is next deleted", w.Ref())
 		return r, nil
 	}
 	partition, maxUnavailable := 0, 1
@@ -27,7 +27,7 @@ func (s *Snapshot) simulateStatefulSet(w *Workload, old, leaving []podID) (Rollo
 		if ru.MaxUnavailable != nil {
 			n, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, int(w.Replicas), false)
 			if err != nil {
-				return r, fmt.Errorf("simulate rollout of %s: maxUnavailable: %w", w.ref(), err)
+				return r, fmt.Errorf("simulate rollout of %s: maxUnavailable: %w", w.Ref(), err)
 			}
 			maxUnavailable = max(n, 1)
 		}
@@ -54,7 +54,7 @@ func (s *Snapshot) simulateStatefulSet(w *Workload, old, leaving []podID) (Rollo
 	}
 	var err error
 	if sim.pl, err = s.newPlacer(statefulSetPod(s, w, int(w.Replicas)-1), old); err != nil {
-		return r, fmt.Errorf("simulate rollout of %s: %w", w.ref(), err)
+		return r, fmt.Errorf("simulate rollout of %s: %w", w.Ref(), err)
 	}
 	defer sim.pl.release()
 	sim.pl.forget(leaving)
@@ -148,7 +148,7 @@ func (sim *statefulSetRollout) create() (created, blocked bool) {
 			}
 		case ordinalOldUnavailable:
 			if !sim.parallel {
-				sim.r.Note = fmt.Sprintf("%s is OrderedReady and its pod %s-%d is not Running and Ready: the StatefulSet controller changes nothing until it is", sim.w.ref(), sim.w.Name, ord)
+				sim.r.Note = fmt.Sprintf("%s is OrderedReady and its pod %s-%d is not Running and Ready: the StatefulSet controller changes nothing until it is", sim.w.Ref(), sim.w.Name, ord)
 				return created, true
 			}
 		case ordinalAbsent:

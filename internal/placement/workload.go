@@ -5,19 +5,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-)
 
-// WorkloadKind is the kind of controller whose rollout is simulated.
-type WorkloadKind string
-
-const (
-	Deployment  WorkloadKind = "Deployment"
-	StatefulSet WorkloadKind = "StatefulSet"
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // Workload is a controller and its pods, as the rollout simulation needs it.
 type Workload struct {
-	Kind      WorkloadKind
+	// Kind is the controller whose rollout is simulated: its kind file
+	// (kind_<name>.go) says how it rolls out.
+	Kind      pgv1.WorkloadKind
 	Namespace string
 	Name      string
 	Replicas  int32
@@ -53,7 +49,8 @@ func (w *Workload) currentRevision(pod *corev1.Pod) bool {
 	return w.Revision == "" || pod.Labels[w.RevisionLabel] == w.Revision
 }
 
-func (w *Workload) ref() string { return string(w.Kind) + "/" + w.Name }
+// Ref is the workload as the engine's answers are keyed by it.
+func (w *Workload) Ref() pgv1.TargetRef { return pgv1.TargetRef{Kind: w.Kind, Name: w.Name} }
 
 // WithSpec is a copy of w whose template has spec: the workload as a
 // change to its pods' spec (a stage, a constraint taken out) leaves it.

@@ -97,7 +97,7 @@ func (ch Change) situation(c placement.Constraint) (Situation, error) {
 	}
 	view := *t
 	view.Workload = t.Workload.WithSpec(spec)
-	ref := pgv1.TargetRef{Kind: pgv1.WorkloadKind(t.Kind()), Name: t.Name()}
+	ref := t.Workload.Ref()
 	target := &Target{Target: &view, Ref: ref}
 	Render([]*Target{target}, c)
 	return Situation{Migration: migrationOf(ref, t.Workload.Namespace, c, ch.carried(c)), Targets: []*Target{target},

@@ -97,7 +97,7 @@ func DisruptionsAfterHard(snap *placement.Snapshot, pm *pgv1.PlacementMigration,
 const afterHard = "once the Hard stage has rolled out, "
 
 func disruptionsAfter(snap *placement.Snapshot, pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration, t *Target, hard placement.Answer, p Policies) (DisruptionVerdict, error) {
-	key := t.Ref.String()
+	key := t.Ref
 	r, found := hard.Rollouts[key]
 	spec := hard.Templates[key]
 	if !found || spec == nil || !r.Completes {

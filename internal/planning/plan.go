@@ -51,7 +51,7 @@ func UniqueHazards(answers []placement.Answer) []placement.Hazard {
 // recreates (all of them are returned; the entry lists the first few) and,
 // for a hard spread, where the rollout can leave them.
 func TargetPlan(t *Target, stage pgv1.Stage, answers []placement.Answer) (pgv1.TargetPlan, []string) {
-	key := t.Ref.String()
+	key := t.Ref
 	from := t.Rendered.StageOf(&t.Template().Spec, t.Selector())
 	entry := pgv1.TargetPlan{Kind: t.Ref.Kind, Name: t.Ref.Name, Stage: stage, Change: Truncate(t.Rendered.Describe(from, stage), MaxChange)}
 	var recreated []string

@@ -176,7 +176,7 @@ func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv
 func manifestTarget(mw manifestWorkload) *planning.Target {
 	t := targets.Build(mw.doc.Object.(client.Object), nil, nil)
 	t.Workload, t.Pods = mw.workload, mw.pods
-	return &planning.Target{Target: t, Ref: pgv1.TargetRef{Kind: pgv1.WorkloadKind(t.Kind()), Name: t.Name()}}
+	return &planning.Target{Target: t, Ref: t.Workload.Ref()}
 }
 
 // migrationsIn are the migrations of one namespace.

@@ -52,7 +52,7 @@ func placeWorkloads(snap *placement.Snapshot, docs []Document, defaultNS string,
 
 // liveTarget is the snapshot's workload of the same kind and name.
 func liveTarget(c *Cluster, w *placement.Workload) *planning.Target {
-	ref := pgv1.TargetRef{Kind: pgv1.WorkloadKind(w.Kind), Name: w.Name}
+	ref := w.Ref()
 	found, _ := planning.Resolve([]pgv1.TargetRef{ref}, c.Inventory(w.Namespace), placement.Constraint{})
 	if len(found) == 0 {
 		return nil

@@ -253,7 +253,7 @@ func stageReport(sit planning.Situation, v planning.Verdict) StageReport {
 		entry, all := planning.TargetPlan(t, v.Stage, v.Answers[:1])
 		entry.Recreates = all
 		tr := TargetReport{TargetPlan: entry}
-		if r, ok := a.Rollouts[t.Ref.String()]; ok {
+		if r, ok := a.Rollouts[t.Ref]; ok {
 			tr.Completes = r.Completes
 			tr.Note = r.Note
 			if r.Blocked != nil {

@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placement-guard/placement-guard/internal/placement"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // Kind is everything the project knows of one workload kind: how to read
@@ -27,7 +29,7 @@ import (
 // anywhere else.
 type Kind struct {
 	// Name is the kind as the API and the engine spell it.
-	Name placement.WorkloadKind
+	Name pgv1.WorkloadKind
 	// Resource and ShortName are the kind's names on kubectl's command
 	// line (apps group).
 	Resource, ShortName string

@@ -12,13 +12,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placement-guard/placement-guard/internal/placement"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // deploymentKind is a Deployment: pods through its ReplicaSets, the
 // revision in pod-template-hash, a rollout judged as `kubectl rollout
 // status` judges it, paused by spec.paused.
 var deploymentKind = Kind{
-	Name:                  placement.Deployment,
+	Name:                  pgv1.KindDeployment,
 	Resource:              "deployments",
 	ShortName:             "deploy",
 	New:                   func() client.Object { return &appsv1.Deployment{} },
@@ -58,7 +60,7 @@ func FromDeployment(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, pods
 		}
 	}
 	w := &placement.Workload{
-		Kind:      placement.Deployment,
+		Kind:      pgv1.KindDeployment,
 		Namespace: d.Namespace,
 		Name:      d.Name,
 		Replicas:  replicas(d.Spec.Replicas),

@@ -13,13 +13,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placement-guard/placement-guard/internal/placement"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // statefulSetKind is a StatefulSet: pods it controls itself, the revision
 // in controller-revision-hash, partitioned and OnDelete rollouts, pods
 // named and labelled by ordinal. It has no pause.
 var statefulSetKind = Kind{
-	Name:                  placement.StatefulSet,
+	Name:                  pgv1.KindStatefulSet,
 	Resource:              "statefulsets",
 	ShortName:             "sts",
 	New:                   func() client.Object { return &appsv1.StatefulSet{} },
@@ -57,7 +59,7 @@ var statefulSetKind = Kind{
 // FromStatefulSet builds the Workload of a StatefulSet.
 func FromStatefulSet(s *appsv1.StatefulSet, pods []*corev1.Pod) *placement.Workload {
 	w := &placement.Workload{
-		Kind:                 placement.StatefulSet,
+		Kind:                 pgv1.KindStatefulSet,
 		Namespace:            s.Namespace,
 		Name:                 s.Name,
 		Replicas:             replicas(s.Spec.Replicas),

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/placement-guard/placement-guard/internal/placement"
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // TestEveryKindAnswersEveryQuestion: a kind added without one of its
@@ -48,9 +48,9 @@ func TestEveryKindAnswersEveryQuestion(t *testing.T) {
 }
 
 func TestKindsAreSpelledAsKubectlSpellsThem(t *testing.T) {
-	for s, want := range map[string]placement.WorkloadKind{
-		"deploy": placement.Deployment, "Deployment": placement.Deployment, "deployments.apps": placement.Deployment,
-		"sts": placement.StatefulSet, "statefulset": placement.StatefulSet, "StatefulSets.apps": placement.StatefulSet,
+	for s, want := range map[string]pgv1.WorkloadKind{
+		"deploy": pgv1.KindDeployment, "Deployment": pgv1.KindDeployment, "deployments.apps": pgv1.KindDeployment,
+		"sts": pgv1.KindStatefulSet, "statefulset": pgv1.KindStatefulSet, "StatefulSets.apps": pgv1.KindStatefulSet,
 	} {
 		if k := KindSpelled(s); k == nil || k.Name != want {
 			t.Errorf("KindSpelled(%q) = %v, want %s", s, k, want)

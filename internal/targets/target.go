@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placement-guard/placement-guard/internal/placement"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // Target is one workload a migration changes, whatever its kind: the
@@ -29,7 +31,7 @@ type Target struct {
 func (t *Target) Object() client.Object { return t.obj }
 
 // Kind is the workload's kind.
-func (t *Target) Kind() placement.WorkloadKind { return t.Workload.Kind }
+func (t *Target) Kind() pgv1.WorkloadKind { return t.Workload.Kind }
 
 // Name is the workload's name.
 func (t *Target) Name() string { return t.Workload.Name }

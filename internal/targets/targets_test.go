@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/placement-guard/placement-guard/internal/placement"
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 func controllerRef(kind, name string, uid types.UID) []metav1.OwnerReference {
@@ -39,7 +39,7 @@ func TestFromDeploymentFindsPodsOfEveryRevision(t *testing.T) {
 	if !slices.Equal(w.Pods, []types.UID{"pod-a", "pod-b"}) {
 		t.Fatalf("pods = %v", w.Pods)
 	}
-	if w.Kind != placement.Deployment || w.Replicas != 1 || w.Selector == nil {
+	if w.Kind != pgv1.KindDeployment || w.Replicas != 1 || w.Selector == nil {
 		t.Fatalf("workload = %+v (replicas default to 1)", w)
 	}
 }

@@ -21,8 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/targets"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // ManagerPrefix starts the field manager of every migration.
@@ -55,7 +56,7 @@ func MigrationOf(manager string) (string, bool) {
 // the API server refuses the write if the workload was deleted or
 // re-created, and never creates it.
 type Target struct {
-	Kind      placement.WorkloadKind
+	Kind      pgv1.WorkloadKind
 	Namespace string
 	Name      string
 	UID       types.UID

@@ -70,7 +70,7 @@ func applyStage(d *appsv1.Deployment, c placement.Constraint, stage pgv1.Stage) 
 func applyAs(d *appsv1.Deployment, c placement.Constraint, stage pgv1.Stage, fieldManager string) error {
 	entry, err := c.Entry(d.Spec.Selector, stage)
 	Expect(err).NotTo(HaveOccurred())
-	ac, err := workloadpatch.ApplyConfiguration(workloadpatch.Target{Kind: placement.Deployment, Namespace: d.Namespace, Name: d.Name, UID: d.UID}, entry)
+	ac, err := workloadpatch.ApplyConfiguration(workloadpatch.Target{Kind: pgv1.KindDeployment, Namespace: d.Namespace, Name: d.Name, UID: d.UID}, entry)
 	Expect(err).NotTo(HaveOccurred())
 	return k8sClient.Apply(ctx, ac, client.FieldOwner(fieldManager))
 }

@@ -22,6 +22,8 @@ import (
 
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/test/utils"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // stepsScenario is one generated Deployment rollout: pods placed unevenly
@@ -300,7 +302,7 @@ func (r *rolloutRecord) judgeBatch(b stepBatch, nodes []corev1.Node, oldRS strin
 		pods := r.stateAt(m)
 		var objs placement.Objects
 		var related []*corev1.Pod
-		w := &placement.Workload{Kind: placement.Deployment, Name: "web"}
+		w := &placement.Workload{Kind: pgv1.KindDeployment, Name: "web"}
 		for i := range nodes {
 			objs.Nodes = append(objs.Nodes, &nodes[i])
 		}

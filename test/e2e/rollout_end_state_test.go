@@ -150,7 +150,7 @@ func replayEndState(ctx context.Context, sc endStateScenario) (string, error) {
 	c := placement.Constraint{Spread: &placement.Spread{
 		TopologyKey: utils.ZoneLabel, MaxSkew: sc.maxSkew, AllRevisions: sc.allRevisions,
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-	}}.ForWorkload(placement.Deployment)
+	}}.ForWorkload(pgv1.KindDeployment)
 	spec, err := c.Apply(&w.Template.Spec, w.Selector, pgv1.StageHard)
 	if err != nil {
 		return "", err

@@ -147,7 +147,7 @@ func replayOrder(ctx context.Context, sc orderScenario) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	c := placement.Constraint{AntiAffinity: &placement.AntiAffinity{TopologyKey: corev1.LabelHostname}}.ForWorkload(placement.StatefulSet)
+	c := placement.Constraint{AntiAffinity: &placement.AntiAffinity{TopologyKey: corev1.LabelHostname}}.ForWorkload(pgv1.KindStatefulSet)
 	spec, err := c.Apply(&w.Template.Spec, w.Selector, sc.stage)
 	if err != nil {
 		return "", err

@@ -73,10 +73,10 @@ func TestOperatorWritesPlacementOnly(t *testing.T) {
 		constraint placement.Constraint
 		stage      pgv1.Stage
 	}{
-		{"soft anti-affinity on a Deployment", workloadpatch.Target{Kind: placement.Deployment, Namespace: ns, Name: "web"}, hostname, pgv1.StageSoft},
-		{"hard anti-affinity on a Deployment", workloadpatch.Target{Kind: placement.Deployment, Namespace: ns, Name: "web"}, hostname, pgv1.StageHard},
-		{"hard spread on a StatefulSet", workloadpatch.Target{Kind: placement.StatefulSet, Namespace: ns, Name: "db"}, zones, pgv1.StageHard},
-		{"a revert", workloadpatch.Target{Kind: placement.Deployment, Namespace: ns, Name: "web"}, hostname, pgv1.StageNone},
+		{"soft anti-affinity on a Deployment", workloadpatch.Target{Kind: pgv1.KindDeployment, Namespace: ns, Name: "web"}, hostname, pgv1.StageSoft},
+		{"hard anti-affinity on a Deployment", workloadpatch.Target{Kind: pgv1.KindDeployment, Namespace: ns, Name: "web"}, hostname, pgv1.StageHard},
+		{"hard spread on a StatefulSet", workloadpatch.Target{Kind: pgv1.KindStatefulSet, Namespace: ns, Name: "db"}, zones, pgv1.StageHard},
+		{"a revert", workloadpatch.Target{Kind: pgv1.KindDeployment, Namespace: ns, Name: "web"}, hostname, pgv1.StageNone},
 	} {
 		entry, err := c.constraint.Entry(&metav1.LabelSelector{MatchLabels: map[string]string{"app": c.target.Name}}, c.stage)
 		must(t, err)

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/placement-guard/placement-guard/internal/placement"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // The cluster's size: 30 pods a node, 1% of them with a required hostname
@@ -96,7 +98,7 @@ func build() *Cluster {
 	}
 	// The Deployment's current pods replace the first 100 pods of team-00,
 	// on distinct nodes.
-	w := &placement.Workload{Kind: placement.Deployment, Namespace: "team-00", Name: Name, Replicas: Replicas,
+	w := &placement.Workload{Kind: pgv1.KindDeployment, Namespace: "team-00", Name: Name, Replicas: Replicas,
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{AppLabel: Name}}}
 	w.Template.Labels = map[string]string{AppLabel: Name}
 	w.Template.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: req}}}
