@@ -140,26 +140,36 @@ verify-lint: lint
 # at a time: on a cold clone each build spends its first minute downloading
 # modules and its last ones linking on one core, which the other fills.
 TEST_BINARIES = cluster-binaries $(KARPENTER) $(KUSTOMIZE) $(HELM) $(GINKGO)
-# What only the last suites need: built at the lowest priority while the
-# suites run, on the CPU their clusters leave idle (they wait on
-# controllers more than they compute).
+# What only the last suite needs: the oldest kube-apiserver, built at the
+# lowest priority from the start of make test, on the CPU the rest leaves
+# idle (vet and the builds wait on their longest chains of packages and
+# link on one core; the suites wait on controllers). It shares no package
+# with the other builds, so none is compiled twice.
 LATE_TEST_BINARIES = $(OLDEST_KUBE)/kube-apiserver $(OLDEST_KUBE)/etcd
 
 .PHONY: test-binaries
-test-binaries: $(TEST_BINARIES) $(LATE_TEST_BINARIES) ## Build the cluster binaries and tools the tests run (Karpenter's kwok provider and the oldest kube-apiserver too).
+test-binaries: $(TEST_BINARIES) $(LATE_TEST_BINARIES) $(LOCALBIN)/etcd ## Build the cluster binaries and tools the tests run (Karpenter's kwok provider and the oldest kube-apiserver too).
 
 # SKIP_GENERATE=1 when the generated files were just regenerated and checked
 # (.ci/run runs make verify-generated first).
 .PHONY: test
-test: $(if $(SKIP_GENERATE),,manifests generate) fmt vet ## Run every test: unit, envtest integration and e2e on a local cluster, the in-process scheduler comparison, and the API suite on the oldest Kubernetes.
-	$(call phase,the tests' binaries)
-	$(MAKE) --no-print-directory -j2 --output-sync=target $(TEST_BINARIES)
-	$(call phase,the suites)
-	$(MAKE) --no-print-directory -j2 test-suites test-late-builds
+test: $(if $(SKIP_GENERATE),,manifests generate) fmt ## Run every test: unit, envtest integration and e2e on a local cluster, the in-process scheduler comparison, and the API suite on the oldest Kubernetes.
+	$(MAKE) --no-print-directory -j2 test-main test-late-builds
 	$(call phase,the fidelity comparison and the API suite on the oldest Kubernetes)
 	cd test/schedulerfidelity && $(GO) test ./... -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
 	KUBEBUILDER_ASSETS=$(OLDEST_KUBE) PLACEMENT_GUARD_EXPECT_KUBE_MINOR=$(OLDEST_KUBE_MINOR) $(GO) test ./api/... $(GOTEST_FLAGS)
 	$(call phase,done)
+
+# test-main vets, builds the tests' binaries, then runs the suites, with
+# the fidelity module's packages (Kubernetes' scheduler, whose packages
+# the built kube-scheduler has put in the build cache) compiled beside
+# them at the lowest priority.
+.PHONY: test-main
+test-main: vet
+	$(call phase,the tests' binaries)
+	$(MAKE) --no-print-directory -j2 --output-sync=target $(TEST_BINARIES)
+	$(call phase,the suites)
+	$(MAKE) --no-print-directory -j2 test-suites test-fidelity-build
 
 # phase prints the time a phase of make test begins at: CI's log then
 # shows where its minutes go.
@@ -189,15 +199,17 @@ suite-agreement:
 suite-packages:
 	$(GO) test -p 1 $$($(GO) list ./... | grep -v -e /test/e2e -e /test/faults -e /test/scheduleragreement) -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
 
-# The oldest kube-apiserver, and the fidelity module's packages (Kubernetes'
-# scheduler, compiled into the build cache without running a test).
-.PHONY: test-late-builds
+.PHONY: test-late-builds test-fidelity-build
 test-late-builds:
 	nice -n 19 $(MAKE) --no-print-directory $(LATE_TEST_BINARIES)
+	$(call phase,the oldest kube-apiserver is built)
+# The fidelity module's packages, compiled into the build cache without
+# running a test.
+test-fidelity-build:
 	cd test/schedulerfidelity && nice -n 19 $(GO) test -count=1 -run '^$$' ./... > /dev/null
 
 .PHONY: test-oldest-kube
-test-oldest-kube: $(OLDEST_KUBE)/kube-apiserver $(OLDEST_KUBE)/etcd ## Run the API suite (CRD schema, defaults, CEL rules) on the oldest Kubernetes the bundle claims.
+test-oldest-kube: $(OLDEST_KUBE)/kube-apiserver $(OLDEST_KUBE)/etcd $(LOCALBIN)/etcd ## Run the API suite (CRD schema, defaults, CEL rules) on the oldest Kubernetes the bundle claims.
 	KUBEBUILDER_ASSETS=$(OLDEST_KUBE) PLACEMENT_GUARD_EXPECT_KUBE_MINOR=$(OLDEST_KUBE_MINOR) $(GO) test ./api/... -count=1 -v $(GOTEST_FLAGS)
 
 .PHONY: demo
@@ -407,7 +419,8 @@ $(OLDEST_KUBE)/kube-apiserver: hack/tools/kubernetes-oldest/go.mod hack/tools/ku
 		k8s.io/kubernetes/cmd/kube-apiserver
 
 # envtest looks for etcd beside kube-apiserver; the current one serves both.
-$(OLDEST_KUBE)/etcd: $(LOCALBIN)/etcd
+# (The link is made before etcd is built: make test builds it beside.)
+$(OLDEST_KUBE)/etcd: | $(LOCALBIN)
 	mkdir -p $(OLDEST_KUBE) && ln -sf ../etcd $@
 
 $(LOCALBIN)/etcd: hack/tools/etcd/go.mod hack/tools/etcd/go.sum | $(LOCALBIN)
