@@ -16,6 +16,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -148,9 +149,15 @@ var _ = Describe("Day two: drains under a hard anti-affinity", Label("operator",
 		Expect(err).NotTo(HaveOccurred())
 
 		By("a budget that allows one eviction: the evicted pod would have nowhere to go")
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pdb), pdb)).To(Succeed())
-		pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(2))
-		Expect(k8sClient.Update(ctx, pdb)).To(Succeed())
+		// The disruption controller writes the budget's status: retried on a
+		// conflict, as kubectl edit is.
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pdb), pdb); err != nil {
+				return err
+			}
+			pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(2))
+			return k8sClient.Update(ctx, pdb)
+		})).To(Succeed())
 		Eventually(disruption).Should(HaveField("Reason", pgv1.ReasonEvictedPodUnplaceable))
 		Expect(disruption().Message).To(ContainSubstring("add a qualifying node (N+1)"))
 

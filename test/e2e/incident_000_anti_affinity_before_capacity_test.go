@@ -48,9 +48,9 @@ var _ = Describe("Incident 000 without placement-guard: anti-affinity merged bef
 		}).Should(Succeed())
 
 		By("the chart upgrade adds required anti-affinity against the search engine")
-		Expect(k8sClient.Get(ctx, utils.ObjectKey(graph), graph)).To(Succeed())
-		graph.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(map[string]string{"app": "search"})
-		Expect(k8sClient.Update(ctx, graph)).To(Succeed())
+		updateDeployment(ctx, graph.Namespace, graph.Name, func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(map[string]string{"app": "search"})
+		})
 
 		By("the new graph DB pod has nowhere to go")
 		Eventually(func(g Gomega) {

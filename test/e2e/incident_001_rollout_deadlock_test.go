@@ -32,8 +32,9 @@ var _ = Describe("Incident 001 without placement-guard: hard anti-affinity with 
 		}).Should(Succeed())
 
 		By("an image change starts a rolling update with the default strategy")
-		web.Spec.Template.Spec.Containers[0].Image = "registry.invalid/web:2"
-		Expect(k8sClient.Update(ctx, web)).To(Succeed())
+		updateDeployment(ctx, web.Namespace, web.Name, func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Image = "registry.invalid/web:2"
+		})
 
 		By("the surge pod cannot schedule and no old pod may go")
 		surgePending := func(g Gomega) {
