@@ -153,7 +153,7 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 		} else if err != nil {
 			return outcome{}, err
 		}
-		wt := workloadpatch.Target{Kind: pgv1.WorkloadKind(ot.Kind), Namespace: s.pm.Namespace, Name: ot.Name, UID: types.UID(ot.UID)}
+		wt := workloadpatch.Target{Kind: ot.Kind, Namespace: s.pm.Namespace, Name: ot.Name, UID: types.UID(ot.UID)}
 		ac, err := workloadpatch.ApplyConfiguration(wt, planning.EntryOf(ot.Entry))
 		if err != nil {
 			return outcome{}, err

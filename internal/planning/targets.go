@@ -42,7 +42,7 @@ func TargetRefs(spec pgv1.PlacementMigrationSpec, workloads []client.Object) ([]
 		if k == nil || !selectsKind(spec.TargetSelector.Kinds, k) || capacityRequest(obj) || !sel.Matches(labels.Set(obj.GetLabels())) {
 			continue
 		}
-		refs = append(refs, pgv1.TargetRef{Kind: pgv1.WorkloadKind(k.Name), Name: obj.GetName()})
+		refs = append(refs, pgv1.TargetRef{Kind: k.Name, Name: obj.GetName()})
 	}
 	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
 	return refs, nil
@@ -51,7 +51,7 @@ func TargetRefs(spec pgv1.PlacementMigrationSpec, workloads []client.Object) ([]
 // selectsKind reports whether a targetSelector's kinds (every kind when
 // empty) hold k.
 func selectsKind(kinds []pgv1.WorkloadKind, k *targets.Kind) bool {
-	return len(kinds) == 0 || slices.Contains(kinds, pgv1.WorkloadKind(k.Name))
+	return len(kinds) == 0 || slices.Contains(kinds, k.Name)
 }
 
 // Target is a resolved target: the workload and the constraint rendered

@@ -87,7 +87,7 @@ func parseTarget(s string) (pgv1.TargetRef, error) {
 		return pgv1.TargetRef{}, usagef("--target %q: want KIND/NAME, e.g. deploy/web or sts/db", s)
 	}
 	if k := targets.KindSpelled(kind); k != nil {
-		return pgv1.TargetRef{Kind: pgv1.WorkloadKind(k.Name), Name: name}, nil
+		return pgv1.TargetRef{Kind: k.Name, Name: name}, nil
 	}
 	return pgv1.TargetRef{}, usagef("--target %q: a migration targets Deployments (deploy/NAME) and StatefulSets (sts/NAME)", s)
 }

@@ -184,7 +184,7 @@ func (r *Reconciler) ensure(ctx context.Context, obj client.Object, kind *target
 	pm := &pgv1.PlacementMigration{
 		ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: rec.Migration, Labels: map[string]string{adoption.AdoptedLabel: obj.GetName()}},
 		Spec: pgv1.PlacementMigrationSpec{
-			Targets:    []pgv1.TargetRef{{Kind: pgv1.WorkloadKind(kind.Name), Name: obj.GetName()}},
+			Targets:    []pgv1.TargetRef{{Kind: kind.Name, Name: obj.GetName()}},
 			Constraint: rec.Constraint(),
 		},
 	}
