@@ -25,9 +25,10 @@ import (
 // churn is what pod churn in the namespaces of settled migrations cost
 // the manager.
 type churn struct {
-	writes  int
-	seconds float64
-	cpu     float64
+	// podWrites are the pod creations and deletions of the churn.
+	podWrites int
+	seconds   float64
+	cpu       float64
 	// idleCPU is the manager's CPU, in cores, over a quiet stretch just
 	// before the churn: what the node heartbeats and the manager's own
 	// housekeeping cost without pod events.
@@ -38,12 +39,15 @@ type churn struct {
 	podEvents float64
 	// latencies are node-schedulable-to-first-apply times, sorted.
 	latencies []time.Duration
+	// writes are what the settled migrations wrote, from their creation
+	// to the churn's end.
+	writes writes
 }
 
 func (c churn) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nChurn: %d pod creations and deletions in %.0f s (%.0f a second) in the namespaces of the settled migrations.\n\n",
-		c.writes, c.seconds, float64(c.writes)/c.seconds)
+		c.podWrites, c.seconds, float64(c.podWrites)/c.seconds)
 	fmt.Fprintf(&b, "| figure | during the churn |\n|---|---|\n")
 	fmt.Fprintf(&b, "| manager CPU | %.3f cores |\n", c.cpu/c.seconds)
 	fmt.Fprintf(&b, "| manager CPU just before, without churn | %.3f cores |\n", c.idleCPU)
@@ -55,12 +59,16 @@ func (c churn) markdown() string {
 	for _, verb := range []string{"GET", "LIST", "PATCH", "PUT", "POST"} {
 		fmt.Fprintf(&b, "| API requests %s | %.1f a minute |\n", verb, c.requests["rest_client_requests_total/"+verb]*60/c.seconds)
 	}
+	b.WriteString(c.writes.markdown())
 	b.WriteString(latencyMarkdown(c.latencies))
 	return b.String()
 }
 
 const (
-	requestsMetric   = "rest_client_requests_total"
+	requestsMetric = "rest_client_requests_total"
+	// conflictsKey is the manager's requests refused with 409, as
+	// counters sums them.
+	conflictsKey     = requestsMetric + "/409"
 	reconcilesMetric = "controller_runtime_reconcile_total"
 	podEventsMetric  = "placementguard_pod_feed_events_total"
 )
@@ -83,14 +91,23 @@ func measureChurn(ctx context.Context, o options, cluster *localcluster.Cluster,
 	}
 	var migrations []client.ObjectKey
 	for i := range o.migrations {
-		key := client.ObjectKey{Namespace: fmt.Sprintf("bench-%02d", i/5%o.namespaces), Name: fmt.Sprintf("guarded-%02d", i)}
+		migrations = append(migrations, client.ObjectKey{Namespace: fmt.Sprintf("bench-%02d", i/5%o.namespaces), Name: fmt.Sprintf("guarded-%02d", i)})
+	}
+	watched, err := watchWrites(ctx, cluster.Config, cs, migrations)
+	if err != nil {
+		return churn{}, err
+	}
+	conflictsBefore, err := m.counters(ctx, requestsMetric)
+	if err != nil {
+		return churn{}, err
+	}
+	for _, key := range migrations {
 		if err := c.Create(ctx, deployment(key)); client.IgnoreAlreadyExists(err) != nil {
 			return churn{}, err
 		}
 		if err := c.Create(ctx, migration(key)); client.IgnoreAlreadyExists(err) != nil {
 			return churn{}, err
 		}
-		migrations = append(migrations, key)
 	}
 	if err := waitSucceeded(ctx, c, migrations); err != nil {
 		return churn{}, fmt.Errorf("%w\n%s", err, m.logTail())
@@ -111,7 +128,7 @@ func measureChurn(ctx context.Context, o options, cluster *localcluster.Cluster,
 	start := time.Now()
 	profiled := make(chan error, 1)
 	go func() { profiled <- m.cpuProfile(ctx, o.cpuProfile, o.churnFor-5*time.Second) }()
-	writes, err := churnPods(ctx, cs, o, migrations)
+	podWrites, err := churnPods(ctx, cs, o, migrations)
 	if err != nil {
 		return churn{}, err
 	}
@@ -127,7 +144,12 @@ func measureChurn(ctx context.Context, o options, cluster *localcluster.Cluster,
 	if err := <-profiled; err != nil {
 		return churn{}, err
 	}
-	out := churn{writes: writes, seconds: seconds, cpu: cpuAfter - cpuBefore, idleCPU: idle, requests: map[string]float64{},
+	w, err := watched.stop()
+	if err != nil {
+		return churn{}, err
+	}
+	w.conflicts = after[conflictsKey] - conflictsBefore[conflictsKey]
+	out := churn{writes: w, podWrites: podWrites, seconds: seconds, cpu: cpuAfter - cpuBefore, idleCPU: idle, requests: map[string]float64{},
 		reconciles: after[reconcilesMetric] - before[reconcilesMetric], podEvents: after[podEventsMetric] - before[podEventsMetric]}
 	for k, v := range after {
 		out.requests[k] = v - before[k]

@@ -207,13 +207,19 @@ func (m *manager) cpuSeconds() (float64, error) {
 	return (utime + stime) / 100, nil // USER_HZ is 100 on Linux
 }
 
-// counters reads the manager's counters of the named metrics, summed by
-// name and, where the sample has one, its method label ("name/GET").
+// counters reads the manager's counters of the named metrics.
 func (m *manager) counters(ctx context.Context, names ...string) (map[string]float64, error) {
 	body, err := get(ctx, "http://"+m.metricsAddr+"/metrics")
 	if err != nil {
 		return nil, err
 	}
+	return countersIn(body, names...), nil
+}
+
+// countersIn sums the samples of the named metrics on a metrics page by
+// name and, where the sample has them, by its method label ("name/GET")
+// and by its code label ("name/409").
+func countersIn(body string, names ...string) map[string]float64 {
 	out := map[string]float64{}
 	for _, line := range strings.Split(body, "\n") {
 		for _, name := range names {
@@ -225,12 +231,18 @@ func (m *manager) counters(ctx context.Context, names ...string) (map[string]flo
 			if match := methodLabel.FindStringSubmatch(line); match != nil {
 				out[name+"/"+match[1]] += v
 			}
+			if match := codeLabel.FindStringSubmatch(line); match != nil {
+				out[name+"/"+match[1]] += v
+			}
 		}
 	}
-	return out, nil
+	return out
 }
 
-var methodLabel = regexp.MustCompile(`method="([A-Z]+)"`)
+var (
+	methodLabel = regexp.MustCompile(`method="([A-Z]+)"`)
+	codeLabel   = regexp.MustCompile(`code="([0-9]+)"`)
+)
 
 // cpuProfile writes the manager's CPU profile over d to path, if set.
 func (m *manager) cpuProfile(ctx context.Context, path string, d time.Duration) error {

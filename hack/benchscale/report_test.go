@@ -122,3 +122,32 @@ func TestMemoryIsReadAndReportedPerPod(t *testing.T) {
 		t.Errorf("report:\n%s", report)
 	}
 }
+
+// The manager's request counters are summed by name, by method and by
+// code: the conflicts of a run are the 409s of every method.
+func TestCountersSumByMethodAndCode(t *testing.T) {
+	got := countersIn(metricsPage+"rest_client_requests_total{code=\"409\",method=\"PUT\"} 2\n", "rest_client_requests_total")
+	want := map[string]float64{
+		"rest_client_requests_total": 18, "rest_client_requests_total/GET": 12, "rest_client_requests_total/PATCH": 4,
+		"rest_client_requests_total/PUT": 2, "rest_client_requests_total/200": 15, "rest_client_requests_total/409": 3,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("counters %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}
+
+// A migration's writes are reported as their mean, least and most.
+func TestWritesReportMeanMinAndMax(t *testing.T) {
+	w := writes{status: []int{4, 6, 5}, other: []int{1, 1, 1}, deployment: []int{2, 2, 2}, conflicts: 0}
+	md := w.markdown()
+	for _, want := range []string{"Writes of 3 migrations", "| status writes | 5.0 | 4 | 6 |", "| writes to its Deployment's spec | 2.0 | 2 | 2 |", "409 (conflict), in all | 0 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the report lacks %q:\n%s", want, md)
+		}
+	}
+}

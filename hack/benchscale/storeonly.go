@@ -257,10 +257,10 @@ func (s storeCluster) addNode(ctx context.Context, n *corev1.Node) error {
 }
 
 // benchClient is a client of the cluster that knows the operator's API.
-func benchClient(cfg *rest.Config) (client.Client, error) {
+func benchClient(cfg *rest.Config) (client.WithWatch, error) {
 	scheme := runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), pgv1.AddToScheme(scheme)); err != nil {
 		return nil, err
 	}
-	return client.New(cfg, client.Options{Scheme: scheme})
+	return client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 }

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+)
+
+// writes is what the settled migrations asked of the API server, from
+// their creation to the churn's end: each write to a migration, split
+// into those that changed its status and the others (finalizers,
+// annotations), and each write to its Deployment's spec. The Deployment
+// controller's status writes are not the operator's and are left out.
+type writes struct {
+	status, other, deployment []int
+	// conflicts are the manager's requests refused with 409 meanwhile:
+	// two of its writers, or it and another, on one object.
+	conflicts float64
+}
+
+func (w writes) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nWrites of %d migrations (a soft hostname anti-affinity on a two-replica Deployment each), from their creation to the churn's end:\n\n", len(w.status))
+	b.WriteString("| figure | a migration, mean | min | max |\n|---|---|---|---|\n")
+	row := func(name string, counts []int) {
+		if len(counts) == 0 {
+			return
+		}
+		sum := 0
+		for _, n := range counts {
+			sum += n
+		}
+		fmt.Fprintf(&b, "| %s | %.1f | %d | %d |\n", name, float64(sum)/float64(len(counts)), slices.Min(counts), slices.Max(counts))
+	}
+	row("status writes", w.status)
+	row("other writes to the migration", w.other)
+	row("writes to its Deployment's spec", w.deployment)
+	fmt.Fprintf(&b, "| the manager's requests refused with 409 (conflict), in all | %.0f | | |\n", w.conflicts)
+	return b.String()
+}
+
+// writeWatch counts every write to a set of migrations and to their
+// Deployments as the API server's watches report them: a write that
+// changes nothing is not one, as the API server stores nothing for it.
+type writeWatch struct {
+	mu         sync.Mutex
+	keys       map[types.NamespacedName]bool
+	lastStatus map[types.NamespacedName]string
+	generation map[types.NamespacedName]int64
+	status     map[types.NamespacedName]int
+	other      map[types.NamespacedName]int
+	deployment map[types.NamespacedName]int
+	stops      []func()
+	stopped    atomic.Bool
+	ended      chan error
+}
+
+// watchWrites starts counting the writes to the migrations named by keys
+// and to the Deployments of the same names, before any of them exists.
+func watchWrites(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, keys []client.ObjectKey) (*writeWatch, error) {
+	c, err := benchClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	migrations, err := c.Watch(ctx, &pgv1.PlacementMigrationList{})
+	if err != nil {
+		return nil, fmt.Errorf("watch the migrations: %w", err)
+	}
+	deployments, err := cs.AppsV1().Deployments("").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		migrations.Stop()
+		return nil, fmt.Errorf("watch the Deployments: %w", err)
+	}
+	return countWrites(keys, migrations, deployments), nil
+}
+
+// countWrites counts the writes two watches report, of the migrations
+// and of the Deployments, to the objects named by keys.
+func countWrites(keys []client.ObjectKey, migrations, deployments watch.Interface) *writeWatch {
+	w := &writeWatch{
+		keys:       map[types.NamespacedName]bool{},
+		lastStatus: map[types.NamespacedName]string{},
+		generation: map[types.NamespacedName]int64{},
+		status:     map[types.NamespacedName]int{},
+		other:      map[types.NamespacedName]int{},
+		deployment: map[types.NamespacedName]int{},
+		ended:      make(chan error, 2),
+		stops:      []func(){migrations.Stop, deployments.Stop},
+	}
+	for _, k := range keys {
+		w.keys[k] = true
+	}
+	go w.follow("migrations", migrations, w.migrationEvent)
+	go w.follow("Deployments", deployments, w.deploymentEvent)
+	return w
+}
+
+// follow hands each event to count until the watch is stopped; a watch
+// the API server ends early would undercount, so it is reported.
+func (w *writeWatch) follow(what string, ws watch.Interface, count func(watch.Event) error) {
+	for ev := range ws.ResultChan() {
+		if ev.Type == watch.Error {
+			w.ended <- fmt.Errorf("the watch of the %s failed: %v", what, ev.Object)
+			return
+		}
+		if err := count(ev); err != nil {
+			w.ended <- err
+			return
+		}
+	}
+	if !w.stopped.Load() {
+		w.ended <- fmt.Errorf("the API server ended the watch of the %s early: writes after it are not counted", what)
+		return
+	}
+	w.ended <- nil
+}
+
+func (w *writeWatch) migrationEvent(ev watch.Event) error {
+	pm, ok := ev.Object.(*pgv1.PlacementMigration)
+	if !ok {
+		return fmt.Errorf("a migration's watch sent a %T", ev.Object)
+	}
+	key := types.NamespacedName{Namespace: pm.Namespace, Name: pm.Name}
+	raw, err := json.Marshal(pm.Status)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.keys[key] {
+		return nil
+	}
+	status := string(raw)
+	if ev.Type == watch.Modified {
+		if status != w.lastStatus[key] {
+			w.status[key]++
+		} else {
+			w.other[key]++
+		}
+	}
+	w.lastStatus[key] = status
+	return nil
+}
+
+func (w *writeWatch) deploymentEvent(ev watch.Event) error {
+	d, ok := ev.Object.(*appsv1.Deployment)
+	if !ok {
+		return fmt.Errorf("a Deployment's watch sent a %T", ev.Object)
+	}
+	key := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.keys[key] {
+		return nil
+	}
+	if ev.Type == watch.Modified && d.Generation != w.generation[key] {
+		w.deployment[key]++
+	}
+	w.generation[key] = d.Generation
+	return nil
+}
+
+// stop ends the watches and returns the counts, one per migration.
+func (w *writeWatch) stop() (writes, error) {
+	w.stopped.Store(true)
+	for _, s := range w.stops {
+		s()
+	}
+	errs := []error{<-w.ended, <-w.ended}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out writes
+	for key := range w.keys {
+		out.status = append(out.status, w.status[key])
+		out.other = append(out.other, w.other[key])
+		out.deployment = append(out.deployment, w.deployment[key])
+	}
+	return out, errors.Join(errs...)
+}
