@@ -705,3 +705,9 @@ type PodMove struct {
 	// +kubebuilder:validation:MaxLength=253
 	LandedIn string `json:"landedIn,omitempty"`
 }
+
+// Ref is the workload the target's record is of.
+func (t TargetStatus) Ref() TargetRef { return TargetRef{Kind: t.Kind, Name: t.Name} }
+
+// Ref is the workload the operation writes.
+func (t OperationTarget) Ref() TargetRef { return TargetRef{Kind: t.Kind, Name: t.Name} }

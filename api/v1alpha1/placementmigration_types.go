@@ -243,8 +243,14 @@ type TargetRef struct {
 }
 
 // String is the reference as placement-guard's messages, status and keys
-// write it: "Kind/name".
-func (r TargetRef) String() string { return string(r.Kind) + "/" + r.Name }
+// write it: "Kind/name"; empty for no workload (a finding about the
+// cluster).
+func (r TargetRef) String() string {
+	if r == (TargetRef{}) {
+		return ""
+	}
+	return string(r.Kind) + "/" + r.Name
+}
 
 // TargetSelector chooses workloads by label.
 // +kubebuilder:validation:XValidation:rule="(has(self.selector.matchLabels) && size(self.selector.matchLabels) > 0) || (has(self.selector.matchExpressions) && size(self.selector.matchExpressions) > 0)",message="targetSelector.selector needs at least one matchLabels or matchExpressions entry: an empty selector would select every workload in the namespace"

@@ -114,6 +114,11 @@ func countWrites(keys []client.ObjectKey, migrations, deployments watch.Interfac
 // the API server ends early would undercount, so it is reported.
 func (w *writeWatch) follow(what string, ws watch.Interface, count func(watch.Event) error) {
 	for ev := range ws.ResultChan() {
+		if w.stopped.Load() {
+			// Stopping closes the stream under the decoder, which may
+			// report that as an error: nothing after it is counted.
+			continue
+		}
 		if ev.Type == watch.Error {
 			w.ended <- fmt.Errorf("the watch of the %s failed: %v", what, ev.Object)
 			return

@@ -83,3 +83,25 @@ func TestAWatchEndedEarlyIsAnError(t *testing.T) {
 		t.Fatalf("err = %v, want the Deployments' watch ended early", err)
 	}
 }
+
+// Stopping the count closes the watches' streams, which a watch of the
+// API server may report as an error event: that is not a failure.
+func TestAnErrorAfterTheStopIsNoFailure(t *testing.T) {
+	events := make(chan watch.Event)
+	migrations, deployments := watch.NewFake(), watch.NewProxyWatcher(events)
+	w := countWrites([]client.ObjectKey{{Namespace: "bench-00", Name: "a"}}, migrations, deployments)
+	migrations.Add(benchMigration("a", ""))
+	stopped := make(chan error, 1)
+	go func() {
+		_, err := w.stop()
+		stopped <- err
+	}()
+	for !w.stopped.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	events <- watch.Event{Type: watch.Error, Object: &metav1.Status{Message: "http2: response body closed"}}
+	close(events)
+	if err := <-stopped; err != nil {
+		t.Fatalf("an error event after the stop failed the count: %v", err)
+	}
+}

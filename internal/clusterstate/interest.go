@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
 // Interest is what a change in its namespace must touch to concern one
@@ -16,9 +18,9 @@ import (
 // churn elsewhere in the namespace costs it nothing.
 type Interest struct {
 	Settled bool
-	// Workloads are the targets by "Kind/name"; Selector, when the spec
-	// selects its targets by label, selects the workloads it may add.
-	Workloads map[string]bool
+	// Workloads are the targets; Selector, when the spec selects its
+	// targets by label, selects the workloads it may add.
+	Workloads map[pgv1.TargetRef]bool
 	Selector  labels.Selector
 	// Pods select the pods whose change can change a verdict: the
 	// targets', those the constraint counts and the protected ones.
@@ -46,8 +48,8 @@ func (in *Interest) concernsPod(podLabels ...labels.Set) bool {
 	return false
 }
 
-func (in *Interest) concernsWorkload(kind, name string, workloadLabels labels.Set) bool {
-	if !in.Settled || in.Workloads[kind+"/"+name] {
+func (in *Interest) concernsWorkload(ref pgv1.TargetRef, workloadLabels labels.Set) bool {
+	if !in.Settled || in.Workloads[ref] {
 		return true
 	}
 	return in.Selector != nil && workloadLabels != nil && in.Selector.Matches(workloadLabels)
@@ -174,9 +176,9 @@ func (r *Router) PodChange(namespace string, before, after map[string]string) []
 }
 
 // WorkloadChange lists the migrations a change of a workload concerns.
-func (r *Router) WorkloadChange(namespace, kind, name string, workloadLabels map[string]string) []types.NamespacedName {
+func (r *Router) WorkloadChange(namespace string, ref pgv1.TargetRef, workloadLabels map[string]string) []types.NamespacedName {
 	return r.concerned(namespace, func(in *Interest) bool {
-		return in.concernsWorkload(kind, name, labelSet(workloadLabels))
+		return in.concernsWorkload(ref, labelSet(workloadLabels))
 	})
 }
 

@@ -51,7 +51,7 @@ func (s *scope) advance(ctx context.Context, group []*target, stage pgv1.Stage) 
 			return outcome{}, err
 		}
 		facts.Unstable, podsStableAt = s.podsUnstable(group)
-		if facts.Unstable == "" && verdict.PreflightDue(pm) {
+		if facts.Unstable == "" && verdict.PreflightDue(s.intent()) {
 			if err := s.preflight(ctx, group, &verdict); err != nil {
 				return outcome{}, err
 			}
@@ -110,7 +110,7 @@ func (s *scope) othersOn(group []*target) (planning.Verdict, planning.Facts) {
 	if name, t := s.inFlightOn(group); name != "" {
 		facts.InFlight, facts.InFlightOn = name, t.String()
 	}
-	return planning.Verdict{Claim: planning.ClaimOf(s.pm, s.others, refsOf(group))}, facts
+	return planning.Verdict{Claim: planning.ClaimOf(s.intent(), s.others, refsOf(group))}, facts
 }
 
 // checkOthers waits for, or stops before, the other migrations of the

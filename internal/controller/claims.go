@@ -23,7 +23,7 @@ func (s *scope) inFlightOn(group []*target) (string, *target) {
 			return owner, t
 		}
 	}
-	name, ref := planning.InFlight(s.pm, s.others, refsOf(group))
+	name, ref := planning.InFlight(s.intent(), s.others, refsOf(group))
 	if name == "" {
 		return "", nil
 	}

@@ -99,7 +99,7 @@ func (s *scope) simulateDisruptions(p planning.Policies) (planning.DisruptionVer
 	v := planning.Tolerated
 	err := s.r.State.With(func(snap *placement.Snapshot) error {
 		var err error
-		v, err = planning.Disruptions(snap, &s.pm.Spec, planned(s.targets), p)
+		v, err = planning.Disruptions(snap, s.intent(), planned(s.targets), p)
 		return err
 	})
 	return v, err

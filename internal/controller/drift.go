@@ -128,7 +128,7 @@ func (s *scope) adoptUnverified() (outcome, bool) {
 func (s *scope) releaseRemoved(gone []pgv1.TargetStatus) outcome {
 	var names []string
 	for _, ts := range gone {
-		names = append(names, string(ts.Kind)+"/"+ts.Name)
+		names = append(names, ts.Ref().String())
 	}
 	if s.pm.Spec.OnDelete != pgv1.DeletionRevert {
 		for _, ts := range gone {

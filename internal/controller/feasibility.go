@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,9 +14,8 @@ import (
 // placementOwners names the field managers, other than this migration's,
 // that own anti-affinity or spread fields of the target ref ("Kind/name"),
 // from its managed fields, which only the API server has.
-func (s *scope) placementOwners(ctx context.Context, ref string) (string, error) {
-	kind, name, _ := strings.Cut(ref, "/")
-	t := s.target(pgv1.WorkloadKind(kind), name)
+func (s *scope) placementOwners(ctx context.Context, ref pgv1.TargetRef) (string, error) {
+	t := s.target(ref.Kind, ref.Name)
 	if t == nil {
 		return "", nil
 	}

@@ -3,6 +3,7 @@ package controller
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/clusterstate"
 )
 
@@ -14,9 +15,9 @@ func (s *scope) interestOf() *clusterstate.Interest {
 	if !settled(s.pm) {
 		return clusterstate.AtWork
 	}
-	in := &clusterstate.Interest{Settled: true, Workloads: map[string]bool{}}
+	in := &clusterstate.Interest{Settled: true, Workloads: map[pgv1.TargetRef]bool{}}
 	for _, ref := range s.pm.Spec.Targets {
-		in.Workloads[ref.String()] = true
+		in.Workloads[ref] = true
 	}
 	if ts := s.pm.Spec.TargetSelector; ts != nil {
 		sel, err := metav1.LabelSelectorAsSelector(ts.Selector.AsMeta())
@@ -27,7 +28,7 @@ func (s *scope) interestOf() *clusterstate.Interest {
 	}
 	selectors := []*metav1.LabelSelector{}
 	for _, t := range s.targets {
-		in.Workloads[string(t.Ref.Kind)+"/"+t.Ref.Name] = true
+		in.Workloads[t.Ref] = true
 		selectors = append(selectors, t.Selector())
 	}
 	if a := s.constraint.AntiAffinity; a != nil && a.Selector != nil {

@@ -95,7 +95,7 @@ func TestAChangeReachesOnlyTheMigrationsItConcerns(t *testing.T) {
 	}
 	for _, tc := range workloads {
 		t.Run(tc.name, func(t *testing.T) {
-			got := names(in.WorkloadChange("shop", tc.kind, tc.workload, tc.labels))
+			got := names(in.WorkloadChange("shop", pgv1.TargetRef{Kind: pgv1.WorkloadKind(tc.kind), Name: tc.workload}, tc.labels))
 			if !equalStrings(got, tc.want) {
 				t.Errorf("concerned %v, want %v", got, tc.want)
 			}

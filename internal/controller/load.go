@@ -23,7 +23,7 @@ func (s *scope) loadTargets(ctx context.Context, refs []pgv1.TargetRef) error {
 			return err
 		}
 		if t == nil {
-			s.missing = append(s.missing, ref.String())
+			s.missing = append(s.missing, ref)
 			continue
 		}
 		s.targets = append(s.targets, &target{&planning.Target{Target: t, Ref: ref}})

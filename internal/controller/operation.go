@@ -92,7 +92,7 @@ func (s *scope) abandonIfGone(op *pgv1.Operation) (outcome, bool) {
 		s.forget(ot.Kind, ot.Name)
 		msg := fmt.Sprintf("%s/%s was deleted or re-created while its %s operation was in flight; the migration starts over for it", ot.Kind, ot.Name, op.Action)
 		if t == nil {
-			return outcome{blocked: true, reason: pgv1.ReasonTargetNotFound, message: msg + "; " + missingMessage([]string{pgv1.TargetRef{Kind: ot.Kind, Name: ot.Name}.String()}, s.pm.Namespace)}, true
+			return outcome{blocked: true, reason: pgv1.ReasonTargetNotFound, message: msg + "; " + missingMessage([]pgv1.TargetRef{ot.Ref()}, s.pm.Namespace)}, true
 		}
 		return outcome{reason: pgv1.ReasonProgressing, message: msg}, true
 	}
@@ -108,7 +108,7 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 	var written []string
 	for _, i := range pending {
 		ot := &op.Targets[i]
-		ref := pgv1.TargetRef{Kind: ot.Kind, Name: ot.Name}
+		ref := ot.Ref()
 		if op.Action == pgv1.ActionVerify {
 			// Found applied: nothing to write, only to verify.
 			ot.AppliedGeneration = max(ot.GenerationBefore, 1)

@@ -262,12 +262,12 @@ func (r *PlacementMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	// update, so a workload whose labels leave a targetSelector is seen.
 	workload := func(kind pgv1.WorkloadKind) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			return requests(r.router.WorkloadChange(o.GetNamespace(), string(kind), o.GetName(), o.GetLabels()))
+			return requests(r.router.WorkloadChange(o.GetNamespace(), pgv1.TargetRef{Kind: kind, Name: o.GetName()}, o.GetLabels()))
 		})
 	}
 	autoscaler := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		ref := o.(*autoscalingv2.HorizontalPodAutoscaler).Spec.ScaleTargetRef
-		return requests(r.router.WorkloadChange(o.GetNamespace(), ref.Kind, ref.Name, nil))
+		return requests(r.router.WorkloadChange(o.GetNamespace(), pgv1.TargetRef{Kind: pgv1.WorkloadKind(ref.Kind), Name: ref.Name}, nil))
 	})
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&pgv1.PlacementMigration{}).

@@ -12,9 +12,14 @@ import (
 // asked before it (planning.Evaluate); the operator asks it once the pods
 // are stable too, and the guards say what its verdict does.
 
+// intent is what the migration sets out to do, as the one question asks
+// it, with the targets its status says it holds now: a write made during
+// this reconcile counts.
+func (s *scope) intent() planning.Intent { return planning.IntentOf(s.pm) }
+
 // situation is what the one question about the group hangs on.
 func (s *scope) situation(group []*target) planning.Situation {
-	return planning.Situation{Migration: s.pm, Targets: planned(group), Others: s.others, Companions: s.companions()}
+	return planning.Situation{Intent: s.intent(), Targets: planned(group), Others: s.others, Companions: s.companions()}
 }
 
 // preflight asks the pre-flight of a verdict it is due for, with the

@@ -14,7 +14,6 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
-	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/provision"
 )
 
@@ -211,4 +210,4 @@ func releaseReason(pm *pgv1.PlacementMigration, phase pgv1.Phase) string {
 }
 
 // requestSpec bounds and marks the migration's capacity request.
-func (s *scope) requestSpec() placement.RequestSpec { return planning.RequestSpec(s.pm) }
+func (s *scope) requestSpec() placement.RequestSpec { return s.intent().RequestSpec() }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,7 +31,7 @@ type scope struct {
 	constraint placement.Constraint
 	targets    []*target
 	// missing are targets named in the spec that do not exist.
-	missing []string
+	missing []pgv1.TargetRef
 	// selected is how many workloads the spec names or selects.
 	selected int
 	// others are the namespace's other migrations.
@@ -167,12 +168,7 @@ func (s *scope) removed() []pgv1.TargetStatus {
 }
 
 func (s *scope) isMissing(kind pgv1.WorkloadKind, name string) bool {
-	for _, m := range s.missing {
-		if m == string(kind)+"/"+name {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(s.missing, pgv1.TargetRef{Kind: kind, Name: name})
 }
 
 func (s *scope) forget(kind pgv1.WorkloadKind, name string) {
@@ -193,6 +189,10 @@ func targetNames(ts []*target) string {
 	return firstFew(names, 5)
 }
 
-func missingMessage(missing []string, ns string) string {
-	return fmt.Sprintf("%s not found in namespace %s; create it or correct spec.targets", strings.Join(missing, ", "), ns)
+func missingMessage(missing []pgv1.TargetRef, ns string) string {
+	names := make([]string, len(missing))
+	for i, ref := range missing {
+		names[i] = ref.String()
+	}
+	return fmt.Sprintf("%s not found in namespace %s; create it or correct spec.targets", strings.Join(names, ", "), ns)
 }

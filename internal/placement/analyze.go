@@ -102,7 +102,7 @@ func (s *Snapshot) Analyze(q Question) (Answer, error) {
 		}
 		a.Rollouts[w.Ref()] = r
 		if r.Note != "" {
-			a.Hazards = append(a.Hazards, Hazard{Type: HazardOnDeleteStrategy, Workload: w.Ref().String(), Message: r.Note})
+			a.Hazards = append(a.Hazards, Hazard{Type: HazardOnDeleteStrategy, Workload: w.Ref(), Message: r.Note})
 		}
 		if h := s.rolloutHazard(changed, c, r); h != nil {
 			a.Hazards = append(a.Hazards, *h)
@@ -149,7 +149,7 @@ func unpredicted(w *Workload) *Hazard {
 	if len(w.Template.Spec.ResourceClaims) == 0 {
 		return nil
 	}
-	return &Hazard{Type: HazardNotPredicted, Workload: w.Ref().String(), Message: fmt.Sprintf(
+	return &Hazard{Type: HazardNotPredicted, Workload: w.Ref(), Message: fmt.Sprintf(
 		"%s: its pods claim devices (resourceClaims), which kube-scheduler's DynamicResources plugin allocates and placement-guard does not model: where they fit is not predicted, only the other filters are",
 		w.Ref())}
 }

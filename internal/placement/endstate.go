@@ -248,7 +248,7 @@ func spreadEndHazard(w *Workload, c Constraint, es EndStates) *Hazard {
 		if es.Exhaustive || es.Proven {
 			return nil
 		}
-		return withFix(&Hazard{Type: HazardSpreadEndsSkewed, Workload: w.Ref().String(), Message: fmt.Sprintf(
+		return withFix(&Hazard{Type: HazardSpreadEndsSkewed, Workload: w.Ref(), Message: fmt.Sprintf(
 			"%s: the search for rollout orders that end beyond maxSkew %d stopped after %d states without finding one; the end state is not proven.",
 			w.Ref(), es.MaxSkew, es.Explored)}, spreadFix(w, c))
 	}
@@ -260,7 +260,7 @@ func spreadEndHazard(w *Workload, c Constraint, es EndStates) *Hazard {
 	}
 	counts := rolloutsOf(w.Kind).replaced()
 	return withFix(&Hazard{
-		Type: HazardSpreadEndsSkewed, Blocking: true, Workload: w.Ref().String(),
+		Type: HazardSpreadEndsSkewed, Blocking: true, Workload: w.Ref(),
 		Message: fmt.Sprintf("%s: every step of the rollout would be legal, yet it can end with the pods at %s over %s: skew %d > maxSkew %d (%d of %d predicted end states), because the spread counts %s while they still run.",
 			w.Ref(), DescribeCounts(worst.Counted), es.TopologyKey, worst.Skew, es.MaxSkew, len(skewed), len(es.States), counts),
 	}, spreadFix(w, c))

@@ -35,8 +35,9 @@ const (
 type Hazard struct {
 	Type     string
 	Blocking bool
-	// Workload is "Kind/name", empty for findings about the cluster.
-	Workload string
+	// Workload is the workload found to be at risk; the zero reference
+	// for findings about the cluster.
+	Workload pgv1.TargetRef
 	Message  string
 	// Fix is the change that removes the hazard, in few words, worded for
 	// the workload's kind; the Message ends with it, or with a longer form
@@ -74,7 +75,7 @@ func (s *Snapshot) selectorOverlap(w *Workload, c Constraint, targets map[types.
 		term, err = newAffinityTerm(own, &corev1.PodAffinityTerm{LabelSelector: sc.LabelSelector, MatchLabelKeys: sc.MatchLabelKeys, TopologyKey: sc.TopologyKey})
 	}
 	if err != nil {
-		return &Hazard{Type: HazardSelectorOverlap, Blocking: true, Workload: w.Ref().String(), Message: fmt.Sprintf("%s: the constraint's selector is invalid: %v", w.Ref(), err)}
+		return &Hazard{Type: HazardSelectorOverlap, Blocking: true, Workload: w.Ref(), Message: fmt.Sprintf("%s: the constraint's selector is invalid: %v", w.Ref(), err)}
 	}
 	// A selector that does not select the workload's own pods keeps them
 	// apart from others on purpose (a graph DB apart from a search engine).
@@ -108,7 +109,7 @@ func (s *Snapshot) selectorOverlap(w *Workload, c Constraint, targets map[types.
 	}
 	fix := rolloutsOf(w.Kind).overlapFix()
 	return withFix(&Hazard{
-		Type: HazardSelectorOverlap, Blocking: true, Workload: w.Ref().String(),
+		Type: HazardSelectorOverlap, Blocking: true, Workload: w.Ref(),
 		Message: fmt.Sprintf("%s: the constraint's selector %s also selects %d pod(s) of other workloads or revisions (%s); they would be counted with %s's own pods, as blue and green were in one zone.",
 			w.Ref(), describeSelector(term), len(strangers)-min(elsewhere, 1)+elsewhere, firstFew(strangers), w.Name),
 	}, fix)
@@ -147,7 +148,7 @@ func clobber(w *Workload, c Constraint, stage pgv1.Stage) *Hazard {
 			return nil
 		}
 		return withFix(&Hazard{
-			Type: HazardAffinityClobber, Blocking: true, Workload: w.Ref().String(),
+			Type: HazardAffinityClobber, Blocking: true, Workload: w.Ref(),
 			Message: fmt.Sprintf("%s already has %d podAntiAffinity.%s term(s) of its own; that list is replaced whole by any writer, so adding ours would take theirs over and the next apply of the workload would drop ours.",
 				w.Ref(), foreign, field),
 		}, fmt.Sprintf("add the term where %s is defined, next to the existing ones", w.Name))
@@ -157,7 +158,7 @@ func clobber(w *Workload, c Constraint, stage pgv1.Stage) *Hazard {
 			if tsc.TopologyKey == ours.TopologyKey && tsc.WhenUnsatisfiable == ours.WhenUnsatisfiable && !equalSpread(tsc, ours) &&
 				!equalSpread(tsc, c.Spread.SpreadConstraint(w.Selector, otherStage(stage))) {
 				return withFix(&Hazard{
-					Type: HazardAffinityClobber, Blocking: true, Workload: w.Ref().String(),
+					Type: HazardAffinityClobber, Blocking: true, Workload: w.Ref(),
 					Message: fmt.Sprintf("%s already has a %s spread on %s; spread constraints are keyed by topologyKey and whenUnsatisfiable, so ours would overwrite it.",
 						w.Ref(), tsc.WhenUnsatisfiable, tsc.TopologyKey),
 				}, fmt.Sprintf("change the existing constraint where %s is defined, or spread on another key", w.Name))
@@ -184,7 +185,7 @@ func (s *Snapshot) rolloutHazard(w *Workload, c Constraint, r Rollout) *Hazard {
 	verdict := r.Blocked.Message
 	if r.Blocked.Reasons[ReasonVolumeNodeAffinity] > 0 || r.Blocked.Reasons[ReasonVolumeZone] > 0 {
 		return withFix(&Hazard{
-			Type: HazardVolumeZonePinning, Blocking: true, Workload: w.Ref().String(),
+			Type: HazardVolumeZonePinning, Blocking: true, Workload: w.Ref(),
 			Message: fmt.Sprintf("%s: pod %s is pinned by its bound volume to domains the constraint on %s cannot accept (%s).",
 				w.Ref(), r.BlockedPod, c.TopologyKey(), verdict),
 		}, "move or recreate the volume in another domain first, or spread with a larger maxSkew")
@@ -192,21 +193,21 @@ func (s *Snapshot) rolloutHazard(w *Workload, c Constraint, r Rollout) *Hazard {
 	if surge, unavailable, surges, err := rolloutsOf(w.Kind).surgeLimits(w); surges {
 		if err == nil && unavailable == 0 && r.Blocked.Reasons[ReasonNodePorts] > 0 && s.completesWithOneUnavailable(w) {
 			return withFixes(&Hazard{
-				Type: HazardRolloutDeadlock, Blocking: true, Workload: w.Ref().String(),
+				Type: HazardRolloutDeadlock, Blocking: true, Workload: w.Ref(),
 				Message: fmt.Sprintf("%s: the rollout would deadlock: its pods bind host port %s, which the old pods hold on every node a new pod may use, and maxUnavailable 0 keeps every old pod, so surge pod %s stays Pending (%s).",
 					w.Ref(), describeHostPorts(podHostPorts(&corev1.Pod{Spec: w.Template.Spec})), r.BlockedPod, verdict),
 			}, deadlockFix, deadlockFixAtLength)
 		}
 		if err == nil && unavailable == 0 && s.completesWithOneUnavailable(w) {
 			return withFixes(&Hazard{
-				Type: HazardRolloutDeadlock, Blocking: true, Workload: w.Ref().String(),
+				Type: HazardRolloutDeadlock, Blocking: true, Workload: w.Ref(),
 				Message: fmt.Sprintf("%s: the rollout would deadlock: %d replicas + maxSurge %d need more %s domains than the hard constraint allows, and maxUnavailable 0 keeps every old pod, so surge pod %s stays Pending (%s).",
 					w.Ref(), w.Replicas, surge, c.TopologyKey(), r.BlockedPod, verdict),
 			}, deadlockFix, deadlockFixAtLength+s.revisionScopedAdvice(w, c))
 		}
 	}
 	return withFix(&Hazard{
-		Type: HazardUnschedulable, Blocking: true, Workload: w.Ref().String(),
+		Type: HazardUnschedulable, Blocking: true, Workload: w.Ref(),
 		Message: fmt.Sprintf("%s: pod %s could not be placed during the rollout: %s", w.Ref(), r.BlockedPod, verdict),
 	}, "add nodes that admit the pod, or keep the constraint soft (finalStage: Soft)")
 }

@@ -66,13 +66,14 @@ func JudgeChange(snap *placement.Snapshot, ch Change, withNodes func(placement.C
 			return nil, err
 		}
 		var hs []placement.Hazard
-		if claim := claimOnChange(sit.Migration, sit.Others); claim != nil {
+		ref := ch.Target.Workload.Ref()
+		if claim := claimOnChange(sit.Intent, ref, sit.Others); claim != nil {
 			hs = append(hs, claimOfChange(*claim))
 		}
 		// Unlike a migration's, a change is written whoever else writes
 		// the field: what it does is judged all the same, so that a
 		// second writer never makes a deadlock admissible.
-		hold(sit.Migration)
+		sit.Intent.Held = []pgv1.TargetRef{ref}
 		var found []placement.Hazard
 		if withNodes(c) {
 			found, err = judgeWithNodes(snap, sit, ch.Preflight)
@@ -100,29 +101,20 @@ func (ch Change) situation(c placement.Constraint) (Situation, error) {
 	ref := t.Workload.Ref()
 	target := &Target{Target: &view, Ref: ref}
 	Render([]*Target{target}, c)
-	return Situation{Migration: migrationOf(ref, t.Workload.Namespace, c, ch.carried(c)), Targets: []*Target{target},
+	return Situation{Intent: ch.intent(ref, c), Targets: []*Target{target},
 		Others: ch.Migrations, Policies: ch.Policies, Change: true}, nil
 }
 
-// migrationOf is the migration that would write constraint c into the
-// workload ref names: never created, so the newest of its namespace, and
-// holding the field when the workload carried c before the change.
-func migrationOf(ref pgv1.TargetRef, namespace string, c placement.Constraint, carried bool) *pgv1.PlacementMigration {
-	pm := &pgv1.PlacementMigration{}
-	pm.Namespace = namespace
-	pm.Spec.Targets = []pgv1.TargetRef{ref}
-	pm.Spec.Constraint = SpecFromConstraint(c)
-	pm.Spec.FinalStage = pgv1.StageHard
-	if carried {
-		hold(pm)
+// intent is the migration that would write constraint c into the workload
+// ref names, hard at once: never created, so the newest of its namespace,
+// and holding the field when the workload carried c before the change. Its
+// guards are a migration's defaults: the pre-flight warns.
+func (ch Change) intent(ref pgv1.TargetRef, c placement.Constraint) Intent {
+	in := Intent{Constraint: c, Final: pgv1.StageHard, Provision: pgv1.ProvisionNone, Disruptions: pgv1.DisruptionWarn, MinPodAge: pgv1.DefaultMinPodAge}
+	if ch.carried(c) {
+		in.Held = []pgv1.TargetRef{ref}
 	}
-	return pm
-}
-
-// hold records the migration as holding the field on its target.
-func hold(pm *pgv1.PlacementMigration) {
-	ref := pm.Spec.Targets[0]
-	pm.Status.Targets = []pgv1.TargetStatus{{Kind: ref.Kind, Name: ref.Name, Stage: pgv1.StageHard}}
+	return in
 }
 
 // carried reports whether the spec the change replaces had constraint c.
@@ -142,7 +134,7 @@ func judgeWithNodes(snap *placement.Snapshot, sit Situation, preflight bool) ([]
 	if err != nil {
 		return nil, err
 	}
-	if preflight && v.PreflightDue(sit.Migration) {
+	if preflight && v.PreflightDue(sit.Intent) {
 		if err := v.AskPreflight(snap, sit); err != nil {
 			return nil, err
 		}
@@ -169,30 +161,29 @@ var changeFixes = map[string]string{
 
 // judgeWithoutNodes asks the engine's findings that need no nodes.
 func judgeWithoutNodes(snap *placement.Snapshot, sit Situation) []placement.Hazard {
-	q := placement.Question{Workloads: []*placement.Workload{WithOthers(sit.Migration, sit.Others, sit.Targets[0])},
-		Constraint: ConstraintFromSpec(sit.Migration.Spec.Constraint), Stage: pgv1.StageHard}
+	q := placement.Question{Workloads: []*placement.Workload{WithOthers(sit.Intent, sit.Others, sit.Targets[0])},
+		Constraint: sit.Intent.Constraint, Stage: pgv1.StageHard}
 	return snap.Findings(q)
 }
 
 // claimOnChange is the first other migration that writes, or is to
-// write, the field the change writes on its workload; nil when none does,
-// or when the workload carried the constraint before the change. A
+// write, the field the change writes on its workload ref; nil when none
+// does, or when the workload carried the constraint before the change. A
 // change is written after every migration: one that only names the
 // workload (not reconciled yet, or beside the workload in manifests)
 // claims it as well as one that holds it. Migrations being deleted, and
 // dry runs, claim nothing, as ClaimOf says.
-func claimOnChange(pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration) *Claim {
-	ref := pm.Spec.Targets[0]
-	if Holds(pm, ref) {
+func claimOnChange(in Intent, ref pgv1.TargetRef, others []pgv1.PlacementMigration) *Claim {
+	if in.Holds(ref) {
 		return nil
 	}
 	for i := range others {
 		o := &others[i]
-		if !o.DeletionTimestamp.IsZero() || o.Spec.DryRun || Compatible(pm.Spec.Constraint, o.Spec.Constraint) {
+		if !o.DeletionTimestamp.IsZero() || o.Spec.DryRun || compatible(in.Constraint, o.Spec.Constraint) {
 			continue
 		}
 		if Holds(o, ref) || targetsOf(o, ref) {
-			return &Claim{Migration: o.Name, Target: ref, Field: fieldOf(pm.Spec.Constraint)}
+			return &Claim{Migration: o.Name, Target: ref, Field: fieldOf(in.Constraint)}
 		}
 	}
 	return nil
@@ -201,7 +192,7 @@ func claimOnChange(pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration
 // claimOfChange words a claim on a field a change writes directly: the
 // migration holding it writes its entry back over the change.
 func claimOfChange(c Claim) placement.Hazard {
-	return placement.Hazard{Type: pgv1.ReasonTargetClaimed, Workload: c.Target.String(), Message: fmt.Sprintf(
+	return placement.Hazard{Type: pgv1.ReasonTargetClaimed, Workload: c.Target, Message: fmt.Sprintf(
 		"%s: the change writes %s, which PlacementMigration %s writes: the operator writes its entry back over another writer's, then stalls, and the two fight over the pods. Change or delete PlacementMigration %s instead, or spread on another key",
 		c.Target.String(), c.Field, c.Migration, c.Migration),
 		Fix: "change that PlacementMigration instead, or delete it first"}

@@ -76,7 +76,7 @@ func TestAChangeIsJudgedAsTheMigrationThatWouldMakeIt(t *testing.T) {
 			if h == nil {
 				t.Fatalf("want %s, got %+v", tc.want, hs)
 			}
-			if h.Blocking || !strings.Contains(h.Message, tc.says) || h.Workload != "Deployment/api" {
+			if h.Blocking || !strings.Contains(h.Message, tc.says) || h.Workload != (pgv1.TargetRef{Kind: pgv1.KindDeployment, Name: "api"}) {
 				t.Errorf("finding %+v: want it for information, on Deployment/api, saying %q", h, tc.says)
 			}
 		})

@@ -122,7 +122,7 @@ func HazardsFromAnswer(hs []placement.Hazard) []pgv1.Hazard {
 		if h.Blocking {
 			sev = pgv1.SeverityBlocking
 		}
-		out = append(out, pgv1.Hazard{Type: h.Type, Severity: sev, Target: h.Workload, Message: Truncate(h.Message, MaxHazardMessage)})
+		out = append(out, pgv1.Hazard{Type: h.Type, Severity: sev, Target: h.Workload.String(), Message: Truncate(h.Message, MaxHazardMessage)})
 	}
 	return out
 }

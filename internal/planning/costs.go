@@ -61,7 +61,7 @@ func RankedByOther(pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration
 		if !o.Spec.KeepsDeletionCosts() || !o.DeletionTimestamp.IsZero() || Recorded(o, ref) == nil {
 			continue
 		}
-		if olderThan(o, pm) {
+		if olderThan(o, pm.CreationTimestamp, pm.Name) {
 			return o.Name
 		}
 	}

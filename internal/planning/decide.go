@@ -79,7 +79,6 @@ type Decision struct {
 // stage that only lowers the constraint to the final stage (Verdict.Lowers)
 // needs no answer.
 func Decide(sit Situation, v Verdict, f Facts) Decision {
-	pm := sit.Migration
 	stage := v.Stage
 	switch {
 	case v.Claim != nil:
@@ -100,9 +99,9 @@ func Decide(sit Situation, v Verdict, f Facts) Decision {
 	var d Decision
 	c := v.Answers[0].Capacity
 	if !c.Enough() {
-		msg := fmt.Sprintf("%s; waiting for them before the %s stage, nothing has been changed", c.Shortfall(ConstraintFromSpec(pm.Spec.Constraint).TopologyKey()), stage)
+		msg := fmt.Sprintf("%s; waiting for them before the %s stage, nothing has been changed", c.Shortfall(sit.Intent.Constraint.TopologyKey()), stage)
 		if stage == pgv1.StageHard {
-			msg = fmt.Sprintf("%s; the Soft stage stays applied until they exist", c.Shortfall(ConstraintFromSpec(pm.Spec.Constraint).TopologyKey()))
+			msg = fmt.Sprintf("%s; the Soft stage stays applied until they exist", c.Shortfall(sit.Intent.Constraint.TopologyKey()))
 		}
 		d = decided(WaitingForCapacity, pgv1.ReasonInsufficientCapacity, msg)
 		d.Capacity = &Milestone{Type: pgv1.ConditionCapacityAvailable, Status: metav1.ConditionFalse, Reason: pgv1.ReasonInsufficientCapacity, Message: msg}
@@ -140,7 +139,7 @@ func preflightFinding(sit Situation, dv DisruptionVerdict) *placement.Hazard {
 	switch {
 	case sit.Change:
 		h.Message = "once the change has rolled out, " + strings.TrimPrefix(dv.Message, afterHard)
-	case sit.Migration.Spec.DisruptionCheck() == pgv1.DisruptionBlock:
+	case sit.Intent.Disruptions == pgv1.DisruptionBlock:
 		h.Message, h.Blocking = dv.Message+PreflightBlocks, true
 	default:
 		h.Message = dv.Message + PreflightWarns
@@ -241,10 +240,10 @@ func Observe(sit Situation, protected []*corev1.Pod, now time.Time) Facts {
 			f.Paused = append(f.Paused, t.String())
 		}
 	}
-	if name, ref := InFlight(sit.Migration, sit.Others, refs); name != "" {
+	if name, ref := InFlight(sit.Intent, sit.Others, refs); name != "" {
 		f.InFlight, f.InFlightOn = name, ref.String()
 	}
-	f.Unstable, _ = Unstable(pods, sit.Migration.Spec.MinPodAge(), now)
+	f.Unstable, _ = Unstable(pods, sit.Intent.MinPodAge, now)
 	f.Protected = ProtectedNames(protected)
 	return f
 }

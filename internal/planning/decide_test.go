@@ -23,7 +23,7 @@ func asked(t *testing.T, nodes, replicas int, stage pgv1.Stage, capacity *pgv1.C
 			Constraint: pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname}},
 			Capacity:   capacity, Guards: guards, FinalStage: pgv1.StageHard}}
 	Render(found, ConstraintFromSpec(pm.Spec.Constraint))
-	sit := Situation{Migration: pm, Targets: found}
+	sit := Situation{Intent: IntentOf(pm), Targets: found}
 	v, err := AskStage(snap, sit, stage)
 	if err != nil {
 		t.Fatal(err)

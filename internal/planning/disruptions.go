@@ -42,8 +42,8 @@ type DisruptionVerdict struct {
 	// Fix is what lets the target survive it, in few words; the Message
 	// ends with it.
 	Fix string
-	// Target is the target ("Kind/name") that does not survive it.
-	Target string
+	// Target is the target that does not survive it.
+	Target pgv1.TargetRef
 }
 
 // failed is a disruption the target does not survive: why, and the fix
@@ -58,13 +58,12 @@ var Tolerated = DisruptionVerdict{OK: true, Reason: pgv1.ReasonDisruptionsTolera
 // Disruptions judges the targets as they run now, under the constraint at
 // stage final; the first failure is the verdict, and the all-clear names
 // what the first targets survive.
-func Disruptions(snap *placement.Snapshot, spec *pgv1.PlacementMigrationSpec, ts []*Target, p Policies) (DisruptionVerdict, error) {
-	final := spec.Final()
+func Disruptions(snap *placement.Snapshot, in Intent, ts []*Target, p Policies) (DisruptionVerdict, error) {
 	var cleared []string
 	for _, t := range ts {
-		got, err := disruptionsOf(snap, spec, t, final, p)
+		got, err := disruptionsOf(snap, in.Constraint, t, in.Final, p)
 		if err != nil || !got.OK {
-			got.Target = t.Ref.String()
+			got.Target = t.Ref
 			return got, err
 		}
 		cleared = append(cleared, got.Message)
@@ -81,11 +80,11 @@ func Disruptions(snap *placement.Snapshot, spec *pgv1.PlacementMigrationSpec, ts
 // workload carries the other migrations' constraints, as when the stage
 // was asked. A rollout that does not complete leaves no placement: the
 // feasibility check has judged it.
-func DisruptionsAfterHard(snap *placement.Snapshot, pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration, ts []*Target, hard placement.Answer, p Policies) (DisruptionVerdict, error) {
+func DisruptionsAfterHard(snap *placement.Snapshot, in Intent, others []pgv1.PlacementMigration, ts []*Target, hard placement.Answer, p Policies) (DisruptionVerdict, error) {
 	for _, t := range ts {
-		got, err := disruptionsAfter(snap, pm, others, t, hard, p)
+		got, err := disruptionsAfter(snap, in, others, t, hard, p)
 		if err != nil || !got.OK {
-			got.Target = t.Ref.String()
+			got.Target = t.Ref
 			return got, err
 		}
 	}
@@ -96,20 +95,20 @@ func DisruptionsAfterHard(snap *placement.Snapshot, pm *pgv1.PlacementMigration,
 // stage's rollout leaves.
 const afterHard = "once the Hard stage has rolled out, "
 
-func disruptionsAfter(snap *placement.Snapshot, pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration, t *Target, hard placement.Answer, p Policies) (DisruptionVerdict, error) {
+func disruptionsAfter(snap *placement.Snapshot, in Intent, others []pgv1.PlacementMigration, t *Target, hard placement.Answer, p Policies) (DisruptionVerdict, error) {
 	key := t.Ref
 	r, found := hard.Rollouts[key]
 	spec := hard.Templates[key]
 	if !found || spec == nil || !r.Completes {
 		return Tolerated, nil
 	}
-	w := WithOthers(pm, others, t).WithSpec(spec)
+	w := WithOthers(in, others, t).WithSpec(spec)
 	v := Tolerated
 	err := snap.WithRolledOut(w, r, func(rolled *placement.Workload, pods []*corev1.Pod) error {
 		view := *t.Target
 		view.Workload, view.Pods = rolled, pods
 		var err error
-		v, err = disruptionsOf(snap, &pm.Spec, &Target{Target: &view, Ref: t.Ref, Rendered: t.Rendered}, pgv1.StageHard, p)
+		v, err = disruptionsOf(snap, in.Constraint, &Target{Target: &view, Ref: t.Ref, Rendered: t.Rendered}, pgv1.StageHard, p)
 		return err
 	})
 	if err != nil {
@@ -123,7 +122,7 @@ func disruptionsAfter(snap *placement.Snapshot, pm *pgv1.PlacementMigration, oth
 
 // disruptionsOf simulates the disruptions of one target, the cheapest
 // first.
-func disruptionsOf(snap *placement.Snapshot, spec *pgv1.PlacementMigrationSpec, t *Target, final pgv1.Stage, p Policies) (DisruptionVerdict, error) {
+func disruptionsOf(snap *placement.Snapshot, c placement.Constraint, t *Target, final pgv1.Stage, p Policies) (DisruptionVerdict, error) {
 	maxReplicas, v, err := scaleOut(snap, t, final, p.Autoscalers)
 	if err != nil || !v.OK {
 		return v, err
@@ -140,7 +139,7 @@ func disruptionsOf(snap *placement.Snapshot, spec *pgv1.PlacementMigrationSpec, 
 	if v, err := drains(snap, t, final, drained); err != nil || !v.OK {
 		return v, err
 	}
-	lost, err := zoneLoss(snap, spec.Constraint, t, final)
+	lost, err := zoneLoss(snap, c, t, final)
 	if err != nil || !lost.OK {
 		return lost, err
 	}

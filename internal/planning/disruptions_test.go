@@ -111,7 +111,7 @@ func TestDisruptionsNameTheFirstOneATargetDoesNotSurvive(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			snap, ts := apartCluster(t, tc.spec.Constraint.PodAntiAffinity.TopologyKey, tc.nodes, tc.replicas, tc.zones)
-			v, err := Disruptions(snap, tc.spec, ts, tc.policies)
+			v, err := Disruptions(snap, IntentOf(&pgv1.PlacementMigration{Spec: *tc.spec}), ts, tc.policies)
 			if err != nil {
 				t.Fatal(err)
 			}

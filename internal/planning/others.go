@@ -3,6 +3,8 @@ package planning
 import (
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
 )
@@ -17,13 +19,14 @@ import (
 // field keeps it; the other is refused, naming it. The operator, plan and
 // lint ask this the same way.
 
-// Compatible reports whether two constraints can share a workload.
-func Compatible(a, b pgv1.Constraint) bool {
+// compatible reports whether constraint c and another migration's
+// constraint o can share a workload.
+func compatible(c placement.Constraint, o pgv1.Constraint) bool {
 	switch {
-	case a.PodAntiAffinity != nil && b.PodAntiAffinity != nil:
+	case c.AntiAffinity != nil && o.PodAntiAffinity != nil:
 		return false
-	case a.TopologySpread != nil && b.TopologySpread != nil:
-		return a.TopologySpread.TopologyKey != b.TopologySpread.TopologyKey
+	case c.Spread != nil && o.TopologySpread != nil:
+		return c.Spread.TopologyKey != o.TopologySpread.TopologyKey
 	}
 	return true
 }
@@ -63,17 +66,18 @@ func targetsOf(pm *pgv1.PlacementMigration, ref pgv1.TargetRef) bool {
 	return false
 }
 
-// olderThan orders migrations by creation, then name: the older one takes
-// a field neither holds yet. A migration not created yet (one a plan reads
-// from a file) is the newest.
-func olderThan(a, b *pgv1.PlacementMigration) bool {
+// olderThan orders migration o before the one created at created and
+// named name, by creation, then name: the older one takes a field neither
+// holds yet. One not created (a change, or a migration a plan reads from
+// a file) is the newest.
+func olderThan(o *pgv1.PlacementMigration, created metav1.Time, name string) bool {
 	switch {
-	case a.CreationTimestamp.IsZero() != b.CreationTimestamp.IsZero():
-		return b.CreationTimestamp.IsZero()
-	case !a.CreationTimestamp.Equal(&b.CreationTimestamp):
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	case o.CreationTimestamp.IsZero() != created.IsZero():
+		return created.IsZero()
+	case !o.CreationTimestamp.Equal(&created):
+		return o.CreationTimestamp.Before(&created)
 	}
-	return a.Name < b.Name
+	return o.Name < name
 }
 
 // Claim is another migration that holds, or goes first for, a field a
@@ -95,43 +99,43 @@ func (c Claim) Message() string {
 }
 
 // ClaimOf is the first other migration of the namespace that holds, or
-// goes first for, a field pm would write on one of refs; nil when none
-// does. Migrations being deleted, and dry runs, which never write, claim
-// nothing.
-func ClaimOf(pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration, refs []pgv1.TargetRef) *Claim {
+// goes first for, a field the intent would write on one of refs; nil when
+// none does. Migrations being deleted, and dry runs, which never write,
+// claim nothing.
+func ClaimOf(in Intent, others []pgv1.PlacementMigration, refs []pgv1.TargetRef) *Claim {
 	for i := range others {
 		o := &others[i]
-		if o.Name == pm.Name || !o.DeletionTimestamp.IsZero() || o.Spec.DryRun || Compatible(pm.Spec.Constraint, o.Spec.Constraint) {
+		if !in.isOther(o) || !o.DeletionTimestamp.IsZero() || o.Spec.DryRun || compatible(in.Constraint, o.Spec.Constraint) {
 			continue
 		}
 		for _, ref := range refs {
-			if Holds(pm, ref) {
+			if in.Holds(ref) {
 				continue
 			}
-			if Holds(o, ref) || targetsOf(o, ref) && olderThan(o, pm) {
-				return &Claim{Migration: o.Name, Target: ref, Field: fieldOf(pm.Spec.Constraint)}
+			if Holds(o, ref) || targetsOf(o, ref) && olderThan(o, in.Created, in.Name) {
+				return &Claim{Migration: o.Name, Target: ref, Field: fieldOf(in.Constraint)}
 			}
 		}
 	}
 	return nil
 }
 
-func fieldOf(c pgv1.Constraint) string {
-	if c.PodAntiAffinity != nil {
+func fieldOf(c placement.Constraint) string {
+	if c.AntiAffinity != nil {
 		return "the pod anti-affinity term lists"
 	}
-	return "the spread on " + c.TopologySpread.TopologyKey
+	return "the spread on " + c.Spread.TopologyKey
 }
 
 // WithOthers is the target's workload with the final stage of every other
 // compatible migration of it added to the template, so that two
 // compatible migrations do not each pass on a cluster that cannot hold
 // both.
-func WithOthers(pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration, t *Target) *placement.Workload {
+func WithOthers(in Intent, others []pgv1.PlacementMigration, t *Target) *placement.Workload {
 	w := t.Workload
 	for i := range others {
 		o := &others[i]
-		if o.Name == pm.Name || o.Spec.DryRun || !targetsOf(o, t.Ref) || !Compatible(pm.Spec.Constraint, o.Spec.Constraint) || !o.DeletionTimestamp.IsZero() {
+		if !in.isOther(o) || o.Spec.DryRun || !targetsOf(o, t.Ref) || !compatible(in.Constraint, o.Spec.Constraint) || !o.DeletionTimestamp.IsZero() {
 			continue
 		}
 		c := ConstraintFromSpec(o.Spec.Constraint).RenderFor(w, []*placement.Workload{w})
@@ -146,11 +150,11 @@ func WithOthers(pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration, t
 
 // InFlight names another migration with a write in flight on one of the
 // targets (its status.operation), and the target; "" when none has.
-func InFlight(pm *pgv1.PlacementMigration, others []pgv1.PlacementMigration, refs []pgv1.TargetRef) (string, pgv1.TargetRef) {
+func InFlight(in Intent, others []pgv1.PlacementMigration, refs []pgv1.TargetRef) (string, pgv1.TargetRef) {
 	for _, ref := range refs {
 		for i := range others {
 			o := &others[i]
-			if o.Name == pm.Name || o.Status.Operation == nil {
+			if !in.isOther(o) || o.Status.Operation == nil {
 				continue
 			}
 			for _, ot := range o.Status.Operation.Targets {

@@ -45,7 +45,7 @@ func TestClaimOf(t *testing.T) {
 		{"a spread on another key shares the workload", migration("b", at(5), hosts, false), []pgv1.PlacementMigration{migration("a", at(0), zones, true)}, ""},
 		{"itself, as plan -f of an applied migration reads it", migration("a", at(0), zones, false), []pgv1.PlacementMigration{migration("a", at(0), zones, true)}, ""},
 	} {
-		got := ClaimOf(&c.pm, c.others, []pgv1.TargetRef{web})
+		got := ClaimOf(IntentOf(&c.pm), c.others, []pgv1.TargetRef{web})
 		switch {
 		case c.want == "" && got != nil:
 			t.Errorf("%s: claimed by %s", c.name, got.Migration)
@@ -55,13 +55,13 @@ func TestClaimOf(t *testing.T) {
 	}
 	dry := migration("a", at(0), hostname, true)
 	dry.Spec.DryRun = true
-	if got := ClaimOf(&pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Name: "b", CreationTimestamp: at(5)}, Spec: pgv1.PlacementMigrationSpec{Constraint: hostname}},
+	if got := ClaimOf(IntentOf(&pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Name: "b", CreationTimestamp: at(5)}, Spec: pgv1.PlacementMigrationSpec{Constraint: hostname}}),
 		[]pgv1.PlacementMigration{dry}, []pgv1.TargetRef{web}); got != nil {
 		t.Errorf("a dry run, which never writes, claims nothing: %+v", got)
 	}
 	deleting := migration("a", at(0), zones, true)
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	if got := ClaimOf(&pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Name: "b", CreationTimestamp: at(5)}, Spec: pgv1.PlacementMigrationSpec{Constraint: zonesLoose}},
+	if got := ClaimOf(IntentOf(&pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Name: "b", CreationTimestamp: at(5)}, Spec: pgv1.PlacementMigrationSpec{Constraint: zonesLoose}}),
 		[]pgv1.PlacementMigration{deleting}, []pgv1.TargetRef{web}); got != nil {
 		t.Errorf("a migration being deleted claims nothing: %+v", got)
 	}

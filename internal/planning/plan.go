@@ -37,7 +37,7 @@ func UniqueHazards(answers []placement.Answer) []placement.Hazard {
 	seen := map[string]bool{}
 	for _, a := range answers {
 		for _, h := range a.Hazards {
-			if key := h.Type + "/" + h.Workload; !seen[key] {
+			if key := h.Type + "/" + h.Workload.String(); !seen[key] {
 				seen[key] = true
 				out = append(out, h)
 			}

@@ -14,7 +14,8 @@ import (
 
 // Situation is what a verdict on a migration's next stage hangs on.
 type Situation struct {
-	Migration *pgv1.PlacementMigration
+	// Intent is the migration asked about, or the change (JudgeChange).
+	Intent Intent
 	// Targets are the migration's targets, resolved and rendered.
 	Targets []*Target
 	// Others are the migrations of the namespace, this one among them or
@@ -66,7 +67,7 @@ type Verdict struct {
 // engine's answers (AskStage), then, when it is due, the pre-flight.
 func Evaluate(snap *placement.Snapshot, sit Situation, stage pgv1.Stage) (Verdict, error) {
 	v, err := AskStage(snap, sit, stage)
-	if err != nil || !v.PreflightDue(sit.Migration) {
+	if err != nil || !v.PreflightDue(sit.Intent) {
 		return v, err
 	}
 	return v, v.AskPreflight(snap, sit)
@@ -78,34 +79,33 @@ func Evaluate(snap *placement.Snapshot, sit Situation, stage pgv1.Stage) (Verdic
 // stable too, since the pre-flight's drains cost many rollouts and a
 // migration waiting for its pods is looked at on every pod change.
 func AskStage(snap *placement.Snapshot, sit Situation, stage pgv1.Stage) (Verdict, error) {
-	pm := sit.Migration
+	in := sit.Intent
 	v := Verdict{Stage: stage, Disruptions: Tolerated}
 	refs := make([]pgv1.TargetRef, len(sit.Targets))
 	for i, t := range sit.Targets {
 		refs[i] = t.Ref
 	}
-	if v.Claim = ClaimOf(pm, sit.Others, refs); v.Claim != nil {
+	if v.Claim = ClaimOf(in, sit.Others, refs); v.Claim != nil {
 		return v, nil
 	}
 	v.Workloads = make([]*placement.Workload, len(sit.Targets))
 	for i, t := range sit.Targets {
-		v.Workloads[i] = WithOthers(pm, sit.Others, t)
+		v.Workloads[i] = WithOthers(in, sit.Others, t)
 	}
-	final := pm.Spec.Final()
+	final := in.Final
 	v.Stages = []pgv1.Stage{stage}
 	if stage != final {
 		v.Stages = append(v.Stages, final)
 	}
-	q := placement.Question{Workloads: v.Workloads, Constraint: ConstraintFromSpec(pm.Spec.Constraint),
-		Capacity: CapacityFromSpec(pm.Spec.Capacity), Companions: sit.Companions}
+	q := placement.Question{Workloads: v.Workloads, Constraint: in.Constraint, Capacity: in.Capacity, Companions: sit.Companions}
 	var err error
 	if v.Answers, err = Ask(snap, q, v.Stages); err != nil {
 		return v, err
 	}
-	if pm.Spec.Capacity.ProvisionMode() == pgv1.ProvisionNone {
+	if in.Provision == pgv1.ProvisionNone {
 		return v, nil
 	}
-	req, err := snap.RequestCapacity(v.Workloads, q.Constraint, q.Capacity, final, v.Answers[len(v.Answers)-1], RequestSpec(pm))
+	req, err := snap.RequestCapacity(v.Workloads, q.Constraint, q.Capacity, final, v.Answers[len(v.Answers)-1], in.RequestSpec())
 	if err != nil {
 		return v, fmt.Errorf("compute the capacity request: %w", err)
 	}
@@ -113,28 +113,18 @@ func AskStage(snap *placement.Snapshot, sit Situation, stage pgv1.Stage) (Verdic
 	return v, nil
 }
 
-// RequestSpec is how a migration's capacity request is bounded
-// (spec.capacity.provision.maxNodes) and marked as its own.
-func RequestSpec(pm *pgv1.PlacementMigration) placement.RequestSpec {
-	limit := 0
-	if c := pm.Spec.Capacity; c != nil && c.Provision != nil && c.Provision.MaxNodes != nil {
-		limit = int(*c.Provision.MaxNodes)
-	}
-	return placement.RequestSpec{MaxNodes: limit, Labels: map[string]string{placement.PlaceholderLabel: string(pm.UID)}}
-}
-
 // PreflightDue reports whether the verdict asks the pre-flight: before the
 // hard stage, with the capacity and no blocking hazard, when the guards
 // judge disruptions.
-func (v Verdict) PreflightDue(pm *pgv1.PlacementMigration) bool {
+func (v Verdict) PreflightDue(in Intent) bool {
 	return v.Stage == pgv1.StageHard && v.Claim == nil && len(v.Answers) > 0 &&
-		pm.Spec.DisruptionCheck() != pgv1.DisruptionIgnore && v.Answers[0].Capacity.Enough() && v.FirstBlocking() == nil
+		in.Disruptions != pgv1.DisruptionIgnore && v.Answers[0].Capacity.Enough() && v.FirstBlocking() == nil
 }
 
 // AskPreflight asks the hard stage's pre-flight of a verdict it is due for:
 // does what the rollout leaves survive the disruptions (DisruptionsAfterHard).
 func (v *Verdict) AskPreflight(snap *placement.Snapshot, sit Situation) error {
-	d, err := DisruptionsAfterHard(snap, sit.Migration, sit.Others, sit.Targets, v.Answers[0], sit.Policies)
+	d, err := DisruptionsAfterHard(snap, sit.Intent, sit.Others, sit.Targets, v.Answers[0], sit.Policies)
 	if err != nil {
 		return fmt.Errorf("pre-flight of the Hard stage: %w", err)
 	}
@@ -194,7 +184,7 @@ type Outcome struct {
 // A claim by another migration stops at the first.
 func EvaluateStages(snap *placement.Snapshot, sit Situation) ([]Verdict, error) {
 	var out []Verdict
-	for _, stage := range Stages(sit.Migration.Spec.Final()) {
+	for _, stage := range Stages(sit.Intent.Final) {
 		v, err := Evaluate(snap, sit, stage)
 		if err != nil {
 			return nil, err

@@ -17,13 +17,13 @@ const maxZonesSimulated = 10
 // zoneLoss simulates, for a constraint over zones, the loss of each zone
 // the target runs in. A zone's nodes stay in the cluster when it is lost,
 // unreachable, so a spread under nodeTaintsPolicy Ignore still counts it.
-func zoneLoss(snap *placement.Snapshot, c pgv1.Constraint, t *Target, final pgv1.Stage) (DisruptionVerdict, error) {
+func zoneLoss(snap *placement.Snapshot, c placement.Constraint, t *Target, final pgv1.Stage) (DisruptionVerdict, error) {
 	var keys []string
-	if c.TopologySpread != nil {
-		keys = append(keys, c.TopologySpread.TopologyKey)
+	if c.Spread != nil {
+		keys = append(keys, c.Spread.TopologyKey)
 	}
-	if c.PodAntiAffinity != nil && !slices.Contains(keys, c.PodAntiAffinity.TopologyKey) {
-		keys = append(keys, c.PodAntiAffinity.TopologyKey)
+	if c.AntiAffinity != nil && !slices.Contains(keys, c.AntiAffinity.TopologyKey) {
+		keys = append(keys, c.AntiAffinity.TopologyKey)
 	}
 	var survived []string
 	for _, key := range keys {
@@ -51,12 +51,12 @@ func zoneLoss(snap *placement.Snapshot, c pgv1.Constraint, t *Target, final pgv1
 // zoneLossFix offers what would let the lost zone's pods go elsewhere: for
 // a spread, not counting the lost zone or allowing more skew; otherwise
 // room in the zones left.
-func zoneLossFix(c pgv1.Constraint, l placement.DomainLoss, final pgv1.Stage) string {
-	ts := c.TopologySpread
+func zoneLossFix(c placement.Constraint, l placement.DomainLoss, final pgv1.Stage) string {
+	ts := c.Spread
 	if ts == nil || ts.TopologyKey != l.Key || l.Reasons[placement.ReasonSpread] == 0 {
 		return "add qualifying capacity in the other zones (N+1 per zone)" + softerFix(final)
 	}
-	if ts.NodeTaintsPolicy == pgv1.PolicyHonor && ts.MinDomains != nil {
+	if ts.NodeTaintsPolicy != nil && *ts.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor && ts.MinDomains != nil {
 		return "the zones left are fewer than minDomains: lower minDomains, or raise maxSkew" + softerFix(final)
 	}
 	return "the spread still counts the lost zone, with none of the pods, while its nodes exist: set nodeTaintsPolicy Honor (unreachable nodes then count for no zone), or raise maxSkew" + softerFix(final)

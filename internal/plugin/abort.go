@@ -100,7 +100,7 @@ func checkReverted(ctx context.Context, c client.Client, pm *pgv1.PlacementMigra
 		if ts.Applied == nil && (ts.Stage == "" || ts.Stage == pgv1.StageNone) {
 			continue
 		}
-		ref := pgv1.TargetRef{Kind: ts.Kind, Name: ts.Name}.String()
+		ref := ts.Ref().String()
 		obj := &metav1.PartialObjectMetadata{}
 		obj.SetGroupVersionKind(ts.Kind.GroupVersionKind())
 		err := c.Get(ctx, client.ObjectKey{Namespace: pm.Namespace, Name: ts.Name}, obj)
@@ -256,7 +256,7 @@ func carrying(pm *pgv1.PlacementMigration) []string {
 	var out []string
 	for _, ts := range pm.Status.Targets {
 		if ts.Applied != nil || (ts.Stage != "" && ts.Stage != pgv1.StageNone) {
-			out = append(out, string(ts.Kind)+"/"+ts.Name)
+			out = append(out, ts.Ref().String())
 		}
 	}
 	return out

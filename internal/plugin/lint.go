@@ -118,12 +118,12 @@ func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv
 	pm.Namespace = namespaceOr(pm.Namespace, defaultNS)
 	ns := pm.Namespace
 	var objects []client.Object
-	byRef := map[string]manifestWorkload{}
+	byRef := map[pgv1.TargetRef]manifestWorkload{}
 	for _, mw := range workloads {
 		if mw.workload.Namespace != ns {
 			continue
 		}
-		byRef[string(mw.workload.Kind)+"/"+mw.workload.Name] = mw
+		byRef[mw.workload.Ref()] = mw
 		objects = append(objects, mw.doc.Object.(client.Object))
 	}
 	refs, err := planning.TargetRefs(pm.Spec, objects)
@@ -131,29 +131,30 @@ func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv
 		return []Finding{{File: d.File, Line: d.Line, Object: objectName(d), Type: "InvalidSpec", Blocking: true, Message: err.Error()}}, nil
 	}
 	others := migrationsIn(migrations, ns)
-	if claim := planning.ClaimOf(pm, others, refs); claim != nil {
+	intent := planning.IntentOf(pm)
+	if claim := planning.ClaimOf(intent, others, refs); claim != nil {
 		return []Finding{{File: d.File, Line: d.Line, Object: objectName(d), Type: pgv1.ReasonTargetClaimed, Blocking: true, Message: claim.Message()}}, nil
 	}
 	var found []*planning.Target
 	for _, ref := range refs {
-		if mw, ok := byRef[ref.String()]; ok {
+		if mw, ok := byRef[ref]; ok {
 			found = append(found, manifestTarget(mw))
 		}
 	}
 	if len(found) == 0 {
 		return nil, nil
 	}
-	c := planning.ConstraintFromSpec(pm.Spec.Constraint)
+	c := intent.Constraint
 	planning.Render(found, c)
 	if !withNodes {
 		ws := make([]*placement.Workload, len(found))
 		for i, t := range found {
 			ws[i] = t.Workload
 		}
-		hs, err := planning.Judge(snap, false, placement.Question{Workloads: ws, Constraint: c, Capacity: planning.CapacityFromSpec(pm.Spec.Capacity)}, planning.Stages(pm.Spec.Final()))
+		hs, err := planning.Judge(snap, false, placement.Question{Workloads: ws, Constraint: c, Capacity: intent.Capacity}, planning.Stages(intent.Final))
 		return findingsAt(d, hs), err
 	}
-	sit := planning.Situation{Migration: pm, Targets: found, Others: others, Policies: policies(ns)}
+	sit := planning.Situation{Intent: intent, Targets: found, Others: others, Policies: policies(ns)}
 	verdicts, err := planning.EvaluateStages(snap, sit)
 	if err != nil {
 		return nil, err

@@ -147,7 +147,7 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 	if err != nil {
 		return report, err
 	}
-	sit := planning.Situation{Migration: pm, Targets: found, Others: c.migrationsIn(ns), Policies: c.policiesIn(ns)}
+	sit := planning.Situation{Intent: planning.IntentOf(pm), Targets: found, Others: c.migrationsIn(ns), Policies: c.policiesIn(ns)}
 	verdicts, err := planning.EvaluateStages(snap, sit)
 	if err != nil {
 		return report, err
@@ -209,7 +209,7 @@ func verdictAt(verdicts []planning.Verdict, stage pgv1.Stage) planning.Verdict {
 func verdictReport(sit planning.Situation, v planning.Verdict, facts planning.Facts) *VerdictReport {
 	d := planning.Decide(sit, v, facts)
 	r := &VerdictReport{Stage: v.Stage, Outcome: string(d.Kind), Reason: d.Reason, Message: d.Message,
-		Request: requestReport(sit.Migration, v.Request), Plan: d.Plan}
+		Request: requestReport(sit.Intent, v.Request), Plan: d.Plan}
 	if len(v.Answers) > 0 && v.Answers[0].Capacity.Enough() {
 		r.Hazards = v.Hazards()
 	}
@@ -218,14 +218,14 @@ func verdictReport(sit planning.Situation, v planning.Verdict, facts planning.Fa
 
 // requestReport is the capacity request the operator would make, nil when
 // it would make none.
-func requestReport(pm *pgv1.PlacementMigration, req *placement.CapacityRequest) *RequestReport {
+func requestReport(in planning.Intent, req *placement.CapacityRequest) *RequestReport {
 	if req == nil || req.Shortfall == 0 {
 		return nil
 	}
-	r := &RequestReport{Mode: pm.Spec.Capacity.ProvisionMode(), Placeholders: req.Replicas, Nodes: req.Replicas - req.Resident,
+	r := &RequestReport{Mode: in.Provision, Placeholders: req.Replicas, Nodes: req.Replicas - req.Resident,
 		Shortfall: req.Shortfall, Why: req.Why}
 	if req.Capped() {
-		r.MaxNodes = planning.RequestSpec(pm).MaxNodes
+		r.MaxNodes = in.MaxNodes
 	}
 	return r
 }

@@ -37,7 +37,7 @@ func (t *Target) Kind() pgv1.WorkloadKind { return t.Workload.Kind }
 func (t *Target) Name() string { return t.Workload.Name }
 
 // String is "Kind/name", as messages name workloads.
-func (t *Target) String() string { return string(t.Workload.Kind) + "/" + t.Workload.Name }
+func (t *Target) String() string { return t.Workload.Ref().String() }
 
 // UID is the workload object's uid.
 func (t *Target) UID() types.UID { return t.Object().GetUID() }
