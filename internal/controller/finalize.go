@@ -139,11 +139,13 @@ func (r *PlacementMigrationReconciler) syncFinalizer(ctx context.Context, pm *pg
 	if addCosts {
 		controllerutil.AddFinalizer(pm, pgv1.DeletionCostFinalizer)
 	}
+	replaced := pm.ResourceVersion
 	if err := r.Patch(ctx, pm, patch); err != nil {
 		if apierrors.IsConflict(err) {
 			return fmt.Errorf("update finalizer of PlacementMigration %s/%s: %w", pm.Namespace, pm.Name, errStale)
 		}
 		return fmt.Errorf("update finalizer of PlacementMigration %s/%s: %w", pm.Namespace, pm.Name, err)
 	}
+	r.own.wrote(client.ObjectKeyFromObject(pm), replaced)
 	return nil
 }

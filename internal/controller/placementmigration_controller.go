@@ -77,6 +77,8 @@ type PlacementMigrationReconciler struct {
 	// router maps a change to the migrations it can affect, and keeps
 	// the feeds up with events while a migration is at work.
 	router clusterstate.Router
+	// own are the versions of each migration its own writes replaced.
+	own ownWrites
 }
 
 // +kubebuilder:rbac:groups=placementguard.io,resources=placementmigrations,verbs=get;list;watch;patch
@@ -109,9 +111,16 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 			r.disruptions.forget(req.NamespacedName)
 			r.router.Forget(req.NamespacedName)
 			r.inflight.track(req.Namespace, req.Name, nil)
+			r.own.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get PlacementMigration %s: %w", req.NamespacedName, err)
+	}
+	if r.own.behind(req.NamespacedName, pm.ResourceVersion) {
+		// The cache has not seen this reconciler's last write of the
+		// migration yet; that write's event brings it back, and the
+		// retry is only a backstop.
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
 	}
 	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("migration", klog.KObj(pm)))
 	r.router.MarkAtWork(req.NamespacedName)
@@ -178,12 +187,14 @@ func (r *PlacementMigrationReconciler) patchStatus(ctx context.Context, before, 
 		return nil
 	}
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	replaced := pm.ResourceVersion
 	if err := r.Status().Patch(ctx, pm, patch); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("record status of PlacementMigration %s/%s: %w", pm.Namespace, pm.Name, err)
 	}
+	r.own.wrote(client.ObjectKeyFromObject(pm), replaced)
 	r.inflight.track(pm.Namespace, pm.Name, pm.Status.Operation)
 	return nil
 }
