@@ -28,6 +28,9 @@ import (
 // controller's status writes are not the operator's and are left out.
 type writes struct {
 	status, other, deployment []int
+	// trail is what each status write of the migration with the most
+	// changed: where the writes go.
+	trail []string
 	// conflicts are the manager's requests refused with 409 meanwhile:
 	// two of its writers, or it and another, on one object.
 	conflicts float64
@@ -51,6 +54,12 @@ func (w writes) markdown() string {
 	row("other writes to the migration", w.other)
 	row("writes to its Deployment's spec", w.deployment)
 	fmt.Fprintf(&b, "| the manager's requests refused with 409 (conflict), in all | %.0f | | |\n", w.conflicts)
+	if len(w.trail) > 0 {
+		b.WriteString("\nThe status writes of the migration with the most, each with what it changed:\n\n")
+		for i, t := range w.trail {
+			fmt.Fprintf(&b, "%d. %s\n", i+1, t)
+		}
+	}
 	return b.String()
 }
 
@@ -63,6 +72,7 @@ type writeWatch struct {
 	lastStatus map[types.NamespacedName]string
 	generation map[types.NamespacedName]int64
 	status     map[types.NamespacedName]int
+	trails     map[types.NamespacedName][]string
 	other      map[types.NamespacedName]int
 	deployment map[types.NamespacedName]int
 	stops      []func()
@@ -97,6 +107,7 @@ func countWrites(keys []client.ObjectKey, migrations, deployments watch.Interfac
 		lastStatus: map[types.NamespacedName]string{},
 		generation: map[types.NamespacedName]int64{},
 		status:     map[types.NamespacedName]int{},
+		trails:     map[types.NamespacedName][]string{},
 		other:      map[types.NamespacedName]int{},
 		deployment: map[types.NamespacedName]int{},
 		ended:      make(chan error, 2),
@@ -154,6 +165,7 @@ func (w *writeWatch) migrationEvent(ev watch.Event) error {
 	if ev.Type == watch.Modified {
 		if status != w.lastStatus[key] {
 			w.status[key]++
+			w.trails[key] = append(w.trails[key], statusChange(w.lastStatus[key], status))
 		} else {
 			w.other[key]++
 		}
@@ -191,9 +203,63 @@ func (w *writeWatch) stop() (writes, error) {
 	defer w.mu.Unlock()
 	var out writes
 	for key := range w.keys {
+		if len(w.trails[key]) > len(out.trail) {
+			out.trail = w.trails[key]
+		}
 		out.status = append(out.status, w.status[key])
 		out.other = append(out.other, w.other[key])
 		out.deployment = append(out.deployment, w.deployment[key])
 	}
 	return out, errors.Join(errs...)
+}
+
+// statusChange says what a status write changed: the phase it moved to,
+// the conditions whose status or reason changed, and the other fields.
+func statusChange(before, after string) string {
+	var b, a map[string]json.RawMessage
+	_ = json.Unmarshal([]byte(before), &b)
+	_ = json.Unmarshal([]byte(after), &a)
+	var parts []string
+	if string(b["phase"]) != string(a["phase"]) {
+		parts = append(parts, "phase "+strings.Trim(string(a["phase"]), `"`))
+	}
+	if changed := changedConditions(b["conditions"], a["conditions"]); len(changed) > 0 {
+		parts = append(parts, "conditions "+strings.Join(changed, ", "))
+	}
+	var fields []string
+	for k := range a {
+		if k != "phase" && k != "conditions" && string(a[k]) != string(b[k]) {
+			fields = append(fields, k)
+		}
+	}
+	for k := range b {
+		if _, kept := a[k]; !kept {
+			fields = append(fields, k+" (removed)")
+		}
+	}
+	slices.Sort(fields)
+	if len(fields) > 0 {
+		parts = append(parts, strings.Join(fields, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// changedConditions names the conditions whose status or reason changed,
+// as Type=Status/Reason.
+func changedConditions(before, after json.RawMessage) []string {
+	type condition struct{ Type, Status, Reason string }
+	var b, a []condition
+	_ = json.Unmarshal(before, &b)
+	_ = json.Unmarshal(after, &a)
+	was := map[string]condition{}
+	for _, c := range b {
+		was[c.Type] = c
+	}
+	var out []string
+	for _, c := range a {
+		if old, ok := was[c.Type]; !ok || old.Status != c.Status || old.Reason != c.Reason {
+			out = append(out, fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason))
+		}
+	}
+	return out
 }

@@ -105,3 +105,14 @@ func TestAnErrorAfterTheStopIsNoFailure(t *testing.T) {
 		t.Fatalf("an error event after the stop failed the count: %v", err)
 	}
 }
+
+// A status write is described by the phase it moved to, the conditions
+// it changed and the other fields it touched.
+func TestAStatusChangeIsDescribed(t *testing.T) {
+	before := `{"phase":"Pending","conditions":[{"type":"Ready","status":"False","reason":"Pending"},{"type":"Feasible","status":"True","reason":"Feasible"}],"capacity":{"n":1},"old":1}`
+	after := `{"phase":"ApplyingSoft","conditions":[{"type":"Ready","status":"False","reason":"ApplyingSoft"},{"type":"Feasible","status":"True","reason":"Feasible"}],"capacity":{"n":1},"operation":{"stage":"Soft"}}`
+	want := "phase ApplyingSoft; conditions Ready=False/ApplyingSoft; old (removed), operation"
+	if got := statusChange(before, after); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
