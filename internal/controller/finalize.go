@@ -146,6 +146,6 @@ func (r *PlacementMigrationReconciler) syncFinalizer(ctx context.Context, pm *pg
 		}
 		return fmt.Errorf("update finalizer of PlacementMigration %s/%s: %w", pm.Namespace, pm.Name, err)
 	}
-	r.own.wrote(client.ObjectKeyFromObject(pm), replaced)
+	r.own.wrote(client.ObjectKeyFromObject(pm), replaced, pm.ResourceVersion)
 	return nil
 }

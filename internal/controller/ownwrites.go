@@ -19,8 +19,14 @@ type ownWrites struct {
 	replaced map[types.NamespacedName][]string
 }
 
-// wrote records that a write of migration key replaced version rv.
-func (w *ownWrites) wrote(key types.NamespacedName, rv string) {
+// wrote records that a write of migration key replaced version rv with
+// version now. A write that changed nothing the API server stores (a
+// time its precision rounds to the one stored) leaves the version as it
+// was: nothing is replaced, and the cache is not behind.
+func (w *ownWrites) wrote(key types.NamespacedName, rv, now string) {
+	if rv == now {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.replaced == nil {

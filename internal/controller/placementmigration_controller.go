@@ -194,7 +194,7 @@ func (r *PlacementMigrationReconciler) patchStatus(ctx context.Context, before, 
 		}
 		return fmt.Errorf("record status of PlacementMigration %s/%s: %w", pm.Namespace, pm.Name, err)
 	}
-	r.own.wrote(client.ObjectKeyFromObject(pm), replaced)
+	r.own.wrote(client.ObjectKeyFromObject(pm), replaced, pm.ResourceVersion)
 	r.inflight.track(pm.Namespace, pm.Name, pm.Status.Operation)
 	return nil
 }
