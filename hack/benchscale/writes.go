@@ -241,6 +241,11 @@ func statusChange(before, after string) string {
 	if len(fields) > 0 {
 		parts = append(parts, strings.Join(fields, ", "))
 	}
+	if len(parts) == 0 {
+		// Neither a phase, nor a condition's status or reason, nor
+		// another field: what is left are the conditions' messages.
+		return "condition messages only"
+	}
 	return strings.Join(parts, "; ")
 }
 

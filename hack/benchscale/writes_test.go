@@ -115,4 +115,9 @@ func TestAStatusChangeIsDescribed(t *testing.T) {
 	if got := statusChange(before, after); got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
+	progressed := `{"phase":"ApplyingSoft","conditions":[{"type":"Ready","status":"False","reason":"ApplyingSoft","message":"1 of 2"}]}`
+	more := `{"phase":"ApplyingSoft","conditions":[{"type":"Ready","status":"False","reason":"ApplyingSoft","message":"2 of 2"}]}`
+	if got := statusChange(progressed, more); got != "condition messages only" {
+		t.Errorf("a change of a message alone: %q", got)
+	}
 }
