@@ -135,6 +135,7 @@ generator-tools:
 verify-lint: lint
 	$(GO) run ./hack/modsync
 	$(GO) run ./hack/kindrule
+	$(GO) run ./hack/layerrule
 
 # What the tests run besides the code under test. `make test` builds these two
 # at a time: on a cold clone each build spends its first minute downloading

@@ -4,7 +4,7 @@
 // a switch case or comparison on a kind's name). Such code asks the
 // targets.Kind instead, so that adding a kind is one file and its tests.
 // Inside the engine (internal/placement), a kind is named only by its own
-// file (kind_<name>.go): any other use of the API's KindDeployment or
+// file (sim_kind_<name>.go): any other use of the API's KindDeployment or
 // KindStatefulSet there (a map key, an argument) asks the kind's rollouts
 // instead.
 // Tests are exempt: they build fixtures of a given kind.
@@ -31,7 +31,7 @@ const kindsHome = "internal/targets/kind"
 // alone name a kind.
 const (
 	engineHome  = "internal/placement/"
-	engineKinds = "internal/placement/kind_"
+	engineKinds = "internal/placement/sim_kind_"
 )
 
 // apiPath is the API's package, which declares the kinds' names.
@@ -72,7 +72,7 @@ func main() {
 		for _, f := range found {
 			fmt.Println(f)
 		}
-		fmt.Printf("%d use(s) of a workload kind outside %s*.go and %s*.go: ask the targets.Kind, or in the engine the kind's rollouts, instead (internal/targets/kind.go, internal/placement/kind.go)\n", len(found), kindsHome, engineKinds)
+		fmt.Printf("%d use(s) of a workload kind outside %s*.go and %s*.go: ask the targets.Kind, or in the engine the kind's rollouts, instead (internal/targets/kind.go, internal/placement/sim_kind.go)\n", len(found), kindsHome, engineKinds)
 		os.Exit(1)
 	}
 }

@@ -10,11 +10,11 @@ import (
 // same name is not a kind.
 func TestTheEnginesKindsAreNamedByTheirFilesAlone(t *testing.T) {
 	for path, want := range map[string]bool{
-		"internal/placement/rollout.go":         true,
-		"internal/placement/workload.go":        true,
-		"internal/placement/kind_deployment.go": false,
-		"internal/placement/benchcluster/b.go":  false,
-		"internal/planning/question.go":         false,
+		"internal/placement/sim_rollout.go":         true,
+		"internal/placement/model_workload.go":      true,
+		"internal/placement/sim_kind_deployment.go": false,
+		"internal/placement/benchcluster/b.go":      false,
+		"internal/planning/question.go":             false,
 	} {
 		if got := inEngine(path); got != want {
 			t.Errorf("inEngine(%s) = %v, want %v", path, got, want)
@@ -27,7 +27,7 @@ func f(w *Workload, o other) bool { return w.Kind == pgv1.KindDeployment || o.Ki
 var k = map[pgv1.WorkloadKind]int{pgv1.KindStatefulSet: 1}
 `
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "rollout.go", src, parser.SkipObjectResolution)
+	f, err := parser.ParseFile(fset, "sim_rollout.go", src, parser.SkipObjectResolution)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,20 +15,12 @@ import (
 // PlanMove answers which pod to move so that its replacement, placed as the
 // scheduler places it, makes the spread more even, one pod at a time.
 
-// The annotations other tools put on a pod to keep it where it is; a pod
-// that carries one is never moved.
+// maxMoveSimulations bounds the candidate moves simulated for one answer,
+// and movedReplacementNamePostfix names the replacement of a moved pod.
 const (
-	safeToEvictAnnotation       = "cluster-autoscaler.kubernetes.io/safe-to-evict"
-	doNotDisruptAnnotation      = "karpenter.sh/do-not-disrupt"
-	preferNoEvictionAnnotation  = "descheduler.alpha.kubernetes.io/prefer-no-eviction"
 	maxMoveSimulations          = 8
 	movedReplacementNamePostfix = "-moved"
 )
-
-// KeptAnnotations are the pod annotations the engine reads: the deletion
-// cost, its mark, and those that keep a pod from being moved. Whatever
-// strips pods before the engine sees them must keep these.
-var KeptAnnotations = []string{corev1.PodDeletionCost, DeletionCostMark, safeToEvictAnnotation, doNotDisruptAnnotation, preferNoEvictionAnnotation}
 
 // PlannedMove is one pod to evict and where its replacement lands.
 type PlannedMove struct {

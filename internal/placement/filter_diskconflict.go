@@ -11,12 +11,6 @@ import (
 // by a pod on the node.
 const ReasonDiskConflict = "node(s) had no available disk"
 
-// restrictedDisk is an inline in-tree disk that VolumeRestrictions keeps to
-// one writer per node.
-func restrictedDisk(v *corev1.Volume) bool {
-	return v.GCEPersistentDisk != nil || v.AWSElasticBlockStore != nil || v.RBD != nil || v.ISCSI != nil
-}
-
 // disksConflict is VolumeRestrictions' conflict between the disk v and the
 // inline volumes of another pod: the same GCE PD or iSCSI target unless both
 // mount it read-only, the same EBS volume, the same RBD image on overlapping

@@ -145,7 +145,7 @@ func trimConditions(cs []corev1.PodCondition) []corev1.PodCondition {
 		case c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue:
 			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime})
 		case c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress:
-			// A resize in flight changes what the scheduler counts (resources.go).
+			// A resize in flight changes what the scheduler counts (model_resources.go).
 			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason})
 		}
 	}
@@ -154,7 +154,7 @@ func trimConditions(cs []corev1.PodCondition) []corev1.PodCondition {
 
 // trimStatuses keeps readiness and restarts (the guards), and a container's
 // allocated and actuated requests where they differ from its spec: an
-// in-place resize in flight, which the scheduler counts (resources.go).
+// in-place resize in flight, which the scheduler counts (model_resources.go).
 // Where they equal the spec they change nothing and are dropped.
 func trimStatuses(ss []corev1.ContainerStatus, containers []corev1.Container, infeasible bool) []corev1.ContainerStatus {
 	if len(ss) == 0 {

@@ -54,30 +54,3 @@ type spares struct {
 func (s *Snapshot) newDomainCounts(t *topology) *domainCounts {
 	return &domainCounts{topo: t, counts: s.spares.int32s.take(len(t.names))}
 }
-
-// release gives the placer's arrays back to the snapshot, once its
-// simulation has ended: the placer and its evaluator are not used after.
-// They are the evaluation's own: what the snapshot keeps between questions
-// (node filters, nodes by load, existing pods' anti-affinity) is shared
-// read-only or copied for each evaluation, and is not given.
-func (p *placer) release() {
-	sp, e := &p.e.s.spares, p.e
-	sp.int32s.give(p.own)
-	sp.ints.give(p.ranked)
-	sp.bools.give(p.candidate)
-	sp.float64s.give(p.loads)
-	for k := range e.anti {
-		sp.int32s.give(e.anti[k].counts)
-	}
-	for k := range e.affinity {
-		sp.int32s.give(e.affinity[k].counts)
-	}
-	for _, dc := range e.existingAntiList {
-		sp.int32s.give(dc.counts)
-	}
-	for _, st := range e.spreads {
-		sp.int32s.give(st.counts)
-	}
-	p.own, p.ranked, p.candidate, p.loads = nil, nil, nil, nil
-	e.anti, e.affinity, e.existingAnti, e.existingAntiList, e.spreads = nil, nil, nil, nil, nil
-}

@@ -13,52 +13,6 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
-// Hazard types, stable names a person and a dashboard can key on: the API
-// reports them in status.hazards and condition reasons, and this is the one
-// place they are declared.
-const (
-	HazardInsufficientCapacity = "InsufficientCapacity"
-	HazardRolloutDeadlock      = "RolloutDeadlock"
-	HazardSelectorOverlap      = "SelectorOverlap"
-	HazardVolumeZonePinning    = "VolumeZonePinning"
-	HazardAffinityClobber      = "AffinityClobber"
-	HazardUnschedulable        = "Unschedulable"
-	HazardOnDeleteStrategy     = "OnDeleteStrategy"
-	HazardSpreadEndsSkewed     = "SpreadEndsSkewed"
-	// HazardNotPredicted is for information: a filter the engine does not
-	// model decides where the workload's pods go.
-	HazardNotPredicted = "NotPredicted"
-)
-
-// Hazard is one finding. Blocking findings stop a migration; the others are
-// for a person to know.
-type Hazard struct {
-	Type     string
-	Blocking bool
-	// Workload is the workload found to be at risk; the zero reference
-	// for findings about the cluster.
-	Workload pgv1.TargetRef
-	Message  string
-	// Fix is the change that removes the hazard, in few words, worded for
-	// the workload's kind; the Message ends with it, or with a longer form
-	// of it. Whoever words the hazard again (the admission check, in 256
-	// characters) takes the fix from here, never words one itself.
-	Fix string
-}
-
-// withFix is the hazard with its fix, also ending its message.
-func withFix(h *Hazard, fix string) *Hazard {
-	return withFixes(h, fix, fix)
-}
-
-// withFixes is the hazard with its fix in few words, its message ending
-// with the fix at length.
-func withFixes(h *Hazard, short, long string) *Hazard {
-	h.Fix = short
-	h.Message += " Fix: " + long
-	return h
-}
-
 // selectorOverlap finds pods that the constraint's selector, scoped by its
 // matchLabelKeys as the API server scopes it for a new pod, selects although
 // they belong to no target: another workload, or another release of a

@@ -56,7 +56,7 @@ type Snapshot struct {
 	// existingAnti are existing pods' anti-affinity counts per incoming
 	// labels; nil once a pod is bound or removed, or a node changes.
 	existingAnti map[string]existingAntiCounts
-	// spares are count arrays simulations gave back, by length (spares.go).
+	// spares are count arrays simulations gave back, by length (index_spares.go).
 	spares     spares
 	topologies map[string]*topology
 

@@ -16,13 +16,6 @@ import (
 // the counts per incoming labels and namespace, and each evaluation takes
 // a copy it may change.
 
-// existingAntiCounts are the counts of one incoming pod's labels, by
-// topology key.
-type existingAntiCounts map[string]*domainCounts
-
-// maxExistingAnti bounds the incoming labels the snapshot keeps counts for.
-const maxExistingAnti = 64
-
 // existingAntiKey is what the counts depend on of the incoming pod: its
 // namespace, its labels and its namespace's labels.
 func existingAntiKey(pod *corev1.Pod, nsLabels labels.Set) string {
@@ -51,13 +44,4 @@ func (s *Snapshot) keepExistingAnti(key string, counts existingAntiCounts) {
 		s.existingAnti = map[string]existingAntiCounts{}
 	}
 	s.existingAnti[key] = counts.clone()
-}
-
-// clone is a copy of the counts that may be changed.
-func (c existingAntiCounts) clone() existingAntiCounts {
-	out := make(existingAntiCounts, len(c))
-	for key, dc := range c {
-		out[key] = &domainCounts{topo: dc.topo, counts: append([]int32(nil), dc.counts...)}
-	}
-	return out
 }

@@ -6,55 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// nodeFilters are the verdicts of the filters that read only the node and
-// the pod's node-facing fields (its node name, node selector, required
-// node affinity and tolerations), for every live node in order. One
-// judgement asks several evaluations of the same template (the stage's
-// rollout, then the rollouts of the fixes it offers), and a template's
-// required node affinity over a hundred host names made these filters a
-// fifth of a judgement; they are the same every time until a node
-// changes, so the snapshot keeps them.
-type nodeFilters struct {
-	// reason is the code of each position's reason, 0 for none, and text
-	// the text of each code (text[0] is "").
-	reason []reasonCode
-	text   []string
-	// affinityOK says whether each position's node matches the required
-	// node affinity and selector.
-	affinityOK []bool
-	// conflict is a set of node-name terms that names no node.
-	conflict bool
-	// noReasons and pass are made on first use: a zero code per position,
-	// and the positions without a reason, in order.
-	noReasons []reasonCode
-	pass      []int
-}
-
-// zeros is a code per position, every one 0. Shared: read only.
-func (f *nodeFilters) zeros() []reasonCode {
-	if f.noReasons == nil {
-		f.noReasons = make([]reasonCode, len(f.reason))
-	}
-	return f.noReasons
-}
-
-// passing are the positions whose node passes the filters, in order.
-// Shared: read only.
-func (f *nodeFilters) passing() []int {
-	if f.pass == nil {
-		f.pass = make([]int, 0, len(f.reason))
-		for i, r := range f.reason {
-			if r == 0 {
-				f.pass = append(f.pass, i)
-			}
-		}
-	}
-	return f.pass
-}
-
-// maxNodeFilters bounds the templates whose filters the snapshot keeps.
-const maxNodeFilters = 64
-
 // nodeFiltersOf returns pod's node filters over the live nodes, as the
 // nodes are in the snapshot, or as altered replaces some of them. The
 // answer is shared: callers must not change it.

@@ -108,12 +108,6 @@ func (e *evaluator) node(id nodeID) *corev1.Node {
 	return e.s.nodes[id].node
 }
 
-// domainCounts counts pods per domain of one topology.
-type domainCounts struct {
-	topo   *topology
-	counts []int32
-}
-
 // termCounts counts, per domain, the pods an incoming pod's term selects.
 type termCounts struct {
 	term affinityTerm
@@ -180,9 +174,6 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 	}
 	return e, nil
 }
-
-// reasonCode stands for one of an evaluation's static filter reasons.
-type reasonCode uint16
 
 // code is the code of a reason, 0 for none.
 func (e *evaluator) code(reason string) reasonCode {
@@ -349,3 +340,16 @@ func (e *evaluator) account(p *corev1.Pod, terminating bool, antiTerms []affinit
 		e.accountSpread(p, i, delta)
 	}
 }
+
+// domainOfNode is the domain of a snapshot node, -1 without the label or
+// when the node is not evaluated.
+func (e *evaluator) domainOfNode(t *topology, id nodeID) int32 {
+	if id == noNode || int(id) >= len(e.posOf) || e.posOf[id] < 0 {
+		return -1
+	}
+	return t.domainOf[e.posOf[id]]
+}
+
+// topologyFor returns the interned topology of key, shared by every
+// evaluation until a node changes.
+func (e *evaluator) topologyFor(key string) *topology { return e.s.topology(key) }

@@ -98,3 +98,29 @@ func ConstraintOf(entry *corev1.PodSpec) Constraint {
 	return Constraint{AntiAffinity: &AntiAffinity{TopologyKey: term.TopologyKey, Selector: term.LabelSelector, MatchLabelKeys: term.MatchLabelKeys,
 		Namespaces: term.Namespaces, NamespaceSelector: term.NamespaceSelector}}
 }
+
+// WithoutEntry is a copy of spec without the anti-affinity terms and
+// spread constraints of entry: the pod as it would be had the migration not
+// written them. Terms from other writers stay, compared as Carries does.
+func WithoutEntry(spec, entry *corev1.PodSpec) *corev1.PodSpec {
+	out := spec.DeepCopy()
+	if entry == nil {
+		return out
+	}
+	out.TopologySpreadConstraints = slices.DeleteFunc(out.TopologySpreadConstraints, func(c corev1.TopologySpreadConstraint) bool {
+		return slices.ContainsFunc(entry.TopologySpreadConstraints, func(e corev1.TopologySpreadConstraint) bool { return equalSpread(c, e) })
+	})
+	if out.Affinity == nil || out.Affinity.PodAntiAffinity == nil || entry.Affinity == nil || entry.Affinity.PodAntiAffinity == nil {
+		return out
+	}
+	have, written := out.Affinity.PodAntiAffinity, entry.Affinity.PodAntiAffinity
+	have.RequiredDuringSchedulingIgnoredDuringExecution = slices.DeleteFunc(have.RequiredDuringSchedulingIgnoredDuringExecution, func(t corev1.PodAffinityTerm) bool {
+		return slices.ContainsFunc(written.RequiredDuringSchedulingIgnoredDuringExecution, func(e corev1.PodAffinityTerm) bool { return equalTerm(t, e) })
+	})
+	have.PreferredDuringSchedulingIgnoredDuringExecution = slices.DeleteFunc(have.PreferredDuringSchedulingIgnoredDuringExecution, func(t corev1.WeightedPodAffinityTerm) bool {
+		return slices.ContainsFunc(written.PreferredDuringSchedulingIgnoredDuringExecution, func(e corev1.WeightedPodAffinityTerm) bool {
+			return t.Weight == e.Weight && equalTerm(t.PodAffinityTerm, e.PodAffinityTerm)
+		})
+	})
+	return out
+}

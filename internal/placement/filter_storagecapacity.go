@@ -63,19 +63,3 @@ func topologyHolds(topology *metav1.LabelSelector, node *corev1.Node) bool {
 	sel, err := metav1.LabelSelectorAsSelector(topology)
 	return err == nil && sel.Matches(labels.Set(node.Labels))
 }
-
-// UpsertCSIDriver adds or replaces a CSIDriver.
-func (s *Snapshot) UpsertCSIDriver(d *storagev1.CSIDriver) { s.csiDrivers[d.Name] = d }
-
-// DeleteCSIDriver removes a CSIDriver.
-func (s *Snapshot) DeleteCSIDriver(name string) { delete(s.csiDrivers, name) }
-
-// UpsertStorageCapacity adds or replaces a CSIStorageCapacity.
-func (s *Snapshot) UpsertStorageCapacity(c *storagev1.CSIStorageCapacity) {
-	s.capacities[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = c
-}
-
-// DeleteStorageCapacity removes a CSIStorageCapacity.
-func (s *Snapshot) DeleteStorageCapacity(namespace, name string) {
-	delete(s.capacities, types.NamespacedName{Namespace: namespace, Name: name})
-}

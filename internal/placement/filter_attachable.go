@@ -2,11 +2,8 @@ package placement
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
-	csitrans "k8s.io/csi-translation-lib"
-	csiplugins "k8s.io/csi-translation-lib/plugins"
 	"k8s.io/klog/v2"
 )
 
@@ -14,71 +11,6 @@ import (
 // volume handle of a claim not bound yet: any fixed prefix makes one claim
 // one volume, which is all the count needs.
 const unboundHandlePrefix = "unbound"
-
-var translator = csitrans.New()
-
-// migratedPlugins are the in-tree plugins whose volumes the scheduler counts
-// as their CSI driver's on a node that has a CSINode: those whose migration
-// is on by default in every supported release.
-var migratedPlugins = map[string]bool{
-	csiplugins.AWSEBSInTreePluginName:    true,
-	csiplugins.GCEPDInTreePluginName:     true,
-	csiplugins.AzureDiskInTreePluginName: true,
-	csiplugins.CinderInTreePluginName:    true,
-	csiplugins.PortworxVolumePluginName:  true,
-}
-
-// countsAgainstVolumeLimits is an inline in-tree disk that NodeVolumeLimits
-// counts as its CSI driver's volume.
-func countsAgainstVolumeLimits(v *corev1.Volume) bool {
-	if !translator.IsInlineMigratable(v) {
-		return false
-	}
-	plugin, err := translator.GetInTreePluginNameFromSpec(nil, v)
-	return err == nil && migratedPlugins[plugin]
-}
-
-// attachmentIndex holds the VolumeAttachments by node, then by name, and
-// the node of each, so that an event finds its attachment without a scan.
-type attachmentIndex struct {
-	byNode map[string]map[string]*storagev1.VolumeAttachment
-	nodeOf map[string]string
-}
-
-func newAttachmentIndex() attachmentIndex {
-	return attachmentIndex{byNode: map[string]map[string]*storagev1.VolumeAttachment{}, nodeOf: map[string]string{}}
-}
-
-// UpsertCSINode adds or replaces a node's CSINode.
-func (s *Snapshot) UpsertCSINode(cn *storagev1.CSINode) { s.csiNodes[cn.Name] = cn }
-
-// DeleteCSINode removes a node's CSINode.
-func (s *Snapshot) DeleteCSINode(name string) { delete(s.csiNodes, name) }
-
-// UpsertVolumeAttachment adds or replaces a VolumeAttachment.
-func (s *Snapshot) UpsertVolumeAttachment(va *storagev1.VolumeAttachment) {
-	s.DeleteVolumeAttachment(va.Name)
-	byName, ok := s.attachments.byNode[va.Spec.NodeName]
-	if !ok {
-		byName = map[string]*storagev1.VolumeAttachment{}
-		s.attachments.byNode[va.Spec.NodeName] = byName
-	}
-	byName[va.Name] = va
-	s.attachments.nodeOf[va.Name] = va.Spec.NodeName
-}
-
-// DeleteVolumeAttachment removes a VolumeAttachment.
-func (s *Snapshot) DeleteVolumeAttachment(name string) {
-	node, ok := s.attachments.nodeOf[name]
-	if !ok {
-		return
-	}
-	delete(s.attachments.nodeOf, name)
-	delete(s.attachments.byNode[node], name)
-	if len(s.attachments.byNode[node]) == 0 {
-		delete(s.attachments.byNode, node)
-	}
-}
 
 // attachableVolumes adds to into the CSI volumes pod attaches, by unique
 // name (driver/handle) with their driver, as NodeVolumeLimits counts them on

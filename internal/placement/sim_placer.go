@@ -3,7 +3,6 @@ package placement
 import (
 	"math"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -259,15 +258,6 @@ func (p *placer) forget(ids []podID) {
 
 func (p *placer) nodeName(i int) string { return p.e.s.nodes[p.e.order[i]].node.Name }
 
-// simulatedUIDPrefix starts the UID of every pod a simulation makes up.
-const simulatedUIDPrefix = "simulated/"
-
-// isSimulated reports whether a pod is one a simulation made up, not one
-// of the cluster's.
-func isSimulated(pod *corev1.Pod) bool {
-	return strings.HasPrefix(string(pod.UID), simulatedUIDPrefix)
-}
-
 // newPod materialises a pod of the new revision.
 func newPod(w *Workload, name string, extraLabels map[string]string) *corev1.Pod {
 	lbls := make(map[string]string, len(w.Template.Labels)+len(extraLabels))
@@ -284,4 +274,31 @@ func newPod(w *Workload, name string, extraLabels map[string]string) *corev1.Pod
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: name, Labels: lbls, UID: types.UID(simulatedUIDPrefix + w.Namespace + "/" + name)},
 		Spec:       spec,
 	}
+}
+
+// release gives the placer's arrays back to the snapshot, once its
+// simulation has ended: the placer and its evaluator are not used after.
+// They are the evaluation's own: what the snapshot keeps between questions
+// (node filters, nodes by load, existing pods' anti-affinity) is shared
+// read-only or copied for each evaluation, and is not given.
+func (p *placer) release() {
+	sp, e := &p.e.s.spares, p.e
+	sp.int32s.give(p.own)
+	sp.ints.give(p.ranked)
+	sp.bools.give(p.candidate)
+	sp.float64s.give(p.loads)
+	for k := range e.anti {
+		sp.int32s.give(e.anti[k].counts)
+	}
+	for k := range e.affinity {
+		sp.int32s.give(e.affinity[k].counts)
+	}
+	for _, dc := range e.existingAntiList {
+		sp.int32s.give(dc.counts)
+	}
+	for _, st := range e.spreads {
+		sp.int32s.give(st.counts)
+	}
+	p.own, p.ranked, p.candidate, p.loads = nil, nil, nil, nil
+	e.anti, e.affinity, e.existingAnti, e.existingAntiList, e.spreads = nil, nil, nil, nil, nil
 }

@@ -3,7 +3,10 @@ package placement
 import (
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
@@ -12,7 +15,7 @@ import (
 // out: how its controller replaces pods, the pods of its new revision,
 // how the end-state search walks its rollout, and the words of the
 // findings that differ by kind. Each kind implements it in a file of its
-// own (kind_deployment.go, kind_statefulset.go); nothing else in the
+// own (sim_kind_deployment.go, sim_kind_statefulset.go); nothing else in the
 // engine names a kind (`make verify` holds it: hack/kindrule).
 type rollouts interface {
 	// simulate plays the kind's controller and the scheduler through a
@@ -98,3 +101,42 @@ const (
 	softSpreadFix   = "raise maxSkew, or keep the spread soft (finalStage: Soft)"
 	releaseLabelFix = "add a label that tells the releases apart (for example release) to the pods and to matchLabelKeys"
 )
+
+// ForWorkload renders the constraint for one kind of workload. A spread on
+// a Deployment that names no matchLabelKeys counts only the revision being
+// rolled out (matchLabelKeys: [pod-template-hash]) unless AllRevisions is
+// set: the old revision's pods, counted while they still run, are removed
+// by the rollout, so a rollout legal at every step can end skewed
+// (kubernetes#98215, KEP-3243). A StatefulSet replaces each pod in place,
+// and its pods below a partition or under OnDelete keep the old revision:
+// counting every revision is what keeps its end state within maxSkew, so it
+// is left as written.
+func (c Constraint) ForWorkload(kind pgv1.WorkloadKind) Constraint {
+	if c.Spread == nil || !rolloutsOf(kind).scopesSpreadToRevision() || len(c.Spread.MatchLabelKeys) > 0 || c.Spread.AllRevisions {
+		return c
+	}
+	scoped := *c.Spread
+	scoped.MatchLabelKeys = []string{appsv1.DefaultDeploymentUniqueLabelKey}
+	return Constraint{Spread: &scoped}
+}
+
+// RenderFor renders the constraint for w, one of the workloads a migration
+// targets together. A spread whose selector also selects another target's
+// pods counts the set together (incident 004: controllers spread over
+// nodes by a shared part-of label), and scoping it to one revision would
+// count each workload alone, so it is written as given.
+func (c Constraint) RenderFor(w *Workload, all []*Workload) Constraint {
+	if c.Spread == nil || c.Spread.Selector == nil {
+		return c.ForWorkload(w.Kind)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(c.Spread.Selector)
+	if err != nil {
+		return c
+	}
+	for _, other := range all {
+		if other != w && sel.Matches(labels.Set(other.Template.Labels)) {
+			return c
+		}
+	}
+	return c.ForWorkload(w.Kind)
+}

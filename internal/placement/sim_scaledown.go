@@ -182,46 +182,6 @@ func ageBucket(d time.Duration) int64 {
 	return int64(math.Log2(float64(d)))
 }
 
-func readySince(p *podInfo) time.Time {
-	if status, since, _ := p.ready(); status == corev1.ConditionTrue {
-		return since.Time
-	}
-	return time.Time{}
-}
-
-// restarts is the most restarts of a pod's containers and, apart, of its
-// sidecars: the controller compares the first and then the second.
-type restarts struct{ regular, sidecar int32 }
-
-func maxRestarts(p *podInfo) restarts {
-	var r restarts
-	for _, st := range p.statuses {
-		r.regular = max(r.regular, st.RestartCount)
-	}
-	if len(p.initStatus) == 0 {
-		return r
-	}
-	sidecars := map[string]bool{}
-	for _, c := range p.common().Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sidecars[c.Name] = true
-		}
-	}
-	for _, st := range p.initStatus {
-		if sidecars[st.Name] {
-			r.sidecar = max(r.sidecar, st.RestartCount)
-		}
-	}
-	return r
-}
-
-func restartsBefore(a, b restarts) bool {
-	if a.regular != b.regular {
-		return a.regular > b.regular
-	}
-	return a.sidecar > b.sidecar
-}
-
 // scaleDownVictims are the old pods the controller deletes in one pass:
 // those not running, which never count as available, and then as many
 // running ones as surplus availability allows, in its order of

@@ -15,22 +15,6 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
-// PlaceholderImage is the container image of placeholder pods: it runs
-// nothing, and any real pod preempts it.
-const PlaceholderImage = "registry.k8s.io/pause:3.10"
-
-// PlaceholderLabel marks the placeholder pods of a capacity request; its
-// value is the requesting migration's uid.
-const PlaceholderLabel = "placementguard.io/capacity-request"
-
-// IsPlaceholder reports whether p is a placeholder pod: it carries the
-// placeholder label and a negative priority, so every real pod preempts
-// it, and it counts for nothing where real pods are placed.
-func IsPlaceholder(p *corev1.Pod) bool {
-	_, ok := p.Labels[PlaceholderLabel]
-	return ok && p.Spec.Priority != nil && *p.Spec.Priority < 0
-}
-
 // RequestSpec bounds and labels what a migration may ask an autoscaler for.
 type RequestSpec struct {
 	// MaxNodes is the most nodes the request may ask for.

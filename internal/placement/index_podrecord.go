@@ -3,6 +3,7 @@ package placement
 import (
 	"reflect"
 	"strconv"
+	"time"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
@@ -284,4 +285,44 @@ func (s *Snapshot) replaceInPlace(id podID, pi *podInfo) bool {
 	pi.nodeName, pi.node = old.nodeName, old.node
 	s.pods[id] = pi
 	return true
+}
+
+func readySince(p *podInfo) time.Time {
+	if status, since, _ := p.ready(); status == corev1.ConditionTrue {
+		return since.Time
+	}
+	return time.Time{}
+}
+
+// restarts is the most restarts of a pod's containers and, apart, of its
+// sidecars: the controller compares the first and then the second.
+type restarts struct{ regular, sidecar int32 }
+
+func maxRestarts(p *podInfo) restarts {
+	var r restarts
+	for _, st := range p.statuses {
+		r.regular = max(r.regular, st.RestartCount)
+	}
+	if len(p.initStatus) == 0 {
+		return r
+	}
+	sidecars := map[string]bool{}
+	for _, c := range p.common().Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sidecars[c.Name] = true
+		}
+	}
+	for _, st := range p.initStatus {
+		if sidecars[st.Name] {
+			r.sidecar = max(r.sidecar, st.RestartCount)
+		}
+	}
+	return r
+}
+
+func restartsBefore(a, b restarts) bool {
+	if a.regular != b.regular {
+		return a.regular > b.regular
+	}
+	return a.sidecar > b.sidecar
 }

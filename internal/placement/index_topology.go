@@ -36,19 +36,6 @@ func (t *topology) intern(v string) int32 {
 	return d
 }
 
-// domainOfNode is the domain of a snapshot node, -1 without the label or
-// when the node is not evaluated.
-func (e *evaluator) domainOfNode(t *topology, id nodeID) int32 {
-	if id == noNode || int(id) >= len(e.posOf) || e.posOf[id] < 0 {
-		return -1
-	}
-	return t.domainOf[e.posOf[id]]
-}
-
-// topologyFor returns the interned topology of key, shared by every
-// evaluation until a node changes.
-func (e *evaluator) topologyFor(key string) *topology { return e.s.topology(key) }
-
 func (s *Snapshot) dropNodeCaches() {
 	s.order = nil
 	s.positions = nil

@@ -24,11 +24,6 @@ import (
 // joins a domain takes the next level, so keeping the ranking costs one
 // write per new pod; a pod that leaves moves the levels above it down.
 
-// DeletionCostMark records on a pod the pod-deletion-cost placement-guard
-// wrote there. A cost that does not equal its mark was written by someone
-// else, whose ranking placement-guard leaves alone.
-const DeletionCostMark = "placementguard.io/deletion-cost"
-
 // noDomainCost is the cost of a pod on a node without the topology key: it
 // counts in no domain, so a scale-down takes it before any that does.
 const noDomainCost = -1 << 20

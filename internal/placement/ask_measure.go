@@ -3,7 +3,6 @@ package placement
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -170,18 +169,4 @@ func (s *Snapshot) measureSpread(w *Workload, sp *Spread, own []podID) (Measurem
 	m.Summary = fmt.Sprintf("%s: measured skew %d %s maxSkew %d over %s (%s), counting the %d running pod(s) selected by %s",
 		w.Ref(), m.Skew, verb, maxSkew, sp.TopologyKey, DescribeCounts(m.Counts), counted, describeSelector(term))
 	return m, nil
-}
-
-// DescribeCounts lists "domain=count" in domain order.
-func DescribeCounts(counts map[string]int) string {
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%d", k, counts[k])
-	}
-	return strings.Join(parts, ", ")
 }

@@ -1,0 +1,2 @@
+// Package engine is layerrule's fixture.
+package engine
