@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,8 +30,12 @@ import (
 type writes struct {
 	status, other, deployment []int
 	// trail is what each status write of the migration with the most
-	// changed: where the writes go.
+	// changed, and how long after the write before it (or the migration's
+	// creation) it came: where the writes go, and how close together.
 	trail []string
+	// succeeded is how long each migration that succeeded took, from its
+	// creation to the write of phase Succeeded.
+	succeeded []time.Duration
 	// conflicts are the manager's requests refused with 409 meanwhile:
 	// two of its writers, or it and another, on one object.
 	conflicts float64
@@ -53,9 +58,18 @@ func (w writes) markdown() string {
 	row("status writes", w.status)
 	row("other writes to the migration", w.other)
 	row("writes to its Deployment's spec", w.deployment)
+	if len(w.succeeded) > 0 {
+		var sum time.Duration
+		for _, d := range w.succeeded {
+			sum += d
+		}
+		round := func(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
+		fmt.Fprintf(&b, "| creation to Succeeded (%d of %d) | %s | %s | %s |\n", len(w.succeeded), len(w.status),
+			round(sum/time.Duration(len(w.succeeded))), round(slices.Min(w.succeeded)), round(slices.Max(w.succeeded)))
+	}
 	fmt.Fprintf(&b, "| the manager's requests refused with 409 (conflict), in all | %.0f | | |\n", w.conflicts)
 	if len(w.trail) > 0 {
-		b.WriteString("\nThe status writes of the migration with the most, each with what it changed:\n\n")
+		b.WriteString("\nThe status writes of the migration with the most, each with what it changed and how long after the write before it:\n\n")
 		for i, t := range w.trail {
 			fmt.Fprintf(&b, "%d. %s\n", i+1, t)
 		}
@@ -73,6 +87,9 @@ type writeWatch struct {
 	generation map[types.NamespacedName]int64
 	status     map[types.NamespacedName]int
 	trails     map[types.NamespacedName][]string
+	lastAt     map[types.NamespacedName]time.Time
+	createdAt  map[types.NamespacedName]time.Time
+	succeeded  map[types.NamespacedName]time.Duration
 	other      map[types.NamespacedName]int
 	deployment map[types.NamespacedName]int
 	stops      []func()
@@ -108,6 +125,9 @@ func countWrites(keys []client.ObjectKey, migrations, deployments watch.Interfac
 		generation: map[types.NamespacedName]int64{},
 		status:     map[types.NamespacedName]int{},
 		trails:     map[types.NamespacedName][]string{},
+		lastAt:     map[types.NamespacedName]time.Time{},
+		createdAt:  map[types.NamespacedName]time.Time{},
+		succeeded:  map[types.NamespacedName]time.Duration{},
 		other:      map[types.NamespacedName]int{},
 		deployment: map[types.NamespacedName]int{},
 		ended:      make(chan error, 2),
@@ -161,16 +181,21 @@ func (w *writeWatch) migrationEvent(ev watch.Event) error {
 	if !w.keys[key] {
 		return nil
 	}
-	status := string(raw)
-	if ev.Type == watch.Modified {
-		if status != w.lastStatus[key] {
-			w.status[key]++
-			w.trails[key] = append(w.trails[key], statusChange(w.lastStatus[key], status))
-		} else {
-			w.other[key]++
-		}
+	status, now := string(raw), time.Now()
+	switch {
+	case ev.Type == watch.Added:
+		w.lastAt[key], w.createdAt[key] = now, now
+	case ev.Type == watch.Modified && status != w.lastStatus[key]:
+		w.status[key]++
+		w.trails[key] = append(w.trails[key], fmt.Sprintf("%s (%s after the one before)", statusChange(w.lastStatus[key], status), now.Sub(w.lastAt[key]).Round(100*time.Millisecond)))
+		w.lastAt[key] = now
+	case ev.Type == watch.Modified:
+		w.other[key]++
 	}
 	w.lastStatus[key] = status
+	if _, done := w.succeeded[key]; !done && pm.Status.Phase == pgv1.PhaseSucceeded && !w.createdAt[key].IsZero() {
+		w.succeeded[key] = now.Sub(w.createdAt[key])
+	}
 	return nil
 }
 
@@ -209,6 +234,9 @@ func (w *writeWatch) stop() (writes, error) {
 		out.status = append(out.status, w.status[key])
 		out.other = append(out.other, w.other[key])
 		out.deployment = append(out.deployment, w.deployment[key])
+		if d, ok := w.succeeded[key]; ok {
+			out.succeeded = append(out.succeeded, d)
+		}
 	}
 	return out, errors.Join(errs...)
 }

@@ -64,6 +64,12 @@ func TestWritesAreCountedFromTheWatches(t *testing.T) {
 	if !slices.Equal(got.status, []int{1, 2}) || !slices.Equal(got.other, []int{0, 1}) || !slices.Equal(got.deployment, []int{0, 2}) {
 		t.Fatalf("status %v, other %v, deployment %v; want [1 2], [0 1], [0 2]", got.status, got.other, got.deployment)
 	}
+	if len(got.succeeded) != 1 || got.succeeded[0] < 0 {
+		t.Errorf("creation to Succeeded %v, want one duration: a succeeded, b did not", got.succeeded)
+	}
+	if !strings.Contains(got.markdown(), "| creation to Succeeded (1 of 2) |") {
+		t.Errorf("the report does not give the time to succeed:\n%s", got.markdown())
+	}
 }
 
 // A watch the API server ends before the count stops is an error: the

@@ -79,6 +79,8 @@ type PlacementMigrationReconciler struct {
 	router clusterstate.Router
 	// own are the versions of each migration its own writes replaced.
 	own ownWrites
+	// pace holds back a status write of progress messages alone.
+	pace statusPace
 }
 
 // +kubebuilder:rbac:groups=placementguard.io,resources=placementmigrations,verbs=get;list;watch;patch
@@ -112,6 +114,7 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 			r.router.Forget(req.NamespacedName)
 			r.inflight.track(req.Namespace, req.Name, nil)
 			r.own.forget(req.NamespacedName)
+			r.pace.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get PlacementMigration %s: %w", req.NamespacedName, err)
@@ -160,7 +163,8 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	} else if !o.silent {
 		o.health = s.summarize(o)
 	}
-	if perr := r.patchStatus(ctx, before, pm); perr != nil {
+	held, perr := r.patchStatus(ctx, before, pm)
+	if perr != nil {
 		if apierrors.IsConflict(perr) && err == nil {
 			return ctrl.Result{RequeueAfter: staleRetry}, nil
 		}
@@ -176,27 +180,35 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if c := pm.Status.Capacity; c != nil {
 		metrics.RecordCapacity(pm.Namespace, pm.Name, int(c.QualifyingNodes), int(c.RequiredNodes))
 	}
-	return ctrl.Result{RequeueAfter: planning.Shortest(o.after, s.recheck)}, nil
+	return ctrl.Result{RequeueAfter: planning.Shortest(planning.Shortest(o.after, s.recheck), held)}, nil
 }
 
 // patchStatus writes the status if it changed, with an optimistic lock: a
 // migration read from a cache behind its own last write, or written by
-// another replica meanwhile, is refused and reconciled again.
-func (r *PlacementMigrationReconciler) patchStatus(ctx context.Context, before, pm *pgv1.PlacementMigration) error {
+// another replica meanwhile, is refused and reconciled again. A change of
+// progress messages alone is held while the last write is recent
+// (statusPace); held is how long, and the migration is looked at again
+// then.
+func (r *PlacementMigrationReconciler) patchStatus(ctx context.Context, before, pm *pgv1.PlacementMigration) (held time.Duration, _ error) {
 	if equality.Semantic.DeepEqual(before.Status, pm.Status) || !pm.DeletionTimestamp.IsZero() && len(pm.Finalizers) == 0 {
-		return nil
+		return 0, nil
+	}
+	key, now := client.ObjectKeyFromObject(pm), r.Clock.Now()
+	if held := r.pace.hold(key, &before.Status, &pm.Status, now); held > 0 {
+		return held, nil
 	}
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
 	replaced := pm.ResourceVersion
 	if err := r.Status().Patch(ctx, pm, patch); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil
+			return 0, nil
 		}
-		return fmt.Errorf("record status of PlacementMigration %s/%s: %w", pm.Namespace, pm.Name, err)
+		return 0, fmt.Errorf("record status of PlacementMigration %s/%s: %w", pm.Namespace, pm.Name, err)
 	}
-	r.own.wrote(client.ObjectKeyFromObject(pm), replaced, pm.ResourceVersion)
+	r.own.wrote(key, replaced, pm.ResourceVersion)
+	r.pace.wrote(key, now)
 	r.inflight.track(pm.Namespace, pm.Name, pm.Status.Operation)
-	return nil
+	return 0, nil
 }
 
 // ensureCurrent refuses to act on a migration read from a cache that is

@@ -1,0 +1,88 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+)
+
+func statusWith(phase pgv1.Phase, conds ...metav1.Condition) *pgv1.PlacementMigrationStatus {
+	return &pgv1.PlacementMigrationStatus{Phase: phase, Conditions: conds}
+}
+
+func cond(typ, status, reason, message string) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), Reason: reason, Message: message}
+}
+
+// Only the wording of progress under a reason that stays is progress: a
+// new reason, a new status, a diagnosis's words, another field or a
+// condition added is a change to write at once.
+func TestOnlyProgressIsTheWordingOfProgressAlone(t *testing.T) {
+	rolling := cond(pgv1.ConditionReady, "False", pgv1.ReasonRolloutInProgress, "waiting for web-1, web-2")
+	feasible := cond(pgv1.ConditionFeasible, "True", pgv1.ReasonFeasible, "the rollout completes")
+	before := statusWith(pgv1.PhaseApplyingSoft, feasible, rolling)
+	for name, tc := range map[string]struct {
+		after *pgv1.PlacementMigrationStatus
+		want  bool
+	}{
+		"a rollout a pod further on": {statusWith(pgv1.PhaseApplyingSoft, feasible,
+			cond(pgv1.ConditionReady, "False", pgv1.ReasonRolloutInProgress, "waiting for web-2")), true},
+		"the pod view a step further": {statusWith(pgv1.PhaseApplyingSoft, feasible,
+			cond(pgv1.ConditionReady, "False", pgv1.ReasonWaitingForPodView, "waiting for web-2")), false},
+		"a new reason": {statusWith(pgv1.PhaseApplyingSoft, feasible,
+			cond(pgv1.ConditionReady, "False", pgv1.ReasonSoaking, "soaking")), false},
+		"a new status": {statusWith(pgv1.PhaseApplyingSoft, feasible,
+			cond(pgv1.ConditionReady, "True", pgv1.ReasonRolloutInProgress, "waiting for web-2")), false},
+		"a diagnosis reworded": {statusWith(pgv1.PhaseApplyingSoft,
+			cond(pgv1.ConditionFeasible, "True", pgv1.ReasonFeasible, "the rollout completes, and more"), rolling), false},
+		"a progress message and a phase": {statusWith(pgv1.PhaseSoaking, feasible,
+			cond(pgv1.ConditionReady, "False", pgv1.ReasonRolloutInProgress, "waiting for web-2")), false},
+		"a condition added": {statusWith(pgv1.PhaseApplyingSoft, feasible, rolling,
+			cond(pgv1.ConditionHardApplied, "False", pgv1.ReasonProgressing, "")), false},
+		"nothing": {statusWith(pgv1.PhaseApplyingSoft, feasible, rolling), false},
+	} {
+		if got := onlyProgress(before, tc.after); got != tc.want {
+			t.Errorf("%s: onlyProgress = %v, want %v", name, got, tc.want)
+		}
+	}
+	if before.Conditions[1].Message != "waiting for web-1, web-2" {
+		t.Errorf("onlyProgress changed the status it compared: %q", before.Conditions[1].Message)
+	}
+}
+
+// A change of progress alone waits until the migration's last status
+// write is progressRefresh old; any other change, a migration never
+// written by this process, and one forgotten are written at once.
+func TestStatusPaceHoldsProgressUntilTheRefresh(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "a"}
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	before := statusWith(pgv1.PhaseApplyingSoft, cond(pgv1.ConditionReady, "False", pgv1.ReasonRolloutInProgress, "waiting for web-1, web-2"))
+	progress := statusWith(pgv1.PhaseApplyingSoft, cond(pgv1.ConditionReady, "False", pgv1.ReasonRolloutInProgress, "waiting for web-2"))
+	milestone := statusWith(pgv1.PhaseSoaking, cond(pgv1.ConditionReady, "False", pgv1.ReasonSoaking, "soaking"))
+
+	var p statusPace
+	if held := p.hold(key, before, progress, t0); held != 0 {
+		t.Fatalf("a migration not written yet is held %v", held)
+	}
+	p.wrote(key, t0)
+	if held := p.hold(key, before, progress, t0.Add(4*time.Second)); held != progressRefresh-4*time.Second {
+		t.Errorf("progress 4s after a write is held %v, want %v", held, progressRefresh-4*time.Second)
+	}
+	if held := p.hold(key, before, milestone, t0.Add(time.Second)); held != 0 {
+		t.Errorf("a milestone is held %v", held)
+	}
+	if held := p.hold(key, before, progress, t0.Add(progressRefresh)); held != 0 {
+		t.Errorf("progress a refresh after the write is held %v", held)
+	}
+	if held := p.hold(types.NamespacedName{Namespace: "ns", Name: "b"}, before, progress, t0.Add(time.Second)); held != 0 {
+		t.Errorf("another migration is held %v", held)
+	}
+	p.forget(key)
+	if held := p.hold(key, before, progress, t0.Add(time.Second)); held != 0 {
+		t.Errorf("a forgotten migration is held %v", held)
+	}
+}
