@@ -16,8 +16,11 @@ import (
 // rollout still waits for, how far the pod view has come, how long a soak
 // has left. A milestone, a new reason or any other change is written at
 // once; a progress message waits until its migration's last status write
-// is this old, and is then written if it still differs.
-const progressRefresh = 15 * time.Second
+// is this old, and is then written if it still differs. A rollout that
+// moves on needs no word for each pod (its Deployment says that), and
+// one that stops moving stops rewording itself: within this long, the
+// status names exactly what it waits for.
+const progressRefresh = time.Minute
 
 // progressReasons are the reasons under which a condition's message
 // reports progress and changes while the reason stays. Messages under any
