@@ -180,7 +180,7 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if c := pm.Status.Capacity; c != nil {
 		metrics.RecordCapacity(pm.Namespace, pm.Name, int(c.QualifyingNodes), int(c.RequiredNodes))
 	}
-	return ctrl.Result{RequeueAfter: planning.Shortest(planning.Shortest(o.after, s.recheck), held)}, nil
+	return ctrl.Result{RequeueAfter: planning.Shortest(o.after, s.recheck, held)}, nil
 }
 
 // patchStatus writes the status if it changed, with an optimistic lock: a

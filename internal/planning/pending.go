@@ -164,13 +164,13 @@ func Unschedulable(p *corev1.Pod) (time.Time, string, bool) {
 	return time.Time{}, "", false
 }
 
-// Shortest is the sooner of two timers, 0 standing for none.
-func Shortest(a, b time.Duration) time.Duration {
-	switch {
-	case a == 0:
-		return b
-	case b == 0:
-		return a
+// Shortest is the soonest of the timers, 0 standing for none.
+func Shortest(timers ...time.Duration) time.Duration {
+	var soonest time.Duration
+	for _, d := range timers {
+		if d != 0 && (soonest == 0 || d < soonest) {
+			soonest = d
+		}
 	}
-	return min(a, b)
+	return soonest
 }
