@@ -38,7 +38,7 @@ import (
 )
 
 // layers are the file-name prefixes of the engine's layers, lowest first.
-var layers = []string{"model_", "index_", "filter_", "sim_", "ask_"}
+var layers = []string{"model_", "index_", "filter_", "score_", "sim_", "ask_"}
 
 // unlayered are the files that declare nothing and so belong to no layer.
 var unlayered = map[string]bool{"doc.go": true}

@@ -13,7 +13,7 @@
 //
 // # Layers
 //
-// The package is five layers, each a group of files named by its prefix,
+// The package is six layers, each a group of files named by its prefix,
 // from the ground up. A file uses its own layer and those below it, never
 // one above (`make verify` holds it: hack/layerrule).
 //
@@ -30,6 +30,12 @@
 //     snapshot: node filters, resources, ports, volumes and their limits,
 //     inter-pod (anti-)affinity and topology spread, in the scheduler's
 //     order and words.
+//   - score_: the scheduler's scoring of the nodes the filters pass, as a
+//     profile configures it (the default profile's eight score plugins,
+//     or a cluster's own weights and NodeResourcesFit strategy): each
+//     plugin's PreScore state, Score, NormalizeScore and weight, and the
+//     nodes of the best total, of which the scheduler picks one. The
+//     parts that read other pods follow what a simulation binds.
 //   - sim_: the simulations: the placer, each kind's rollout behind one
 //     interface (sim_kind.go, a sim_kind_<name>.go per kind), the search of
 //     a rollout's end states, the ReplicaSet controller's scale-down, drains

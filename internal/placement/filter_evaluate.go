@@ -92,6 +92,15 @@ type evaluator struct {
 	// altered are nodes as a simulated disruption leaves them (cordoned,
 	// unreachable), in place of the snapshot's.
 	altered map[nodeID]*corev1.Node
+	// scoring follows what a simulation binds and removes, for the layer
+	// that scores the nodes the filters pass (nil when nothing scores).
+	scoring accountant
+}
+
+// accountant follows the pods a simulation binds (delta 1) and removes
+// (-1) at a position.
+type accountant interface {
+	account(p *corev1.Pod, terminating bool, i int, delta int32)
 }
 
 // evalOptions are the hypotheses an evaluator works under.
@@ -339,6 +348,9 @@ func (e *evaluator) account(p *corev1.Pod, terminating bool, antiTerms []affinit
 	if !terminating {
 		e.accountSpread(p, i, delta)
 	}
+	if e.scoring != nil {
+		e.scoring.account(p, terminating, i, delta)
+	}
 }
 
 // domainOfNode is the domain of a snapshot node, -1 without the label or
@@ -353,3 +365,17 @@ func (e *evaluator) domainOfNode(t *topology, id nodeID) int32 {
 // topologyFor returns the interned topology of key, shared by every
 // evaluation until a node changes.
 func (e *evaluator) topologyFor(key string) *topology { return e.s.topology(key) }
+
+// feasible are the positions of the nodes the pod fits on now, in order.
+func (e *evaluator) feasible() []int {
+	var out []int
+	for _, i := range e.candidates {
+		if e.fits(i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// nodeName is the name of the node at position i.
+func (e *evaluator) nodeName(i int) string { return e.s.nodes[e.order[i]].node.Name }

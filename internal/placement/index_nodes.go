@@ -45,6 +45,9 @@ func (s *Snapshot) UpsertNode(n *corev1.Node) {
 		if !alloc.equal(ni.allocatable) {
 			s.byLoad = nil
 		}
+		if imagesChanged(ni.node, n) {
+			s.images = nil
+		}
 		ni.node, ni.allocatable, ni.allowedPods = n, alloc, allowed
 		return
 	}

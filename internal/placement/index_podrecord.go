@@ -39,6 +39,9 @@ type podInfo struct {
 
 	node     nodeID
 	requests resources
+	// nonZeroCPU and nonZeroMemory are what the scheduler's scoring
+	// charges a node for the pod (nonZeroRequests).
+	nonZeroCPU, nonZeroMemory int64
 }
 
 // podShape is what pods of one template share: namespace, labels, the
@@ -48,6 +51,9 @@ type podInfo struct {
 type podShape struct {
 	pod       *corev1.Pod
 	antiTerms []affinityTerm
+	// scoring are its terms InterPodAffinity's score weighs an incoming
+	// pod by (nil when it has none).
+	scoring *scoringTerms
 }
 
 // common is the part of the pod its shape holds.
@@ -56,6 +62,7 @@ func (pi *podInfo) common() *corev1.Pod { return pi.shape.pod }
 func (pi *podInfo) namespace() string            { return pi.shape.pod.Namespace }
 func (pi *podInfo) labels() map[string]string    { return pi.shape.pod.Labels }
 func (pi *podInfo) antiTerms() []affinityTerm    { return pi.shape.antiTerms }
+func (pi *podInfo) scoring() *scoringTerms       { return pi.shape.scoring }
 func (pi *podInfo) terminating() bool            { return pi.deleted != nil }
 func (pi *podInfo) annotation(key string) string { return pi.shape.pod.Annotations[key] }
 
@@ -142,6 +149,7 @@ func (t *PodTrimmer) record(p *corev1.Pod) (*podInfo, error) {
 		node:       noNode,
 		requests:   podRequests(out),
 	}
+	pi.nonZeroCPU, pi.nonZeroMemory = nonZeroRequests(out)
 	switch cs := out.Status.Conditions; {
 	case len(cs) == 1 && cs[0].Type == corev1.PodReady && cs[0].Status != "":
 		pi.readyStatus, pi.readySince = internStatus(cs[0].Status), cs[0].LastTransitionTime
@@ -223,7 +231,11 @@ func newShape(out *corev1.Pod, named bool) (*podShape, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &podShape{pod: pod, antiTerms: anti}, nil
+	scoring, err := podScoringTerms(pod)
+	if err != nil {
+		return nil, err
+	}
+	return &podShape{pod: pod, antiTerms: anti, scoring: scoring}, nil
 }
 
 // namesItsClaims reports whether the pod has generic ephemeral volumes,
@@ -278,7 +290,7 @@ func internStatus(s corev1.ConditionStatus) corev1.ConditionStatus {
 // it could.
 func (s *Snapshot) replaceInPlace(id podID, pi *podInfo) bool {
 	old := s.pods[id]
-	if old.shape != pi.shape || old.nodeName != pi.nodeName || !old.requests.equal(pi.requests) {
+	if old.shape != pi.shape || old.nodeName != pi.nodeName || !old.requests.equal(pi.requests) || old.nonZeroCPU != pi.nonZeroCPU || old.nonZeroMemory != pi.nonZeroMemory {
 		return false
 	}
 	// The node's shared copy of its name, and the binding, carry over.

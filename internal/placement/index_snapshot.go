@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,6 +40,9 @@ type Snapshot struct {
 	// withAntiAffinity holds the pods that carry required anti-affinity
 	// terms: the scheduler checks every incoming pod against them.
 	withAntiAffinity map[podID]struct{}
+	// withScoringTerms holds the pods whose terms weigh in InterPodAffinity's
+	// score of an incoming pod.
+	withScoringTerms map[podID]struct{}
 	// unboundByNode holds the pods bound to a node the snapshot has not
 	// seen yet (events arrive in any order); they bind when it arrives.
 	unboundByNode map[string]map[podID]struct{}
@@ -81,6 +86,14 @@ type Snapshot struct {
 	// template share; byController indexes them by their controller's UID.
 	trimmer      *PodTrimmer
 	byController map[types.UID]map[podID]struct{}
+
+	// owners are the selectors the system default spread reads.
+	owners owners
+	// profile is the scheduler profile the engine predicts for.
+	profile *Profile
+	// images are the nodes' images as ImageLocality reads them; nil once
+	// the nodes or their images change.
+	images *imageIndex
 }
 
 // nodeInfo is one node and what its pods request.
@@ -89,7 +102,10 @@ type nodeInfo struct {
 	allocatable resources
 	allowedPods int64
 	requested   resources
-	pods        map[podID]struct{}
+	// nonZeroCPU and nonZeroMemory sum its pods' non-zero requests, what
+	// the scheduler's scoring counts as requested.
+	nonZeroCPU, nonZeroMemory int64
+	pods                      map[podID]struct{}
 	// podCount is len(pods), kept in the record: a sweep over every node
 	// (capacity, fit) then reads one record per node, not its map as well,
 	// which at thousands of nodes is the sweep's cost.
@@ -108,6 +124,12 @@ type Objects struct {
 	Attachments    []*storagev1.VolumeAttachment
 	CSIDrivers     []*storagev1.CSIDriver
 	Capacities     []*storagev1.CSIStorageCapacity
+	// Services, ReplicaSets, StatefulSets and ReplicationControllers are
+	// what PodTopologySpread's system default constraints spread a pod by.
+	Services               []*corev1.Service
+	ReplicaSets            []*appsv1.ReplicaSet
+	StatefulSets           []*appsv1.StatefulSet
+	ReplicationControllers []*corev1.ReplicationController
 }
 
 // NewSnapshot indexes the objects. The objects are referenced, not copied:
@@ -121,6 +143,7 @@ func NewSnapshot(objs Objects) (*Snapshot, error) {
 		podByUID:         make(map[types.UID]podID, len(objs.Pods)),
 		labels:           newLabelIndex(),
 		withAntiAffinity: map[podID]struct{}{},
+		withScoringTerms: map[podID]struct{}{},
 		unboundByNode:    map[string]map[podID]struct{}{},
 		namespaces:       make(map[string]*corev1.Namespace, len(objs.Namespaces)),
 		claims:           make(map[types.NamespacedName]*corev1.PersistentVolumeClaim, len(objs.Claims)),
@@ -132,6 +155,8 @@ func NewSnapshot(objs Objects) (*Snapshot, error) {
 		capacities:       make(map[types.NamespacedName]*storagev1.CSIStorageCapacity, len(objs.Capacities)),
 		trimmer:          NewPodTrimmer(DefaultSharedParts),
 		byController:     map[types.UID]map[podID]struct{}{},
+		owners:           newOwners(),
+		profile:          DefaultProfile(),
 	}
 	for _, n := range objs.Nodes {
 		s.UpsertNode(n)
@@ -164,6 +189,9 @@ func NewSnapshot(objs Objects) (*Snapshot, error) {
 	}
 	for _, c := range objs.Capacities {
 		s.UpsertStorageCapacity(c)
+	}
+	if err := s.upsertOwners(objs); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -242,6 +270,9 @@ func (s *Snapshot) addPod(id podID) {
 	if len(pi.antiTerms()) > 0 {
 		s.withAntiAffinity[id] = struct{}{}
 	}
+	if pi.scoring() != nil {
+		s.withScoringTerms[id] = struct{}{}
+	}
 	if name := pi.nodeName; name != "" {
 		if nid, ok := s.nodeByName[name]; ok {
 			// One copy of the node's name, not one per pod.
@@ -259,6 +290,8 @@ func (s *Snapshot) bind(id podID, nid nodeID) {
 	ni.pods[id] = struct{}{}
 	ni.podCount = int64(len(ni.pods))
 	ni.requested.add(pi.requests)
+	ni.nonZeroCPU += pi.nonZeroCPU
+	ni.nonZeroMemory += pi.nonZeroMemory
 	s.byLoad, s.existingAnti = nil, nil
 }
 
@@ -269,6 +302,7 @@ func (s *Snapshot) removePod(id podID) {
 		removeFrom(s.byController, owner, id)
 	}
 	delete(s.withAntiAffinity, id)
+	delete(s.withScoringTerms, id)
 	if name := pi.nodeName; name != "" {
 		removeFrom(s.unboundByNode, name, id)
 	}
@@ -277,6 +311,8 @@ func (s *Snapshot) removePod(id podID) {
 		delete(ni.pods, id)
 		ni.podCount = int64(len(ni.pods))
 		ni.requested.sub(pi.requests)
+		ni.nonZeroCPU -= pi.nonZeroCPU
+		ni.nonZeroMemory -= pi.nonZeroMemory
 		s.byLoad, s.existingAnti = nil, nil
 		pi.node = noNode
 	}

@@ -43,6 +43,7 @@ func (s *Snapshot) dropNodeCaches() {
 	s.byLoad = nil
 	s.existingAnti = nil
 	s.topologies = nil
+	s.images = nil
 }
 
 // liveNodes returns the ids of the nodes in name order, so that answers are
@@ -86,4 +87,17 @@ func (s *Snapshot) topology(key string) *topology {
 	t := newTopology(key, s, s.liveNodes())
 	s.topologies[key] = t
 	return t
+}
+
+// slotOf is the domain of position i as PodTopologySpread's score keys it,
+// by the label's value: a node without the label has the empty value, so
+// shares the slot of a node labelled with "", or has the extra last slot.
+func (t *topology) slotOf(i int) int32 {
+	if d := t.domainOf[i]; d >= 0 {
+		return d
+	}
+	if d, ok := t.index[""]; ok {
+		return d
+	}
+	return int32(len(t.names))
 }

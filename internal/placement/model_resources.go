@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
@@ -206,4 +207,50 @@ func (r resources) fitsIn(alloc, requested, extra resources) bool {
 		}
 	}
 	return true
+}
+
+// The requests the scheduler's scoring assumes for a container that names
+// none: 100 millicores and 200 MiB (non-zero requests), so that pods
+// without requests still spread.
+const (
+	defaultMilliCPURequest int64 = 100
+	defaultMemoryRequest   int64 = 200 * 1024 * 1024
+)
+
+// nonZeroRequests are the CPU and memory NodeResourcesFit's scoring charges
+// for a pod: its requests with the defaults for a container that names
+// none (an explicit zero stays zero), plus overhead; with pod-level
+// requests, the defaults stand in only for what the pod level leaves out.
+func nonZeroRequests(pod *corev1.Pod) (milliCPU, memory int64) {
+	spec := &pod.Spec
+	if len(spec.InitContainers) == 0 && spec.Overhead == nil && spec.Resources == nil && !resizing(pod) {
+		for i := range spec.Containers {
+			reqs := spec.Containers[i].Resources.Requests
+			if q, ok := reqs[corev1.ResourceCPU]; ok {
+				milliCPU += q.MilliValue()
+			} else {
+				milliCPU += defaultMilliCPURequest
+			}
+			if q, ok := reqs[corev1.ResourceMemory]; ok {
+				memory += q.Value()
+			} else {
+				memory += defaultMemoryRequest
+			}
+		}
+		return milliCPU, memory
+	}
+	opts := resourcehelper.PodResourcesOptions{UseStatusResources: resizing(pod)}
+	requests := resourcehelper.PodRequests(pod, opts)
+	opts.NonMissingContainerRequests = corev1.ResourceList{}
+	podLevel := resourcehelper.IsPodLevelRequestsSet(pod)
+	if _, ok := requests[corev1.ResourceCPU]; !ok || !podLevel {
+		opts.NonMissingContainerRequests[corev1.ResourceCPU] = *resource.NewMilliQuantity(defaultMilliCPURequest, resource.DecimalSI)
+	}
+	if _, ok := requests[corev1.ResourceMemory]; !ok || !podLevel {
+		opts.NonMissingContainerRequests[corev1.ResourceMemory] = *resource.NewQuantity(defaultMemoryRequest, resource.BinarySI)
+	}
+	if len(opts.NonMissingContainerRequests) > 0 {
+		requests = resourcehelper.PodRequests(pod, opts)
+	}
+	return requests.Cpu().MilliValue(), requests.Memory().Value()
 }

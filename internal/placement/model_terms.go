@@ -126,9 +126,15 @@ type spreadConstraint struct {
 // hardSpreadConstraints returns the pod's DoNotSchedule constraints; the
 // ScheduleAnyway ones only weigh in scoring and never filter a node.
 func hardSpreadConstraints(p *corev1.Pod) ([]spreadConstraint, error) {
+	return spreadConstraintsOf(p, p.Spec.TopologySpreadConstraints, corev1.DoNotSchedule)
+}
+
+// spreadConstraintsOf are those of constraints, written for pod p, that
+// act as action says.
+func spreadConstraintsOf(p *corev1.Pod, constraints []corev1.TopologySpreadConstraint, action corev1.UnsatisfiableConstraintAction) ([]spreadConstraint, error) {
 	var out []spreadConstraint
-	for _, c := range p.Spec.TopologySpreadConstraints {
-		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
+	for _, c := range constraints {
+		if c.WhenUnsatisfiable != action {
 			continue
 		}
 		sel, err := termSelector(c.LabelSelector, p.Labels, c.MatchLabelKeys, nil)
@@ -155,4 +161,63 @@ func hardSpreadConstraints(p *corev1.Pod) ([]spreadConstraint, error) {
 		out = append(out, sc)
 	}
 	return out, nil
+}
+
+// weightedTerm is a preferred pod (anti-)affinity term and its weight,
+// negative for anti-affinity.
+type weightedTerm struct {
+	affinityTerm
+	weight int64
+}
+
+// scoringTerms are a pod's terms InterPodAffinity's score reads: its
+// preferred terms, and its required affinity terms, which weigh with the
+// profile's hardPodAffinityWeight when the pod is an existing one.
+type scoringTerms struct {
+	requiredAffinity []affinityTerm
+	preferred        []weightedTerm
+}
+
+// podScoringTerms are p's scoring terms, nil when it has none.
+func podScoringTerms(p *corev1.Pod) (*scoringTerms, error) {
+	a := p.Spec.Affinity
+	if a == nil || (a.PodAffinity == nil && a.PodAntiAffinity == nil) {
+		return nil, nil
+	}
+	required, err := requiredAffinityTerms(p)
+	if err != nil {
+		return nil, err
+	}
+	st := &scoringTerms{requiredAffinity: required}
+	if a.PodAffinity != nil {
+		if st.preferred, err = appendWeighted(st.preferred, p, a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution, 1); err != nil {
+			return nil, err
+		}
+	}
+	if a.PodAntiAffinity != nil {
+		if st.preferred, err = appendWeighted(st.preferred, p, a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution, -1); err != nil {
+			return nil, err
+		}
+	}
+	if len(st.requiredAffinity) == 0 && len(st.preferred) == 0 {
+		return nil, nil
+	}
+	return st, nil
+}
+
+func appendWeighted(out []weightedTerm, p *corev1.Pod, raw []corev1.WeightedPodAffinityTerm, sign int64) ([]weightedTerm, error) {
+	for i := range raw {
+		t, err := newAffinityTerm(p, &raw[i].PodAffinityTerm)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, weightedTerm{affinityTerm: t, weight: sign * int64(raw[i].Weight)})
+	}
+	return out, nil
+}
+
+// softSpreadConstraints are p's ScheduleAnyway constraints, which only
+// weigh in scoring.
+func softSpreadConstraints(p *corev1.Pod) ([]spreadConstraint, error) {
+	return spreadConstraintsOf(p, p.Spec.TopologySpreadConstraints, corev1.ScheduleAnyway)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -27,6 +28,11 @@ type scenario struct {
 	attachments    []*storagev1.VolumeAttachment
 	csiDrivers     []*storagev1.CSIDriver
 	capacities     []*storagev1.CSIStorageCapacity
+	// services, replicaSets and statefulSets are what the system default
+	// spread reads (scoring scenarios only).
+	services     []*corev1.Service
+	replicaSets  []*appsv1.ReplicaSet
+	statefulSets []*appsv1.StatefulSet
 }
 
 // apiObjects are what the scheduler's plugins read through informers.
@@ -54,6 +60,15 @@ func (sc *scenario) apiObjects() []runtime.Object {
 		out = append(out, o)
 	}
 	for _, o := range sc.capacities {
+		out = append(out, o)
+	}
+	for _, o := range sc.services {
+		out = append(out, o)
+	}
+	for _, o := range sc.replicaSets {
+		out = append(out, o)
+	}
+	for _, o := range sc.statefulSets {
 		out = append(out, o)
 	}
 	return out

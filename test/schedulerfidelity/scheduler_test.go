@@ -23,6 +23,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
+	fwk "k8s.io/kube-scheduler/framework"
 )
 
 // verdict is where a pod may go: the nodes that pass every filter, by
@@ -31,6 +32,8 @@ import (
 type verdict struct {
 	nodes   []string
 	message string
+	// best are the nodes of the highest total score, when scored.
+	best []string
 }
 
 // gatedMessage is the PodScheduled message of a pod the scheduler does
@@ -46,20 +49,36 @@ type scheduler struct {
 }
 
 func newScheduler(stop <-chan struct{}) (*scheduler, error) {
-	// The framework counts plugin executions in the scheduler's metrics,
-	// which exist once registered.
-	metrics.Register()
 	cfg, err := latest.Default()
 	if err != nil {
 		return nil, fmt.Errorf("the default scheduler configuration: %w", err)
 	}
-	return &scheduler{profile: &cfg.Profiles[0], recorder: metrics.NewMetricsAsyncRecorder(1000, time.Second, stop)}, nil
+	return newSchedulerWith(stop, &cfg.Profiles[0]), nil
+}
+
+// newSchedulerWith runs profile instead of the default one.
+func newSchedulerWith(stop <-chan struct{}, profile *config.KubeSchedulerProfile) *scheduler {
+	// The framework counts plugin executions in the scheduler's metrics,
+	// which exist once registered.
+	metrics.Register()
+	return &scheduler{profile: profile, recorder: metrics.NewMetricsAsyncRecorder(1000, time.Second, stop)}
 }
 
 // decide runs PreFilter, then Filter on every node, for the scenario's
 // pending pod, as the scheduling cycle's findNodesThatFitPod does, and
 // composes the message as its FitError does.
 func (s *scheduler) decide(sc *scenario) (verdict, error) {
+	return s.run(sc, false)
+}
+
+// land is decide, and then, as the scheduling cycle's prioritizeNodes
+// does, PreScore and Score (with NormalizeScore and the weights) on the
+// nodes that pass: best are the nodes of the highest total.
+func (s *scheduler) land(sc *scenario) (verdict, error) {
+	return s.run(sc, true)
+}
+
+func (s *scheduler) run(sc *scenario, score bool) (verdict, error) {
 	if len(sc.pending.Spec.SchedulingGates) > 0 {
 		return verdict{message: gatedMessage}, nil
 	}
@@ -116,10 +135,12 @@ func (s *scheduler) decide(sc *scenario) (verdict, error) {
 		}
 	}
 	var v verdict
+	var feasible []fwk.NodeInfo
 	for _, n := range candidates {
 		st := f.RunFilterPlugins(ctx, state, sc.pending, n)
 		if st.IsSuccess() {
 			v.nodes = append(v.nodes, n.Node().Name)
+			feasible = append(feasible, n)
 			continue
 		}
 		if !st.IsRejected() {
@@ -133,7 +154,40 @@ func (s *scheduler) decide(sc *scenario) (verdict, error) {
 	if len(v.nodes) == 0 {
 		v.message = fitError(len(all), reasons)
 	}
+	if score && len(feasible) > 0 {
+		if v.best, err = bestScored(ctx, f, state, sc, feasible); err != nil {
+			return verdict{}, err
+		}
+	}
 	return v, nil
+}
+
+// bestScored runs the score plugins as prioritizeNodes does and returns
+// the nodes of the highest total, sorted; a single feasible node is not
+// scored.
+func bestScored(ctx context.Context, f framework.Framework, state fwk.CycleState, sc *scenario, feasible []fwk.NodeInfo) ([]string, error) {
+	if len(feasible) == 1 {
+		return []string{feasible[0].Node().Name}, nil
+	}
+	if st := f.RunPreScorePlugins(ctx, state, sc.pending, feasible); !st.IsSuccess() {
+		return nil, st.AsError()
+	}
+	scores, st := f.RunScorePlugins(ctx, state, sc.pending, feasible)
+	if !st.IsSuccess() {
+		return nil, st.AsError()
+	}
+	var top int64 = -1
+	var best []string
+	for _, ns := range scores {
+		switch {
+		case ns.TotalScore > top:
+			top, best = ns.TotalScore, []string{ns.Name}
+		case ns.TotalScore == top:
+			best = append(best, ns.Name)
+		}
+	}
+	slices.Sort(best)
+	return best, nil
 }
 
 // fitError is FitError's message: the reasons' counts, sorted as strings.

@@ -1,0 +1,216 @@
+package placement
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// scorer is the profile's scoring of one pod over the nodes that pass the
+// filters, as the scheduler's PreScore, Score and NormalizeScore run it:
+// each plugin scores every node, normalizes, and is weighted; the node
+// with the highest total wins, a tie going to any of the tied. The parts
+// that read other pods follow what a simulation binds and removes.
+type scorer struct {
+	e   *evaluator
+	p   *Profile
+	pod *corev1.Pod
+
+	fit, balanced *resourceScore
+	taints        *taintScore
+	nodeAffinity  *nodeAffinityScore
+	images        *imageScore
+	spread        *spreadScore
+	interPod      *interPodScore
+
+	// extraNonZero are the non-zero requests a simulation added to or took
+	// from each position.
+	extraNonZero map[int32]nonZero
+	podNonZero   nonZero
+	podRequested resources
+}
+
+type nonZero struct{ cpu, memory int64 }
+
+// newScorer readies the profile's scoring of e's pod; owner is the
+// selector of a simulated pod's controller (nil for a pod that names
+// its own).
+func newScorer(e *evaluator, p *Profile, owner labels.Selector) (*scorer, error) {
+	sc := &scorer{e: e, p: p, pod: e.pod, extraNonZero: map[int32]nonZero{}, podRequested: podRequests(e.pod)}
+	sc.podNonZero.cpu, sc.podNonZero.memory = nonZeroRequests(e.pod)
+	var err error
+	if p.weight(PluginNodeResourcesFit) > 0 {
+		sc.fit = newFitScore(sc, p.Fit)
+	}
+	if p.weight(PluginBalancedAllocation) > 0 {
+		sc.balanced = newBalancedScore(sc, p.Balanced)
+	}
+	if p.weight(PluginTaintToleration) > 0 {
+		sc.taints = newTaintScore(e)
+	}
+	if p.weight(PluginNodeAffinity) > 0 {
+		if sc.nodeAffinity, err = newNodeAffinityScore(e, p.AddedAffinity); err != nil {
+			return nil, err
+		}
+	}
+	if p.weight(PluginImageLocality) > 0 {
+		sc.images = newImageScore(e)
+	}
+	if p.weight(PluginPodTopologySpread) > 0 {
+		if sc.spread, err = newSpreadScore(e, p, owner); err != nil {
+			return nil, err
+		}
+	}
+	if p.weight(PluginInterPodAffinity) > 0 {
+		if sc.interPod, err = newInterPodScore(e, p); err != nil {
+			return nil, err
+		}
+	}
+	e.scoring = sc
+	return sc, nil
+}
+
+// podRequest is the pod's request of a resource as a resource score
+// charges it: with the non-zero defaults unless useRequested.
+func (sc *scorer) podRequest(name corev1.ResourceName, useRequested bool) int64 {
+	switch name {
+	case corev1.ResourceCPU:
+		if useRequested {
+			return sc.podRequested.milliCPU
+		}
+		return sc.podNonZero.cpu
+	case corev1.ResourceMemory:
+		if useRequested {
+			return sc.podRequested.memory
+		}
+		return sc.podNonZero.memory
+	case corev1.ResourceEphemeralStorage:
+		return sc.podRequested.ephemeralStorage
+	}
+	return sc.podRequested.scalar[name]
+}
+
+// account follows pod p bound to (1) or removed from (-1) position i.
+func (sc *scorer) account(p *corev1.Pod, terminating bool, i int, delta int32) {
+	cpu, memory := nonZeroRequests(p)
+	x := sc.extraNonZero[int32(i)]
+	x.cpu += int64(delta) * cpu
+	x.memory += int64(delta) * memory
+	sc.extraNonZero[int32(i)] = x
+	if sc.spread != nil {
+		sc.spread.account(p, terminating, i, delta)
+	}
+	if sc.interPod != nil {
+		sc.interPod.account(p, i, delta)
+	}
+}
+
+// NodeScore is a node's total score and each plugin's share of it.
+type NodeScore struct {
+	Node  string
+	Total int64
+	// Plugins are the weighted, normalized scores by plugin.
+	Plugins map[string]int64
+}
+
+// totals scores the nodes at positions, which pass the filters, and
+// returns their totals in the same order; with detail, each plugin's
+// share as well.
+func (sc *scorer) totals(positions []int, detail bool) ([]int64, []map[string]int64) {
+	n := len(positions)
+	totals := make([]int64, n)
+	var shares []map[string]int64
+	if detail {
+		shares = make([]map[string]int64, n)
+		for k := range shares {
+			shares[k] = map[string]int64{}
+		}
+	}
+	raw := make([]int64, n)
+	add := func(plugin string) {
+		w := sc.p.weight(plugin)
+		for k := range raw {
+			totals[k] += raw[k] * w
+			if detail {
+				shares[k][plugin] = raw[k] * w
+			}
+		}
+	}
+	perNode := func(score func(int) int64) {
+		for k, i := range positions {
+			raw[k] = score(i)
+		}
+	}
+	if sc.fit != nil {
+		perNode(sc.fit.score)
+		add(PluginNodeResourcesFit)
+	}
+	if sc.balanced != nil {
+		perNode(sc.balanced.score)
+		add(PluginBalancedAllocation)
+	}
+	if sc.taints != nil {
+		perNode(sc.taints.score)
+		normalizeToMax(raw, true)
+		add(PluginTaintToleration)
+	}
+	if sc.nodeAffinity != nil {
+		perNode(sc.nodeAffinity.score)
+		normalizeToMax(raw, false)
+		add(PluginNodeAffinity)
+	}
+	if sc.images != nil {
+		perNode(sc.images.score)
+		add(PluginImageLocality)
+	}
+	if sc.spread != nil {
+		ignored := make([]bool, n)
+		sc.spread.scores(positions, raw, ignored)
+		sc.spread.normalize(raw, ignored)
+		add(PluginPodTopologySpread)
+	}
+	if sc.interPod != nil {
+		perNode(sc.interPod.score)
+		normalizeMinMax(raw)
+		add(PluginInterPodAffinity)
+	}
+	return totals, shares
+}
+
+// normalizeToMax scales scores so that the highest is 100 (reverse: so
+// that the highest is 0 and none is 100); all zero stays zero (reverse:
+// all 100).
+func normalizeToMax(scores []int64, reverse bool) {
+	var most int64
+	for _, s := range scores {
+		most = max(most, s)
+	}
+	for k, s := range scores {
+		switch {
+		case most == 0 && reverse:
+			scores[k] = maxNodeScore
+		case most == 0:
+		case reverse:
+			scores[k] = maxNodeScore - maxNodeScore*s/most
+		default:
+			scores[k] = maxNodeScore * s / most
+		}
+	}
+}
+
+// best are the positions among positions with the highest total, in
+// position order: the scheduler picks one of them at random.
+func best(positions []int, totals []int64) []int {
+	if len(positions) == 0 {
+		return nil
+	}
+	top := slices.Max(totals)
+	var out []int
+	for k, i := range positions {
+		if totals[k] == top {
+			out = append(out, i)
+		}
+	}
+	return out
+}
