@@ -198,19 +198,16 @@ func (s *Snapshot) keptWhere(pi *podInfo, movable func(*corev1.Pod) string) stri
 
 // replacementDomain is where the scheduler would place the replacement of
 // pod id, which left a domain of counts (the spread's counts before it
-// left): of the nodes that pass every filter with the pod gone, one of
-// the least crowded domain of key, as the spread's score ranks them above
-// everything else the default scorers weigh when nodes are this alike;
-// among those, the one the placer prefers (the fewest of the workload's
-// pods, then the least loaded). Node "" when it fits nowhere.
+// left): a node of the best score with the pod gone, the one in the least
+// crowded domain of key when the best are tied across domains. Node ""
+// when it fits nowhere, or only on nodes without key.
 func (s *Snapshot) replacementDomain(w *Workload, id podID, key string, counts map[string]int, from string) (string, string, error) {
-	p, err := s.newPlacer(newPod(w, w.Name+movedReplacementNamePostfix, nil), s.workloadPods(w.Pods))
+	p, err := s.newPlacer(w, newPod(w, w.Name+movedReplacementNamePostfix, nil), s.workloadPods(w.Pods))
 	if err != nil {
 		return "", "", err
 	}
 	defer p.release()
 	p.remove(id)
-	p.rank()
 	count := func(domain string) int {
 		if domain == from {
 			return counts[domain] - 1
@@ -218,10 +215,7 @@ func (s *Snapshot) replacementDomain(w *Workload, id podID, key string, counts m
 		return counts[domain]
 	}
 	best, bestCount := -1, 0
-	for _, i := range p.ranked {
-		if !p.e.fits(i) {
-			continue
-		}
+	for _, i := range p.bestSet() {
 		domain, ok := s.nodes[p.e.order[i]].node.Labels[key]
 		if !ok {
 			continue

@@ -7,12 +7,15 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
-// TestThePlacerSpreadsThenFillsTheLeastLoaded: a pod goes where the
-// workload has the fewest pods, then to the least requested node, as the
-// scheduler's scoring would put it.
-func TestThePlacerSpreadsThenFillsTheLeastLoaded(t *testing.T) {
+// TestThePlacerPlacesAsTheSchedulerScores: pods one after another, each
+// seeing the ones before it. A pod nothing selects goes to the least
+// requested node every time; one a Service selects spreads by the system
+// default constraints, which outweigh the requests.
+func TestThePlacerPlacesAsTheSchedulerScores(t *testing.T) {
 	objs := Objects{
 		Nodes: []*corev1.Node{mkNode("busy"), mkNode("idle"), mkNode("half")},
 		Pods: []*corev1.Pod{
@@ -20,21 +23,28 @@ func TestThePlacerSpreadsThenFillsTheLeastLoaded(t *testing.T) {
 			mkPod("ns", "other-2", on("half"), requests("2", "1Gi")),
 		},
 	}
-	s, err := NewSnapshot(objs)
-	if err != nil {
-		t.Fatal(err)
-	}
 	pod := mkPod("ns", "web", withLabels("app", "web"), requests("100m", "64Mi"))
-	p, err := s.newPlacer(pod, nil)
-	if err != nil {
-		t.Fatal(err)
+	placements := func(objs Objects) []string {
+		s, err := NewSnapshot(objs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.newPlacer(nil, pod, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for range 4 {
+			got = append(got, p.nodeName(p.place(pod)))
+		}
+		return got
 	}
-	var got []string
-	for range 4 {
-		got = append(got, p.nodeName(p.place(pod)))
+	if got, want := fmt.Sprint(placements(objs)), fmt.Sprint([]string{"idle", "idle", "idle", "idle"}); got != want {
+		t.Errorf("unselected: placed on %s, want %s", got, want)
 	}
-	if want := fmt.Sprint([]string{"idle", "half", "busy", "idle"}); fmt.Sprint(got) != want {
-		t.Fatalf("placed on %v, want %s", got, want)
+	objs.Services = []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}}}}
+	if got, want := fmt.Sprint(placements(objs)), fmt.Sprint([]string{"idle", "half", "busy", "idle"}); got != want {
+		t.Errorf("selected by a Service: placed on %s, want %s", got, want)
 	}
 }
 
@@ -48,7 +58,7 @@ func TestAPlacerSeesTheLoadsOfTheSnapshotAsTheyAreNow(t *testing.T) {
 	}
 	pod := mkPod("ns", "web", withLabels("app", "web"), requests("100m", "64Mi"))
 	first := func() string {
-		p, err := s.newPlacer(pod, nil)
+		p, err := s.newPlacer(nil, pod, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,76 +82,76 @@ func TestAPlacerSeesTheLoadsOfTheSnapshotAsTheyAreNow(t *testing.T) {
 	}
 }
 
-// TestThePlacerChoosesAsAFullScanWould: the placer keeps its candidates in
-// order of preference and filters them in that order until one fits; on
-// random clusters and random pods, with pods of the cluster removed and
-// the static filters changed between placements, every placement equals
-// the full scan's (every
-// candidate filtered, the best by score and then by position).
-func TestThePlacerChoosesAsAFullScanWould(t *testing.T) {
-	for seed := int64(1); seed <= 400; seed++ {
+// TestThePlacerScoresAsAFreshSnapshotWould: the placer follows what it
+// binds and removes incrementally; on random clusters and random pods,
+// with pods of the cluster removed between placements, each placement is
+// among the best-scored nodes of a snapshot that holds the same pods from
+// the start, asked afresh.
+func TestThePlacerScoresAsAFreshSnapshotWould(t *testing.T) {
+	compared := 0
+	for seed := int64(1); seed <= 300; seed++ {
 		r := rand.New(rand.NewSource(seed))
 		objs := randomCluster(r)
+		// Services select some apps, which then spread by the system
+		// default constraints.
+		for _, app := range apps {
+			for _, ns := range []string{"ns1", "ns2"} {
+				if r.Intn(2) == 0 {
+					objs.Services = append(objs.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app},
+						Spec: corev1.ServiceSpec{Selector: map[string]string{"app": app}}})
+				}
+			}
+		}
 		s, err := NewSnapshot(objs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pod := randomPod(r, "incoming", objs.Nodes, false)
-		pruned, err := s.newPlacer(pod, nil)
-		if err != nil {
-			continue // a selector the engine refuses; not the placer's concern
-		}
-		full, err := s.newPlacer(pod, nil)
+		fresh, err := NewSnapshot(objs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var bound []podID
-		for id, pi := range s.pods {
-			if pi != nil && pi.node != noNode {
-				bound = append(bound, podID(id))
+		pod := randomPod(r, "incoming", objs.Nodes, false)
+		p, err := s.newPlacer(nil, pod, nil)
+		if err != nil {
+			continue // a selector the engine refuses; not the placer's concern
+		}
+		var bound []*corev1.Pod
+		for _, o := range objs.Pods {
+			if o.Spec.NodeName != "" {
+				bound = append(bound, o)
 			}
 		}
 		for k := range 1 + r.Intn(8) {
-			// Now and then a pod of the cluster goes away first, as old
-			// pods do in a rollout: the node it leaves moves in the order.
 			if len(bound) > 0 && r.Intn(3) == 0 {
-				id := bound[r.Intn(len(bound))]
-				bound = slices.DeleteFunc(bound, func(b podID) bool { return b == id })
-				pruned.remove(id)
-				full.remove(id)
+				gone := bound[r.Intn(len(bound))]
+				bound = slices.DeleteFunc(bound, func(b *corev1.Pod) bool { return b == gone })
+				p.remove(s.podByUID[gone.UID])
+				fresh.DeletePod(gone.UID)
 			}
-			// Now and then the static filters change, as a StatefulSet's
-			// next pod brings other claims: the candidates are set again.
-			if n := len(full.e.order); n > 0 && r.Intn(4) == 0 {
-				i := r.Intn(n)
-				for _, p := range []*placer{pruned, full} {
-					if p.e.volumeReason[i] == 0 {
-						p.e.volumeReason[i] = p.e.code(ReasonVolumeZone)
-					} else {
-						p.e.volumeReason[i] = 0
-					}
-					p.e.resetCandidates()
+			l, err := fresh.Land(pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := p.place(pod)
+			if got < 0 {
+				if len(l.Best) > 0 {
+					t.Fatalf("seed %d, placement %d: the placer found no node, a fresh snapshot %v", seed, k, l.Best)
 				}
+				break
 			}
-			want := fullScan(full)
-			if got := pruned.place(pod); got != want {
-				t.Fatalf("seed %d, placement %d: placed at %d, the full scan at %d", seed, k, got, want)
+			name := p.nodeName(got)
+			if !slices.Contains(l.Best, name) {
+				t.Fatalf("seed %d, placement %d: placed on %s, a fresh snapshot's best are %v\nranking %+v", seed, k, name, l.Best, l.Ranking)
 			}
-			if want >= 0 {
-				full.e.simulateBind(pod, full.antiTerms, full.req, want)
-				full.own[want]++
+			compared++
+			placed := pod.DeepCopy()
+			placed.Name, placed.UID, placed.Spec.NodeName = fmt.Sprintf("placed-%d", k), types.UID(fmt.Sprintf("placed-%d-%d", seed, k)), name
+			if err := fresh.UpsertPod(placed); err != nil {
+				t.Fatal(err)
 			}
 		}
 	}
-}
-
-// fullScan is the placement every candidate is filtered for.
-func fullScan(p *placer) int {
-	best := -1
-	for _, i := range p.e.candidates {
-		if p.e.fits(i) && (best < 0 || p.better(i, best)) {
-			best = i
-		}
+	if compared < 300 {
+		t.Fatalf("only %d placements compared", compared)
 	}
-	return best
 }
