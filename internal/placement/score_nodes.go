@@ -29,6 +29,19 @@ func newTaintScore(e *evaluator) *taintScore {
 	return t
 }
 
+// anyPreferNoSchedule reports whether an evaluated node carries a
+// PreferNoSchedule taint.
+func anyPreferNoSchedule(e *evaluator) bool {
+	for _, id := range e.order {
+		for _, t := range e.node(id).Spec.Taints {
+			if t.Effect == corev1.TaintEffectPreferNoSchedule {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (t *taintScore) score(i int) int64 {
 	var n int64
 	taints := t.e.node(t.e.order[i]).Spec.Taints
@@ -107,6 +120,16 @@ func newImageScore(e *evaluator) *imageScore {
 		}
 	}
 	return im
+}
+
+// anyHeld reports whether a node holds one of the pod's images.
+func (im *imageScore) anyHeld() bool {
+	for _, name := range im.images {
+		if im.index.onNodes[name] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (im *imageScore) score(i int) int64 {

@@ -25,8 +25,11 @@ type scorer struct {
 	interPod      *interPodScore
 
 	// extraNonZero are the non-zero requests a simulation added to or took
-	// from each position.
-	extraNonZero map[int32]nonZero
+	// from each position (nil until it binds or removes a pod).
+	extraNonZero []nonZero
+	// constant is what the plugins that score every node alike add to
+	// each total: they are not run per node.
+	constant int64
 	podNonZero   nonZero
 	podRequested resources
 }
@@ -37,7 +40,7 @@ type nonZero struct{ cpu, memory int64 }
 // selector of a simulated pod's controller (nil for a pod that names
 // its own).
 func newScorer(e *evaluator, p *Profile, owner labels.Selector) (*scorer, error) {
-	sc := &scorer{e: e, p: p, pod: e.pod, extraNonZero: map[int32]nonZero{}, podRequested: podRequests(e.pod)}
+	sc := &scorer{e: e, p: p, pod: e.pod, podRequested: podRequests(e.pod)}
 	sc.podNonZero.cpu, sc.podNonZero.memory = nonZeroRequests(e.pod)
 	var err error
 	if p.weight(PluginNodeResourcesFit) > 0 {
@@ -46,8 +49,11 @@ func newScorer(e *evaluator, p *Profile, owner labels.Selector) (*scorer, error)
 	if p.weight(PluginBalancedAllocation) > 0 {
 		sc.balanced = newBalancedScore(sc, p.Balanced)
 	}
-	if p.weight(PluginTaintToleration) > 0 {
-		sc.taints = newTaintScore(e)
+	if w := p.weight(PluginTaintToleration); w > 0 {
+		if sc.taints = newTaintScore(e); !anyPreferNoSchedule(e) {
+			// No node to avoid: every node scores the most.
+			sc.taints, sc.constant = nil, sc.constant+w*maxNodeScore
+		}
 	}
 	if p.weight(PluginNodeAffinity) > 0 {
 		if sc.nodeAffinity, err = newNodeAffinityScore(e, p.AddedAffinity); err != nil {
@@ -55,7 +61,10 @@ func newScorer(e *evaluator, p *Profile, owner labels.Selector) (*scorer, error)
 		}
 	}
 	if p.weight(PluginImageLocality) > 0 {
-		sc.images = newImageScore(e)
+		// A pod whose images no node holds scores 0 everywhere.
+		if sc.images = newImageScore(e); !sc.images.anyHeld() {
+			sc.images = nil
+		}
 	}
 	if p.weight(PluginPodTopologySpread) > 0 {
 		if sc.spread, err = newSpreadScore(e, p, owner); err != nil {
@@ -94,10 +103,11 @@ func (sc *scorer) podRequest(name corev1.ResourceName, useRequested bool) int64 
 // account follows pod p bound to (1) or removed from (-1) position i.
 func (sc *scorer) account(p *corev1.Pod, terminating bool, i int, delta int32) {
 	cpu, memory := nonZeroRequests(p)
-	x := sc.extraNonZero[int32(i)]
-	x.cpu += int64(delta) * cpu
-	x.memory += int64(delta) * memory
-	sc.extraNonZero[int32(i)] = x
+	if sc.extraNonZero == nil {
+		sc.extraNonZero = make([]nonZero, len(sc.e.order))
+	}
+	sc.extraNonZero[i].cpu += int64(delta) * cpu
+	sc.extraNonZero[i].memory += int64(delta) * memory
 	if sc.spread != nil {
 		sc.spread.account(p, terminating, i, delta)
 	}
@@ -120,6 +130,9 @@ type NodeScore struct {
 func (sc *scorer) totals(positions []int, detail bool) ([]int64, []map[string]int64) {
 	n := len(positions)
 	totals := make([]int64, n)
+	for k := range totals {
+		totals[k] = sc.constant
+	}
 	var shares []map[string]int64
 	if detail {
 		shares = make([]map[string]int64, n)
@@ -142,11 +155,14 @@ func (sc *scorer) totals(positions []int, detail bool) ([]int64, []map[string]in
 			raw[k] = score(i)
 		}
 	}
-	if sc.fit != nil {
+	if sc.fit != nil && sc.balanced != nil && !detail && sc.fit.cpuMemoryOnly() && sc.balanced.cpuMemoryOnly() {
+		// Both over cpu and memory alone (the default profile): one pass.
+		sc.resourceTotals(positions, totals)
+	} else if sc.fit != nil {
 		perNode(sc.fit.score)
 		add(PluginNodeResourcesFit)
 	}
-	if sc.balanced != nil {
+	if sc.balanced != nil && (detail || !sc.fit.cpuMemoryOnly() || !sc.balanced.cpuMemoryOnly()) {
 		perNode(sc.balanced.score)
 		add(PluginBalancedAllocation)
 	}

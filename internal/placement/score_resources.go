@@ -82,12 +82,12 @@ func (r *resourceScore) nodeResource(ni *nodeInfo, extra resources, i int, name 
 		if r.useRequested {
 			return ni.allocatable.milliCPU, ni.requested.milliCPU + extra.milliCPU
 		}
-		return ni.allocatable.milliCPU, ni.nonZeroCPU + r.sc.extraNonZero[int32(i)].cpu
+		return ni.allocatable.milliCPU, ni.nonZeroCPU + r.sc.extraNonZeroAt(i).cpu
 	case corev1.ResourceMemory:
 		if r.useRequested {
 			return ni.allocatable.memory, ni.requested.memory + extra.memory
 		}
-		return ni.allocatable.memory, ni.nonZeroMemory + r.sc.extraNonZero[int32(i)].memory
+		return ni.allocatable.memory, ni.nonZeroMemory + r.sc.extraNonZeroAt(i).memory
 	case corev1.ResourceEphemeralStorage:
 		return ni.allocatable.ephemeralStorage, ni.requested.ephemeralStorage + extra.ephemeralStorage
 	}
@@ -220,4 +220,75 @@ func balance(used, allocatable []int64) int64 {
 		std = math.Sqrt(sum / float64(len(f)))
 	}
 	return int64((1 - std) * float64(maxNodeScore))
+}
+
+// extraNonZeroAt is the non-zero requests the simulation added at i.
+func (sc *scorer) extraNonZeroAt(i int) nonZero {
+	if sc.extraNonZero == nil {
+		return nonZero{}
+	}
+	return sc.extraNonZero[i]
+}
+
+// cpuMemoryOnly reports whether r weighs cpu and memory alone, with the
+// strategy least or most allocated: resourceTotals scores it in one pass.
+func (r *resourceScore) cpuMemoryOnly() bool {
+	if r == nil || len(r.resources) != 2 || r.resources[0].Name != corev1.ResourceCPU || r.resources[1].Name != corev1.ResourceMemory {
+		return false
+	}
+	return r.useRequested || r.sc.p.Fit.Type != RequestedToCapacityRatio
+}
+
+// resourceTotals adds NodeResourcesFit's and BalancedAllocation's
+// weighted scores over cpu and memory to totals, as score computes them,
+// without the per-resource slices.
+func (sc *scorer) resourceTotals(positions []int, totals []int64) {
+	fitW, balW := sc.p.weight(PluginNodeResourcesFit), sc.p.weight(PluginBalancedAllocation)
+	cpuW, memW := sc.fit.resources[0].Weight, sc.fit.resources[1].Weight
+	most := sc.p.Fit.Type == MostAllocated
+	podCPU, podMem := sc.fit.podRequests[0], sc.fit.podRequests[1]
+	reqCPU, reqMem := sc.balanced.podRequests[0], sc.balanced.podRequests[1]
+	for k, i := range positions {
+		ni := sc.e.s.nodes[sc.e.order[i]]
+		allocCPU, allocMem := ni.allocatable.milliCPU, ni.allocatable.memory
+		nz := sc.extraNonZeroAt(i)
+		extra, _ := sc.e.extras.get(i)
+		var score, weights int64
+		if allocCPU != 0 {
+			score += perResource(most, ni.nonZeroCPU+nz.cpu+podCPU, allocCPU) * cpuW
+			weights += cpuW
+		}
+		if allocMem != 0 {
+			score += perResource(most, ni.nonZeroMemory+nz.memory+podMem, allocMem) * memW
+			weights += memW
+		}
+		if weights != 0 {
+			totals[k] += score / weights * fitW
+		}
+		usedCPU, usedMem := ni.requested.milliCPU+extra.milliCPU, ni.requested.memory+extra.memory
+		with := balance2(usedCPU+reqCPU, allocCPU, usedMem+reqMem, allocMem)
+		without := balance2(usedCPU, allocCPU, usedMem, allocMem)
+		totals[k] += (maxNodeScore/2 + (maxNodeScore/2+with-without)/2) * balW
+	}
+}
+
+func perResource(most bool, requested, capacity int64) int64 {
+	if most {
+		return mostRequested(requested, capacity)
+	}
+	return leastRequested(requested, capacity)
+}
+
+// balance2 is balance over cpu and memory.
+func balance2(cpu, allocCPU, mem, allocMem int64) int64 {
+	switch {
+	case allocCPU == 0 && allocMem == 0:
+		return maxNodeScore
+	case allocCPU == 0 || allocMem == 0:
+		// One fraction: no deviation.
+		return maxNodeScore
+	}
+	f1 := min(float64(cpu)/float64(allocCPU), 1)
+	f2 := min(float64(mem)/float64(allocMem), 1)
+	return int64((1 - math.Abs((f1-f2)/2)) * float64(maxNodeScore))
 }

@@ -17,6 +17,9 @@ type placer struct {
 	req       resources
 	// feasible is the buffer of the positions that pass the filters.
 	feasible []int
+	// next is the candidate the next search starts at, as the scheduler
+	// starts each cycle where the last stopped.
+	next int
 }
 
 func (s *Snapshot) newPlacer(w *Workload, pod *corev1.Pod, old []podID) (*placer, error) {
@@ -60,14 +63,26 @@ func (p *placer) choose() int {
 }
 
 // bestSet are the positions of the best total score among the nodes that
-// pass the filters now, in order: the scheduler's possible choices.
+// pass the filters now: the scheduler's possible choices. Above 100
+// nodes the scheduler scores only the first feasible nodes it finds from
+// where its last search stopped; so does the placer, in its own order of
+// the nodes, which gives one of the scheduler's possible outcomes.
 func (p *placer) bestSet() []int {
 	p.feasible = p.feasible[:0]
-	for _, i := range p.e.candidates {
-		if p.e.fits(i) {
+	cands := p.e.candidates
+	want := p.sc.p.feasibleNodesToFind(len(p.e.order))
+	n := len(cands)
+	if n == 0 {
+		return nil
+	}
+	start := p.next % n
+	searched := 0
+	for ; searched < n && len(p.feasible) < want; searched++ {
+		if i := cands[(start+searched)%n]; p.e.fits(i) {
 			p.feasible = append(p.feasible, i)
 		}
 	}
+	p.next = (start + searched) % n
 	if len(p.feasible) <= 1 {
 		return p.feasible
 	}
