@@ -29,7 +29,7 @@ type scorer struct {
 	extraNonZero []nonZero
 	// constant is what the plugins that score every node alike add to
 	// each total: they are not run per node.
-	constant int64
+	constant     int64
 	podNonZero   nonZero
 	podRequested resources
 }
