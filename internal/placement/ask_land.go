@@ -15,6 +15,10 @@ type Landing struct {
 	Profile string
 	Best    []string
 	Ranking []NodeScore
+	// Sampled says that the scheduler scores only some of the feasible
+	// nodes (percentageOfNodesToScore), from where its last cycle stopped:
+	// it picks the best of those, which may not be among Best.
+	Sampled bool
 }
 
 // Land answers where the pod lands, scoring with the snapshot's profile;
@@ -30,7 +34,7 @@ func (s *Snapshot) Land(pod *corev1.Pod) (Landing, error) {
 	}
 	feasible := e.feasible()
 	totals, shares := sc.totals(feasible, true)
-	out := Landing{Profile: s.profile.Name}
+	out := Landing{Profile: s.profile.Name, Sampled: s.profile.sampled(len(e.order), len(feasible))}
 	for _, i := range best(feasible, totals) {
 		out.Best = append(out.Best, e.nodeName(i))
 	}

@@ -13,9 +13,8 @@ import (
 // with the highest total wins, a tie going to any of the tied. The parts
 // that read other pods follow what a simulation binds and removes.
 type scorer struct {
-	e   *evaluator
-	p   *Profile
-	pod *corev1.Pod
+	e *evaluator
+	p *Profile
 
 	fit, balanced *resourceScore
 	taints        *taintScore
@@ -40,7 +39,7 @@ type nonZero struct{ cpu, memory int64 }
 // selector of a simulated pod's controller (nil for a pod that names
 // its own).
 func newScorer(e *evaluator, p *Profile, owner labels.Selector) (*scorer, error) {
-	sc := &scorer{e: e, p: p, pod: e.pod, podRequested: podRequests(e.pod)}
+	sc := &scorer{e: e, p: p, podRequested: podRequests(e.pod)}
 	sc.podNonZero.cpu, sc.podNonZero.memory = nonZeroRequests(e.pod)
 	var err error
 	if p.weight(PluginNodeResourcesFit) > 0 {
