@@ -10,8 +10,9 @@ func TestLayerOfIsTheFilesPrefix(t *testing.T) {
 		"internal/placement/model_workload.go":      0,
 		"internal/placement/index_snapshot.go":      1,
 		"internal/placement/filter_evaluate.go":     2,
-		"internal/placement/sim_kind_deployment.go": 3,
-		"internal/placement/ask_capacity.go":        4,
+		"internal/placement/score_rank.go":          3,
+		"internal/placement/sim_kind_deployment.go": 4,
+		"internal/placement/ask_capacity.go":        5,
 		"internal/placement/doc.go":                 -1,
 		"internal/placement/simulate.go":            -1,
 	} {
