@@ -28,6 +28,13 @@ type controllerSelector struct {
 	set          labels.Set
 }
 
+// The controllers whose selectors the system default spread reads.
+const (
+	kindReplicaSet            = "ReplicaSet"
+	kindStatefulSet           = "StatefulSet"
+	kindReplicationController = "ReplicationController"
+)
+
 type ownerKey struct {
 	kind string
 	types.NamespacedName
@@ -57,18 +64,18 @@ func (s *Snapshot) DeleteService(namespace, name string) { delete(s.owners.servi
 
 // UpsertReplicaSet adds or replaces a ReplicaSet's selector.
 func (s *Snapshot) UpsertReplicaSet(rs *appsv1.ReplicaSet) error {
-	return s.upsertController("ReplicaSet", rs.Namespace, rs.Name, rs.Spec.Selector)
+	return s.upsertController(kindReplicaSet, rs.Namespace, rs.Name, rs.Spec.Selector)
 }
 
 // UpsertStatefulSet adds or replaces a StatefulSet's selector.
 func (s *Snapshot) UpsertStatefulSet(ss *appsv1.StatefulSet) error {
-	return s.upsertController("StatefulSet", ss.Namespace, ss.Name, ss.Spec.Selector)
+	return s.upsertController(kindStatefulSet, ss.Namespace, ss.Name, ss.Spec.Selector)
 }
 
 // UpsertReplicationController adds or replaces a ReplicationController's
 // selector.
 func (s *Snapshot) UpsertReplicationController(rc *corev1.ReplicationController) error {
-	s.owners.controllers[ownerKey{"ReplicationController", types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name}}] = controllerSelector{set: labels.Set(rc.Spec.Selector)}
+	s.owners.controllers[ownerKey{kindReplicationController, types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name}}] = controllerSelector{set: labels.Set(rc.Spec.Selector)}
 	return nil
 }
 
@@ -124,9 +131,9 @@ func (s *Snapshot) defaultSelector(pod *corev1.Pod, owner labels.Selector) label
 // ReplicationController of v1.
 func ownedByAppsOrCore(ref *metav1.OwnerReference) bool {
 	switch ref.Kind {
-	case "ReplicaSet", "StatefulSet":
+	case kindReplicaSet, kindStatefulSet:
 		return ref.APIVersion == "apps/v1"
-	case "ReplicationController":
+	case kindReplicationController:
 		return ref.APIVersion == "v1"
 	}
 	return false
