@@ -145,7 +145,7 @@ func (ip *interPodScore) score(i int) int64 {
 	return n
 }
 
-// normalize maps the scores from their least to their most onto 0 to 100;
+// normalizeMinMax maps the scores from their least to their most onto 0 to 100;
 // equal scores are all 0.
 func normalizeMinMax(scores []int64) {
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
