@@ -92,6 +92,13 @@ type evaluator struct {
 	// altered are nodes as a simulated disruption leaves them (cordoned,
 	// unreachable), in place of the snapshot's.
 	altered map[nodeID]*corev1.Node
+	// localOK caches, per position, the checks that read only what is
+	// bound to that node (ports, disks, volume limits, the pod count,
+	// resources): 0 not known yet, 1 passes, 2 fails. A placement asks
+	// them of most nodes again and again, while a bind or a removal
+	// changes one node's: that node's entry is forgotten, and every entry
+	// when the pod's volumes change.
+	localOK []uint8
 	// scoring follows what a simulation binds and removes, for the layer
 	// that scores the nodes the filters pass (nil when nothing scores).
 	scoring accountant
@@ -227,6 +234,7 @@ func (e *evaluator) setVolumeReasons(i int, reason, also string) {
 // filters' own when no volume gives a node a reason.
 func (e *evaluator) resetCandidates() {
 	e.candidatesSet++
+	clear(e.localOK)
 	switch {
 	case e.preFilterMsg != "" || e.gated:
 		e.candidates = nil
@@ -305,18 +313,35 @@ func (e *evaluator) reasonOf(r reasonCode) []string {
 
 // fits is reasons(i) == nil without allocating.
 func (e *evaluator) fits(i int) bool {
-	if e.preFilterMsg != "" || e.gated || e.nodeReason[i] != 0 || e.volumeReason[i] != 0 || !e.portsFree(i) || e.diskConflict(i) || e.readWriteOncePodInUse() || e.volumeLimitExceeded(i) {
-		return false
-	}
-	ni := e.s.nodes[e.order[i]]
-	extraReq, extraPods := e.extras.get(i)
-	if ni.podCount+int64(extraPods)+1 > ni.allowedPods {
-		return false
-	}
-	if !e.req.fitsIn(ni.allocatable, ni.requested, extraReq) {
+	if e.preFilterMsg != "" || e.gated || e.nodeReason[i] != 0 || e.volumeReason[i] != 0 || e.readWriteOncePodInUse() || !e.localFits(i) {
 		return false
 	}
 	return e.spreadReason(i) == "" && e.interPodReason(i) == ""
+}
+
+// localFits is the checks of fits that read only the node at position i
+// and what is bound to it, remembered until that changes.
+func (e *evaluator) localFits(i int) bool {
+	if e.localOK == nil {
+		e.localOK = make([]uint8, len(e.order))
+	}
+	switch e.localOK[i] {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	ok := e.portsFree(i) && !e.diskConflict(i) && !e.volumeLimitExceeded(i)
+	if ok {
+		ni := e.s.nodes[e.order[i]]
+		extraReq, extraPods := e.extras.get(i)
+		ok = ni.podCount+int64(extraPods)+1 <= ni.allowedPods && e.req.fitsIn(ni.allocatable, ni.requested, extraReq)
+	}
+	e.localOK[i] = 2
+	if ok {
+		e.localOK[i] = 1
+	}
+	return ok
 }
 
 // simulateBind accounts for pod p bound to the node at position i. p has the
@@ -339,6 +364,9 @@ func (e *evaluator) simulateRemove(id podID) {
 // i; a terminating pod holds its node's resources but spreads do not count
 // it.
 func (e *evaluator) account(p *corev1.Pod, terminating bool, antiTerms []affinityTerm, req resources, i int, delta int32) {
+	if e.localOK != nil {
+		e.localOK[i] = 0
+	}
 	e.extras.account(i, req, delta)
 	e.accountPorts(p, i, delta)
 	e.accountClaims(p, delta)

@@ -19,6 +19,10 @@ type spreadState struct {
 	numDomains int
 	min        int32
 	minDirty   bool
+	// verdict remembers, per domain, whether a pod there keeps the skew
+	// (1) or not (2), 0 not known yet: a placement asks it of every node
+	// while the counts stay; any change to them forgets every verdict.
+	verdict []uint8
 }
 
 // initSpreads is PodTopologySpread's PreFilter.
@@ -111,15 +115,32 @@ func (e *evaluator) spreadReason(i int) string {
 		if d < 0 {
 			return ReasonSpreadMissingLabel
 		}
-		var match int32
-		if st.present[d] {
-			match = st.counts[d]
-		}
-		if int(match+st.selfMatch-st.minMatch()) > st.c.maxSkew {
+		if !st.keepsSkew(d) {
 			return ReasonSpread
 		}
 	}
 	return ""
+}
+
+// keepsSkew reports whether one more selected pod in domain d keeps the
+// skew within maxSkew.
+func (st *spreadState) keepsSkew(d int32) bool {
+	if st.verdict == nil {
+		st.verdict = make([]uint8, len(st.present))
+	}
+	if v := st.verdict[d]; v != 0 {
+		return v == 1
+	}
+	var match int32
+	if st.present[d] {
+		match = st.counts[d]
+	}
+	ok := int(match+st.selfMatch-st.minMatch()) <= st.c.maxSkew
+	st.verdict[d] = 2
+	if ok {
+		st.verdict[d] = 1
+	}
+	return ok
 }
 
 func (e *evaluator) accountSpread(p *corev1.Pod, i int, delta int32) {
@@ -133,5 +154,6 @@ func (e *evaluator) accountSpread(p *corev1.Pod, i int, delta int32) {
 		}
 		st.counts[st.topo.domainOf[i]] += delta
 		st.minDirty = true
+		clear(st.verdict)
 	}
 }

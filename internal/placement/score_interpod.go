@@ -16,9 +16,10 @@ type interPodScore struct {
 	hard int64
 	// own are the incoming pod's preferred terms.
 	own []weightedTerm
-	// byKey are the domains' scores per topology key.
-	byKey map[string][]int64
-	keys  []*topology
+	// byKey are the domains' scores per topology key, and keys the same
+	// in the order the keys came.
+	byKey map[string]*keyScores
+	keys  []*keyScores
 	// terms caches a pod spec's scoring terms by its affinity, which the
 	// pods of one template share.
 	terms map[*corev1.Affinity]*scoringTerms
@@ -31,7 +32,7 @@ func newInterPodScore(e *evaluator, p *Profile) (*interPodScore, error) {
 	if err != nil {
 		return nil, err
 	}
-	ip := &interPodScore{e: e, hard: p.HardPodAffinityWeight, byKey: map[string][]int64{}, terms: map[*corev1.Affinity]*scoringTerms{}}
+	ip := &interPodScore{e: e, hard: p.HardPodAffinityWeight, byKey: map[string]*keyScores{}, terms: map[*corev1.Affinity]*scoringTerms{}}
 	if own != nil {
 		ip.own = own.preferred
 	}
@@ -120,26 +121,34 @@ func (ip *interPodScore) add(p *corev1.Pod, terms *scoringTerms, i int, sign int
 	}
 }
 
-func (ip *interPodScore) addTo(key string, i int, w int64) {
-	t := ip.e.topologyFor(key)
-	d := t.domainOf[i]
-	if d < 0 {
-		return
-	}
-	scores, ok := ip.byKey[key]
-	if !ok {
-		scores = make([]int64, len(t.names))
-		ip.byKey[key] = scores
-		ip.keys = append(ip.keys, t)
-	}
-	scores[d] += w
+// keyScores are the domains' scores of one topology key.
+type keyScores struct {
+	topo   *topology
+	scores []int64
 }
+
+func (ip *interPodScore) addTo(key string, i int, w int64) {
+	ks, ok := ip.byKey[key]
+	if !ok {
+		t := ip.e.topologyFor(key)
+		ks = &keyScores{topo: t, scores: make([]int64, len(t.names))}
+		ip.byKey[key] = ks
+		ip.keys = append(ip.keys, ks)
+	}
+	if d := ks.topo.domainOf[i]; d >= 0 {
+		ks.scores[d] += w
+	}
+}
+
+// scoresAny reports whether a term has held anywhere: until one does,
+// every node scores 0.
+func (ip *interPodScore) scoresAny() bool { return len(ip.keys) > 0 }
 
 func (ip *interPodScore) score(i int) int64 {
 	var n int64
-	for _, t := range ip.keys {
-		if d := t.domainOf[i]; d >= 0 {
-			n += ip.byKey[t.key][d]
+	for _, ks := range ip.keys {
+		if d := ks.topo.domainOf[i]; d >= 0 {
+			n += ks.scores[d]
 		}
 	}
 	return n

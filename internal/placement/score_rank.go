@@ -26,6 +26,12 @@ type scorer struct {
 	// extraNonZero are the non-zero requests a simulation added to or took
 	// from each position (nil until it binds or removes a pod).
 	extraNonZero []nonZero
+	// resources caches, per position, NodeResourcesFit's and
+	// BalancedAllocation's weighted scores together (resourceTotals), and
+	// resourcesKnown marks the entries made; a bind or a removal at a node
+	// forgets its entry.
+	resources      []int64
+	resourcesKnown []bool
 	// constant is what the plugins that score every node alike add to
 	// each total: they are not run per node.
 	constant     int64
@@ -104,6 +110,9 @@ func (sc *scorer) account(p *corev1.Pod, terminating bool, i int, delta int32) {
 	cpu, memory := nonZeroRequests(p)
 	if sc.extraNonZero == nil {
 		sc.extraNonZero = make([]nonZero, len(sc.e.order))
+	}
+	if sc.resourcesKnown != nil {
+		sc.resourcesKnown[i] = false
 	}
 	sc.extraNonZero[i].cpu += int64(delta) * cpu
 	sc.extraNonZero[i].memory += int64(delta) * memory
@@ -185,7 +194,7 @@ func (sc *scorer) totals(positions []int, detail bool) ([]int64, []map[string]in
 		sc.spread.normalize(raw, ignored)
 		add(PluginPodTopologySpread)
 	}
-	if sc.interPod != nil {
+	if sc.interPod != nil && (detail || sc.interPod.scoresAny()) {
 		perNode(sc.interPod.score)
 		normalizeMinMax(raw)
 		add(PluginInterPodAffinity)

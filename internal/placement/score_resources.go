@@ -248,7 +248,15 @@ func (sc *scorer) resourceTotals(positions []int, totals []int64) {
 	most := sc.p.Fit.Type == MostAllocated
 	podCPU, podMem := sc.fit.podRequests[0], sc.fit.podRequests[1]
 	reqCPU, reqMem := sc.balanced.podRequests[0], sc.balanced.podRequests[1]
+	if sc.resourcesKnown == nil {
+		sc.resources, sc.resourcesKnown = make([]int64, len(sc.e.order)), make([]bool, len(sc.e.order))
+	}
 	for k, i := range positions {
+		if sc.resourcesKnown[i] {
+			totals[k] += sc.resources[i]
+			continue
+		}
+		var total int64
 		ni := sc.e.s.nodes[sc.e.order[i]]
 		allocCPU, allocMem := ni.allocatable.milliCPU, ni.allocatable.memory
 		nz := sc.extraNonZeroAt(i)
@@ -263,12 +271,14 @@ func (sc *scorer) resourceTotals(positions []int, totals []int64) {
 			weights += memW
 		}
 		if weights != 0 {
-			totals[k] += score / weights * fitW
+			total += score / weights * fitW
 		}
 		usedCPU, usedMem := ni.requested.milliCPU+extra.milliCPU, ni.requested.memory+extra.memory
 		with := balance2(usedCPU+reqCPU, allocCPU, usedMem+reqMem, allocMem)
 		without := balance2(usedCPU, allocCPU, usedMem, allocMem)
-		totals[k] += (maxNodeScore/2 + (maxNodeScore/2+with-without)/2) * balW
+		total += (maxNodeScore/2 + (maxNodeScore/2+with-without)/2) * balW
+		sc.resources[i], sc.resourcesKnown[i] = total, true
+		totals[k] += total
 	}
 }
 
