@@ -32,6 +32,9 @@ type scorer struct {
 	// forgets its entry.
 	resources      []int64
 	resourcesKnown []bool
+	// totalsBuf and rawBuf are totals' buffers, reused by the next call
+	// when it asks for no detail.
+	totalsBuf, rawBuf []int64
 	// constant is what the plugins that score every node alike add to
 	// each total: they are not run per node.
 	constant     int64
@@ -134,21 +137,25 @@ type NodeScore struct {
 
 // totals scores the nodes at positions, which pass the filters, and
 // returns their totals in the same order; with detail, each plugin's
-// share as well.
+// share as well. Without detail the totals are the scorer's buffer,
+// good until its next call.
 func (sc *scorer) totals(positions []int, detail bool) ([]int64, []map[string]int64) {
 	n := len(positions)
-	totals := make([]int64, n)
-	for k := range totals {
-		totals[k] = sc.constant
-	}
+	var totals, raw []int64
 	var shares []map[string]int64
 	if detail {
+		totals, raw = make([]int64, n), make([]int64, n)
 		shares = make([]map[string]int64, n)
 		for k := range shares {
 			shares[k] = map[string]int64{}
 		}
+	} else {
+		sc.totalsBuf, sc.rawBuf = slices.Grow(sc.totalsBuf[:0], n)[:n], slices.Grow(sc.rawBuf[:0], n)[:n]
+		totals, raw = sc.totalsBuf, sc.rawBuf
 	}
-	raw := make([]int64, n)
+	for k := range totals {
+		totals[k] = sc.constant
+	}
 	add := func(plugin string) {
 		w := sc.p.weight(plugin)
 		for k := range raw {
