@@ -10,6 +10,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -150,14 +152,29 @@ func (c *ClusterState) NodeChanges() uint64 { return c.nodeChanges.Load() }
 
 // relevantChange filters the updates of the informers' kinds worth a
 // reconcile: a namespace's matter only when its labels change (a term's
-// namespaceSelector reads them; its phase and finalizers reach no answer).
+// namespaceSelector reads them; its phase and finalizers reach no answer),
+// a Service's, ReplicaSet's, StatefulSet's or ReplicationController's only
+// when its selector does.
 func relevantChange(old, cur any) bool {
-	a, ok := old.(*corev1.Namespace)
-	if !ok {
-		return true
+	switch a := old.(type) {
+	case *corev1.Namespace:
+		b, ok := cur.(*corev1.Namespace)
+		return !ok || !maps.Equal(a.Labels, b.Labels)
+	case *corev1.Service:
+		// A ReplicaSet's status changes many times in a rollout.
+		b, ok := cur.(*corev1.Service)
+		return !ok || !maps.Equal(a.Spec.Selector, b.Spec.Selector)
+	case *corev1.ReplicationController:
+		b, ok := cur.(*corev1.ReplicationController)
+		return !ok || !maps.Equal(a.Spec.Selector, b.Spec.Selector)
+	case *appsv1.ReplicaSet:
+		b, ok := cur.(*appsv1.ReplicaSet)
+		return !ok || !apiequality.Semantic.DeepEqual(a.Spec.Selector, b.Spec.Selector)
+	case *appsv1.StatefulSet:
+		b, ok := cur.(*appsv1.StatefulSet)
+		return !ok || !apiequality.Semantic.DeepEqual(a.Spec.Selector, b.Spec.Selector)
 	}
-	b, ok := cur.(*corev1.Namespace)
-	return !ok || !maps.Equal(a.Labels, b.Labels)
+	return true
 }
 
 // nodeChanged reports whether a node's update can change an answer.
@@ -194,8 +211,9 @@ func ClientOptions() client.Options {
 }
 
 // CacheOptions trims what the manager caches: managed fields of every
-// object, and of ReplicaSets the pod template, replaced by its fingerprint
-// (targets.TrimReplicaSet). Pods and nodes are not in the cache at all:
+// object, of ReplicaSets the pod template, replaced by its fingerprint
+// (targets.TrimReplicaSet), and of Services and ReplicationControllers all
+// but their name and selector. Pods and nodes are not in the cache at all:
 // The pod and node feeds (Feed) keep them in the engine's records.
 func CacheOptions() cache.Options {
 	strip := cache.TransformStripManagedFields()
@@ -209,6 +227,26 @@ func CacheOptions() cache.Options {
 				}
 				return o, err
 			}},
+			// Of Services and ReplicationControllers the engine reads only
+			// the selector (the scheduler's default spread).
+			&corev1.Service{}: {Transform: func(o any) (any, error) {
+				if svc, ok := o.(*corev1.Service); ok {
+					return &corev1.Service{ObjectMeta: selectorOwnerMeta(svc.ObjectMeta), Spec: corev1.ServiceSpec{Selector: svc.Spec.Selector}}, nil
+				}
+				return strip(o)
+			}},
+			&corev1.ReplicationController{}: {Transform: func(o any) (any, error) {
+				if rc, ok := o.(*corev1.ReplicationController); ok {
+					return &corev1.ReplicationController{ObjectMeta: selectorOwnerMeta(rc.ObjectMeta), Spec: corev1.ReplicationControllerSpec{Selector: rc.Spec.Selector}}, nil
+				}
+				return strip(o)
+			}},
 		},
 	}
+}
+
+// selectorOwnerMeta is what the cache keeps of the metadata of an object
+// read only for its selector: enough to name, update and delete it.
+func selectorOwnerMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}
 }

@@ -98,6 +98,9 @@ type PlacementMigrationReconciler struct {
 // +kubebuilder:rbac:groups=autoscaling.x-k8s.io,resources=capacitybuffers,verbs=get;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods;nodes;namespaces;persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes;volumeattachments;csidrivers;csistoragecapacities,verbs=get;list;watch
+// The Services and ReplicationControllers that select pods, which spread
+// by them under the scheduler's system default constraints.
+// +kubebuilder:rbac:groups="",resources=services;replicationcontrollers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

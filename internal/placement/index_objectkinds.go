@@ -3,6 +3,7 @@ package placement
 import (
 	"reflect"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -92,6 +93,27 @@ var ObjectKinds = []ObjectKind{
 		func(s *Snapshot, c *storagev1.CSIStorageCapacity) error { s.UpsertStorageCapacity(c); return nil },
 		func(s *Snapshot, c *storagev1.CSIStorageCapacity) { s.DeleteStorageCapacity(c.Namespace, c.Name) },
 		func(o *Objects, c *storagev1.CSIStorageCapacity) { o.Capacities = append(o.Capacities, c) }),
+	// What PodTopologySpread's system default constraints spread a pod by.
+	objectKind[*corev1.Service, *corev1.ServiceList]("", "services", false,
+		func(s *Snapshot, svc *corev1.Service) error { s.UpsertService(svc); return nil },
+		func(s *Snapshot, svc *corev1.Service) { s.DeleteService(svc.Namespace, svc.Name) },
+		func(o *Objects, svc *corev1.Service) { o.Services = append(o.Services, svc) }),
+	objectKind[*corev1.ReplicationController, *corev1.ReplicationControllerList]("", "replicationcontrollers", false,
+		(*Snapshot).UpsertReplicationController,
+		func(s *Snapshot, rc *corev1.ReplicationController) {
+			s.DeleteController(kindReplicationController, rc.Namespace, rc.Name)
+		},
+		func(o *Objects, rc *corev1.ReplicationController) {
+			o.ReplicationControllers = append(o.ReplicationControllers, rc)
+		}),
+	objectKind[*appsv1.ReplicaSet, *appsv1.ReplicaSetList]("apps", "replicasets", false,
+		(*Snapshot).UpsertReplicaSet,
+		func(s *Snapshot, rs *appsv1.ReplicaSet) { s.DeleteController(kindReplicaSet, rs.Namespace, rs.Name) },
+		func(o *Objects, rs *appsv1.ReplicaSet) { o.ReplicaSets = append(o.ReplicaSets, rs) }),
+	objectKind[*appsv1.StatefulSet, *appsv1.StatefulSetList]("apps", "statefulsets", false,
+		(*Snapshot).UpsertStatefulSet,
+		func(s *Snapshot, ss *appsv1.StatefulSet) { s.DeleteController(kindStatefulSet, ss.Namespace, ss.Name) },
+		func(o *Objects, ss *appsv1.StatefulSet) { o.StatefulSets = append(o.StatefulSets, ss) }),
 }
 
 // KindOfObject is the ObjectKind of obj; nil when the engine does not read
