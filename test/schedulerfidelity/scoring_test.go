@@ -8,74 +8,77 @@ import (
 	"sync"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/schedulerprofile"
 )
 
-// scoringProfile is one profile as each side configures it.
+// scoringProfile is one KubeSchedulerConfiguration, which each side reads
+// its own way: kube-scheduler with its own decoder and defaults, the
+// engine with internal/schedulerprofile.
 type scoringProfile struct {
-	name string
-	// scheduler changes kube-scheduler's default profile into this one.
-	scheduler func(*config.KubeSchedulerProfile)
-	engine    *placement.Profile
+	name, config string
+	engine       *placement.Profile
 }
 
 // scoringProfiles are the default profile, bin-packing (MostAllocated),
 // and one with custom weights everywhere.
 func scoringProfiles() []scoringProfile {
-	most := placement.DefaultProfile()
-	most.Name, most.Fit.Type = "most-allocated", placement.MostAllocated
-	custom := placement.DefaultProfile()
-	custom.Name = "custom-weights"
-	custom.Weights = map[string]int64{
-		placement.PluginTaintToleration: 1, placement.PluginNodeAffinity: 5, placement.PluginNodeResourcesFit: 3,
-		placement.PluginPodTopologySpread: 7, placement.PluginInterPodAffinity: 4, placement.PluginBalancedAllocation: 2,
-		placement.PluginImageLocality: 3, placement.PluginVolumeBinding: 1,
+	const header = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+	out := []scoringProfile{
+		{name: "default", config: header},
+		{name: "most-allocated", config: header + `profiles:
+- pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+`},
+		{name: "custom-weights", config: header + `profiles:
+- plugins:
+    score:
+      enabled:
+      - {name: TaintToleration, weight: 1}
+      - {name: NodeAffinity, weight: 5}
+      - {name: NodeResourcesFit, weight: 3}
+      - {name: PodTopologySpread, weight: 7}
+      - {name: InterPodAffinity, weight: 4}
+      - {name: NodeResourcesBalancedAllocation, weight: 2}
+      - {name: ImageLocality, weight: 3}
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: LeastAllocated
+        resources: [{name: cpu, weight: 3}, {name: memory, weight: 1}]
+  - name: InterPodAffinity
+    args: {hardPodAffinityWeight: 5}
+`},
 	}
-	custom.Fit.Resources = []placement.ResourceWeight{{Name: corev1.ResourceCPU, Weight: 3}, {Name: corev1.ResourceMemory, Weight: 1}}
-	custom.HardPodAffinityWeight = 5
-	return []scoringProfile{
-		{name: "default", scheduler: func(*config.KubeSchedulerProfile) {}, engine: placement.DefaultProfile()},
-		{name: most.Name, engine: most, scheduler: func(p *config.KubeSchedulerProfile) {
-			fitArgs(p).ScoringStrategy.Type = config.MostAllocated
-		}},
-		{name: custom.Name, engine: custom, scheduler: func(p *config.KubeSchedulerProfile) {
-			for k := range p.Plugins.MultiPoint.Enabled {
-				if w, ok := custom.Weights[p.Plugins.MultiPoint.Enabled[k].Name]; ok {
-					p.Plugins.MultiPoint.Enabled[k].Weight = int32(w)
-				}
-			}
-			fitArgs(p).ScoringStrategy.Resources = []config.ResourceSpec{{Name: "cpu", Weight: 3}, {Name: "memory", Weight: 1}}
-			for _, pc := range p.PluginConfig {
-				if a, ok := pc.Args.(*config.InterPodAffinityArgs); ok {
-					a.HardPodAffinityWeight = 5
-				}
-			}
-		}},
-	}
-}
-
-func fitArgs(p *config.KubeSchedulerProfile) *config.NodeResourcesFitArgs {
-	for _, pc := range p.PluginConfig {
-		if a, ok := pc.Args.(*config.NodeResourcesFitArgs); ok {
-			return a
+	for k := range out {
+		p, err := schedulerprofile.Parse([]byte(out[k].config), "")
+		if err != nil {
+			panic(fmt.Sprintf("profile %s: %v", out[k].name, err))
 		}
+		out[k].engine = p
 	}
-	panic("the default profile configures NodeResourcesFit")
+	return out
 }
 
-// newProfileScheduler is kube-scheduler running sp's profile.
+// newProfileScheduler is kube-scheduler running sp's profile, read by its
+// own decoder with its own defaults.
 func newProfileScheduler(stop <-chan struct{}, sp scoringProfile) (*scheduler, error) {
-	cfg, err := latest.Default()
+	obj, _, err := scheme.Codecs.UniversalDecoder().Decode([]byte(sp.config), nil, nil)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("profile %s: %w", sp.name, err)
 	}
-	profile := cfg.Profiles[0].DeepCopy()
-	sp.scheduler(profile)
-	return newSchedulerWith(stop, profile), nil
+	cfg, ok := obj.(*config.KubeSchedulerConfiguration)
+	if !ok {
+		return nil, fmt.Errorf("profile %s: decoded a %T", sp.name, obj)
+	}
+	return newSchedulerWith(stop, &cfg.Profiles[0]), nil
 }
 
 // engineLanding asks the engine where the scenario's pending pod lands.

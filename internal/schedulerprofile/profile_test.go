@@ -1,0 +1,118 @@
+package schedulerprofile
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/placement-guard/placement-guard/internal/placement"
+)
+
+const header = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+
+// A configuration is read as kube-scheduler merges it into its defaults:
+// what it leaves out is the default profile's.
+func TestAProfileIsTheDefaultsWithWhatTheConfigurationChanges(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, scheduler string
+		check                 func(t *testing.T, p *placement.Profile)
+	}{
+		{name: "no profiles", yaml: header, check: func(t *testing.T, p *placement.Profile) {
+			want := placement.DefaultProfile()
+			if p.Name != want.Name || len(p.Weights) != len(want.Weights) || p.Fit.Type != placement.LeastAllocated || !p.SystemDefaulted {
+				t.Errorf("got %+v, want the default profile", p)
+			}
+		}},
+		{name: "bin-packing", yaml: header + `profiles:
+- pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+        resources: [{name: cpu, weight: 3}, {name: memory}]
+`, check: func(t *testing.T, p *placement.Profile) {
+			if p.Fit.Type != placement.MostAllocated || len(p.Fit.Resources) != 2 || p.Fit.Resources[0].Weight != 3 || p.Fit.Resources[1].Weight != 1 {
+				t.Errorf("fit %+v, want MostAllocated over cpu 3, memory 1", p.Fit)
+			}
+		}},
+		{name: "weights, a plugin off, a second profile", scheduler: "packer", yaml: header + `percentageOfNodesToScore: 20
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: packer
+  plugins:
+    score:
+      enabled: [{name: TaintToleration, weight: 7}, {name: PodTopologySpread}]
+      disabled: [{name: ImageLocality}]
+  pluginConfig:
+  - name: InterPodAffinity
+    args: {hardPodAffinityWeight: 9}
+  - name: PodTopologySpread
+    args:
+      defaultingType: List
+      defaultConstraints: [{maxSkew: 2, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}]
+`, check: func(t *testing.T, p *placement.Profile) {
+			if p.Name != "packer" || p.Weights[placement.PluginTaintToleration] != 7 || p.Weights[placement.PluginPodTopologySpread] != 2 {
+				t.Errorf("weights %v, want TaintToleration 7 and PodTopologySpread's default 2", p.Weights)
+			}
+			if _, on := p.Weights[placement.PluginImageLocality]; on {
+				t.Error("ImageLocality scores though the profile turned it off")
+			}
+			if p.HardPodAffinityWeight != 9 || p.SystemDefaulted || len(p.DefaultSpread) != 1 || p.DefaultSpread[0].MaxSkew != 2 {
+				t.Errorf("hard weight %d, defaults %v (system %v)", p.HardPodAffinityWeight, p.DefaultSpread, p.SystemDefaulted)
+			}
+			if p.PercentageOfNodesToScore == nil || *p.PercentageOfNodesToScore != 20 {
+				t.Errorf("percentageOfNodesToScore %v, want the configuration's 20", p.PercentageOfNodesToScore)
+			}
+		}},
+		{name: "requested to capacity ratio", yaml: header + `profiles:
+- pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: RequestedToCapacityRatio
+        requestedToCapacityRatio:
+          shape: [{utilization: 0, score: 0}, {utilization: 100, score: 10}]
+`, check: func(t *testing.T, p *placement.Profile) {
+			if p.Fit.Type != placement.RequestedToCapacityRatio || len(p.Fit.Shape) != 2 || p.Fit.Resources[0].Name != corev1.ResourceCPU {
+				t.Errorf("fit %+v", p.Fit)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Parse([]byte(tc.yaml), tc.scheduler)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, p)
+		})
+	}
+}
+
+// What the engine cannot predict as the scheduler would is refused with
+// words that name it.
+func TestWhatCannotBePredictedIsRefusedByName(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, scheduler, says string }{
+		{"not YAML", "profiles: [", "", "does not parse"},
+		{"a field that does not exist", header + "profiles:\n- schedulerName: default-scheduler\n  weights: 3\n", "", `unknown field "weights"`},
+		{"another kind", "apiVersion: v1\nkind: ConfigMap\n", "", "want kubescheduler.config.k8s.io/v1"},
+		{"an unknown plugin", header + "profiles:\n- plugins:\n    score:\n      enabled: [{name: NetworkAware}]\n", "", "NetworkAware"},
+		{"a negative weight", header + "profiles:\n- plugins:\n    score:\n      enabled: [{name: NodeAffinity, weight: -2}]\n", "", "weight -2 is out of range"},
+		{"a resource weight out of range", header + "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategy: {type: LeastAllocated, resources: [{name: cpu, weight: 101}]}}\n", "", "weight 101 is outside 1 to 100"},
+		{"an unknown strategy", header + "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategy: {type: Cheapest}}\n", "", `"Cheapest"`},
+		{"a filter off", header + "profiles:\n- plugins:\n    filter:\n      disabled: [{name: NodePorts}]\n", "", "filter NodePorts off"},
+		{"every plugin off", header + "profiles:\n- plugins:\n    multiPoint:\n      disabled: [{name: '*'}]\n", "", "off"},
+		{"an extender", header + "extenders:\n- urlPrefix: http://x\n  filterVerb: filter\n", "", "extender"},
+		{"a profile it does not have", header + "profiles:\n- schedulerName: a\n- schedulerName: b\n", "c", `no profile "c"`},
+		{"a hard default constraint", header + "profiles:\n- pluginConfig:\n  - name: PodTopologySpread\n    args: {defaultingType: List, defaultConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}]}\n", "", "DoNotSchedule"},
+		{"added required affinity", header + "profiles:\n- pluginConfig:\n  - name: NodeAffinity\n    args: {addedAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Exists}]}]}}}\n", "", "addedAffinity's required terms"},
+		{"a percentage out of range", header + "percentageOfNodesToScore: 140\n", "", "140"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml), tc.scheduler)
+			if err == nil || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("err %v, want one that says %q", err, tc.says)
+			}
+		})
+	}
+}
