@@ -40,6 +40,8 @@ import (
 	"github.com/placement-guard/placement-guard/internal/controller/namespacemode"
 	"github.com/placement-guard/placement-guard/internal/leadership"
 	"github.com/placement-guard/placement-guard/internal/memlimit"
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/schedulerprofile"
 	"github.com/placement-guard/placement-guard/internal/webhook"
 
 	// Registers placement-guard's metrics with the manager's registry.
@@ -90,6 +92,8 @@ func main() {
 		certValidity   time.Duration
 		maxJudgements  int
 		budget         time.Duration
+		schedConfig    string
+		schedName      string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
@@ -120,6 +124,8 @@ func main() {
 	flag.DurationVar(&budget, "admission-budget", webhook.DefaultBudget, "How long the admission check may take to judge a change before it admits it with a warning that it was not judged: well inside the webhook configuration's timeoutSeconds (two fifths of it), so that the check answers before the API server gives up on it.")
 	flag.IntVar(&maxJudgements, "admission-max-judgements", webhook.DefaultMaxJudgements, "How many changes the admission check judges at once; a change that finds them all taken is admitted at once with a warning that it was not judged (placementguard_admission_unjudged_total{reason=\"busy\"}), never queued.")
 	flag.StringVar(&skipNS, "admission-skip-namespaces", "kube-system", "Comma-separated namespaces whose workloads the admission check never judges; the operator's own namespace is always skipped.")
+	flag.StringVar(&schedConfig, "scheduler-config", "", "The KubeSchedulerConfiguration file the cluster's kube-scheduler runs (kubescheduler.config.k8s.io/v1): the engine filters and scores with its --scheduler-name profile's plugins, weights and arguments. Empty: kube-scheduler's default profile. What the engine cannot predict as the scheduler would (an out-of-tree plugin, an extender, a filter turned off) is refused, and the manager does not start.")
+	flag.StringVar(&schedName, "scheduler-name", "default-scheduler", "The profile of --scheduler-config the engine predicts with: the schedulerName of the targets' pods.")
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	mode, err := webhook.ParseMode(admissionMode)
@@ -130,6 +136,13 @@ func main() {
 	if budget <= 0 {
 		fmt.Fprintln(os.Stderr, "--admission-budget: must be positive")
 		os.Exit(2)
+	}
+	profile := placement.DefaultProfile()
+	if schedConfig != "" {
+		if profile, err = schedulerprofile.Load(schedConfig, schedName); err != nil {
+			fmt.Fprintln(os.Stderr, "--scheduler-config:", err)
+			os.Exit(2)
+		}
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
@@ -212,6 +225,11 @@ func main() {
 		log.Error(err, "Unable to set up the cluster state")
 		os.Exit(1)
 	}
+	if err := state.UseProfile(profile); err != nil {
+		log.Error(err, "Unable to predict with the scheduler profile")
+		os.Exit(1)
+	}
+	log.Info("Predicting with the scheduler profile", "profile", profile.Name, "config", schedConfig)
 	reconciler := &controller.PlacementMigrationReconciler{
 		Client:             mgr.GetClient(),
 		APIReader:          mgr.GetAPIReader(),

@@ -106,6 +106,14 @@ type PlacementMigrationStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	Hazards []Hazard `json:"hazards,omitempty"`
 
+	// schedulerProfile is the kube-scheduler profile (its schedulerName)
+	// whose filters and scores the last analysis predicted with: the
+	// default profile unless the operator was given the cluster's own
+	// (--scheduler-config).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	SchedulerProfile string `json:"schedulerProfile,omitempty"`
+
 	// plan is, per target, the change the next stage makes and the pods it
 	// recreates.
 	// +optional

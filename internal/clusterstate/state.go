@@ -83,6 +83,13 @@ func NewClusterState() *ClusterState {
 	return &ClusterState{snap: snap}
 }
 
+// UseProfile makes the engine predict with the scheduler profile p.
+func (c *ClusterState) UseProfile(p *placement.Profile) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.snap.SetProfile(p)
+}
+
 // With runs f with the snapshot, holding it still: events wait until f
 // returns. f must not keep the snapshot.
 func (c *ClusterState) With(f func(*placement.Snapshot) error) error {

@@ -36,6 +36,8 @@ type Situation struct {
 // Verdict is the answer about one stage.
 type Verdict struct {
 	Stage pgv1.Stage
+	// Profile is the kube-scheduler profile the answers assumed.
+	Profile string
 	// Claim is another migration holding the field the targets would
 	// get; when set, nothing else was asked.
 	Claim *Claim
@@ -80,7 +82,7 @@ func Evaluate(snap *placement.Snapshot, sit Situation, stage pgv1.Stage) (Verdic
 // migration waiting for its pods is looked at on every pod change.
 func AskStage(snap *placement.Snapshot, sit Situation, stage pgv1.Stage) (Verdict, error) {
 	in := sit.Intent
-	v := Verdict{Stage: stage, Disruptions: Tolerated}
+	v := Verdict{Stage: stage, Disruptions: Tolerated, Profile: snap.Profile().Name}
 	refs := make([]pgv1.TargetRef, len(sit.Targets))
 	for i, t := range sit.Targets {
 		refs[i] = t.Ref

@@ -38,11 +38,11 @@ var placementNeutral = []string{"PrioritySort", "DefaultPreemption", "DefaultBin
 func Load(file, schedulerName string) (*placement.Profile, error) {
 	raw, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("scheduler configuration: %w", err)
+		return nil, err
 	}
 	p, err := Parse(raw, schedulerName)
 	if err != nil {
-		return nil, fmt.Errorf("scheduler configuration %s: %w", file, err)
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return p, nil
 }
