@@ -534,3 +534,55 @@ func TestConfigDefaultFollowsItsNamespace(t *testing.T) {
 		}
 	}
 }
+
+// scheduler.config puts the cluster's KubeSchedulerConfiguration into a
+// ConfigMap the manager mounts and reads (--scheduler-config, with
+// scheduler.name's profile); scheduler.existingConfigMap mounts one of the
+// user's instead, and renders none.
+func TestChartSchedulerConfigReachesTheManager(t *testing.T) {
+	const cfg = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: packer\n"
+	for _, tc := range []struct {
+		name      string
+		set       []string
+		configMap string
+		rendered  bool
+	}{
+		{"inline", []string{"scheduler.config=" + cfg, "scheduler.name=packer"}, "placement-guard-scheduler-config", true},
+		{"existing", []string{"scheduler.existingConfigMap=cluster-scheduler", "scheduler.name=packer"}, "cluster-scheduler", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := helmTemplate(t, tc.set...)
+			var rendered *unstructured.Unstructured
+			var manager *unstructured.Unstructured
+			for _, o := range objs {
+				switch {
+				case o.GetKind() == "ConfigMap" && strings.HasSuffix(o.GetName(), "-scheduler-config"):
+					rendered = o
+				case o.GetKind() == "Deployment":
+					manager = o
+				}
+			}
+			if (rendered != nil) != tc.rendered {
+				t.Fatalf("a ConfigMap rendered: %v, want %v", rendered != nil, tc.rendered)
+			}
+			if rendered != nil {
+				if data, _, _ := unstructured.NestedString(rendered.Object, "data", "config.yaml"); data != cfg {
+					t.Errorf("the ConfigMap holds %q, want the configuration as given", data)
+				}
+			}
+			spec, _ := sigsyaml.Marshal(manager.Object["spec"])
+			for _, want := range []string{"--scheduler-config=/etc/placement-guard/scheduler/config.yaml", "--scheduler-name=packer",
+				"mountPath: /etc/placement-guard/scheduler", "name: " + tc.configMap} {
+				if !strings.Contains(string(spec), want) {
+					t.Errorf("the manager's spec lacks %q:\n%s", want, spec)
+				}
+			}
+		})
+	}
+	for _, o := range helmTemplate(t) {
+		spec, _ := sigsyaml.Marshal(o.Object)
+		if o.GetKind() == "Deployment" && strings.Contains(string(spec), "--scheduler-config") {
+			t.Error("without scheduler values the manager is given --scheduler-config")
+		}
+	}
+}
