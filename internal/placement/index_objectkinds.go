@@ -21,6 +21,10 @@ type ObjectKind struct {
 	// Fed says the operator's own feeds bring the kind (pods and nodes,
 	// decoded for the engine), not the manager's informers.
 	Fed bool
+	// PerNamespace says the engine reads the kind only in the namespace
+	// of a pod it places (what spreads the pod by default): a plan of a
+	// namespace's migrations needs that namespace's alone.
+	PerNamespace bool
 	// New and NewList are an empty object and list of the kind.
 	New, NewList func() runtime.Object
 	// Upsert indexes an object of the kind, Delete forgets it.
@@ -49,6 +53,13 @@ func objectKind[T runtime.Object, L runtime.Object](group, resource string, fed 
 // newOf is a new, empty object of the pointer type T.
 func newOf[T runtime.Object]() T {
 	return reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
+}
+
+// perNamespace marks a kind as read only in the namespaces of the pods
+// placed.
+func perNamespace(k ObjectKind) ObjectKind {
+	k.PerNamespace = true
+	return k
 }
 
 // ObjectKinds are the kinds the engine reads.
@@ -94,26 +105,26 @@ var ObjectKinds = []ObjectKind{
 		func(s *Snapshot, c *storagev1.CSIStorageCapacity) { s.DeleteStorageCapacity(c.Namespace, c.Name) },
 		func(o *Objects, c *storagev1.CSIStorageCapacity) { o.Capacities = append(o.Capacities, c) }),
 	// What PodTopologySpread's system default constraints spread a pod by.
-	objectKind[*corev1.Service, *corev1.ServiceList]("", "services", false,
+	perNamespace(objectKind[*corev1.Service, *corev1.ServiceList]("", "services", false,
 		func(s *Snapshot, svc *corev1.Service) error { s.UpsertService(svc); return nil },
 		func(s *Snapshot, svc *corev1.Service) { s.DeleteService(svc.Namespace, svc.Name) },
-		func(o *Objects, svc *corev1.Service) { o.Services = append(o.Services, svc) }),
-	objectKind[*corev1.ReplicationController, *corev1.ReplicationControllerList]("", "replicationcontrollers", false,
+		func(o *Objects, svc *corev1.Service) { o.Services = append(o.Services, svc) })),
+	perNamespace(objectKind[*corev1.ReplicationController, *corev1.ReplicationControllerList]("", "replicationcontrollers", false,
 		(*Snapshot).UpsertReplicationController,
 		func(s *Snapshot, rc *corev1.ReplicationController) {
 			s.DeleteController(kindReplicationController, rc.Namespace, rc.Name)
 		},
 		func(o *Objects, rc *corev1.ReplicationController) {
 			o.ReplicationControllers = append(o.ReplicationControllers, rc)
-		}),
-	objectKind[*appsv1.ReplicaSet, *appsv1.ReplicaSetList]("apps", "replicasets", false,
+		})),
+	perNamespace(objectKind[*appsv1.ReplicaSet, *appsv1.ReplicaSetList]("apps", "replicasets", false,
 		(*Snapshot).UpsertReplicaSet,
 		func(s *Snapshot, rs *appsv1.ReplicaSet) { s.DeleteController(kindReplicaSet, rs.Namespace, rs.Name) },
-		func(o *Objects, rs *appsv1.ReplicaSet) { o.ReplicaSets = append(o.ReplicaSets, rs) }),
-	objectKind[*appsv1.StatefulSet, *appsv1.StatefulSetList]("apps", "statefulsets", false,
+		func(o *Objects, rs *appsv1.ReplicaSet) { o.ReplicaSets = append(o.ReplicaSets, rs) })),
+	perNamespace(objectKind[*appsv1.StatefulSet, *appsv1.StatefulSetList]("apps", "statefulsets", false,
 		(*Snapshot).UpsertStatefulSet,
 		func(s *Snapshot, ss *appsv1.StatefulSet) { s.DeleteController(kindStatefulSet, ss.Namespace, ss.Name) },
-		func(o *Objects, ss *appsv1.StatefulSet) { o.StatefulSets = append(o.StatefulSets, ss) }),
+		func(o *Objects, ss *appsv1.StatefulSet) { o.StatefulSets = append(o.StatefulSets, ss) })),
 }
 
 // KindOfObject is the ObjectKind of obj; nil when the engine does not read

@@ -231,13 +231,17 @@ func normalizeToMax(scores []int64, reverse bool) {
 }
 
 // best are the positions among positions with the highest total, in
-// position order: the scheduler picks one of them at random.
+// their order: the scheduler picks one of them at random.
 func best(positions []int, totals []int64) []int {
+	return appendBest(nil, positions, totals)
+}
+
+// appendBest appends best(positions, totals) to out.
+func appendBest(out, positions []int, totals []int64) []int {
 	if len(positions) == 0 {
-		return nil
+		return out
 	}
 	top := slices.Max(totals)
-	var out []int
 	for k, i := range positions {
 		if totals[k] == top {
 			out = append(out, i)

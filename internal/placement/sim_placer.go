@@ -20,6 +20,10 @@ type placer struct {
 	// next is the candidate the next search starts at, as the scheduler
 	// starts each cycle where the last stopped.
 	next int
+	// best is the last search's best set, and sampled whether it scored
+	// only some of the feasible nodes.
+	best    []int
+	sampled bool
 }
 
 func (s *Snapshot) newPlacer(w *Workload, pod *corev1.Pod, old []podID) (*placer, error) {
@@ -83,11 +87,26 @@ func (p *placer) bestSet() []int {
 		}
 	}
 	p.next = (start + searched) % n
+	p.sampled = len(p.feasible) == want && searched < n
 	if len(p.feasible) <= 1 {
+		p.best = append(p.best[:0], p.feasible...)
 		return p.feasible
 	}
 	totals, _ := p.sc.totals(p.feasible, false)
-	return best(p.feasible, totals)
+	p.best = appendBest(p.best[:0], p.feasible, totals)
+	return p.best
+}
+
+// step is the step of a pod placed at position i by the last search,
+// with the nodes tied with it.
+func (p *placer) step(action, pod string, i int) Step {
+	st := Step{Action: action, Pod: pod, Node: p.nodeName(i), Sampled: p.sampled}
+	for _, j := range p.best {
+		if j != i {
+			st.Tied = append(st.Tied, p.nodeName(j))
+		}
+	}
+	return st
 }
 
 func (p *placer) remove(id podID) { p.e.simulateRemove(id) }

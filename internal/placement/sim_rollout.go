@@ -34,6 +34,13 @@ type Step struct {
 	Pod    string
 	// Node is where a created pod was placed; empty when it stays Pending.
 	Node string
+	// Tied are the other nodes of the best score when Node was chosen:
+	// the scheduler picks any of them, so each is as likely as Node.
+	Tied []string
+	// Sampled says the scheduler scores only some of the feasible nodes
+	// there (percentageOfNodesToScore), so Node is one of its possible
+	// choices, not the choice.
+	Sampled bool
 }
 
 // Rollout is the outcome of a simulated rollout.
@@ -213,7 +220,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 		// whenever something in the cluster changes.
 		for len(pending) > 0 {
 			if i := pl.place(template); i >= 0 {
-				r.Steps = append(r.Steps, Step{Action: StepSchedule, Pod: pending[0], Node: pl.nodeName(i)})
+				r.Steps = append(r.Steps, pl.step(StepSchedule, pending[0], i))
 				newOn[pl.nodeName(i)]++
 				pending = pending[1:]
 				placed++
@@ -229,7 +236,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 			progress = true
 			if len(pending) == 0 {
 				if i := pl.place(template); i >= 0 {
-					r.Steps = append(r.Steps, Step{Action: StepCreate, Pod: name, Node: pl.nodeName(i)})
+					r.Steps = append(r.Steps, pl.step(StepCreate, name, i))
 					newOn[pl.nodeName(i)]++
 					placed++
 					continue

@@ -138,7 +138,7 @@ func (sim *statefulSetRollout) create() (created, blocked bool) {
 		}
 		sim.states[ord] = ordinalPlaced
 		created = true
-		sim.r.Steps = append(sim.r.Steps, Step{Action: StepSchedule, Pod: pod.Name, Node: sim.pl.nodeName(i)})
+		sim.r.Steps = append(sim.r.Steps, sim.pl.step(StepSchedule, pod.Name, i))
 	}
 	for ord, st := range sim.states {
 		switch st {
@@ -167,7 +167,7 @@ func (sim *statefulSetRollout) create() (created, blocked bool) {
 				continue
 			}
 			sim.states[ord] = ordinalPlaced
-			sim.r.Steps = append(sim.r.Steps, Step{Action: StepCreate, Pod: name, Node: sim.pl.nodeName(i)})
+			sim.r.Steps = append(sim.r.Steps, sim.pl.step(StepCreate, name, i))
 		}
 	}
 	return created, false

@@ -42,6 +42,33 @@ type Cluster struct {
 	// snap is the engine's index of the objects, when it was built while
 	// they were read.
 	snap *placement.Snapshot
+	// profile is the scheduler profile the engine predicts with; nil for
+	// the default one.
+	profile *placement.Profile
+}
+
+// UseProfile makes every snapshot of the cluster predict with the
+// scheduler profile p.
+func (c *Cluster) UseProfile(p *placement.Profile) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	c.profile = p
+	if c.snap != nil {
+		return c.snap.SetProfile(p)
+	}
+	return nil
+}
+
+// withProfile sets the cluster's profile on a snapshot of it.
+func (c *Cluster) withProfile(snap *placement.Snapshot) (*placement.Snapshot, error) {
+	if c.profile == nil {
+		return snap, nil
+	}
+	if err := snap.SetProfile(c.profile); err != nil {
+		return nil, err
+	}
+	return snap, nil
 }
 
 // ReadClusterDir reads a snapshot directory into a Cluster, indexing the
@@ -92,6 +119,9 @@ func (c *Cluster) Snapshot() (*placement.Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("index the cluster: %w", err)
 	}
+	if snap, err = c.withProfile(snap); err != nil {
+		return nil, err
+	}
 	c.snap = snap
 	for _, p := range c.Pods {
 		c.index(p)
@@ -113,7 +143,7 @@ func (c *Cluster) freshSnapshot() (*placement.Snapshot, error) {
 		// Snapshot already.
 		_ = snap.UpsertPod(p)
 	}
-	return snap, nil
+	return c.withProfile(snap)
 }
 
 // ClusterOf sorts documents into a Cluster; other kinds are ignored.
@@ -126,11 +156,13 @@ func ClusterOf(docs []Document) *Cluster {
 }
 
 func (c *Cluster) add(o any) {
+	// A kind the engine reads may be the plan's too: a StatefulSet is a
+	// target, a ReplicaSet a Deployment's revision.
+	if obj, ok := o.(apiruntime.Object); ok {
+		c.Collect(obj)
+	}
 	if targets.KindOf(o) != nil {
 		c.Workloads = append(c.Workloads, o.(client.Object))
-		return
-	}
-	if obj, ok := o.(apiruntime.Object); ok && c.Collect(obj) {
 		return
 	}
 	switch o := o.(type) {
@@ -219,16 +251,28 @@ func ReadCluster(ctx context.Context, c client.Reader, namespaces ...string) (*C
 		opts []client.ListOption
 	}
 	var lists []list
+	listed := map[string]bool{}
+	for _, k := range targets.Kinds() {
+		listed[k.Resource] = true
+	}
 	for _, k := range placement.ObjectKinds {
-		lists = append(lists, list{k.Resource, k.NewList().(client.ObjectList), nil})
+		if !k.PerNamespace {
+			lists = append(lists, list{k.Resource, k.NewList().(client.ObjectList), nil})
+		}
 	}
 	for _, ns := range namespaces {
 		in := []client.ListOption{client.InNamespace(ns)}
 		for _, k := range targets.Kinds() {
 			lists = append(lists, list{k.Resource + " in " + ns, k.NewList(), in})
 		}
+		// What spreads the namespace's pods by default, a target kind
+		// (StatefulSets) listed once.
+		for _, k := range placement.ObjectKinds {
+			if k.PerNamespace && !listed[k.Resource] {
+				lists = append(lists, list{k.Resource + " in " + ns, k.NewList().(client.ObjectList), in})
+			}
+		}
 		lists = append(lists,
-			list{"replicasets in " + ns, &appsv1.ReplicaSetList{}, in},
 			list{"placementmigrations in " + ns, &pgv1.PlacementMigrationList{}, in},
 			list{"poddisruptionbudgets in " + ns, &policyv1.PodDisruptionBudgetList{}, in},
 			list{"horizontalpodautoscalers in " + ns, &autoscalingv2.HorizontalPodAutoscalerList{}, in})

@@ -12,11 +12,14 @@ import (
 // needed, the hazards and, per target, the pods its rollout recreates and
 // where each new pod would land.
 type Report struct {
-	Migration  string        `json:"migration,omitempty"`
-	Namespace  string        `json:"namespace"`
-	Constraint string        `json:"constraint"`
-	Missing    []string      `json:"missingTargets,omitempty"`
-	Stages     []StageReport `json:"stages"`
+	Migration  string `json:"migration,omitempty"`
+	Namespace  string `json:"namespace"`
+	Constraint string `json:"constraint"`
+	// SchedulerProfile is the kube-scheduler profile the plan predicted
+	// with.
+	SchedulerProfile string        `json:"schedulerProfile"`
+	Missing          []string      `json:"missingTargets,omitempty"`
+	Stages           []StageReport `json:"stages"`
 	// Moves are the moves spec.rebalance.mode Evict would make now, and
 	// MovesNote why the list ends; empty for other modes.
 	Moves     []MoveReport `json:"moves,omitempty"`
@@ -103,6 +106,12 @@ type Step struct {
 	Action string `json:"action"`
 	Pod    string `json:"pod"`
 	Node   string `json:"node,omitempty"`
+	// Tied are the nodes that scored as high as Node: the scheduler
+	// picks any of them.
+	Tied []string `json:"tied,omitempty"`
+	// Sampled says the scheduler scores only some of the feasible nodes
+	// there, so Node is one of its possible choices.
+	Sampled bool `json:"sampled,omitempty"`
 }
 
 // Blocking reports whether a target is missing, any stage has a blocking
@@ -147,6 +156,7 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 	if err != nil {
 		return report, err
 	}
+	report.SchedulerProfile = snap.Profile().Name
 	sit := planning.Situation{Intent: planning.IntentOf(pm), Targets: found, Others: c.migrationsIn(ns), Policies: c.policiesIn(ns)}
 	verdicts, err := planning.EvaluateStages(snap, sit)
 	if err != nil {
@@ -260,7 +270,7 @@ func stageReport(sit planning.Situation, v planning.Verdict) StageReport {
 				tr.Blocked = r.BlockedPod + ": " + r.Blocked.Message
 			}
 			for _, s := range r.Steps {
-				tr.Steps = append(tr.Steps, Step{Action: s.Action, Pod: s.Pod, Node: s.Node})
+				tr.Steps = append(tr.Steps, Step{Action: s.Action, Pod: s.Pod, Node: s.Node, Tied: s.Tied, Sampled: s.Sampled})
 			}
 		}
 		sr.Targets = append(sr.Targets, tr)

@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/schedulerprofile"
 )
 
 // planFlags describe a migration on the command line, for a plan without
@@ -26,6 +28,8 @@ type planFlags struct {
 	finalStage     string
 	nodeSelector   string
 	minNodes       int32
+	schedConfig    string
+	schedName      string
 }
 
 // constraintFlags describe a migration on the command line; with -f they
@@ -84,6 +88,8 @@ Exits 1 when a stage is blocked or a target is missing.`,
 	fl.StringVar(&f.finalStage, "final-stage", "Hard", "Soft or Hard")
 	fl.StringVar(&f.nodeSelector, "node-selector", "", "label selector of the nodes that qualify")
 	fl.Int32Var(&f.minNodes, "min-nodes", 0, "qualifying nodes the hard stage needs (default: derived)")
+	fl.StringVar(&f.schedConfig, "scheduler-config", "", "the cluster's KubeSchedulerConfiguration file: predict with its profile's plugins and weights instead of kube-scheduler's default profile")
+	fl.StringVar(&f.schedName, "scheduler-name", "default-scheduler", "the profile of --scheduler-config to predict with")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputTable, outputYAML, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("final-stage", cobra.FixedCompletions([]string{"Soft", "Hard"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagDirname("snapshot")
@@ -98,6 +104,12 @@ func runPlan(ctx context.Context, o *Options, f *planFlags) error {
 	if err != nil {
 		return err
 	}
+	profile := placement.DefaultProfile()
+	if f.schedConfig != "" {
+		if profile, err = schedulerprofile.Load(f.schedConfig, f.schedName); err != nil {
+			return usagef("--scheduler-config: %v", err)
+		}
+	}
 	migrations, err := f.migrations(o, ns)
 	if err != nil {
 		return err
@@ -105,6 +117,9 @@ func runPlan(ctx context.Context, o *Options, f *planFlags) error {
 	cluster, err := readCluster(ctx, o, f.snapshot, namespacesOf(migrations))
 	if err != nil {
 		return err
+	}
+	if err := cluster.UseProfile(profile); err != nil {
+		return usagef("--scheduler-config: %v", err)
 	}
 	var reports []Report
 	blocked := false

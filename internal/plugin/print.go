@@ -37,6 +37,9 @@ func printPlanTable(w io.Writer, r Report) {
 		name = "plan"
 	}
 	fmt.Fprintf(w, "PlacementMigration %s/%s: %s\n", r.Namespace, name, r.Constraint)
+	if r.SchedulerProfile != "" {
+		fmt.Fprintf(w, "Scheduler profile: %s\n", r.SchedulerProfile)
+	}
 	for _, m := range r.Missing {
 		fmt.Fprintf(w, "Target not found: %s\n", m)
 	}
@@ -139,9 +142,23 @@ func printTargetPlan(w io.Writer, t TargetReport) {
 		case s.Node == "":
 			fmt.Fprintf(w, "    %3d. %-8s %s (stays Pending)\n", i+1, s.Action, s.Pod)
 		default:
-			fmt.Fprintf(w, "    %3d. %-8s %s -> %s\n", i+1, s.Action, s.Pod, s.Node)
+			fmt.Fprintf(w, "    %3d. %-8s %s -> %s%s\n", i+1, s.Action, s.Pod, s.Node, landingNote(s))
 		}
 	}
+}
+
+// landingNote says when a step's node is one of several the scheduler
+// may choose.
+func landingNote(s Step) string {
+	switch {
+	case len(s.Tied) > 0 && s.Sampled:
+		return fmt.Sprintf(" (or, tied, %s; the scheduler scores a sample of the nodes)", strings.Join(s.Tied, ", "))
+	case len(s.Tied) > 0:
+		return fmt.Sprintf(" (or, tied, %s)", strings.Join(s.Tied, ", "))
+	case s.Sampled:
+		return " (one of the scheduler's choices: it scores a sample of the nodes)"
+	}
+	return ""
 }
 
 func capacityCell(c CapacityReport) string {
