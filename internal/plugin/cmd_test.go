@@ -19,6 +19,10 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		t.Fatal(err)
 	}
 	empty := t.TempDir()
+	unknownPlugin := filepath.Join(dir, "scheduler.yaml")
+	if err := os.WriteFile(unknownPlugin, []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- plugins:\n    score:\n      enabled: [{name: Coscheduling}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -40,6 +44,9 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"lint nothing", []string{"lint"}, "name the manifests"},
 		{"lint negative nodes", []string{"lint", "--nodes", "-1", "testdata/001/manifests.yaml"}, "must not be negative"},
 		{"lint nodes and snapshot", []string{"lint", "--nodes", "3", "--snapshot", "testdata/001/cluster", "testdata/001/manifests.yaml"}, "not both"},
+		{"scheduler config of an unknown plugin", []string{"plan", "-f", "testdata/001/migration.yaml", "--snapshot", "testdata/001/cluster", "--scheduler-config", unknownPlugin}, "plugin Coscheduling is not one the engine scores with"},
+		{"scheduler config missing", []string{"plan", "-f", "testdata/001/migration.yaml", "--snapshot", "testdata/001/cluster", "--scheduler-config", filepath.Join(dir, "none.yaml")}, "--scheduler-config: open"},
+		{"scheduler profile missing", []string{"plan", "-f", "testdata/001/migration.yaml", "--snapshot", "testdata/001/cluster", "--scheduler-config", unknownPlugin, "--scheduler-name", "packer"}, `no profile "packer"`},
 		{"no cluster", []string{"plan", "-f", "testdata/001/migration.yaml", "--request-timeout", "5s"}, "list nodes"},
 	}
 	for _, tc := range cases {
@@ -227,5 +234,57 @@ func TestPlanListsTheMovesOfModeEvict(t *testing.T) {
 	out, _, _ = run(t, "", "plan", "-f", "testdata/rebalance/migration.yaml", "--snapshot", "testdata/rebalance/cluster")
 	if !strings.Contains(out, "move web-7d9f-b2 of Deployment/web from zone-b to zone-c") || !strings.Contains(out, "web-7d9f-a1: pod-deletion-cost -1") {
 		t.Errorf("the table lacks the first move or a cost:\n%s", out)
+	}
+}
+
+// --scheduler-config predicts with the cluster's own profile: a bin-packing
+// profile puts the soft stage's new pods where MostAllocated scores best,
+// and the plan says which profile it assumed.
+func TestPlanPredictsWithTheClustersProfile(t *testing.T) {
+	packing := filepath.Join(t.TempDir(), "scheduler.yaml")
+	if err := os.WriteFile(packing, []byte(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: packer
+  plugins:
+    score:
+      disabled: [{name: InterPodAffinity}, {name: PodTopologySpread}]
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {scoringStrategy: {type: MostAllocated}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan := func(extra ...string) Report {
+		args := append([]string{"plan", "-f", "testdata/001/migration.yaml", "--snapshot", "testdata/001/cluster", "-o", "json"}, extra...)
+		out, errOut, code := run(t, "", args...)
+		if code != ExitHazards {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var r Report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	landing := func(r Report) []string {
+		var nodes []string
+		for _, s := range r.Stages[0].Targets[0].Steps {
+			if s.Node != "" {
+				nodes = append(nodes, s.Node)
+			}
+		}
+		return nodes
+	}
+	def, packed := plan(), plan("--scheduler-config", packing, "--scheduler-name", "packer")
+	if def.SchedulerProfile != "default-scheduler" || packed.SchedulerProfile != "packer" {
+		t.Errorf("profiles said: %q and %q", def.SchedulerProfile, packed.SchedulerProfile)
+	}
+	spread, stacked := landing(def), landing(packed)
+	if len(stacked) != 3 || stacked[0] != stacked[1] || stacked[1] != stacked[2] {
+		t.Errorf("bin-packing without spreading puts the soft stage's pods on one node, got %v", stacked)
+	}
+	if len(spread) != 3 || spread[0] == spread[1] {
+		t.Errorf("the default profile spreads the soft stage's pods by their preferred anti-affinity, got %v", spread)
 	}
 }
