@@ -115,8 +115,8 @@ var _ = Describe("Capacity requests touch only what the migration made", func() 
 		Expect(nameA).NotTo(Equal(nameB))
 		for _, n := range []string{nameA, nameB} {
 			Expect(len(n)).To(BeNumerically("<=", 253))
-			_, err := deployment(n)
-			Expect(err).NotTo(HaveOccurred(), n)
+			// The request's name is recorded before it is created.
+			Eventually(func() error { _, err := deployment(n); return err }).Should(Succeed(), n)
 		}
 	})
 

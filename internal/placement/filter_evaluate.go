@@ -47,6 +47,9 @@ type evaluator struct {
 	filters      *nodeFilters
 	nodeReason   []reasonCode
 	volumeReason []reasonCode
+	// volumes are the pod's volumes as VolumeBinding's PreFilter found
+	// them.
+	volumes podVolumes
 	// volumeAlso is VolumeBinding's second reason for a node, when both
 	// a bound and an unbound claim fail there.
 	volumeAlso []reasonCode
@@ -157,6 +160,7 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 	// PreFilters in the scheduler's order: NodeAffinity, then VolumeBinding.
 	filters := s.nodeFiltersOf(pod, opts.altered)
 	vols, pre := s.volumePreFilter(pod)
+	e.volumes = vols
 	if filters.conflict {
 		pre = reasonNodeAffinityConflict
 	}

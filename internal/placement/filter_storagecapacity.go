@@ -21,26 +21,31 @@ type storageCapacity struct {
 }
 
 // enough reports whether a volume of the claim's class and size can be
-// provisioned for a pod on the node. Only a CSI driver that opts in
-// (storageCapacity: true) is checked, and only a claim that requests a
-// size; then some CSIStorageCapacity of the class, whose topology holds the
-// node, must report at least that much (its maximumVolumeSize when set,
-// else its capacity).
-func (sc *storageCapacity) enough(class *storagev1.StorageClass, claim *corev1.PersistentVolumeClaim, node *corev1.Node) bool {
+// provisioned for a pod on the node, and the capacity object that says so.
+// Only a CSI driver that opts in (storageCapacity: true) is checked, and
+// only a claim that requests a size (else there is no object); then some
+// CSIStorageCapacity of the class, whose topology holds the node, must
+// report at least that much (its maximumVolumeSize when set, else its
+// capacity). Of several, the one of the lowest namespace/name answers:
+// the scheduler takes the first its lister gives, in no set order.
+func (sc *storageCapacity) enough(class *storagev1.StorageClass, claim *corev1.PersistentVolumeClaim, node *corev1.Node) (bool, *storagev1.CSIStorageCapacity) {
 	size, ok := claim.Spec.Resources.Requests[corev1.ResourceStorage]
 	if !ok {
-		return true
+		return true, nil
 	}
 	driver, ok := sc.drivers[class.Provisioner]
 	if !ok || driver.Spec.StorageCapacity == nil || !*driver.Spec.StorageCapacity {
-		return true
+		return true, nil
 	}
-	for _, c := range sc.capacities {
+	var found *storagev1.CSIStorageCapacity
+	for key, c := range sc.capacities {
 		if c.StorageClassName == class.Name && capacityFits(c, size.Value()) && topologyHolds(c.NodeTopology, node) {
-			return true
+			if found == nil || key.String() < (types.NamespacedName{Namespace: found.Namespace, Name: found.Name}).String() {
+				found = c
+			}
 		}
 	}
-	return false
+	return found != nil, found
 }
 
 func capacityFits(c *storagev1.CSIStorageCapacity, bytes int64) bool {

@@ -183,12 +183,40 @@ func volumeFilter(pv podVolumes, node *corev1.Node) (first, then string) {
 // storage capacity must report enough for the claim on a topology that
 // holds the node ("did not have enough free storage").
 func delayedClaimsSatisfied(claims []delayedClaim, storage *storageCapacity, node *corev1.Node) string {
+	_, reason := planDelayedClaims(claims, storage, node)
+	return reason
+}
+
+// delayedPlan is how VolumeBinding would bind a pod's delayed claims on a
+// node: the available volumes it matched (static), and the claims it would
+// provision with the storage capacity object that has room for each (nil
+// where the driver reports none).
+type delayedPlan struct {
+	static  []staticBinding
+	dynamic []dynamicProvision
+}
+
+type staticBinding struct {
+	claim  *corev1.PersistentVolumeClaim
+	volume *corev1.PersistentVolume
+}
+
+type dynamicProvision struct {
+	claim    *corev1.PersistentVolumeClaim
+	class    *storagev1.StorageClass
+	capacity *storagev1.CSIStorageCapacity
+}
+
+// planDelayedClaims is delayedClaimsSatisfied with the plan that satisfies
+// the claims, for VolumeBinding's score.
+func planDelayedClaims(claims []delayedClaim, storage *storageCapacity, node *corev1.Node) (delayedPlan, string) {
+	var plan delayedPlan
 	var provision, match []delayedClaim
 	for _, dc := range claims {
 		selected, ok := dc.claim.Annotations[annSelectedNode]
 		switch {
 		case ok && selected != node.Name:
-			return ReasonVolumeBindConflict
+			return plan, ReasonVolumeBindConflict
 		case ok:
 			provision = append(provision, dc)
 		default:
@@ -200,23 +228,26 @@ func delayedClaimsSatisfied(claims []delayedClaim, storage *storageCapacity, nod
 	for _, dc := range match {
 		found, err := storagehelpers.FindMatchingVolume(dc.claim, dc.candidates, node, chosen, true, true)
 		if err != nil {
-			return ReasonVolumeBindConflict
+			return plan, ReasonVolumeBindConflict
 		}
 		if found != nil {
 			chosen[found.Name] = found
+			plan.static = append(plan.static, staticBinding{claim: dc.claim, volume: found})
 			continue
 		}
 		provision = append(provision, dc)
 	}
 	for _, dc := range provision {
 		if !provisionable(dc.class, node) {
-			return ReasonVolumeBindConflict
+			return plan, ReasonVolumeBindConflict
 		}
-		if !storage.enough(dc.class, dc.claim, node) {
-			return ReasonNotEnoughSpace
+		enough, capacity := storage.enough(dc.class, dc.claim, node)
+		if !enough {
+			return plan, ReasonNotEnoughSpace
 		}
+		plan.dynamic = append(plan.dynamic, dynamicProvision{claim: dc.claim, class: dc.class, capacity: capacity})
 	}
-	return ""
+	return plan, ""
 }
 
 // bySize orders claims by the storage they request, as VolumeBinding sorts

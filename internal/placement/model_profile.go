@@ -58,6 +58,9 @@ type Profile struct {
 	// node without a topology label is not left out of scoring.
 	DefaultSpread   []corev1.TopologySpreadConstraint
 	SystemDefaulted bool
+	// VolumeShape is VolumeBinding's utilization-to-score shape
+	// (StorageCapacityScoring); empty when it does not score.
+	VolumeShape []ShapePoint
 	// PercentageOfNodesToScore is the profile's, or the configuration's,
 	// when set; nil is the scheduler's adaptive default.
 	PercentageOfNodesToScore *int32
@@ -105,8 +108,10 @@ func DefaultProfile() *Profile {
 		Fit:                   FitScoring{Type: LeastAllocated, Resources: cpuMemory},
 		Balanced:              cpuMemory,
 		HardPodAffinityWeight: 1,
-		DefaultSpread:         SystemDefaultSpread(),
-		SystemDefaulted:       true,
+		// The emptier, the better: StorageCapacityScoring's default.
+		VolumeShape:     []ShapePoint{{Utilization: 0, Score: 10}, {Utilization: 100, Score: 0}},
+		DefaultSpread:   SystemDefaultSpread(),
+		SystemDefaulted: true,
 	}
 }
 

@@ -22,6 +22,7 @@ type scorer struct {
 	images        *imageScore
 	spread        *spreadScore
 	interPod      *interPodScore
+	volumes       *volumeScore
 
 	// extraNonZero are the non-zero requests a simulation added to or took
 	// from each position (nil until it binds or removes a pod).
@@ -83,6 +84,9 @@ func newScorer(e *evaluator, p *Profile, owner labels.Selector) (*scorer, error)
 		if sc.interPod, err = newInterPodScore(e, p); err != nil {
 			return nil, err
 		}
+	}
+	if p.weight(PluginVolumeBinding) > 0 {
+		sc.volumes = newVolumeScore(e, p.VolumeShape)
 	}
 	e.scoring = sc
 	return sc, nil
@@ -200,6 +204,10 @@ func (sc *scorer) totals(positions []int, detail bool) ([]int64, []map[string]in
 		sc.spread.scores(positions, raw, ignored)
 		sc.spread.normalize(raw, ignored)
 		add(PluginPodTopologySpread)
+	}
+	if sc.volumes != nil && (detail || sc.volumes.scores()) {
+		perNode(sc.volumes.score)
+		add(PluginVolumeBinding)
 	}
 	if sc.interPod != nil && (detail || sc.interPod.scoresAny()) {
 		perNode(sc.interPod.score)

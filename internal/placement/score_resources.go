@@ -145,23 +145,7 @@ func mostRequested(requested, capacity int64) int64 {
 // the shape's scores (0 to 10) scaled to 0 to 100; a resource scoring 0
 // carries no weight.
 func requestedToCapacityRatio(resources []ResourceWeight, shape []ShapePoint) func(requested, _, allocatable []int64) int64 {
-	const maxUtilization = 100
-	points := make([]ShapePoint, len(shape))
-	for k, p := range shape {
-		points[k] = ShapePoint{Utilization: p.Utilization, Score: p.Score * (maxNodeScore / 10)}
-	}
-	line := func(u int64) int64 {
-		for k := range points {
-			if u <= points[k].Utilization {
-				if k == 0 {
-					return points[0].Score
-				}
-				a, b := points[k-1], points[k]
-				return a.Score + (b.Score-a.Score)*(u-a.Utilization)/(b.Utilization-a.Utilization)
-			}
-		}
-		return points[len(points)-1].Score
-	}
+	line := utilizationLine(shape)
 	return func(requested, _, allocatable []int64) int64 {
 		var score, weights int64
 		for k := range requested {
@@ -183,6 +167,31 @@ func requestedToCapacityRatio(resources []ResourceWeight, shape []ShapePoint) fu
 			return 0
 		}
 		return int64(math.Round(float64(score) / float64(weights)))
+	}
+}
+
+// maxUtilization is the utilization, in percent, of a full resource.
+const maxUtilization = 100
+
+// utilizationLine is the broken line through a shape's points, its scores
+// (0 to 10) scaled to 0 to 100: flat before the first point and after the
+// last.
+func utilizationLine(shape []ShapePoint) func(utilization int64) int64 {
+	points := make([]ShapePoint, len(shape))
+	for k, p := range shape {
+		points[k] = ShapePoint{Utilization: p.Utilization, Score: p.Score * (maxNodeScore / 10)}
+	}
+	return func(u int64) int64 {
+		for k := range points {
+			if u <= points[k].Utilization {
+				if k == 0 {
+					return points[0].Score
+				}
+				a, b := points[k-1], points[k]
+				return a.Score + (b.Score-a.Score)*(u-a.Utilization)/(b.Utilization-a.Utilization)
+			}
+		}
+		return points[len(points)-1].Score
 	}
 }
 

@@ -247,7 +247,7 @@ func ordinalOf(set, pod string) (int, bool) {
 // evaluated one only in its claims, as the pods of a StatefulSet do.
 func (e *evaluator) useVolumesOf(pod *corev1.Pod) {
 	vols, pre := e.s.volumePreFilter(pod)
-	e.preFilterMsg = pre
+	e.volumes, e.preFilterMsg = vols, pre
 	if !e.volumeShared {
 		clear(e.volumeReason)
 		clear(e.volumeAlso)

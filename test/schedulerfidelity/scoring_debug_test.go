@@ -29,6 +29,9 @@ func TestScoringExplain(t *testing.T) {
 	seed, _ := strconv.Atoi(v)
 	sp := scoringProfiles()[0]
 	sc := generateScoring(uint64(seed))
+	if os.Getenv("PLACEMENT_GUARD_SCORING_GENERATOR") == "filters" {
+		sc = generate(uint64(seed))
+	}
 	t.Logf("pending: %+v", sc.pending)
 	for _, p := range sc.existing {
 		t.Logf("existing %s/%s on %s labels %v terminating %v", p.Namespace, p.Name, p.Spec.NodeName, p.Labels, p.DeletionTimestamp != nil)
@@ -77,6 +80,8 @@ func TestScoringExplain(t *testing.T) {
 		t.Logf("kube-scheduler %s total %d: %v", ns.Name, ns.TotalScore, ns.Scores)
 	}
 	es, err := placement.NewSnapshot(placement.Objects{Nodes: sc.nodes, Pods: sc.existing, Namespaces: sc.namespaces,
+		Claims: sc.claims, Volumes: sc.volumes, StorageClasses: sc.storageClasses,
+		CSINodes: sc.csiNodes, Attachments: sc.attachments, CSIDrivers: sc.csiDrivers, Capacities: sc.capacities,
 		Services: sc.services, ReplicaSets: sc.replicaSets, StatefulSets: sc.statefulSets})
 	if err != nil {
 		t.Fatal(err)

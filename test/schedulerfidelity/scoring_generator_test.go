@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -62,6 +63,7 @@ func generateScoring(seed uint64) *scenario {
 	}
 	g.sc.pending = g.pod("pending")
 	g.pendingTerms(g.sc.pending)
+	g.claims(seed)
 	for _, p := range append(g.sc.existing, g.sc.pending) {
 		admit(p)
 	}
@@ -256,4 +258,49 @@ func (g *scoringGen) podTerms(p *corev1.Pod, existing bool) {
 		t.Namespaces, t.NamespaceSelector = nil, nil
 		p.Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution = []corev1.PodAffinityTerm{t}
 	}
+}
+
+// claims gives a third of the pending pods a WaitForFirstConsumer claim:
+// of a class of static local volumes of several sizes on some nodes, or
+// of a class a driver provisions in zones a and b, reporting per zone a
+// capacity of 5 to 40 GiB; VolumeBinding then scores the nodes by how
+// full the volume would be. It draws from a stream of its own, so that
+// the rest of each scenario stays what the seed made it before.
+func (g *scoringGen) claims(seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 9999))
+	if r.IntN(3) > 0 {
+		return
+	}
+	f := &gen{r: r, sc: g.sc}
+	f.storage()
+	sizes := []string{"5Gi", "8Gi", "10Gi", "20Gi", "40Gi"}
+	for _, n := range g.sc.nodes {
+		if r.IntN(2) == 0 {
+			v := f.localVolume(n)
+			v.Spec.Capacity[corev1.ResourceStorage] = resource.MustParse(sizes[r.IntN(len(sizes))])
+			g.sc.volumes = append(g.sc.volumes, v)
+		}
+	}
+	g.sc.csiDrivers = []*storagev1.CSIDriver{{ObjectMeta: metav1.ObjectMeta{Name: csiDriver},
+		Spec: storagev1.CSIDriverSpec{StorageCapacity: ptr.To(true)}}}
+	for _, z := range []string{"zone-a", "zone-b"} {
+		g.sc.capacities = append(g.sc.capacities, &storagev1.CSIStorageCapacity{
+			ObjectMeta:       metav1.ObjectMeta{Namespace: "kube-system", Name: "capacity-" + z},
+			StorageClassName: classZonal,
+			Capacity:         ptr.To(resource.MustParse(sizes[r.IntN(len(sizes))])),
+			NodeTopology:     &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelTopologyZone: z}},
+		})
+	}
+	p := g.sc.pending
+	c := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name + "-data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse([]string{"2Gi", "5Gi"}[r.IntN(2)])}},
+			StorageClassName: ptr.To([]string{classLocal, classZonal}[r.IntN(2)]),
+		},
+	}
+	g.sc.claims = append(g.sc.claims, c)
+	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.Name}}})
 }
