@@ -279,9 +279,21 @@ func applyArgs(p *placement.Profile, pc configv1.PluginConfig) error {
 			return err
 		}
 		return spreadArgs(p, &a)
-	case "VolumeBinding", "DefaultPreemption", "DynamicResources", "NodeVolumeLimits":
-		// Binding timeouts, preemption and devices: nothing that moves a
-		// pod among the nodes the engine predicts for.
+	case placement.PluginVolumeBinding:
+		var a configv1.VolumeBindingArgs
+		if err := decode(&a); err != nil {
+			return err
+		}
+		if len(a.Shape) > 0 {
+			shape, err := shapeOf(pc.Name, a.Shape)
+			if err != nil {
+				return err
+			}
+			p.VolumeShape = shape
+		}
+	case "DefaultPreemption", "DynamicResources", "NodeVolumeLimits":
+		// Preemption and devices: nothing that moves a pod among the
+		// nodes the engine predicts for.
 		return nil
 	default:
 		return fmt.Errorf("args of %s: not a plugin the engine models", pc.Name)
@@ -312,17 +324,29 @@ func fitArgs(p *placement.Profile, a *configv1.NodeResourcesFitArgs) error {
 		if s.RequestedToCapacityRatio == nil || len(s.RequestedToCapacityRatio.Shape) == 0 {
 			return fmt.Errorf("args of %s: RequestedToCapacityRatio needs a shape", placement.PluginNodeResourcesFit)
 		}
-		last := int32(-1)
-		for _, pt := range s.RequestedToCapacityRatio.Shape {
-			if pt.Utilization < 0 || pt.Utilization > 100 || pt.Score < 0 || pt.Score > 10 || pt.Utilization <= last {
-				return fmt.Errorf("args of %s: shape point (%d, %d): utilization must rise within 0 to 100, score be 0 to 10", placement.PluginNodeResourcesFit, pt.Utilization, pt.Score)
-			}
-			last = pt.Utilization
-			fit.Shape = append(fit.Shape, placement.ShapePoint{Utilization: int64(pt.Utilization), Score: int64(pt.Score)})
+		shape, err := shapeOf(placement.PluginNodeResourcesFit, s.RequestedToCapacityRatio.Shape)
+		if err != nil {
+			return err
 		}
+		fit.Shape = shape
 	}
 	p.Fit = fit
 	return nil
+}
+
+// shapeOf is a utilization shape, its utilizations rising within 0 to
+// 100 and its scores within 0 to 10.
+func shapeOf(plugin string, points []configv1.UtilizationShapePoint) ([]placement.ShapePoint, error) {
+	var out []placement.ShapePoint
+	last := int32(-1)
+	for _, pt := range points {
+		if pt.Utilization < 0 || pt.Utilization > 100 || pt.Score < 0 || pt.Score > 10 || pt.Utilization <= last {
+			return nil, fmt.Errorf("args of %s: shape point (%d, %d): utilization must rise within 0 to 100, score be 0 to 10", plugin, pt.Utilization, pt.Score)
+		}
+		last = pt.Utilization
+		out = append(out, placement.ShapePoint{Utilization: int64(pt.Utilization), Score: int64(pt.Score)})
+	}
+	return out, nil
 }
 
 func resourceWeights(plugin string, specs []configv1.ResourceSpec) ([]placement.ResourceWeight, error) {

@@ -106,6 +106,7 @@ func TestWhatCannotBePredictedIsRefusedByName(t *testing.T) {
 		{"a profile it does not have", header + "profiles:\n- schedulerName: a\n- schedulerName: b\n", "c", `no profile "c"`},
 		{"a hard default constraint", header + "profiles:\n- pluginConfig:\n  - name: PodTopologySpread\n    args: {defaultingType: List, defaultConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}]}\n", "", "DoNotSchedule"},
 		{"added required affinity", header + "profiles:\n- pluginConfig:\n  - name: NodeAffinity\n    args: {addedAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Exists}]}]}}}\n", "", "addedAffinity's required terms"},
+		{"a volume shape that falls back", header + "profiles:\n- pluginConfig:\n  - name: VolumeBinding\n    args: {shape: [{utilization: 50, score: 2}, {utilization: 10, score: 8}]}\n", "", "utilization must rise"},
 		{"a percentage out of range", header + "percentageOfNodesToScore: 140\n", "", "140"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
