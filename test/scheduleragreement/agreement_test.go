@@ -1,7 +1,8 @@
 // Package scheduleragreement checks the placement engine against the real
 // kube-scheduler: for generated small clusters, the engine's verdict on a
 // pending pod (schedulable or not, the allowed nodes, the scheduler's
-// message) must be the scheduler's.
+// message) must be the scheduler's, and the node the scheduler binds it
+// to one the engine scores best.
 package scheduleragreement
 
 import (
@@ -137,11 +138,16 @@ func runScenario(ctx context.Context, t *testing.T, c *localcluster.Cluster, rec
 		t.Fatalf("seed %d: the scheduler did not decide the pending pod: %v", seed, err)
 	}
 
-	verdict := engineVerdict(ctx, t, c, seed, pending)
+	verdict, landing := engineVerdict(ctx, t, c, seed, pending)
 	if decided.Spec.NodeName != "" {
 		allowed, _ := rec.nodesFor(pending.UID)
 		if !verdict.Schedulable || !slices.Equal(verdict.Nodes, allowed) || !slices.Contains(verdict.Nodes, decided.Spec.NodeName) {
 			t.Errorf("seed %d: kube-scheduler allowed %v and bound to %s; the engine allows %v (%s)", seed, allowed, decided.Spec.NodeName, verdict.Nodes, verdict.Message)
+			return false, true
+		}
+		// Where it landed is one of the nodes the engine scores best.
+		if !slices.Contains(landing.Best, decided.Spec.NodeName) {
+			t.Errorf("seed %d: kube-scheduler bound to %s; the engine's best-scored nodes are %v (ranking %+v)", seed, decided.Spec.NodeName, landing.Best, landing.Ranking)
 			return false, true
 		}
 		return true, true
@@ -183,8 +189,9 @@ func schedulerMessage(p *corev1.Pod) string {
 }
 
 // engineVerdict asks the engine about the pending pod, on a snapshot of the
-// cluster as the API server has it now, without the pending pod itself.
-func engineVerdict(ctx context.Context, t *testing.T, c *localcluster.Cluster, seed int64, pending *corev1.Pod) placement.Verdict {
+// cluster as the API server has it now, without the pending pod itself:
+// where it may go, and where it lands.
+func engineVerdict(ctx context.Context, t *testing.T, c *localcluster.Cluster, seed int64, pending *corev1.Pod) (placement.Verdict, placement.Landing) {
 	t.Helper()
 	cs := c.Clientset
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -219,7 +226,11 @@ func engineVerdict(ctx context.Context, t *testing.T, c *localcluster.Cluster, s
 	if err != nil {
 		t.Fatalf("seed %d: %v", seed, err)
 	}
-	return v
+	l, err := s.Land(pending)
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	return v, l
 }
 
 func addNodes(ctx context.Context, t *testing.T, c *localcluster.Cluster, seed int64, nodes []localcluster.Node) {

@@ -30,7 +30,7 @@ var (
 // zones, some cordoned, tainted, small or without a zone; up to 12 pods
 // already bound to them, some with required anti-affinity or spreads; and
 // one pending pod with any mix of node selector, tolerations, requests,
-// anti-affinity, affinity and spreads.
+// anti-affinity, affinity and spreads; then what the scores read (scoring).
 func generate(seed int64, prefix string) scenario {
 	r := rand.New(rand.NewSource(seed))
 	sc := scenario{namespaces: []*corev1.Namespace{
@@ -71,7 +71,59 @@ func generate(seed int64, prefix string) scenario {
 		sc.existing = append(sc.existing, p)
 	}
 	sc.pending = randomPod(r, sc.namespaces, "pending")
+	scoring(seed, &sc)
 	return sc
+}
+
+// scoring varies what the score plugins read, from a stream of its own so
+// that the filters' scenarios stay what each seed made them: node sizes,
+// PreferNoSchedule taints, and the pending pod's preferences (preferred
+// pod terms, a ScheduleAnyway spread, a toleration of the taint).
+func scoring(seed int64, sc *scenario) {
+	r := rand.New(rand.NewSource(seed*7919 + 1))
+	for i := range sc.nodes {
+		n := &sc.nodes[i]
+		if n.Allocatable == nil && r.Intn(2) == 0 {
+			n.Allocatable = corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse([]string{"4", "8", "16"}[r.Intn(3)]),
+				corev1.ResourceMemory: resource.MustParse([]string{"8Gi", "16Gi", "64Gi"}[r.Intn(3)]),
+				corev1.ResourcePods:   resource.MustParse("110"),
+			}
+		}
+		if r.Intn(3) == 0 {
+			n.Taints = append(n.Taints, corev1.Taint{Key: "spot", Value: "true", Effect: corev1.TaintEffectPreferNoSchedule})
+		}
+	}
+	p := sc.pending
+	if r.Intn(3) == 0 {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "spot", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectPreferNoSchedule})
+	}
+	if r.Intn(3) == 0 {
+		if p.Spec.Affinity == nil {
+			p.Spec.Affinity = &corev1.Affinity{}
+		}
+		term := corev1.WeightedPodAffinityTerm{Weight: int32(1 + r.Intn(100)), PodAffinityTerm: corev1.PodAffinityTerm{
+			TopologyKey: keys[r.Intn(len(keys))], LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": apps[r.Intn(len(apps))]}}}}
+		if r.Intn(2) == 0 {
+			p.Spec.Affinity.PodAntiAffinity = orNew(p.Spec.Affinity.PodAntiAffinity)
+			p.Spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = []corev1.WeightedPodAffinityTerm{term}
+		} else {
+			p.Spec.Affinity.PodAffinity = orNew(p.Spec.Affinity.PodAffinity)
+			p.Spec.Affinity.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = []corev1.WeightedPodAffinityTerm{term}
+		}
+	}
+	if r.Intn(4) == 0 {
+		p.Spec.TopologySpreadConstraints = append(p.Spec.TopologySpreadConstraints, corev1.TopologySpreadConstraint{
+			MaxSkew: 1, TopologyKey: keys[r.Intn(len(keys))], WhenUnsatisfiable: corev1.ScheduleAnyway,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": p.Labels["app"]}}})
+	}
+}
+
+func orNew[T any](v *T) *T {
+	if v == nil {
+		return new(T)
+	}
+	return v
 }
 
 func randomPod(r *rand.Rand, namespaces []*corev1.Namespace, name string) *corev1.Pod {
