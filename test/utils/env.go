@@ -53,6 +53,16 @@ func (e *Env) AddNode(ctx context.Context, short string, labels map[string]strin
 	return name, nil
 }
 
+// AddSizedNode is AddNode with the node's allocatable resources.
+func (e *Env) AddSizedNode(ctx context.Context, short string, allocatable corev1.ResourceList, taints ...corev1.Taint) (string, error) {
+	name := e.NodeName(short)
+	e.nodes = append(e.nodes, name)
+	if _, err := e.Cluster.AddNode(ctx, localcluster.Node{Name: name, Labels: map[string]string{PoolLabel: e.Pool()}, Taints: taints, Allocatable: allocatable}); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
 // Cleanup deletes the namespace and the spec's nodes.
 func (e *Env) Cleanup(ctx context.Context) error {
 	var errs []string
