@@ -95,6 +95,8 @@ type evaluator struct {
 	// altered are nodes as a simulated disruption leaves them (cordoned,
 	// unreachable), in place of the snapshot's.
 	altered map[nodeID]*corev1.Node
+	// skipResources: the profile turns NodeResourcesFit's filter off.
+	skipResources bool
 	// localOK caches, per position, the checks that read only what is
 	// bound to that node (ports, disks, volume limits, the pod count,
 	// resources): 0 not known yet, 1 passes, 2 fails. A placement asks
@@ -160,6 +162,9 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 	// PreFilters in the scheduler's order: NodeAffinity, then VolumeBinding.
 	filters := s.nodeFiltersOf(pod, opts.altered)
 	vols, pre := s.volumePreFilter(pod)
+	if !s.profile.filters(FilterVolumeBinding) {
+		pre = ""
+	}
 	e.volumes = vols
 	if filters.conflict {
 		pre = reasonNodeAffinityConflict
@@ -176,21 +181,33 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 	e.shareNoVolumeReasons()
 	if pre == "" {
 		for i, id := range e.order {
-			reason, also := volumeFilter(vols, e.node(id))
+			reason, also := volumeFilter(s.profile, vols, e.node(id))
 			e.setVolumeReasons(i, reason, also)
 		}
 	}
-	e.gated = len(pod.Spec.SchedulingGates) > 0
-	e.initPorts()
-	e.initDiskConflicts()
-	e.initReadWriteOncePod()
-	e.initVolumeLimits()
-	e.resetCandidates()
-	if err := e.initInterPod(); err != nil {
-		return nil, err
+	p := s.profile
+	e.gated = len(pod.Spec.SchedulingGates) > 0 && p.filters(FilterSchedulingGates)
+	e.skipResources = !p.filters(FilterNodeResourcesFit)
+	if p.filters(FilterNodePorts) {
+		e.initPorts()
 	}
-	if err := e.initSpreads(); err != nil {
-		return nil, err
+	if p.filters(FilterVolumeRestrictions) {
+		e.initDiskConflicts()
+		e.initReadWriteOncePod()
+	}
+	if p.filters(FilterNodeVolumeLimits) {
+		e.initVolumeLimits()
+	}
+	e.resetCandidates()
+	if p.filters(FilterInterPodAffinity) {
+		if err := e.initInterPod(); err != nil {
+			return nil, err
+		}
+	}
+	if p.filters(FilterPodTopologySpread) {
+		if err := e.initSpreads(); err != nil {
+			return nil, err
+		}
 	}
 	return e, nil
 }
@@ -281,7 +298,7 @@ func (e *evaluator) reasons(i int) []string {
 	}
 	ni := e.s.nodes[e.order[i]]
 	extraReq, extraPods := e.extras.get(i)
-	if r := insufficient(e.req, ni.requested.plus(extraReq), ni.allocatable, ni.allowedPods, ni.podCount+int64(extraPods)); len(r) > 0 {
+	if r := insufficient(e.req, ni.requested.plus(extraReq), ni.allocatable, ni.allowedPods, ni.podCount+int64(extraPods)); len(r) > 0 && !e.skipResources {
 		return r
 	}
 	if e.diskConflict(i) {
@@ -336,7 +353,7 @@ func (e *evaluator) localFits(i int) bool {
 		return false
 	}
 	ok := e.portsFree(i) && !e.diskConflict(i) && !e.volumeLimitExceeded(i)
-	if ok {
+	if ok && !e.skipResources {
 		ni := e.s.nodes[e.order[i]]
 		extraReq, extraPods := e.extras.get(i)
 		ok = ni.podCount+int64(extraPods)+1 <= ni.allowedPods && e.req.fitsIn(ni.allocatable, ni.requested, extraReq)

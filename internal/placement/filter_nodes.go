@@ -49,15 +49,17 @@ func (s *Snapshot) computeNodeFilters(pod *corev1.Pod, altered map[nodeID]*corev
 	codes := map[string]reasonCode{}
 	aff := newNodeMatcher(pod)
 	// NodeAffinity's PreFilter: a node it leaves out is not filtered.
-	names, conflict := affinityNodeNames(pod)
-	f.conflict = conflict
+	var names map[string]bool
+	if s.profile.filters(FilterNodeAffinity) {
+		names, f.conflict = affinityNodeNames(pod)
+	}
 	for i, id := range order {
 		node := s.nodes[id].node
 		if n, ok := altered[id]; ok {
 			node = n
 		}
 		f.affinityOK[i] = aff.Match(node)
-		reason := nodeFilterMatched(pod, node, f.affinityOK[i])
+		reason := nodeFilterMatched(s.profile, pod, node, f.affinityOK[i])
 		if names != nil && !names[node.Name] {
 			reason = ReasonNodeAffinityPreFilter
 		}

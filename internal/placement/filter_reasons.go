@@ -39,29 +39,31 @@ func doNotSchedule(t *corev1.Taint) bool {
 // nodeFilter returns the reason the first of NodeName, NodeUnschedulable,
 // TaintToleration and NodeAffinity rejects the node for, "" if none does.
 // None of them depends on other pods, so an evaluation computes it once.
-func nodeFilter(pod *corev1.Pod, aff nodeaffinity.RequiredNodeAffinity, node *corev1.Node) string {
+func nodeFilter(p *Profile, pod *corev1.Pod, aff nodeaffinity.RequiredNodeAffinity, node *corev1.Node) string {
 	// A selector that fails to parse matches no node, as in the scheduler.
 	ok, _ := aff.Match(node)
-	return nodeFilterMatched(pod, node, ok)
+	return nodeFilterMatched(p, pod, node, ok)
 }
 
 // nodeFilterMatched is nodeFilter for a node whose match with the pod's
 // required node affinity is known: the evaluator keeps that match too, and
 // a long selector is matched once per node.
-func nodeFilterMatched(pod *corev1.Pod, node *corev1.Node, affinityMatches bool) string {
+func nodeFilterMatched(p *Profile, pod *corev1.Pod, node *corev1.Node, affinityMatches bool) string {
 	logger := klog.Background()
 	// A template that names a node pins every pod to it.
-	if pod.Spec.NodeName != "" && pod.Spec.NodeName != node.Name {
+	if pod.Spec.NodeName != "" && pod.Spec.NodeName != node.Name && p.filters(FilterNodeName) {
 		return ReasonNodeName
 	}
-	if node.Spec.Unschedulable && !corev1helpers.TolerationsTolerateTaint(logger, pod.Spec.Tolerations,
+	if node.Spec.Unschedulable && p.filters(FilterNodeUnschedulable) && !corev1helpers.TolerationsTolerateTaint(logger, pod.Spec.Tolerations,
 		&corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}, false) {
 		return ReasonUnschedulable
 	}
-	if _, bad := corev1helpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, pod.Spec.Tolerations, doNotSchedule, false); bad {
-		return ReasonUntoleratedTaint
+	if p.filters(FilterTaintToleration) {
+		if _, bad := corev1helpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, pod.Spec.Tolerations, doNotSchedule, false); bad {
+			return ReasonUntoleratedTaint
+		}
 	}
-	if !affinityMatches {
+	if !affinityMatches && p.filters(FilterNodeAffinity) {
 		return ReasonNodeAffinity
 	}
 	return ""

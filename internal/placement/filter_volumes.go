@@ -141,13 +141,19 @@ func (s *Snapshot) volumesOfClass(class string) []*corev1.PersistentVolume {
 // VolumeBinding judges the bound and the unbound claims both and reports
 // a reason for each that fails: then is the second, "" when there is
 // none. VolumeZone is asked only when VolumeBinding admits the node.
-func volumeFilter(pv podVolumes, node *corev1.Node) (first, then string) {
-	if len(pv.missing) > 0 {
-		return ReasonVolumeMissing, ""
-	}
-	if len(pv.bound) == 0 && len(pv.delayed) == 0 {
+func volumeFilter(p *Profile, pv podVolumes, node *corev1.Node) (first, then string) {
+	if len(pv.bound) == 0 && len(pv.delayed) == 0 && len(pv.missing) == 0 {
 		// Most pods: nothing to bind, no volume to follow.
 		return "", ""
+	}
+	if !p.filters(FilterVolumeBinding) {
+		if p.filters(FilterVolumeZone) && !volumeZonesMatch(pv.bound, node) {
+			return ReasonVolumeZone, ""
+		}
+		return "", ""
+	}
+	if len(pv.missing) > 0 {
+		return ReasonVolumeMissing, ""
 	}
 	for _, v := range pv.bound {
 		if v.Spec.NodeAffinity != nil && v.Spec.NodeAffinity.Required != nil {
@@ -166,7 +172,7 @@ func volumeFilter(pv podVolumes, node *corev1.Node) (first, then string) {
 	if first != "" {
 		return first, ""
 	}
-	if !volumeZonesMatch(pv.bound, node) {
+	if p.filters(FilterVolumeZone) && !volumeZonesMatch(pv.bound, node) {
 		return ReasonVolumeZone, ""
 	}
 	return "", ""

@@ -6,6 +6,8 @@ func (s *Snapshot) SetProfile(p *Profile) error {
 		return err
 	}
 	s.profile = p
+	// The node filters kept between questions are the old profile's.
+	s.filters, s.existingAnti = nil, nil
 	return nil
 }
 

@@ -64,9 +64,40 @@ type Profile struct {
 	// PercentageOfNodesToScore is the profile's, or the configuration's,
 	// when set; nil is the scheduler's adaptive default.
 	PercentageOfNodesToScore *int32
-	// DisabledFilters are the filter plugins the profile turns off.
+	// DisabledFilters are the filter plugins (and SchedulingGates) the
+	// profile turns off: the engine's filters skip them as the
+	// scheduler's do.
 	DisabledFilters map[string]bool
 }
+
+// The filter plugins a profile may turn off.
+const (
+	FilterSchedulingGates    = "SchedulingGates"
+	FilterNodeUnschedulable  = "NodeUnschedulable"
+	FilterNodeName           = "NodeName"
+	FilterTaintToleration    = "TaintToleration"
+	FilterNodeAffinity       = "NodeAffinity"
+	FilterNodePorts          = "NodePorts"
+	FilterNodeResourcesFit   = "NodeResourcesFit"
+	FilterVolumeRestrictions = "VolumeRestrictions"
+	FilterNodeVolumeLimits   = "NodeVolumeLimits"
+	FilterVolumeBinding      = "VolumeBinding"
+	FilterVolumeZone         = "VolumeZone"
+	FilterPodTopologySpread  = "PodTopologySpread"
+	FilterInterPodAffinity   = "InterPodAffinity"
+	FilterDynamicResources   = "DynamicResources"
+)
+
+// Filters are the filter plugins the engine runs, as the default profile
+// does.
+var Filters = []string{
+	FilterSchedulingGates, FilterNodeUnschedulable, FilterNodeName, FilterTaintToleration, FilterNodeAffinity, FilterNodePorts,
+	FilterNodeResourcesFit, FilterVolumeRestrictions, FilterNodeVolumeLimits, FilterVolumeBinding, FilterVolumeZone,
+	FilterPodTopologySpread, FilterInterPodAffinity, FilterDynamicResources,
+}
+
+// filters reports whether the profile runs the filter plugin.
+func (p *Profile) filters(plugin string) bool { return !p.DisabledFilters[plugin] }
 
 // FitScoring is NodeResourcesFit's scoringStrategy.
 type FitScoring struct {

@@ -254,3 +254,19 @@ func nonZeroRequests(pod *corev1.Pod) (milliCPU, memory int64) {
 	}
 	return requests.Cpu().MilliValue(), requests.Memory().Value()
 }
+
+// fitScoreRequests are the pod's requests as kube-scheduler 1.37's
+// NodeResourcesFit scores them: the containers' with the non-zero
+// defaults, and overhead; its scorer is built without the pod-level
+// resources and in-place resize gates, so it reads neither the pod's
+// pod-level requests nor a resize's status (BalancedAllocation reads
+// both, as the fit filter does).
+func fitScoreRequests(pod *corev1.Pod) resources {
+	return resourcesFrom(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{
+		SkipPodLevelResources: true,
+		NonMissingContainerRequests: corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewMilliQuantity(defaultMilliCPURequest, resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(defaultMemoryRequest, resource.BinarySI),
+		},
+	}))
+}

@@ -88,7 +88,7 @@ func oracle(objs Objects, pod *corev1.Pod) ([]string, map[string]int) {
 				reasons[x]++
 			}
 		}
-		if r := nodeFilter(pod, aff, node); r != "" {
+		if r := nodeFilter(DefaultProfile(), pod, aff, node); r != "" {
 			reject(r)
 			continue
 		}

@@ -41,6 +41,10 @@ type scorer struct {
 	constant     int64
 	podNonZero   nonZero
 	podRequested resources
+	// fitRequests are the pod's requests as NodeResourcesFit's score
+	// reads them: with the non-zero defaults, and without its pod-level
+	// requests or a resize's status, which 1.37's scorer does not read.
+	fitRequests resources
 }
 
 type nonZero struct{ cpu, memory int64 }
@@ -49,7 +53,7 @@ type nonZero struct{ cpu, memory int64 }
 // selector of a simulated pod's controller (nil for a pod that names
 // its own).
 func newScorer(e *evaluator, p *Profile, owner labels.Selector) (*scorer, error) {
-	sc := &scorer{e: e, p: p, podRequested: podRequests(e.pod)}
+	sc := &scorer{e: e, p: p, podRequested: podRequests(e.pod), fitRequests: fitScoreRequests(e.pod)}
 	sc.podNonZero.cpu, sc.podNonZero.memory = nonZeroRequests(e.pod)
 	var err error
 	if p.weight(PluginNodeResourcesFit) > 0 {
@@ -95,21 +99,19 @@ func newScorer(e *evaluator, p *Profile, owner labels.Selector) (*scorer, error)
 // podRequest is the pod's request of a resource as a resource score
 // charges it: with the non-zero defaults unless useRequested.
 func (sc *scorer) podRequest(name corev1.ResourceName, useRequested bool) int64 {
+	r := sc.fitRequests
+	if useRequested {
+		r = sc.podRequested
+	}
 	switch name {
 	case corev1.ResourceCPU:
-		if useRequested {
-			return sc.podRequested.milliCPU
-		}
-		return sc.podNonZero.cpu
+		return r.milliCPU
 	case corev1.ResourceMemory:
-		if useRequested {
-			return sc.podRequested.memory
-		}
-		return sc.podNonZero.memory
+		return r.memory
 	case corev1.ResourceEphemeralStorage:
-		return sc.podRequested.ephemeralStorage
+		return r.ephemeralStorage
 	}
-	return sc.podRequested.scalar[name]
+	return r.scalar[name]
 }
 
 // account follows pod p bound to (1) or removed from (-1) position i.

@@ -247,6 +247,9 @@ func ordinalOf(set, pod string) (int, bool) {
 // evaluated one only in its claims, as the pods of a StatefulSet do.
 func (e *evaluator) useVolumesOf(pod *corev1.Pod) {
 	vols, pre := e.s.volumePreFilter(pod)
+	if !e.s.profile.filters(FilterVolumeBinding) {
+		pre = ""
+	}
 	e.volumes, e.preFilterMsg = vols, pre
 	if !e.volumeShared {
 		clear(e.volumeReason)
@@ -254,7 +257,7 @@ func (e *evaluator) useVolumesOf(pod *corev1.Pod) {
 	}
 	if pre == "" {
 		for i, id := range e.order {
-			reason, also := volumeFilter(vols, e.s.nodes[id].node)
+			reason, also := volumeFilter(e.s.profile, vols, e.s.nodes[id].node)
 			e.setVolumeReasons(i, reason, also)
 		}
 	}

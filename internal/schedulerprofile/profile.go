@@ -21,13 +21,9 @@ const (
 )
 
 // defaultFilters are the default profile's filter plugins (and
-// SchedulingGates, which holds a pod before them): the engine runs every
-// one, so a profile must too.
-var defaultFilters = []string{
-	"SchedulingGates", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
-	"NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone",
-	"PodTopologySpread", "InterPodAffinity", "DynamicResources",
-}
+// SchedulingGates, which holds a pod before them); a profile may turn
+// any off, and the engine's filters skip it too.
+var defaultFilters = placement.Filters
 
 // placementNeutral are default plugins that move no pod's landing node:
 // the queue's order, preemption, binding and gang scheduling's waiting.
@@ -200,6 +196,9 @@ func applyPlugins(p *placement.Profile, plugins *configv1.Plugins) error {
 	if err := enableScore(plugins.MultiPoint.Enabled); err != nil {
 		return err
 	}
+	if len(plugins.PreFilter.Disabled) > 0 {
+		return fmt.Errorf("turns preFilter of %s off, which leaves its filter without the state it reads", plugins.PreFilter.Disabled[0].Name)
+	}
 	for _, set := range []configv1.PluginSet{plugins.PreEnqueue, plugins.PreFilter, plugins.Filter} {
 		disable(nil, filters, set.Disabled)
 		if err := enableFilters(set.Enabled); err != nil {
@@ -215,7 +214,10 @@ func applyPlugins(p *placement.Profile, plugins *configv1.Plugins) error {
 	}
 	for _, f := range defaultFilters {
 		if !filters[f] {
-			return fmt.Errorf("turns the filter %s off: the engine filters as the default profile does and cannot predict without it", f)
+			if p.DisabledFilters == nil {
+				p.DisabledFilters = map[string]bool{}
+			}
+			p.DisabledFilters[f] = true
 		}
 	}
 	return nil

@@ -65,6 +65,25 @@ profiles:
 				t.Errorf("percentageOfNodesToScore %v, want the configuration's 20", p.PercentageOfNodesToScore)
 			}
 		}},
+		{name: "filters off", yaml: header + `profiles:
+- plugins:
+    filter:
+      disabled: [{name: NodePorts}, {name: PodTopologySpread}]
+    multiPoint:
+      disabled: [{name: TaintToleration}]
+`, check: func(t *testing.T, p *placement.Profile) {
+			for _, f := range []string{"NodePorts", "PodTopologySpread", "TaintToleration"} {
+				if !p.DisabledFilters[f] {
+					t.Errorf("filter %s runs though the profile turns it off: %v", f, p.DisabledFilters)
+				}
+			}
+			if _, on := p.Weights[placement.PluginTaintToleration]; on {
+				t.Error("TaintToleration scores though multiPoint turned it off")
+			}
+			if p.Weights[placement.PluginPodTopologySpread] != 2 {
+				t.Error("turning PodTopologySpread's filter off turned its score off too")
+			}
+		}},
 		{name: "requested to capacity ratio", yaml: header + `profiles:
 - pluginConfig:
   - name: NodeResourcesFit
@@ -100,8 +119,7 @@ func TestWhatCannotBePredictedIsRefusedByName(t *testing.T) {
 		{"a negative weight", header + "profiles:\n- plugins:\n    score:\n      enabled: [{name: NodeAffinity, weight: -2}]\n", "", "weight -2 is out of range"},
 		{"a resource weight out of range", header + "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategy: {type: LeastAllocated, resources: [{name: cpu, weight: 101}]}}\n", "", "weight 101 is outside 1 to 100"},
 		{"an unknown strategy", header + "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategy: {type: Cheapest}}\n", "", `"Cheapest"`},
-		{"a filter off", header + "profiles:\n- plugins:\n    filter:\n      disabled: [{name: NodePorts}]\n", "", "filter NodePorts off"},
-		{"every plugin off", header + "profiles:\n- plugins:\n    multiPoint:\n      disabled: [{name: '*'}]\n", "", "off"},
+		{"a preFilter off", header + "profiles:\n- plugins:\n    preFilter:\n      disabled: [{name: PodTopologySpread}]\n", "", "preFilter of PodTopologySpread off"},
 		{"an extender", header + "extenders:\n- urlPrefix: http://x\n  filterVerb: filter\n", "", "extender"},
 		{"a profile it does not have", header + "profiles:\n- schedulerName: a\n- schedulerName: b\n", "c", `no profile "c"`},
 		{"a hard default constraint", header + "profiles:\n- pluginConfig:\n  - name: PodTopologySpread\n    args: {defaultingType: List, defaultConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}]}\n", "", "DoNotSchedule"},

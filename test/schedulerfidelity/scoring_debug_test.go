@@ -16,6 +16,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/schedulerprofile"
 )
 
 // TestScoringExplain prints, for the scenario of seed
@@ -28,6 +29,13 @@ func TestScoringExplain(t *testing.T) {
 	}
 	seed, _ := strconv.Atoi(v)
 	sp := scoringProfiles()[0]
+	if os.Getenv("PLACEMENT_GUARD_SCORING_PROFILE") == "filters-off" {
+		p, err := schedulerprofile.Parse([]byte(filtersOff), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp = scoringProfile{name: "filters-off", config: filtersOff, engine: p}
+	}
 	sc := generateScoring(uint64(seed))
 	if os.Getenv("PLACEMENT_GUARD_SCORING_GENERATOR") == "filters" {
 		sc = generate(uint64(seed))
@@ -84,6 +92,9 @@ func TestScoringExplain(t *testing.T) {
 		CSINodes: sc.csiNodes, Attachments: sc.attachments, CSIDrivers: sc.csiDrivers, Capacities: sc.capacities,
 		Services: sc.services, ReplicaSets: sc.replicaSets, StatefulSets: sc.statefulSets})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := es.SetProfile(sp.engine); err != nil {
 		t.Fatal(err)
 	}
 	l, err := es.Land(sc.pending)

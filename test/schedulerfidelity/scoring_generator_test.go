@@ -64,6 +64,7 @@ func generateScoring(seed uint64) *scenario {
 	g.sc.pending = g.pod("pending")
 	g.pendingTerms(g.sc.pending)
 	g.claims(seed)
+	g.podLevel(seed)
 	for _, p := range append(g.sc.existing, g.sc.pending) {
 		admit(p)
 	}
@@ -303,4 +304,17 @@ func (g *scoringGen) claims(seed uint64) {
 	g.sc.claims = append(g.sc.claims, c)
 	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.Name}}})
+}
+
+// podLevel gives some pods pod-level requests, which NodeResourcesFit's
+// score of the incoming pod does not read in 1.37 while the nodes' sums
+// and BalancedAllocation do. A stream of its own, as claims.
+func (g *scoringGen) podLevel(seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 4321))
+	for _, p := range append(g.sc.existing, g.sc.pending) {
+		if r.IntN(8) == 0 {
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse(fmt.Sprintf("%dm", 500*(1+r.IntN(4))))}}
+		}
+	}
 }

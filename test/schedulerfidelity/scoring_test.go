@@ -114,7 +114,7 @@ type landing struct {
 // TestEngineScoresAsScheduler compares, for each profile, the nodes of the
 // best total score on PLACEMENT_GUARD_FIDELITY_CASES scoring scenarios
 // (20,000 by default): the engine's best set must equal kube-scheduler's
-// on at least 99.5 % of the scenarios with a node to place on.
+// on every scenario with a node to place on.
 func TestEngineScoresAsScheduler(t *testing.T) {
 	cases, first := settings(t)
 	profiles := scoringProfiles()
@@ -162,8 +162,11 @@ func TestEngineScoresAsScheduler(t *testing.T) {
 			}
 			t.Logf("profile %s: %d scenarios, %d placed (%d with several feasible nodes): best sets agreed on %d (%.2f %%)",
 				sp.name, cases, placed, several, agreed, 100*float64(agreed)/float64(max(placed, 1)))
-			if float64(agreed) < 0.995*float64(placed) {
-				t.Errorf("profile %s: best sets agreed on %d of %d, under 99.5 %%", sp.name, agreed, placed)
+			// Every scenario is seeded, so every disagreement is a bug:
+			// a bar of 99.5 % let one class of them (the incoming pod's
+			// pod-level requests, 0.4 % of the best sets) through.
+			if agreed != placed {
+				t.Errorf("profile %s: best sets agreed on %d of %d", sp.name, agreed, placed)
 			}
 			if cases >= 500 && several < placed/3 {
 				t.Errorf("only %d of %d placed scenarios had several feasible nodes: the generator no longer makes the scores decide", several, placed)
