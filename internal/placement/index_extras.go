@@ -32,12 +32,6 @@ func (x *nodeExtras) get(i int) (resources, int32) {
 	return e.req, e.pods
 }
 
-// milliCPU is the extra CPU requested at position i.
-func (x *nodeExtras) milliCPU(i int) int64 {
-	r, _ := x.get(i)
-	return r.milliCPU
-}
-
 // account adds (delta 1) or takes away (-1) a pod requesting req at
 // position i.
 func (x *nodeExtras) account(i int, req resources, delta int32) {

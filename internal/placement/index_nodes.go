@@ -42,9 +42,6 @@ func (s *Snapshot) UpsertNode(n *corev1.Node) {
 			// Cordoned, uncordoned or tainted: the node filters read it.
 			s.filters = nil
 		}
-		if !alloc.equal(ni.allocatable) {
-			s.byLoad = nil
-		}
 		if imagesChanged(ni.node, n) {
 			s.images = nil
 		}

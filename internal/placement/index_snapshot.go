@@ -55,9 +55,6 @@ type Snapshot struct {
 	// filters are templates' node filters over order, by what they read
 	// of the template.
 	filters map[string]*nodeFilters
-	// byLoad are the positions in order, the least requested first; nil
-	// once a pod or a node's allocatable changes.
-	byLoad []int32
 	// existingAnti are existing pods' anti-affinity counts per incoming
 	// labels; nil once a pod is bound or removed, or a node changes.
 	existingAnti map[string]existingAntiCounts
@@ -292,7 +289,7 @@ func (s *Snapshot) bind(id podID, nid nodeID) {
 	ni.requested.add(pi.requests)
 	ni.nonZeroCPU += pi.nonZeroCPU
 	ni.nonZeroMemory += pi.nonZeroMemory
-	s.byLoad, s.existingAnti = nil, nil
+	s.existingAnti = nil
 }
 
 func (s *Snapshot) removePod(id podID) {
@@ -313,7 +310,7 @@ func (s *Snapshot) removePod(id podID) {
 		ni.requested.sub(pi.requests)
 		ni.nonZeroCPU -= pi.nonZeroCPU
 		ni.nonZeroMemory -= pi.nonZeroMemory
-		s.byLoad, s.existingAnti = nil, nil
+		s.existingAnti = nil
 		pi.node = noNode
 	}
 }

@@ -40,7 +40,6 @@ func (s *Snapshot) dropNodeCaches() {
 	s.order = nil
 	s.positions = nil
 	s.filters = nil
-	s.byLoad = nil
 	s.existingAnti = nil
 	s.topologies = nil
 	s.images = nil
