@@ -73,7 +73,7 @@ func TestEngineAgreesWithKubeScheduler(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("the engine agreed with kube-scheduler on %d of %d scenarios run (%d schedulable, %d not)", agreed, ran, schedulable, ran-schedulable)
+	t.Logf("the engine agreed with kube-scheduler on %d of %d scenarios run (%d schedulable, %d not; %d replicas placed after the first)", agreed, ran, schedulable, ran-schedulable, replicasPlaced)
 	if agreed != cases {
 		t.Fatalf("agreement %d/%d: every disagreement is a bug in the engine", agreed, cases)
 	}
@@ -150,6 +150,12 @@ func runScenario(ctx context.Context, t *testing.T, c *localcluster.Cluster, rec
 			t.Errorf("seed %d: kube-scheduler bound to %s; the engine's best-scored nodes are %v (ranking %+v)", seed, decided.Spec.NodeName, landing.Best, landing.Ranking)
 			return false, true
 		}
+		// Then, in half of the scenarios, more replicas one after another
+		// as a scale-up makes them: each lands where the engine, seeing
+		// the ones before it bound, scores best.
+		if seed%2 == 0 && !placeReplicas(ctx, t, c, seed, sc.pending, 2) {
+			return false, true
+		}
 		return true, true
 	}
 	want := schedulerMessage(decided)
@@ -158,6 +164,57 @@ func runScenario(ctx context.Context, t *testing.T, c *localcluster.Cluster, rec
 		return false, false
 	}
 	return true, false
+}
+
+// placeReplicas creates n copies of the pending pod (as generated: the API
+// server merged its matchLabelKeys into the created one) one after another and
+// checks that kube-scheduler binds each to a node of the engine's best
+// set, asked just before the copy is created.
+func placeReplicas(ctx context.Context, t *testing.T, c *localcluster.Cluster, seed int64, pending *corev1.Pod, n int) bool {
+	t.Helper()
+	for k := range n {
+		replica := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pending.Namespace, Name: fmt.Sprintf("%s-%d", pending.Name, k+1),
+			Labels: pending.Labels}, Spec: *pending.Spec.DeepCopy()}
+		replica.Spec.NodeName = ""
+		_, landing := engineVerdict(ctx, t, c, seed, replica)
+		created, err := c.Clientset.CoreV1().Pods(replica.Namespace).Create(ctx, replica, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("seed %d: create replica %d: %v", seed, k+1, err)
+		}
+		defer deletePodAndWait(t, c, created)
+		var bound string
+		err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			p, err := c.Clientset.CoreV1().Pods(created.Namespace).Get(ctx, created.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodScheduled && cond.Reason == corev1.PodReasonUnschedulable {
+					return true, nil
+				}
+			}
+			bound = p.Spec.NodeName
+			return bound != "", nil
+		})
+		if err != nil {
+			t.Fatalf("seed %d: the scheduler did not decide replica %d: %v", seed, k+1, err)
+		}
+		if bound == "" {
+			if len(landing.Best) > 0 {
+				t.Errorf("seed %d: replica %d stayed Pending; the engine placed it on %v", seed, k+1, landing.Best)
+				return false
+			}
+			return true
+		}
+		replicasPlaced++
+		if !slices.Contains(landing.Best, bound) {
+			t.Errorf("seed %d: kube-scheduler bound replica %d to %s; the engine's best-scored nodes are %v (ranking %+v)", seed, k+1, bound, landing.Best, landing.Ranking)
+			return false
+		}
+		// The scheduler's cache counts the replica once it is bound; the
+		// engine's next snapshot lists it from the API server.
+	}
+	return true
 }
 
 func deletePodAndWait(t *testing.T, c *localcluster.Cluster, p *corev1.Pod) {
@@ -310,3 +367,6 @@ func envInt(t *testing.T, name string, def int) int {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// replicasPlaced counts the replicas placeReplicas saw bound.
+var replicasPlaced int
