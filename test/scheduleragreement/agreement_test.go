@@ -77,6 +77,9 @@ func TestEngineAgreesWithKubeScheduler(t *testing.T) {
 	if agreed != cases {
 		t.Fatalf("agreement %d/%d: every disagreement is a bug in the engine", agreed, cases)
 	}
+	if cases >= 20 && replicasPlaced == 0 {
+		t.Fatal("no replica was placed after a scenario's first pod: the sequences went unchecked")
+	}
 	if cases >= 20 && (schedulable == 0 || schedulable == cases) {
 		t.Fatalf("the generator must produce both schedulable and unschedulable pods (%d of %d schedulable)", schedulable, cases)
 	}
