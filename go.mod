@@ -24,6 +24,7 @@ require (
 	k8s.io/component-helpers v0.37.2
 	k8s.io/csi-translation-lib v0.37.2
 	k8s.io/klog/v2 v2.140.0
+	k8s.io/kube-scheduler v0.37.2
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
 	sigs.k8s.io/cli-utils v0.37.2
 	sigs.k8s.io/controller-runtime v0.25.2
@@ -115,7 +116,6 @@ require (
 	k8s.io/apiserver v0.37.2 // indirect
 	k8s.io/component-base v0.37.2 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
-	k8s.io/kube-scheduler v0.37.2 // indirect
 	k8s.io/streaming v0.37.2 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0 // indirect
 	sigs.k8s.io/kustomize/api v0.21.2 // indirect
