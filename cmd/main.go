@@ -137,14 +137,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "--admission-budget: must be positive")
 		os.Exit(2)
 	}
-	profile := placement.DefaultProfile()
-	if schedConfig != "" {
-		if profile, err = schedulerprofile.Load(schedConfig, schedName); err != nil {
-			fmt.Fprintln(os.Stderr, "--scheduler-config:", err)
-			os.Exit(2)
-		}
-	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	// Read before anything starts: a configuration the engine cannot
+	// predict with stops the manager here.
+	profile := schedulerProfile(schedConfig, schedName)
 	log := ctrl.Log.WithName("setup")
 	setMemoryLimit(log, memoryRatio)
 	setGCPercent(log, gcPercent)
@@ -225,11 +221,7 @@ func main() {
 		log.Error(err, "Unable to set up the cluster state")
 		os.Exit(1)
 	}
-	if err := state.UseProfile(profile); err != nil {
-		log.Error(err, "Unable to predict with the scheduler profile")
-		os.Exit(1)
-	}
-	log.Info("Predicting with the scheduler profile", "profile", profile.Name, "config", schedConfig)
+	state.UseProfile(profile)
 	reconciler := &controller.PlacementMigrationReconciler{
 		Client:             mgr.GetClient(),
 		APIReader:          mgr.GetAPIReader(),
@@ -397,4 +389,20 @@ func setMemoryLimit(log logr.Logger, ratio float64) {
 		debug.SetMemoryLimit(d.Limit)
 	}
 	log.Info("Go runtime memory limit", "bytes", debug.SetMemoryLimit(-1), "reason", d.Reason)
+}
+
+// schedulerProfile is the profile --scheduler-config names, or the
+// default one; a configuration the engine cannot predict with ends the
+// manager before it starts.
+func schedulerProfile(file, name string) *placement.Profile {
+	if file == "" {
+		return placement.DefaultProfile()
+	}
+	profile, err := schedulerprofile.Load(file, name)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "--scheduler-config:", err)
+		os.Exit(2)
+	}
+	ctrl.Log.WithName("setup").Info("Predicting with the cluster's scheduler profile", "profile", profile.Name, "config", file)
+	return profile
 }

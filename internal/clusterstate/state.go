@@ -83,11 +83,14 @@ func NewClusterState() *ClusterState {
 	return &ClusterState{snap: snap}
 }
 
-// UseProfile makes the engine predict with the scheduler profile p.
-func (c *ClusterState) UseProfile(p *placement.Profile) error {
+// UseProfile makes the engine predict with the scheduler profile p, which
+// schedulerprofile.Load or placement.DefaultProfile made and validated.
+func (c *ClusterState) UseProfile(p *placement.Profile) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.snap.SetProfile(p)
+	if err := c.snap.SetProfile(p); err != nil {
+		panic(fmt.Sprintf("a validated profile was refused: %v", err))
+	}
 }
 
 // With runs f with the snapshot, holding it still: events wait until f

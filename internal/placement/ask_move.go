@@ -202,7 +202,7 @@ func (s *Snapshot) keptWhere(pi *podInfo, movable func(*corev1.Pod) string) stri
 // crowded domain of key when the best are tied across domains. Node ""
 // when it fits nowhere, or only on nodes without key.
 func (s *Snapshot) replacementDomain(w *Workload, id podID, key string, counts map[string]int, from string) (string, string, error) {
-	p, err := s.newPlacer(w, newPod(w, w.Name+movedReplacementNamePostfix, nil), s.workloadPods(w.Pods))
+	p, err := s.newPlacer(w, newPod(w, w.Name+movedReplacementNamePostfix, nil))
 	if err != nil {
 		return "", "", err
 	}

@@ -51,6 +51,3 @@ func (x *nodeExtras) account(i int, req resources, delta int32) {
 	e.pods += delta
 	x.at[int32(i)] = e
 }
-
-// untouched reports whether no simulation has bound or removed a pod yet.
-func (x *nodeExtras) untouched() bool { return len(x.at) == 0 }

@@ -44,10 +44,7 @@ func (sp *spareArrays[T]) give(a []T) {
 
 // spares are the arrays simulations gave back.
 type spares struct {
-	int32s   spareArrays[int32]
-	ints     spareArrays[int]
-	bools    spareArrays[bool]
-	float64s spareArrays[float64]
+	int32s spareArrays[int32]
 }
 
 // newDomainCounts counts pods per domain of t, from zero.

@@ -122,7 +122,7 @@ type eviction struct {
 func (s *Snapshot) evictAndReplace(w *Workload, lost map[nodeID]*corev1.Node, all bool) (eviction, error) {
 	var ev eviction
 	own := s.workloadPods(w.Pods)
-	p, err := s.newPlacerWith(w, newPod(w, w.Name+"-evicted", nil), own, evalOptions{altered: lost})
+	p, err := s.newPlacerWith(w, newPod(w, w.Name+"-evicted", nil), evalOptions{altered: lost})
 	if err != nil {
 		return ev, err
 	}
@@ -232,7 +232,7 @@ func (s *Snapshot) SimulateScaleTo(w *Workload, replicas int32) (ScaleOut, error
 	if out.Placed >= replicas {
 		return out, nil
 	}
-	p, err := s.newPlacer(w, newPod(w, w.Name+"-scaled", nil), own)
+	p, err := s.newPlacer(w, newPod(w, w.Name+"-scaled", nil))
 	if err != nil {
 		return out, fmt.Errorf("simulate scaling %s to %d: %w", w.Ref(), replicas, err)
 	}

@@ -77,7 +77,7 @@ func (s *Snapshot) SimulateNodeUpgrade(w *Workload, nodes []string) (NodeUpgrade
 // pod named name and adds it to the snapshot where it went.
 func (s *Snapshot) placeReplacement(w *Workload, j *journal, name string) (bool, string, error) {
 	pod := newPod(w, name+"-moved", nil)
-	p, err := s.newPlacer(w, pod, s.workloadPods(j.workloadUIDs(w)))
+	p, err := s.newPlacer(w, pod)
 	if err != nil {
 		return false, "", err
 	}

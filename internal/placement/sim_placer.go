@@ -26,13 +26,13 @@ type placer struct {
 	sampled bool
 }
 
-func (s *Snapshot) newPlacer(w *Workload, pod *corev1.Pod, old []podID) (*placer, error) {
-	return s.newPlacerWith(w, pod, old, evalOptions{})
+func (s *Snapshot) newPlacer(w *Workload, pod *corev1.Pod) (*placer, error) {
+	return s.newPlacerWith(w, pod, evalOptions{})
 }
 
 // newPlacerWith places the pods of w's template pod (w nil for a pod that
-// names its own controller); old are the workload's pods in the snapshot.
-func (s *Snapshot) newPlacerWith(w *Workload, pod *corev1.Pod, old []podID, opts evalOptions) (*placer, error) {
+// names its own controller) under the hypotheses of opts.
+func (s *Snapshot) newPlacerWith(w *Workload, pod *corev1.Pod, opts evalOptions) (*placer, error) {
 	e, err := s.newEvaluatorWith(pod, opts)
 	if err != nil {
 		return nil, err

@@ -29,7 +29,7 @@ func TestThePlacerPlacesAsTheSchedulerScores(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := s.newPlacer(nil, pod, nil)
+		p, err := s.newPlacer(nil, pod)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +58,7 @@ func TestAPlacerSeesTheLoadsOfTheSnapshotAsTheyAreNow(t *testing.T) {
 	}
 	pod := mkPod("ns", "web", withLabels("app", "web"), requests("100m", "64Mi"))
 	first := func() string {
-		p, err := s.newPlacer(nil, pod, nil)
+		p, err := s.newPlacer(nil, pod)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func TestThePlacerScoresAsAFreshSnapshotWould(t *testing.T) {
 			t.Fatal(err)
 		}
 		pod := randomPod(r, "incoming", objs.Nodes, false)
-		p, err := s.newPlacer(nil, pod, nil)
+		p, err := s.newPlacer(nil, pod)
 		if err != nil {
 			continue // a selector the engine refuses; not the placer's concern
 		}

@@ -183,7 +183,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 	}
 	sort.Strings(r.Recreates)
 	template := newPod(w, w.Name+"-new", map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: newRevisionHash})
-	pl, err := s.newPlacer(w, template, old)
+	pl, err := s.newPlacer(w, template)
 	if err != nil {
 		return r, fmt.Errorf("simulate rollout of %s: %w", w.Ref(), err)
 	}

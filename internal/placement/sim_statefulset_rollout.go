@@ -53,7 +53,7 @@ func (s *Snapshot) simulateStatefulSet(w *Workload, old, leaving []podID) (Rollo
 		}
 	}
 	var err error
-	if sim.pl, err = s.newPlacer(w, statefulSetPod(s, w, int(w.Replicas)-1), old); err != nil {
+	if sim.pl, err = s.newPlacer(w, statefulSetPod(s, w, int(w.Replicas)-1)); err != nil {
 		return r, fmt.Errorf("simulate rollout of %s: %w", w.Ref(), err)
 	}
 	defer sim.pl.release()
