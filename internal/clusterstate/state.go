@@ -166,23 +166,15 @@ func (c *ClusterState) NodeChanges() uint64 { return c.nodeChanges.Load() }
 // a Service's, ReplicaSet's, StatefulSet's or ReplicationController's only
 // when its selector does.
 func relevantChange(old, cur any) bool {
-	switch a := old.(type) {
-	case *corev1.Namespace:
+	if a, ok := old.(*corev1.Namespace); ok {
 		b, ok := cur.(*corev1.Namespace)
 		return !ok || !maps.Equal(a.Labels, b.Labels)
-	case *corev1.Service:
-		// A ReplicaSet's status changes many times in a rollout.
-		b, ok := cur.(*corev1.Service)
-		return !ok || !maps.Equal(a.Spec.Selector, b.Spec.Selector)
-	case *corev1.ReplicationController:
-		b, ok := cur.(*corev1.ReplicationController)
-		return !ok || !maps.Equal(a.Spec.Selector, b.Spec.Selector)
-	case *appsv1.ReplicaSet:
-		b, ok := cur.(*appsv1.ReplicaSet)
-		return !ok || !apiequality.Semantic.DeepEqual(a.Spec.Selector, b.Spec.Selector)
-	case *appsv1.StatefulSet:
-		b, ok := cur.(*appsv1.StatefulSet)
-		return !ok || !apiequality.Semantic.DeepEqual(a.Spec.Selector, b.Spec.Selector)
+	}
+	// A ReplicaSet's status changes many times in a rollout.
+	a, okA := old.(runtime.Object)
+	b, okB := cur.(runtime.Object)
+	if k := placement.KindOfObject(old); okA && okB && k != nil && k.Selector != nil && placement.KindOfObject(cur) == k {
+		return !apiequality.Semantic.DeepEqual(k.Selector(a), k.Selector(b))
 	}
 	return true
 }

@@ -25,6 +25,10 @@ type ObjectKind struct {
 	// of a pod it places (what spreads the pod by default): a plan of a
 	// namespace's migrations needs that namespace's alone.
 	PerNamespace bool
+	// Selector is all the engine reads of an object of the kind, for a
+	// kind read only for the pods it selects (nil for the others): an
+	// update that keeps it changes no answer.
+	Selector func(obj runtime.Object) any
 	// New and NewList are an empty object and list of the kind.
 	New, NewList func() runtime.Object
 	// Upsert indexes an object of the kind, Delete forgets it.
@@ -55,10 +59,11 @@ func newOf[T runtime.Object]() T {
 	return reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
 }
 
-// perNamespace marks a kind as read only in the namespaces of the pods
-// placed.
-func perNamespace(k ObjectKind) ObjectKind {
+// selecting marks a kind read only for the pods it selects, in the
+// namespaces of the pods placed; selector is what it selects them by.
+func selecting[T runtime.Object](k ObjectKind, selector func(T) any) ObjectKind {
 	k.PerNamespace = true
+	k.Selector = func(obj runtime.Object) any { return selector(obj.(T)) }
 	return k
 }
 
@@ -105,26 +110,30 @@ var ObjectKinds = []ObjectKind{
 		func(s *Snapshot, c *storagev1.CSIStorageCapacity) { s.DeleteStorageCapacity(c.Namespace, c.Name) },
 		func(o *Objects, c *storagev1.CSIStorageCapacity) { o.Capacities = append(o.Capacities, c) }),
 	// What PodTopologySpread's system default constraints spread a pod by.
-	perNamespace(objectKind[*corev1.Service, *corev1.ServiceList]("", "services", false,
+	selecting(objectKind[*corev1.Service, *corev1.ServiceList]("", "services", false,
 		func(s *Snapshot, svc *corev1.Service) error { s.UpsertService(svc); return nil },
 		func(s *Snapshot, svc *corev1.Service) { s.DeleteService(svc.Namespace, svc.Name) },
-		func(o *Objects, svc *corev1.Service) { o.Services = append(o.Services, svc) })),
-	perNamespace(objectKind[*corev1.ReplicationController, *corev1.ReplicationControllerList]("", "replicationcontrollers", false,
+		func(o *Objects, svc *corev1.Service) { o.Services = append(o.Services, svc) }),
+		func(svc *corev1.Service) any { return svc.Spec.Selector }),
+	selecting(objectKind[*corev1.ReplicationController, *corev1.ReplicationControllerList]("", "replicationcontrollers", false,
 		(*Snapshot).UpsertReplicationController,
 		func(s *Snapshot, rc *corev1.ReplicationController) {
 			s.DeleteController(kindReplicationController, rc.Namespace, rc.Name)
 		},
 		func(o *Objects, rc *corev1.ReplicationController) {
 			o.ReplicationControllers = append(o.ReplicationControllers, rc)
-		})),
-	perNamespace(objectKind[*appsv1.ReplicaSet, *appsv1.ReplicaSetList]("apps", "replicasets", false,
+		}),
+		func(rc *corev1.ReplicationController) any { return rc.Spec.Selector }),
+	selecting(objectKind[*appsv1.ReplicaSet, *appsv1.ReplicaSetList]("apps", "replicasets", false,
 		(*Snapshot).UpsertReplicaSet,
 		func(s *Snapshot, rs *appsv1.ReplicaSet) { s.DeleteController(kindReplicaSet, rs.Namespace, rs.Name) },
-		func(o *Objects, rs *appsv1.ReplicaSet) { o.ReplicaSets = append(o.ReplicaSets, rs) })),
-	perNamespace(objectKind[*appsv1.StatefulSet, *appsv1.StatefulSetList]("apps", "statefulsets", false,
+		func(o *Objects, rs *appsv1.ReplicaSet) { o.ReplicaSets = append(o.ReplicaSets, rs) }),
+		func(rs *appsv1.ReplicaSet) any { return rs.Spec.Selector }),
+	selecting(objectKind[*appsv1.StatefulSet, *appsv1.StatefulSetList]("apps", "statefulsets", false,
 		(*Snapshot).UpsertStatefulSet,
 		func(s *Snapshot, ss *appsv1.StatefulSet) { s.DeleteController(kindStatefulSet, ss.Namespace, ss.Name) },
-		func(o *Objects, ss *appsv1.StatefulSet) { o.StatefulSets = append(o.StatefulSets, ss) })),
+		func(o *Objects, ss *appsv1.StatefulSet) { o.StatefulSets = append(o.StatefulSets, ss) }),
+		func(ss *appsv1.StatefulSet) any { return ss.Spec.Selector }),
 }
 
 // KindOfObject is the ObjectKind of obj; nil when the engine does not read

@@ -4,8 +4,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -60,24 +58,4 @@ func (w *Workload) WithSpec(spec *corev1.PodSpec) *Workload {
 	changed := *w
 	changed.Template = corev1.PodTemplateSpec{ObjectMeta: *w.Template.ObjectMeta.DeepCopy(), Spec: *spec}
 	return &changed
-}
-
-// ownerSelector is the selector of the controller that owns w's new pods,
-// which PodTopologySpread's system default constraints spread pod by: a
-// Deployment's new ReplicaSet selects its pods and the revision's
-// pod-template-hash, a StatefulSet its pods. nil for no workload.
-func (w *Workload) ownerSelector(pod *corev1.Pod) labels.Selector {
-	if w == nil || w.Selector == nil {
-		return nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(w.Selector)
-	if err != nil {
-		return nil
-	}
-	if hash, ok := pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; ok && w.Kind == pgv1.KindDeployment {
-		if r, err := labels.NewRequirement(appsv1.DefaultDeploymentUniqueLabelKey, selection.Equals, []string{hash}); err == nil {
-			sel = sel.Add(*r)
-		}
-	}
-	return sel
 }

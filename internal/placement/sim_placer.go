@@ -3,6 +3,8 @@ package placement
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -41,11 +43,32 @@ func (s *Snapshot) newPlacerWith(w *Workload, pod *corev1.Pod, opts evalOptions)
 	if err != nil {
 		return nil, err
 	}
-	sc, err := newScorer(e, s.profile, w.ownerSelector(pod))
+	sc, err := newScorer(e, s.profile, ownerSelector(w, pod))
 	if err != nil {
 		return nil, err
 	}
 	return &placer{e: e, sc: sc, antiTerms: anti, req: podRequests(pod)}, nil
+}
+
+// ownerSelector is the selector of the controller that owns w's new pods,
+// which PodTopologySpread's system default constraints spread pod by: the
+// workload's, narrowed to the new revision where the kind's pods carry
+// one (a Deployment's new ReplicaSet selects its pod-template-hash). nil
+// for no workload.
+func ownerSelector(w *Workload, pod *corev1.Pod) labels.Selector {
+	if w == nil || w.Selector == nil {
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(w.Selector)
+	if err != nil {
+		return nil
+	}
+	if label, value := rolloutsOf(w.Kind).newRevision(); label != "" && pod.Labels[label] == value {
+		if r, err := labels.NewRequirement(label, selection.Equals, []string{value}); err == nil {
+			sel = sel.Add(*r)
+		}
+	}
+	return sel
 }
 
 // place finds a node for pod, binds it there in the simulation and returns
