@@ -14,8 +14,9 @@ import (
 
 // NewNodeFeed returns the feed of every node of the cluster into state,
 // paced as the pod feed (NewPodFeed). Nodes are decoded by podwire, which
-// skips on the wire their managed fields, images, addresses and versions
-// (podwire.TrimNode): most of a heartbeat's bytes.
+// skips on the wire their managed fields, addresses and versions
+// (podwire.TrimNode), and their images' names are kept once for all nodes
+// (imageNames).
 //
 // Every node sends a status heartbeat every few dozen seconds, and a
 // thousand nodes several a second, none of which changes an answer: taken
@@ -69,6 +70,7 @@ func (c *ClusterState) upsertNode(obj any) {
 	// Decoded stripped already (podwire); a JSON answer is trimmed here.
 	podwire.TrimNode(n)
 	c.mu.Lock()
+	c.imageNames.internImages(n)
 	before, existed := c.snap.Node(n.Name)
 	c.snap.UpsertNode(n)
 	c.mu.Unlock()
@@ -103,5 +105,33 @@ func (c *ClusterState) dropNodesBut(keep map[string]struct{}) {
 	for _, n := range gone {
 		c.countNode()
 		c.tell(n)
+	}
+}
+
+// imageNames keeps one copy of each image name the nodes report: the
+// nodes of a pool report the same images, and every heartbeat decodes
+// them anew. It is emptied when it grows past maxImageNames, so that the
+// names of images long gone do not stay.
+type imageNames map[string]string
+
+const maxImageNames = 1 << 15
+
+// internImages points n's image names at the kept copies.
+func (in *imageNames) internImages(n *corev1.Node) {
+	if len(n.Status.Images) == 0 {
+		return
+	}
+	if *in == nil || len(*in) > maxImageNames {
+		*in = imageNames{}
+	}
+	for i := range n.Status.Images {
+		names := n.Status.Images[i].Names
+		for k, name := range names {
+			if kept, ok := (*in)[name]; ok {
+				names[k] = kept
+				continue
+			}
+			(*in)[name] = name
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -51,8 +52,12 @@ func TestTheNodeFeedTellsOnlyChangesThatReachAnAnswer(t *testing.T) {
 	if !feed.HasSynced() || feed.WaitForSync(context.Background()) != nil || pacer.Paused() {
 		t.Fatal("after its first list the feed must be synced and paced again")
 	}
-	if n := held("a"); n == nil || n.ManagedFields != nil || n.Status.Images != nil {
-		t.Fatalf("node a is held as %+v, want it trimmed", n)
+	if n := held("a"); n == nil || n.ManagedFields != nil || len(n.Status.Images) != 1 {
+		t.Fatalf("node a is held as %+v, want it trimmed, its images kept", n)
+	}
+	// The two nodes' image names are one string.
+	if a, b := held("a").Status.Images[0].Names[0], held("b").Status.Images[0].Names[0]; unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Error("the nodes' image names are kept twice")
 	}
 	if !slices.Equal(told, []string{"a", "b"}) || state.NodeChanges() != 2 {
 		t.Fatalf("the first list told %v and counted %d changes, want a and b", told, state.NodeChanges())
@@ -74,6 +79,9 @@ func TestTheNodeFeedTellsOnlyChangesThatReachAnAnswer(t *testing.T) {
 	}
 
 	changes := map[string]func(*corev1.Node){
+		"images": func(n *corev1.Node) {
+			n.Status.Images = append(n.Status.Images, corev1.ContainerImage{Names: []string{"registry.example.com/web:2"}, SizeBytes: 1 << 28})
+		},
 		"labels": func(n *corev1.Node) { n.Labels[corev1.LabelTopologyZone] = "b" },
 		"taints": func(n *corev1.Node) {
 			n.Spec.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}

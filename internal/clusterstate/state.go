@@ -29,6 +29,8 @@ import (
 type ClusterState struct {
 	mu   sync.Mutex
 	snap *placement.Snapshot
+	// imageNames are the nodes' image names, kept once (under mu).
+	imageNames imageNames
 	// nodeChanges counts the node events that can change an answer: what
 	// a verdict that depends on every node keys on.
 	nodeChanges atomic.Uint64
@@ -181,15 +183,20 @@ func relevantChange(old, cur any) bool {
 
 // nodeChanged reports whether a node's update can change an answer.
 // Nodes send a status heartbeat every few dozen seconds; only a change of
-// what the engine reads (labels, taints, cordon, allocatable, readiness)
-// can change an answer. It is typed, not reflective: it runs for every
+// what the engine reads (labels, taints, cordon, allocatable, readiness,
+// images) can change an answer. It is typed, not reflective: it runs for every
 // heartbeat of every node.
 func nodeChanged(a, b *corev1.Node) bool {
 	return !maps.Equal(a.Labels, b.Labels) ||
+		!slices.EqualFunc(a.Status.Images, b.Status.Images, sameImage) ||
 		!slices.EqualFunc(a.Spec.Taints, b.Spec.Taints, sameTaint) ||
 		a.Spec.Unschedulable != b.Spec.Unschedulable ||
 		!placement.EqualResources(a.Status.Allocatable, b.Status.Allocatable) ||
 		nodeReady(a) != nodeReady(b)
+}
+
+func sameImage(a, b corev1.ContainerImage) bool {
+	return a.SizeBytes == b.SizeBytes && slices.Equal(a.Names, b.Names)
 }
 
 func sameTaint(a, b corev1.Taint) bool {

@@ -10,9 +10,8 @@ import (
 
 // What a node keeps on the wire: every field but its managed fields, and
 // of its status what the engine reads (TrimNode). A thousand nodes send
-// a heartbeat every few dozen seconds each; their conditions, images,
-// addresses, versions and managed fields are most of each heartbeat's
-// bytes.
+// a heartbeat every few dozen seconds each; their conditions, addresses,
+// versions and managed fields are much of each heartbeat's bytes.
 var (
 	// Node: metadata 1, spec 2, status 3.
 	nodeRules = map[protowire.Number]rule{
@@ -26,8 +25,10 @@ var (
 		1: keep, 2: keep, 3: keep, 4: keep, 5: keep, 6: keep, 7: keep,
 		8: keep, 9: keep, 10: keep, 11: keep, 12: keep, 13: keep, 14: keep,
 	}
-	// NodeStatus: allocatable 2, and of conditions 4 the Ready one.
-	nodeStatusRules = map[protowire.Number]rule{2: keep, 4: {keepIf: isReadyCondition}}
+	// NodeStatus: allocatable 2, of conditions 4 the Ready one, and the
+	// images 8 (ImageLocality scores a node by the pod's images it
+	// holds).
+	nodeStatusRules = map[protowire.Number]rule{2: keep, 4: {keepIf: isReadyCondition}, 8: keep}
 )
 
 // isReadyCondition reports whether a NodeCondition's type (1) is Ready.
@@ -43,8 +44,8 @@ func isReadyCondition(condition []byte) (bool, error) {
 }
 
 // TrimNode drops of a node what the engine never reads: its managed
-// fields, and of its status all but its allocatable resources and its
-// Ready condition. DecodeNode keeps exactly what TrimNode keeps.
+// fields, and of its status all but its allocatable resources, its Ready
+// condition and its images. DecodeNode keeps exactly what TrimNode keeps.
 func TrimNode(n *corev1.Node) {
 	n.ManagedFields = nil
 	// In place: the feed trims every heartbeat, decoded stripped already.
@@ -52,7 +53,7 @@ func TrimNode(n *corev1.Node) {
 	if len(ready) == 0 {
 		ready = nil
 	}
-	n.Status = corev1.NodeStatus{Allocatable: n.Status.Allocatable, Conditions: ready}
+	n.Status = corev1.NodeStatus{Allocatable: n.Status.Allocatable, Conditions: ready, Images: n.Status.Images}
 }
 
 // DecodeNode decodes the protobuf of a Node into node, skipping on the

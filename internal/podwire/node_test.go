@@ -63,7 +63,8 @@ func kwokNode(name string) *corev1.Node {
 }
 
 // TestTheSerializerStripsNodes: nodes and node lists come stripped of what
-// the engine never reads, their kind set.
+// the engine never reads, their kind set; their images stay, which
+// ImageLocality scores by.
 func TestTheSerializerStripsNodes(t *testing.T) {
 	d := decoderFor(t, runtime.ContentTypeProtobuf)
 	obj, err := runtime.Decode(d, protobufOf(t, kwokNode("a")))
@@ -71,10 +72,11 @@ func TestTheSerializerStripsNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := obj.(*corev1.Node)
-	if n.ManagedFields != nil || n.Status.Images != nil || n.Status.NodeInfo.KubeletVersion != "" || n.Kind != "Node" {
+	if n.ManagedFields != nil || n.Status.NodeInfo.KubeletVersion != "" || n.Kind != "Node" {
 		t.Errorf("node not decoded stripped: %+v", n)
 	}
-	if n.Spec.Taints[0].Key != "gpu" || n.Status.Conditions[0].Type != corev1.NodeReady || n.ResourceVersion != "7" {
+	if n.Spec.Taints[0].Key != "gpu" || n.Status.Conditions[0].Type != corev1.NodeReady || n.ResourceVersion != "7" ||
+		len(n.Status.Images) != 1 || n.Status.Images[0].SizeBytes != 1<<30 {
 		t.Errorf("node lost what the engine reads: %+v", n)
 	}
 	list := &corev1.NodeList{ListMeta: metav1.ListMeta{ResourceVersion: "42"}, Items: []corev1.Node{*kwokNode("a"), *kwokNode("b")}}
@@ -83,7 +85,7 @@ func TestTheSerializerStripsNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := obj.(*corev1.NodeList)
-	if got.ResourceVersion != "42" || len(got.Items) != 2 || got.Items[1].Name != "b" || got.Items[1].Status.Images != nil {
+	if got.ResourceVersion != "42" || len(got.Items) != 2 || got.Items[1].Name != "b" || len(got.Items[1].Status.Images) != 1 || got.Items[1].Status.NodeInfo.KubeletVersion != "" {
 		t.Fatalf("list: got %+v", got)
 	}
 }
