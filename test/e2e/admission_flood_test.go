@@ -122,16 +122,20 @@ var _ = Describe("The admission check under a flood of crafted reviews sent stra
 				}
 			})
 		}
-		deadlock := getDeployment(ctx, env.Namespace, "web")
-		deadlock.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(map[string]string{"app": "web"})
 		var judged, admitted int
 		var slowest time.Duration
 		// firstAdmitted is what the first request not refused for the
 		// deadlock got: no error (admitted, unjudged), or another one.
 		firstAdmitted := ""
 		for floodCtx.Err() == nil {
+			// The change against the Deployment as it is now: one built
+			// on an older read carries its resourceVersion, which a status
+			// update since makes conflict.
+			current := getDeployment(ctx, env.Namespace, "web")
+			deadlock := current.DeepCopy()
+			deadlock.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(map[string]string{"app": "web"})
 			start := time.Now()
-			err := k8sClient.Patch(ctx, deadlock.DeepCopy(), client.MergeFrom(getDeployment(ctx, env.Namespace, "web")), client.DryRunAll)
+			err := k8sClient.Patch(ctx, deadlock, client.MergeFrom(current), client.DryRunAll)
 			slowest = max(slowest, time.Since(start))
 			if err != nil && strings.Contains(err.Error(), "RolloutDeadlock") {
 				judged++
