@@ -208,7 +208,10 @@ var _ = Describe("The admission check under load and when it is down", Label("op
 			}
 		})
 		hung := update("registry.invalid/web:3")
-		Expect(hung).To(And(BeNumerically(">=", timeout-500*time.Millisecond), BeNumerically("<", timeout+3*time.Second)))
+		// Once the timeout, or twice: a status write that lands while the
+		// API server waits makes it run the admission again (update), and
+		// under load one can land between the settling and the patch.
+		Expect(hung).To(And(BeNumerically(">=", timeout-500*time.Millisecond), BeNumerically("<", 2*timeout+3*time.Second)))
 		AddReportEntry("admission check down", fmt.Sprintf("nothing listening: %s; hanging: %s (timeoutSeconds %s)", refused.Round(time.Millisecond), hung.Round(time.Millisecond), timeout))
 		Expect(getDeployment(ctx, env.Namespace, "web").Spec.Template.Spec.Containers[0].Image).To(Equal("registry.invalid/web:3"))
 	})
