@@ -1,3 +1,5 @@
+//go:build explain
+
 package schedulerfidelity
 
 import (
@@ -21,7 +23,8 @@ import (
 
 // TestScoringExplain prints, for the scenario of seed
 // PLACEMENT_GUARD_SCORING_SEED, each plugin's weighted score per node on
-// both sides: the tool for reading a disagreement.
+// both sides: the tool for reading a disagreement, built only with
+// -tags explain (go test -tags explain -run TestScoringExplain -v).
 func TestScoringExplain(t *testing.T) {
 	v, ok := os.LookupEnv("PLACEMENT_GUARD_SCORING_SEED")
 	if !ok {
