@@ -176,14 +176,16 @@ func (sc *scorer) totals(positions []int, detail bool) ([]int64, []map[string]in
 			raw[k] = score(i)
 		}
 	}
-	if sc.fit != nil && sc.balanced != nil && !detail && sc.fit.cpuMemoryOnly() && sc.balanced.cpuMemoryOnly() {
-		// Both over cpu and memory alone (the default profile): one pass.
+	// Both over cpu and memory alone (the default profile): one pass.
+	onePass := !detail && sc.fit != nil && sc.balanced != nil && sc.fit.cpuMemoryOnly() && sc.balanced.cpuMemoryOnly()
+	switch {
+	case onePass:
 		sc.resourceTotals(positions, totals)
-	} else if sc.fit != nil {
+	case sc.fit != nil:
 		perNode(sc.fit.score)
 		add(PluginNodeResourcesFit)
 	}
-	if sc.balanced != nil && (detail || !sc.fit.cpuMemoryOnly() || !sc.balanced.cpuMemoryOnly()) {
+	if sc.balanced != nil && !onePass {
 		perNode(sc.balanced.score)
 		add(PluginBalancedAllocation)
 	}

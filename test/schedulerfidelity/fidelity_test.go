@@ -20,11 +20,7 @@ import (
 
 // engineVerdict asks the placement engine about the scenario's pending pod.
 func engineVerdict(sc *scenario) (verdict, error) {
-	s, err := placement.NewSnapshot(placement.Objects{
-		Nodes: sc.nodes, Pods: sc.existing, Namespaces: sc.namespaces,
-		Claims: sc.claims, Volumes: sc.volumes, StorageClasses: sc.storageClasses,
-		CSINodes: sc.csiNodes, Attachments: sc.attachments, CSIDrivers: sc.csiDrivers, Capacities: sc.capacities,
-	})
+	s, err := sc.snapshot()
 	if err != nil {
 		return verdict{}, err
 	}

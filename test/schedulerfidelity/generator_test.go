@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
 // scenario is one small cluster and the pod to place in it.
@@ -72,6 +74,16 @@ func (sc *scenario) apiObjects() []runtime.Object {
 		out = append(out, o)
 	}
 	return out
+}
+
+// snapshot is the engine's index of the scenario, every object in it.
+func (sc *scenario) snapshot() (*placement.Snapshot, error) {
+	return placement.NewSnapshot(placement.Objects{
+		Nodes: sc.nodes, Pods: sc.existing, Namespaces: sc.namespaces,
+		Claims: sc.claims, Volumes: sc.volumes, StorageClasses: sc.storageClasses,
+		CSINodes: sc.csiNodes, Attachments: sc.attachments, CSIDrivers: sc.csiDrivers, Capacities: sc.capacities,
+		Services: sc.services, ReplicaSets: sc.replicaSets, StatefulSets: sc.statefulSets,
+	})
 }
 
 // boundPods are the existing pods, all bound to a node.

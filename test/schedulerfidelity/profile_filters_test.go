@@ -88,11 +88,7 @@ func TestEngineFiltersAsAProfileWithFiltersOff(t *testing.T) {
 
 // engineUnder is the engine's verdict and landing under profile.
 func engineUnder(sc *scenario, profile *placement.Profile) (verdict, []string, error) {
-	s, err := placement.NewSnapshot(placement.Objects{
-		Nodes: sc.nodes, Pods: sc.existing, Namespaces: sc.namespaces,
-		Claims: sc.claims, Volumes: sc.volumes, StorageClasses: sc.storageClasses,
-		CSINodes: sc.csiNodes, Attachments: sc.attachments, CSIDrivers: sc.csiDrivers, Capacities: sc.capacities,
-	})
+	s, err := sc.snapshot()
 	if err != nil {
 		return verdict{}, nil, err
 	}

@@ -17,7 +17,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
-	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/schedulerprofile"
 )
 
@@ -90,10 +89,7 @@ func TestScoringExplain(t *testing.T) {
 	for _, ns := range scores {
 		t.Logf("kube-scheduler %s total %d: %v", ns.Name, ns.TotalScore, ns.Scores)
 	}
-	es, err := placement.NewSnapshot(placement.Objects{Nodes: sc.nodes, Pods: sc.existing, Namespaces: sc.namespaces,
-		Claims: sc.claims, Volumes: sc.volumes, StorageClasses: sc.storageClasses,
-		CSINodes: sc.csiNodes, Attachments: sc.attachments, CSIDrivers: sc.csiDrivers, Capacities: sc.capacities,
-		Services: sc.services, ReplicaSets: sc.replicaSets, StatefulSets: sc.statefulSets})
+	es, err := sc.snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,12 +83,7 @@ func newProfileScheduler(stop <-chan struct{}, sp scoringProfile) (*scheduler, e
 
 // engineLanding asks the engine where the scenario's pending pod lands.
 func engineLanding(sc *scenario, profile *placement.Profile) ([]string, error) {
-	s, err := placement.NewSnapshot(placement.Objects{
-		Nodes: sc.nodes, Pods: sc.existing, Namespaces: sc.namespaces,
-		Claims: sc.claims, Volumes: sc.volumes, StorageClasses: sc.storageClasses,
-		CSINodes: sc.csiNodes, Attachments: sc.attachments, CSIDrivers: sc.csiDrivers, Capacities: sc.capacities,
-		Services: sc.services, ReplicaSets: sc.replicaSets, StatefulSets: sc.statefulSets,
-	})
+	s, err := sc.snapshot()
 	if err != nil {
 		return nil, err
 	}
