@@ -333,11 +333,20 @@ func (e *evaluator) reasonOf(r reasonCode) []string {
 }
 
 // fits is reasons(i) == nil without allocating.
-func (e *evaluator) fits(i int) bool {
-	if e.preFilterMsg != "" || e.gated || e.nodeReason[i] != 0 || e.volumeReason[i] != 0 || e.readWriteOncePodInUse() || !e.localFits(i) {
-		return false
-	}
-	return e.spreadReason(i) == "" && e.interPodReason(i) == ""
+func (e *evaluator) fits(i int) bool { return e.anyFits() && e.nodeFits(i) }
+
+// anyFits reports whether the checks that do not read a node pass: the
+// pod may go to some node at all. A search asks it once, not per node.
+func (e *evaluator) anyFits() bool {
+	return e.preFilterMsg == "" && !e.gated && !e.readWriteOncePodInUse()
+}
+
+// nodeFits is fits for the node at position i once anyFits holds. The
+// domain checks come first: a search rejects most nodes by their domain,
+// and those verdicts are kept per domain.
+func (e *evaluator) nodeFits(i int) bool {
+	return e.spreadReason(i) == "" && e.nodeReason[i] == 0 && e.volumeReason[i] == 0 &&
+		e.interPodReason(i) == "" && e.localFits(i)
 }
 
 // localFits is the checks of fits that read only the node at position i
@@ -418,8 +427,11 @@ func (e *evaluator) topologyFor(key string) *topology { return e.s.topology(key)
 // feasible are the positions of the nodes the pod fits on now, in order.
 func (e *evaluator) feasible() []int {
 	var out []int
+	if !e.anyFits() {
+		return nil
+	}
 	for _, i := range e.candidates {
-		if e.fits(i) {
+		if e.nodeFits(i) {
 			out = append(out, i)
 		}
 	}

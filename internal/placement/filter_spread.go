@@ -125,11 +125,20 @@ func (e *evaluator) spreadReason(i int) string {
 // keepsSkew reports whether one more selected pod in domain d keeps the
 // skew within maxSkew.
 func (st *spreadState) keepsSkew(d int32) bool {
+	// The remembered verdict is read inline: a search asks it for every node.
+	if int(d) < len(st.verdict) {
+		if v := st.verdict[d]; v != 0 {
+			return v == 1
+		}
+	}
+	return st.judgeSkew(d)
+}
+
+// judgeSkew decides keepsSkew for domain d and remembers the verdict until
+// the counts change.
+func (st *spreadState) judgeSkew(d int32) bool {
 	if st.verdict == nil {
 		st.verdict = make([]uint8, len(st.present))
-	}
-	if v := st.verdict[d]; v != 0 {
-		return v == 1
 	}
 	var match int32
 	if st.present[d] {

@@ -99,13 +99,14 @@ func (p *placer) bestSet() []int {
 	cands := p.e.candidates
 	want := p.sc.p.feasibleNodesToFind(len(p.e.order))
 	n := len(cands)
-	if n == 0 {
+	if n == 0 || !p.e.anyFits() {
+		p.best, p.sampled = p.best[:0], false
 		return nil
 	}
 	start := p.next % n
 	searched := 0
 	for ; searched < n && len(p.feasible) < want; searched++ {
-		if i := cands[(start+searched)%n]; p.e.fits(i) {
+		if i := cands[(start+searched)%n]; p.e.nodeFits(i) {
 			p.feasible = append(p.feasible, i)
 		}
 	}
