@@ -154,11 +154,12 @@ test-binaries: $(TEST_BINARIES) $(LATE_TEST_BINARIES) $(LOCALBIN)/etcd ## Build 
 # SKIP_GENERATE=1 when the generated files were just regenerated and checked
 # (.ci/run runs make verify-generated first).
 .PHONY: test
-test: $(if $(SKIP_GENERATE),,manifests generate) fmt ## Run every test: unit, envtest integration and e2e on a local cluster, the in-process scheduler comparison, and the API suite on the oldest Kubernetes.
+test: $(if $(SKIP_GENERATE),,manifests generate) fmt ## Run every test: unit, envtest integration and e2e on a local cluster, the in-process scheduler comparison, and the API suite and a fleet of mixed versions on the oldest Kubernetes.
 	$(MAKE) --no-print-directory -j2 test-main test-late-builds
 	$(call phase,the fidelity comparison and the API suite on the oldest Kubernetes)
 	cd test/schedulerfidelity && $(GO) test ./... -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
 	KUBEBUILDER_ASSETS=$(OLDEST_KUBE) PLACEMENT_GUARD_EXPECT_KUBE_MINOR=$(OLDEST_KUBE_MINOR) $(GO) test ./api/... $(GOTEST_FLAGS)
+	PLACEMENT_GUARD_OLDEST_KUBE=$(OLDEST_KUBE) $(GO) test ./internal/plugin -run '^TestFleetAcrossLiveClusters$$' -count=1 $(GOTEST_FLAGS)
 	$(call phase,done)
 
 # test-main vets, builds the tests' binaries, then runs the suites, with

@@ -249,6 +249,9 @@ func ReadCluster(ctx context.Context, c client.Reader, namespaces ...string) (*C
 		what string
 		list client.ObjectList
 		opts []client.ListOption
+		// optional lists may be missing: a cluster without the CRD has no
+		// migration, and is planned all the same.
+		optional bool
 	}
 	var lists []list
 	listed := map[string]bool{}
@@ -257,28 +260,31 @@ func ReadCluster(ctx context.Context, c client.Reader, namespaces ...string) (*C
 	}
 	for _, k := range placement.ObjectKinds {
 		if !k.PerNamespace {
-			lists = append(lists, list{k.Resource, k.NewList().(client.ObjectList), nil})
+			lists = append(lists, list{k.Resource, k.NewList().(client.ObjectList), nil, false})
 		}
 	}
 	for _, ns := range namespaces {
 		in := []client.ListOption{client.InNamespace(ns)}
 		for _, k := range targets.Kinds() {
-			lists = append(lists, list{k.Resource + " in " + ns, k.NewList(), in})
+			lists = append(lists, list{k.Resource + " in " + ns, k.NewList(), in, false})
 		}
 		// What spreads the namespace's pods by default, a target kind
 		// (StatefulSets) listed once.
 		for _, k := range placement.ObjectKinds {
 			if k.PerNamespace && !listed[k.Resource] {
-				lists = append(lists, list{k.Resource + " in " + ns, k.NewList().(client.ObjectList), in})
+				lists = append(lists, list{k.Resource + " in " + ns, k.NewList().(client.ObjectList), in, false})
 			}
 		}
 		lists = append(lists,
-			list{"placementmigrations in " + ns, &pgv1.PlacementMigrationList{}, in},
-			list{"poddisruptionbudgets in " + ns, &policyv1.PodDisruptionBudgetList{}, in},
-			list{"horizontalpodautoscalers in " + ns, &autoscalingv2.HorizontalPodAutoscalerList{}, in})
+			list{"placementmigrations in " + ns, &pgv1.PlacementMigrationList{}, in, true},
+			list{"poddisruptionbudgets in " + ns, &policyv1.PodDisruptionBudgetList{}, in, false},
+			list{"horizontalpodautoscalers in " + ns, &autoscalingv2.HorizontalPodAutoscalerList{}, in, false})
 	}
 	for _, l := range lists {
 		if err := c.List(ctx, l.list, l.opts...); err != nil {
+			if l.optional && meta.IsNoMatchError(err) {
+				continue
+			}
 			return nil, fmt.Errorf("list %s: %w", l.what, err)
 		}
 		if err := meta.EachListItem(l.list, func(o apiruntime.Object) error {

@@ -30,6 +30,7 @@ type planFlags struct {
 	minNodes       int32
 	schedConfig    string
 	schedName      string
+	fleet          fleetFlags
 }
 
 // constraintFlags describe a migration on the command line; with -f they
@@ -49,7 +50,16 @@ the pods its rollout recreates, in order, and where each new pod would land.
 Nothing is created or changed. With --snapshot it reads a directory of YAML
 instead of the cluster, so it runs in CI without cluster access.
 
-Exits 1 when a stage is blocked or a target is missing.`,
+Across a fleet (--context a,b,c, --all-contexts, --kubeconfig-dir or
+--snapshot-dir) it plans the same migration on every cluster, a few at a
+time, and prints a matrix: one row per cluster with its capacity, the
+operator's outcome, the first hazard and its fix, the pods each stage
+recreates and the capacity a request would ask for. A cluster that cannot
+be read is a row with its error.
+
+Exits 1 when a stage is blocked or a target is missing; across a fleet,
+when the worst row reaches --fail-on (Blocked, or Warn for a cluster that
+would wait), or a cluster could not be asked.`,
 		Example: `  # Plan a migration manifest against the current cluster
   kubectl placement plan -f graphdb-apart.yaml
 
@@ -60,7 +70,10 @@ Exits 1 when a stage is blocked or a target is missing.`,
 
   # Offline, on a saved snapshot
   kubectl get nodes,pods,deploy,sts,rs,pvc,pv,sc -A -o yaml > snap/cluster.yaml
-  kubectl placement plan -f web-apart.yaml --snapshot snap/ -o json`,
+  kubectl placement plan -f web-apart.yaml --snapshot snap/ -o json
+
+  # Across three clusters, failing CI when any of them would even wait
+  kubectl placement plan -f graphdb-apart.yaml --context eu-1,us-1,ap-1 --fail-on Warn`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.file != "" {
@@ -73,10 +86,12 @@ Exits 1 when a stage is blocked or a target is missing.`,
 			return runPlan(cmd.Context(), o, f)
 		},
 	}
+	f.fleet.add(cmd.Flags(), true)
+	cmd.Flags().StringVar(&f.fleet.failOn, "fail-on", "Blocked", "across a fleet, the level from which plan exits 1: Blocked, or Warn")
 	fl := cmd.Flags()
 	fl.StringVarP(&f.file, "filename", "f", "", "PlacementMigration manifest to plan (- for standard input)")
 	fl.StringVar(&f.snapshot, "snapshot", "", "read the cluster from this directory of YAML or JSON instead of the API")
-	fl.StringVarP(&f.output, "output", "o", outputTable, "output format: table, yaml or json")
+	fl.StringVarP(&f.output, "output", "o", outputTable, "output format: table, yaml or json; across a fleet github too")
 	fl.StringSliceVar(&f.targets, "target", nil, "workload to migrate, deploy/NAME or sts/NAME (repeatable)")
 	fl.StringVar(&f.targetSelector, "target-selector", "", "label selector of the workloads to migrate, instead of --target")
 	fl.StringVar(&f.antiKey, "anti-affinity-key", "", "add a pod anti-affinity term with this topology key")
@@ -90,25 +105,30 @@ Exits 1 when a stage is blocked or a target is missing.`,
 	fl.Int32Var(&f.minNodes, "min-nodes", 0, "qualifying nodes the hard stage needs (default: derived)")
 	fl.StringVar(&f.schedConfig, "scheduler-config", "", "the cluster's KubeSchedulerConfiguration file: predict with its profile's plugins and weights instead of kube-scheduler's default profile")
 	fl.StringVar(&f.schedName, "scheduler-name", "default-scheduler", "the profile of --scheduler-config to predict with")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputTable, outputYAML, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputTable, outputYAML, outputJSON, outputGitHub}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{"Blocked", "Warn"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("final-stage", cobra.FixedCompletions([]string{"Soft", "Hard"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagDirname("snapshot")
 	return cmd
 }
 
 func runPlan(ctx context.Context, o *Options, f *planFlags) error {
+	profile := placement.DefaultProfile()
+	if f.schedConfig != "" {
+		var err error
+		if profile, err = schedulerprofile.Load(f.schedConfig, f.schedName); err != nil {
+			return usagef("--scheduler-config: %v", err)
+		}
+	}
+	if f.fleet.fleetMode(o) {
+		return runFleetPlan(ctx, o, f, profile)
+	}
 	if err := checkOutput(f.output, outputTable, outputYAML, outputJSON); err != nil {
 		return err
 	}
 	ns, err := o.Namespace()
 	if err != nil {
 		return err
-	}
-	profile := placement.DefaultProfile()
-	if f.schedConfig != "" {
-		if profile, err = schedulerprofile.Load(f.schedConfig, f.schedName); err != nil {
-			return usagef("--scheduler-config: %v", err)
-		}
 	}
 	migrations, err := f.migrations(o, ns)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,27 +23,52 @@ func newStatusCommand(o *Options) *cobra.Command {
 	var (
 		output        string
 		allNamespaces bool
+		selector      string
+		fleetFl       fleetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "status [NAME]",
 		Short: "Show a PlacementMigration as a tree, or list them: phase, stage, why",
 		Long: `status NAME shows one migration as a tree: phase, conditions, the write in
 flight, each target's stages, hazards and plan. Without a name it lists the
-namespace's migrations, or every namespace's with -A.`,
+namespace's migrations, or every namespace's with -A.
+
+Across a fleet (--context a,b,c, --all-contexts or --kubeconfig-dir) it
+lists the migration of that name, or every migration -l matches, on every
+cluster: phase, stage, whether the status is about the current spec, age
+and the reason it waits. A cluster without the CRD says "not installed";
+one that cannot be read is a row with its error, and status exits 1.`,
 		Example: `  kubectl placement status -n db graphdb-apart
   kubectl placement status web-apart -o yaml
-  kubectl placement status -A`,
+  kubectl placement status -A -l team=search
+
+  # One migration across every cluster of the kubeconfig
+  kubectl placement status -n db graphdb-apart --all-contexts`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeMigrations(o),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			sel, err := labels.Parse(selector)
+			if err != nil {
+				return usagef("-l: %v", err)
+			}
+			if fleetFl.fleetMode(o) {
+				if output == outputTree {
+					output = outputTable
+				}
+				q := statusQuery{selector: sel, allNamespaces: allNamespaces}
+				if len(args) == 1 {
+					q.name = args[0]
+				}
+				return runFleetStatus(cmd.Context(), o, &fleetFl, q, output)
+			}
 			if len(args) == 0 {
 				if err := checkOutput(output, outputTree, outputTable, outputYAML, outputJSON); err != nil {
 					return err
 				}
-				return listMigrations(cmd.Context(), o, allNamespaces, output)
+				return listMigrations(cmd.Context(), o, allNamespaces, sel, output)
 			}
-			if allNamespaces {
-				return usagef("-A lists migrations; give no NAME with it")
+			if allNamespaces || selector != "" {
+				return usagef("-A and -l list migrations; give no NAME with them")
 			}
 			if err := checkOutput(output, outputTree, outputYAML, outputJSON); err != nil {
 				return err
@@ -61,11 +87,13 @@ namespace's migrations, or every namespace's with -A.`,
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", outputTree, "output format: tree (a table when listing), yaml or json")
 	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list the migrations of every namespace")
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "list only the migrations this label selector matches")
+	fleetFl.add(cmd.Flags(), false)
 	return cmd
 }
 
 // listMigrations prints the migrations of the namespace, or of all.
-func listMigrations(ctx context.Context, o *Options, all bool, output string) error {
+func listMigrations(ctx context.Context, o *Options, all bool, sel labels.Selector, output string) error {
 	c, err := o.client()
 	if err != nil {
 		return err
@@ -77,6 +105,9 @@ func listMigrations(ctx context.Context, o *Options, all bool, output string) er
 			return err
 		}
 		opts = append(opts, client.InNamespace(ns))
+	}
+	if !sel.Empty() {
+		opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
 	}
 	var list pgv1.PlacementMigrationList
 	if err := c.List(ctx, &list, opts...); err != nil {
