@@ -6,11 +6,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
@@ -212,4 +217,116 @@ func largePlanMigration() *pgv1.PlacementMigration {
 			Constraint: pgv1.Constraint{TopologySpread: &pgv1.TopologySpreadConstraint{TopologyKey: "topology.kubernetes.io/zone", MaxSkew: 1}},
 		},
 	}
+}
+
+// BenchmarkPlanFleetOfSnapshots is `kubectl placement plan --snapshot-dir`
+// over 50 clusters of 1,000 nodes and 30,000 pods each, end to end through
+// the command line: the matrix's time, and the peak of the live heap
+// against the peak of planning one of the snapshots alone. The clusters
+// share one snapshot's files through hard links, so the disk holds one.
+// docs/performance.md records the figures and the command.
+func BenchmarkPlanFleetOfSnapshots(b *testing.B) {
+	const clusters = 50
+	dir := b.TempDir()
+	base := filepath.Join(dir, "base")
+	if err := os.Mkdir(base, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	writeLargeSnapshot(b, base, 1000, 300, 100)
+	fleetDir := filepath.Join(dir, "fleet")
+	files, err := os.ReadDir(base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for k := range clusters {
+		member := filepath.Join(fleetDir, fmt.Sprintf("cluster-%02d", k))
+		if err := os.MkdirAll(member, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for _, f := range files {
+			if err := os.Link(filepath.Join(base, f.Name()), filepath.Join(member, f.Name())); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	migration := filepath.Join(dir, "migration.yaml")
+	if err := os.WriteFile(migration, []byte(largePlanMigrationYAML), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	syscall.Sync()
+	single := peakHeap(b, func() {
+		if out, code := runQuiet("plan", "-f", migration, "--snapshot", filepath.Join(fleetDir, "cluster-00"), "-o", "json"); code > ExitHazards {
+			b.Fatalf("one cluster: exit %d\n%s", code, out)
+		}
+	})
+	b.ResetTimer()
+	for b.Loop() {
+		var out string
+		start := time.Now()
+		peak := peakHeap(b, func() {
+			var code int
+			if out, code = runQuiet("plan", "-f", migration, "--snapshot-dir", fleetDir, "-o", "json"); code > ExitHazards {
+				b.Fatalf("fleet: exit %d\n%s", code, out)
+			}
+		})
+		b.ReportMetric(time.Since(start).Seconds(), "fleet-s/op")
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+		b.ReportMetric(float64(single)/(1<<20), "one-snapshot-peak-heap-MiB")
+		if n := strings.Count(out, `"cluster": "cluster-`); n != clusters {
+			b.Fatalf("%d rows, want %d", n, clusters)
+		}
+	}
+}
+
+const largePlanMigrationYAML = `apiVersion: placementguard.io/v1alpha1
+kind: PlacementMigration
+metadata:
+  name: spread
+  namespace: ns-07
+spec:
+  targets:
+    - kind: Deployment
+      name: app-0007
+  constraint:
+    topologySpread:
+      topologyKey: topology.kubernetes.io/zone
+      maxSkew: 1
+`
+
+// runQuiet runs a command line and returns its output and exit code.
+func runQuiet(args ...string) (string, int) {
+	var out, errOut strings.Builder
+	code := Main(args, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	return out.String() + errOut.String(), code
+}
+
+// peakHeap runs f and returns the most heap its objects held meanwhile,
+// sampled every 5 ms, from a collected start.
+func peakHeap(tb testing.TB, f func()) uint64 {
+	tb.Helper()
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			if v := sample[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	f()
+	close(done)
+	<-stopped
+	return peak.Load()
 }

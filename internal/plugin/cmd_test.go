@@ -43,7 +43,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"empty snapshot", []string{"plan", "-f", "testdata/001/migration.yaml", "--snapshot", empty}, "holds no .yaml"},
 		{"lint nothing", []string{"lint"}, "name the manifests"},
 		{"lint negative nodes", []string{"lint", "--nodes", "-1", "testdata/001/manifests.yaml"}, "must not be negative"},
-		{"lint nodes and snapshot", []string{"lint", "--nodes", "3", "--snapshot", "testdata/001/cluster", "testdata/001/manifests.yaml"}, "not both"},
+		{"lint nodes and snapshot", []string{"lint", "--nodes", "3", "--snapshot", "testdata/001/cluster", "testdata/001/manifests.yaml"}, "one of --nodes, --snapshot, --live or a fleet"},
 		{"scheduler config of an unknown plugin", []string{"plan", "-f", "testdata/001/migration.yaml", "--snapshot", "testdata/001/cluster", "--scheduler-config", unknownPlugin}, "plugin Coscheduling is not one the engine scores with"},
 		{"scheduler config missing", []string{"plan", "-f", "testdata/001/migration.yaml", "--snapshot", "testdata/001/cluster", "--scheduler-config", filepath.Join(dir, "none.yaml")}, "--scheduler-config: open"},
 		{"scheduler profile missing", []string{"plan", "-f", "testdata/001/migration.yaml", "--snapshot", "testdata/001/cluster", "--scheduler-config", unknownPlugin, "--scheduler-name", "packer"}, `no profile "packer"`},

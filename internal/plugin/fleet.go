@@ -32,7 +32,7 @@ func (f *fleetFlags) add(fl *pflag.FlagSet, snapshots bool) {
 	if snapshots {
 		fl.StringVar(&f.snapshotDir, "snapshot-dir", "", "plan against every snapshot in this directory, one subdirectory per cluster, offline")
 	}
-	fl.IntVar(&f.parallel, "parallel", 4, "clusters asked at once, with a fleet")
+	fl.IntVar(&f.parallel, "parallel", 0, "clusters asked at once, with a fleet (default 4 clusters, or 1 snapshot: each snapshot's read already uses every core, and one at a time bounds the memory to one snapshot's)")
 	fl.DurationVar(&f.timeout, "cluster-timeout", 30*time.Second, "how long one cluster of a fleet may take before its row says it did not answer")
 }
 
@@ -92,7 +92,15 @@ func (f *fleetFlags) members(o *Options) ([]fleet.Member, error) {
 
 // options are the bounds of a fleet run.
 func (f *fleetFlags) options() fleet.Options {
-	return fleet.Options{Parallel: f.parallel, Timeout: f.timeout}
+	parallel := f.parallel
+	switch {
+	case parallel > 0:
+	case f.snapshotDir != "":
+		parallel = 1
+	default:
+		parallel = 4
+	}
+	return fleet.Options{Parallel: parallel, Timeout: f.timeout}
 }
 
 // threshold is --fail-on.

@@ -154,6 +154,25 @@ func TestFleetAcrossLiveClusters(t *testing.T) {
 		t.Errorf("live row\n%s\noffline\n%s", got, wantRow)
 	}
 
+	// lint: the same manifests against each cluster, and --live against one.
+	out, stderr, code = run(t, "", "--kubeconfig", kubeconfig, "--context", "alpha,beta,nobody", "lint", "-o", "json", "testdata/000/manifests.yaml")
+	var fl FleetLint
+	if err := json.Unmarshal([]byte(out), &fl); err != nil {
+		t.Fatalf("lint: %v\n%s\n%s", err, out, stderr)
+	}
+	if code != ExitHazards || len(fl.Rows) != 3 || fl.Rows[0].Level != fleet.Warn || fl.Rows[1].Level != fleet.Blocked ||
+		fl.Rows[1].Findings[0].Type != "InsufficientCapacity" || !strings.Contains(fl.Rows[2].Error, "forbidden") {
+		t.Errorf("lint across the fleet: exit %d\n%s", code, out)
+	}
+	single, _, code := run(t, "", "--kubeconfig", kubeconfig, "--context", "beta", "lint", "--live", "-o", "json", "testdata/000/manifests.yaml")
+	var liveFindings []Finding
+	if err := json.Unmarshal([]byte(single), &liveFindings); err != nil {
+		t.Fatalf("lint --live: %v\n%s", err, single)
+	}
+	if code != ExitHazards || mustJSON(t, fl.Rows[1].Findings) != mustJSON(t, liveFindings) {
+		t.Errorf("lint --live on beta: exit %d\n%s\nfleet row\n%s", code, single, mustJSON(t, fl.Rows[1].Findings))
+	}
+
 	out, stderr, code = run(t, "", "--kubeconfig", kubeconfig, "--context", "alpha,beta,down", "status", "-l", "team=db", "-o", "json")
 	if code != ExitHazards {
 		t.Fatalf("status: exit %d, want 1 (a cluster that could not be read); %s", code, stderr)

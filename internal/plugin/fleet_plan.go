@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"text/tabwriter"
 
@@ -69,7 +70,14 @@ func runFleetPlan(ctx context.Context, o *Options, f *planFlags, profile *placem
 		return usagef("--snapshot reads one cluster; use --snapshot-dir for a fleet of snapshots")
 	}
 	results, err := askFleet(ctx, o, &f.fleet, func(ctx context.Context, m fleet.Member) ([]FleetRow, error) {
-		return planMember(ctx, o, f, profile, m)
+		rows, err := planMember(ctx, o, f, profile, m)
+		if !m.Live() {
+			// The snapshot is garbage now: collect it before the next one
+			// is read, so that a fleet holds one snapshot's memory, not
+			// the collector's allowance of two.
+			runtime.GC()
+		}
+		return rows, err
 	})
 	if err != nil {
 		return err

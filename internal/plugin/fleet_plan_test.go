@@ -173,3 +173,37 @@ func TestFleetPlanBadInput(t *testing.T) {
 		t.Errorf("exit %d, rows %+v", code, plan.Rows)
 	}
 }
+
+// lint across a fleet of snapshots gives each cluster the findings lint
+// gives against that snapshot alone.
+func TestFleetLintOnSnapshots(t *testing.T) {
+	dir := seedFleet(t)
+	out, stderr, code := run(t, "", "lint", "--snapshot-dir", dir, "-o", "json", "testdata/000/manifests.yaml")
+	if code != ExitHazards {
+		t.Fatalf("exit %d (the one-data-node cluster lacks capacity); %s", code, stderr)
+	}
+	var fl FleetLint
+	if err := json.Unmarshal([]byte(out), &fl); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	levels := map[string]fleet.Level{"ap-no-graphdb": fleet.Blocked, "eu-one-data-node": fleet.Blocked, "us-two-data-nodes": fleet.Warn}
+	if len(fl.Rows) != 3 || fl.Worst != fleet.Blocked {
+		t.Fatalf("rows %+v", fl)
+	}
+	for _, r := range fl.Rows {
+		alone, _, _ := run(t, "", "lint", "--snapshot", filepath.Join(dir, r.Cluster), "-o", "json", "testdata/000/manifests.yaml")
+		var want []Finding
+		if err := json.Unmarshal([]byte(alone), &want); err != nil {
+			t.Fatal(err)
+		}
+		if mustJSON(t, r.Findings) != mustJSON(t, want) {
+			t.Errorf("%s: fleet findings\n%s\nalone\n%s", r.Cluster, mustJSON(t, r.Findings), mustJSON(t, want))
+		}
+		if r.Level != levels[r.Cluster] {
+			t.Errorf("%s: level %s, want %s", r.Cluster, r.Level, levels[r.Cluster])
+		}
+	}
+	if !strings.Contains(fl.Rows[1].Findings[0].Type, "InsufficientCapacity") {
+		t.Errorf("eu: %+v", fl.Rows[1].Findings)
+	}
+}

@@ -15,6 +15,8 @@ func newLintCommand(o *Options) *cobra.Command {
 		nodes    int
 		zones    []string
 		snapshot string
+		live     bool
+		fleetFl  fleetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "lint [FILE...|-]",
@@ -29,9 +31,14 @@ the operator's engine:
   - a selector that also selects other workloads' pods of the same manifests
     (blue and green counted together);
   - a constraint that would replace one the workload already has;
-  - a hard constraint the cluster lacks the capacity for (--snapshot).
+  - a hard constraint the cluster lacks the capacity for (--snapshot, --live).
 
-Without --nodes or --snapshot only the findings that need no nodes are
+--live judges against the current context's cluster (get and list only).
+Across a fleet (--context a,b,c, --all-contexts, --kubeconfig-dir or
+--snapshot-dir) it judges the same manifests against every cluster, one
+row each, and exits 1 when the worst row reaches --fail-on.
+
+Without --nodes, --snapshot or --live only the findings that need no nodes are
 reported. The nodes --nodes assumes carry a hostname each and, with --zones,
 a zone each (round robin); a constraint over any other topology key is judged
 as without nodes, never against a topology lint made up. lint says on
@@ -43,7 +50,10 @@ standard error what it assumed. Exits 1 when a blocking hazard is found.`,
   helm template web ./chart | kubectl placement lint --nodes 6 --zones a,b,c -
 
   # Against a saved snapshot of the cluster the manifests go to
-  kubectl placement lint --snapshot snap/ deploy/*.yaml`,
+  kubectl placement lint --snapshot snap/ deploy/*.yaml
+
+  # Against every cluster the chart goes to
+  helm template web ./chart | kubectl placement lint --context eu-1,us-1 -`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output, outputTable, outputJSON, outputYAML, outputGitHub); err != nil {
 				return err
@@ -54,8 +64,14 @@ standard error what it assumed. Exits 1 when a blocking hazard is found.`,
 			if nodes < 0 {
 				return usagef("--nodes must not be negative")
 			}
-			if nodes > 0 && snapshot != "" {
-				return usagef("give either --nodes or --snapshot, not both")
+			sources := 0
+			for _, set := range []bool{nodes > 0, snapshot != "", live, fleetFl.fleetMode(o)} {
+				if set {
+					sources++
+				}
+			}
+			if sources > 1 {
+				return usagef("judge against one of --nodes, --snapshot, --live or a fleet")
 			}
 			if len(zones) > 0 && nodes == 0 {
 				return usagef("--zones spreads the nodes of --nodes; give --nodes too")
@@ -80,7 +96,19 @@ standard error what it assumed. Exits 1 when a blocking hazard is found.`,
 				}
 				docs = append(docs, d...)
 			}
+			if fleetFl.fleetMode(o) {
+				return runFleetLint(cmd.Context(), o, &fleetFl, docs, ns, output)
+			}
 			opts := LintOptions{Namespace: ns, Nodes: nodes, Zones: zones}
+			if live {
+				c, err := o.client()
+				if err != nil {
+					return err
+				}
+				if opts.Cluster, err = ReadCluster(cmd.Context(), c, manifestNamespaces(docs, ns)...); err != nil {
+					return usageError{err}
+				}
+			}
 			if snapshot != "" {
 				sdocs, err := ReadDir(snapshot)
 				if err != nil {
@@ -110,6 +138,9 @@ standard error what it assumed. Exits 1 when a blocking hazard is found.`,
 	cmd.Flags().IntVar(&nodes, "nodes", 0, "assume this many identical nodes, one hostname each")
 	cmd.Flags().StringSliceVar(&zones, "zones", nil, "spread the assumed nodes over these zones (topology.kubernetes.io/zone), round robin")
 	cmd.Flags().StringVar(&snapshot, "snapshot", "", "judge against this directory of cluster YAML")
+	cmd.Flags().BoolVar(&live, "live", false, "judge against the current context's cluster")
+	fleetFl.add(cmd.Flags(), true)
+	cmd.Flags().StringVar(&fleetFl.failOn, "fail-on", "Blocked", "across a fleet, the level from which lint exits 1: Blocked, or Warn")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputTable, outputJSON, outputYAML, outputGitHub}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagDirname("snapshot")
 	return cmd

@@ -88,6 +88,11 @@ func ReadDir(dir string) ([]Document, error) {
 // readDirDocuments splits every .yaml, .yml and .json file under dir into
 // its documents, in the files' name order.
 func readDirDocuments(dir string) ([]rawDocument, error) {
+	// A snapshot directory may be a link to one (a fleet's clusters sharing
+	// a snapshot); the walk follows no link but this one.
+	if resolved, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = resolved
+	}
 	var files []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
