@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -185,6 +186,30 @@ func (c *Cluster) migrationsIn(namespace string) []pgv1.PlacementMigration {
 		out = append(out, *pm)
 	}
 	return out
+}
+
+// withLiveStatus is a manifest's migration as applying it would leave it:
+// a manifest carries no status, and kubectl apply keeps the live one's, so
+// the migration of that name in the cluster lends its status, identity and
+// generation (the next one when the spec differs). A migration with a
+// status of its own, or none live, is returned as it is.
+func (c *Cluster) withLiveStatus(pm *pgv1.PlacementMigration) *pgv1.PlacementMigration {
+	if pm.Status.Phase != "" || pm.Status.ObservedGeneration != 0 || len(pm.Status.Conditions) > 0 {
+		return pm
+	}
+	for _, live := range c.Migrations {
+		if live.Namespace != pm.Namespace || live.Name != pm.Name {
+			continue
+		}
+		applied := pm.DeepCopy()
+		applied.UID, applied.CreationTimestamp, applied.Generation = live.UID, live.CreationTimestamp, live.Generation
+		if !equality.Semantic.DeepEqual(applied.Spec, live.Spec) {
+			applied.Generation++
+		}
+		applied.Status = *live.Status.DeepCopy()
+		return applied
+	}
+	return pm
 }
 
 // policiesIn are the namespace's disruption budgets and autoscalers.

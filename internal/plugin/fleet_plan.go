@@ -43,6 +43,9 @@ type FleetRow struct {
 	// Hazard is the first finding that blocks, or else the first of any
 	// severity; its message says how to fix it.
 	Hazard *pgv1.Hazard `json:"firstHazard,omitempty"`
+	// Hazards are what the operator would record in status.hazards with
+	// its decision.
+	Hazards []pgv1.Hazard `json:"hazards,omitempty"`
 	// Recreates are the pods each stage recreates.
 	Recreates []StageRecreates `json:"recreates,omitempty"`
 	// Request is the capacity the operator would ask its autoscaler for.
@@ -155,7 +158,7 @@ func fleetRow(r Report) FleetRow {
 		row.Outcome, row.Reason = string(planning.Blocked), "TargetNotFound: "+strings.Join(r.Missing, ", ")
 	case r.Verdict != nil:
 		row.Outcome, row.Reason = r.Verdict.Outcome, r.Verdict.Reason
-		row.Request = r.Verdict.Request
+		row.Request, row.Hazards = r.Verdict.Request, r.Verdict.Hazards
 	case r.Reached != "":
 		row.Outcome = "Reached"
 	}

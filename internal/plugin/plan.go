@@ -134,6 +134,7 @@ func (r Report) Blocking() bool {
 // migration on the cluster: the same conversion, the same targets, the
 // same questions. Nothing is written anywhere.
 func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
+	pm = c.withLiveStatus(pm)
 	ns := pm.Namespace
 	report := Report{Migration: pm.Name, Namespace: ns}
 	inv := c.Inventory(ns)
