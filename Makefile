@@ -222,6 +222,10 @@ test-oldest-kube: $(OLDEST_KUBE)/kube-apiserver $(OLDEST_KUBE)/etcd $(LOCALBIN)/
 demo: cluster-binaries ## Start a local cluster, run the operator and play incident 000 (the graph DB waits for its second data node).
 	$(GO) run ./hack/demo
 
+.PHONY: demo-fleet
+demo-fleet: cluster-binaries ## Start two local clusters (one data node, two data nodes), plan incident 000's migration across both, apply it, and watch one succeed while the other waits for capacity.
+	$(GO) run ./hack/demo-fleet
+
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no cluster binaries needed).
 	$(GO) test ./internal/... ./api/... -short $(GOTEST_FLAGS)
