@@ -84,9 +84,20 @@ func hardZoneSpread(t *testing.T, w *Workload, maxSkew int32, allRevisions bool)
 
 func endStates(t *testing.T, objs Objects, w *Workload, c Constraint) EndStates {
 	t.Helper()
+	return endStatesWith(t, objs, w, c, nil)
+}
+
+// endStatesWith predicts under profile, nil for the default.
+func endStatesWith(t *testing.T, objs Objects, w *Workload, c Constraint, profile *Profile) EndStates {
+	t.Helper()
 	s, err := NewSnapshot(objs)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if profile != nil {
+		if err := s.SetProfile(profile); err != nil {
+			t.Fatal(err)
+		}
 	}
 	es, err := s.PredictEndStates(w, c, 0)
 	if err != nil {
@@ -196,6 +207,8 @@ func TestEndStatesTable(t *testing.T) {
 		strategy appsv1.DeploymentStrategy
 		maxSkew  int32
 		all      bool
+		// filtersOnly scores no node: every feasible node is a choice.
+		filtersOnly bool
 		// wantSkewed says whether some end state is beyond maxSkew.
 		wantSkewed bool
 		// want, when set, is the exact set of end states.
@@ -209,8 +222,14 @@ func TestEndStatesTable(t *testing.T) {
 			want: []string{"a=1, b=1, c=2", "a=1, b=2, c=1", "a=2, b=1, c=1"}},
 		{name: "maxSkew 2, scoped", zones: []string{"a", "b", "c"}, pods: map[string]int{"a": 1, "b": 1, "c": 1}, replicas: 3, maxSkew: 2,
 			want: []string{"a=0, b=1, c=2", "a=0, b=2, c=1", "a=1, b=0, c=2", "a=1, b=1, c=1", "a=1, b=2, c=0", "a=2, b=0, c=1", "a=2, b=1, c=0"}},
-		{name: "maxSkew 2, every revision counted: a surge pod placed before a deletion is seen can stack a zone", zones: []string{"a", "b", "c"},
-			pods: map[string]int{"a": 1, "b": 1, "c": 1}, replicas: 3, maxSkew: 2, all: true, wantSkewed: true},
+		{name: "maxSkew 2, every revision counted, filters alone: a surge pod placed before a deletion is seen can stack a zone", zones: []string{"a", "b", "c"},
+			pods: map[string]int{"a": 1, "b": 1, "c": 1}, replicas: 3, maxSkew: 2, all: true, filtersOnly: true, wantSkewed: true},
+		// The scheduler's scoring (LeastAllocated and BalancedAllocation
+		// over the non-zero requests) sends each surge pod to the node with
+		// the fewest pods, never to the one it would stack.
+		{name: "maxSkew 2, every revision counted, as the scheduler scores: no zone stacked", zones: []string{"a", "b", "c"},
+			pods: map[string]int{"a": 1, "b": 1, "c": 1}, replicas: 3, maxSkew: 2, all: true,
+			want: []string{"a=0, b=1, c=2", "a=0, b=2, c=1", "a=1, b=0, c=2", "a=1, b=1, c=1", "a=1, b=2, c=0", "a=2, b=0, c=1", "a=2, b=1, c=0"}},
 		{name: "Recreate removes every old pod first", zones: []string{"a", "b", "c"}, pods: map[string]int{"a": 2, "b": 1}, replicas: 3,
 			strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}, all: true, want: []string{"a=1, b=1, c=1"}},
 		{name: "two nodes per zone, scoped", zones: []string{"a", "a", "b", "b"}, pods: map[string]int{"a": 2, "b": 2}, replicas: 4, strategy: rolling(2, 0),
@@ -221,7 +240,12 @@ func TestEndStatesTable(t *testing.T) {
 			objs := zonal("web", tc.zones, tc.pods)
 			w := deployment(objs, "web", tc.replicas, tc.strategy)
 			c := hardZoneSpread(t, w, max(tc.maxSkew, 1), tc.all)
-			es := endStates(t, objs, w, c)
+			var profile *Profile
+			if tc.filtersOnly {
+				profile = DefaultProfile()
+				profile.Weights = map[string]int64{}
+			}
+			es := endStatesWith(t, objs, w, c, profile)
 			if got := len(es.Skewed()) > 0; got != tc.wantSkewed {
 				t.Fatalf("skewed = %v, want %v: %v", got, tc.wantSkewed, outcomes(es))
 			}

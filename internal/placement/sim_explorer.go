@@ -16,6 +16,9 @@ type explorer struct {
 	s    *Snapshot
 	w    *Workload
 	e    *evaluator
+	// sc scores the nodes a new pod may go to: the search branches over
+	// the scheduler's best set only.
+	sc   *scorer
 	pod  *corev1.Pod
 	anti []affinityTerm
 	req  resources
@@ -71,8 +74,12 @@ func (s *Snapshot) newExplorer(w *Workload, c Constraint, budget int) (*explorer
 	if err != nil {
 		return nil, err
 	}
+	sc, err := newScorer(e, s.profile, ownerSelector(w, template))
+	if err != nil {
+		return nil, err
+	}
 	x := &explorer{
-		s: s, w: w, e: e, pod: template, anti: anti, req: podRequests(template),
+		s: s, w: w, e: e, sc: sc, pod: template, anti: anti, req: podRequests(template),
 		ours:     ourSpread(&w.Template.Spec, c, w),
 		replicas: int(w.Replicas), oldBy: map[string]int{},
 		newOn:   make([]int32, len(e.order)),
@@ -104,10 +111,7 @@ func (x *explorer) placements() []int {
 		x.cut = true
 		return nil
 	}
-	for _, i := range x.e.candidates {
-		if !x.e.fits(i) {
-			continue
-		}
+	for _, i := range x.choices(x.e.feasible()) {
 		sig := x.signature(i)
 		if classes[sig] {
 			continue
@@ -122,6 +126,18 @@ func (x *explorer) placements() []int {
 		})
 	}
 	return out
+}
+
+// choices are the feasible nodes the scheduler may pick: those of the
+// best total score, every tie among them. Where it scores only a sample
+// of the feasible nodes, the one it picks depends on where its cycle
+// starts, and every feasible node stays a choice.
+func (x *explorer) choices(feasible []int) []int {
+	if len(feasible) <= 1 || x.s.profile.sampled(len(x.e.order), len(feasible)) {
+		return feasible
+	}
+	totals, _ := x.sc.totals(feasible, false)
+	return appendBest(nil, feasible, totals)
 }
 
 func (x *explorer) bindNew(i int, pod *corev1.Pod) {
