@@ -13,9 +13,9 @@ import (
 // ranked alike on one node) are tried once, and a state reached twice is
 // explored once.
 type explorer struct {
-	s    *Snapshot
-	w    *Workload
-	e    *evaluator
+	s *Snapshot
+	w *Workload
+	e *evaluator
 	// sc scores the nodes a new pod may go to: the search branches over
 	// the scheduler's best set only.
 	sc   *scorer
