@@ -22,13 +22,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -124,14 +122,12 @@ func direct(ctx context.Context, c client.Client, cluster *localcluster.Cluster)
 		return err
 	}
 	for _, name := range []string{"search", "graphdb"} {
-		d := deployment(name, "direct-data")
-		d.Namespace = ns
+		d := utils.RoleDeployment(ns, name, "direct-data")
 		if err := c.Create(ctx, d); err != nil {
 			return err
 		}
 	}
-	graph := deployment("graphdb", "direct-data")
-	graph.Namespace = ns
+	graph := utils.RoleDeployment(ns, "graphdb", "direct-data")
 	graph.APIVersion, graph.Kind = "apps/v1", "Deployment"
 	graph.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(map[string]string{"app": "search"})
 	manifest, err := sigsyaml.Marshal(graph)
@@ -173,7 +169,7 @@ func play(ctx context.Context, c client.Client, cluster *localcluster.Cluster) e
 		}
 	}
 	for _, w := range []struct{ name, role string }{{"search", "data"}, {"graphdb", "data"}, {"broker", "app"}} {
-		if err := c.Create(ctx, deployment(w.name, w.role)); err != nil {
+		if err := c.Create(ctx, utils.RoleDeployment(namespace, w.name, w.role)); err != nil {
 			return err
 		}
 	}
@@ -314,27 +310,6 @@ func readSample() (*pgv1.PlacementMigration, error) {
 	}
 	pm.Spec.Guards.MinPodAge = &metav1.Duration{Duration: 5 * time.Second}
 	return pm, nil
-}
-
-func deployment(name, role string) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{"role": role},
-					Containers: []corev1.Container{{Name: name, Image: "registry.invalid/" + name + ":1", Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
-					}}},
-					TerminationGracePeriodSeconds: ptr.To[int64](1),
-				},
-			},
-		},
-	}
 }
 
 func waitRunning(ctx context.Context, c client.Client, n int) ([]corev1.Pod, error) {

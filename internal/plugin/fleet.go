@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -121,19 +122,19 @@ func memberClient(m fleet.Member, timeout time.Duration) (client.Client, string,
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = timeout
-	version := ""
-	if dc, err := discovery.NewDiscoveryClientForConfig(cfg); err == nil {
-		if v, err := dc.ServerVersion(); err == nil {
-			version = v.GitVersion
-		} else {
-			return nil, "", fmt.Errorf("reach the API server: %w", err)
-		}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("connect to the cluster: %w", err)
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return nil, "", fmt.Errorf("reach the API server: %w", err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: Scheme})
 	if err != nil {
-		return nil, version, fmt.Errorf("connect to the cluster: %w", err)
+		return nil, v.GitVersion, fmt.Errorf("connect to the cluster: %w", err)
 	}
-	return c, version, nil
+	return c, v.GitVersion, nil
 }
 
 // fleetNamespace is the namespace a fleet member's rows are about: -n when
@@ -157,5 +158,30 @@ func askFleet[T any](ctx context.Context, o *Options, f *fleetFlags, ask func(co
 	if len(ms) == 0 {
 		return nil, usagef("the kubeconfig has no context")
 	}
-	return fleet.Ask(ctx, ms, f.options(), ask), nil
+	return fleet.Ask(ctx, ms, f.options(), func(ctx context.Context, m fleet.Member) (T, error) {
+		v, err := ask(ctx, m)
+		if !m.Live() {
+			// The snapshot is garbage now: collect it before the next one
+			// is read, so that a fleet holds one snapshot's memory, not
+			// the collector's allowance of two.
+			runtime.GC()
+		}
+		return v, err
+	}), nil
+}
+
+// readMember reads what a plan or a lint needs of one member: the
+// cluster's objects (the workloads of namespaces) and the version its API
+// server runs, or its snapshot.
+func readMember(ctx context.Context, m fleet.Member, timeout time.Duration, namespaces []string) (*Cluster, string, error) {
+	if !m.Live() {
+		c, err := ReadClusterDir(m.SnapshotDir)
+		return c, "", err
+	}
+	c, version, err := memberClient(m, timeout)
+	if err != nil {
+		return nil, "", err
+	}
+	cluster, err := ReadCluster(ctx, c, namespaces...)
+	return cluster, version, err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
 	"strings"
 	"text/tabwriter"
 
@@ -73,14 +72,7 @@ func runFleetPlan(ctx context.Context, o *Options, f *planFlags, profile *placem
 		return usagef("--snapshot reads one cluster; use --snapshot-dir for a fleet of snapshots")
 	}
 	results, err := askFleet(ctx, o, &f.fleet, func(ctx context.Context, m fleet.Member) ([]FleetRow, error) {
-		rows, err := planMember(ctx, o, f, profile, m)
-		if !m.Live() {
-			// The snapshot is garbage now: collect it before the next one
-			// is read, so that a fleet holds one snapshot's memory, not
-			// the collector's allowance of two.
-			runtime.GC()
-		}
-		return rows, err
+		return planMember(ctx, o, f, profile, m)
 	})
 	if err != nil {
 		return err
@@ -101,20 +93,8 @@ func planMember(ctx context.Context, o *Options, f *planFlags, profile *placemen
 	if err != nil {
 		return nil, err
 	}
-	var (
-		cluster *Cluster
-		version string
-	)
-	if m.Live() {
-		c, v, err := memberClient(m, f.fleet.timeout)
-		if err != nil {
-			return nil, err
-		}
-		version = v
-		if cluster, err = ReadCluster(ctx, c, namespacesOf(migrations)...); err != nil {
-			return nil, err
-		}
-	} else if cluster, err = ReadClusterDir(m.SnapshotDir); err != nil {
+	cluster, version, err := readMember(ctx, m, f.fleet.timeout, namespacesOf(migrations))
+	if err != nil {
 		return nil, err
 	}
 	if err := cluster.UseProfile(profile); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
 	"text/tabwriter"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -62,25 +61,12 @@ func runFleetLint(ctx context.Context, o *Options, f *fleetFlags, docs []Documen
 	}
 	results, err := askFleet(ctx, o, f, func(ctx context.Context, m fleet.Member) (FleetLintRow, error) {
 		row := FleetLintRow{Cluster: m.Name}
-		var cluster *Cluster
-		var err error
-		if m.Live() {
-			c, version, err := memberClient(m, f.timeout)
-			if err != nil {
-				return row, err
-			}
-			row.KubernetesVersion = version
-			if cluster, err = ReadCluster(ctx, c, manifestNamespaces(docs, ns)...); err != nil {
-				return row, err
-			}
-		} else if cluster, err = ReadClusterDir(m.SnapshotDir); err != nil {
+		cluster, version, err := readMember(ctx, m, f.timeout, manifestNamespaces(docs, ns))
+		if err != nil {
 			return row, err
 		}
-		row.Findings, err = Lint(copyDocuments(docs), LintOptions{Namespace: ns, Cluster: cluster})
-		if !m.Live() {
-			runtime.GC() // one snapshot at a time, as plan does
-		}
-		if err != nil {
+		row.KubernetesVersion = version
+		if row.Findings, err = Lint(copyDocuments(docs), LintOptions{Namespace: ns, Cluster: cluster}); err != nil {
 			return row, err
 		}
 		row.Level = findingsLevel(row.Findings)

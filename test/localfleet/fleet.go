@@ -12,9 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -22,7 +20,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -153,7 +150,7 @@ func seed(ctx context.Context, m *Member, dataNodes int) error {
 		return err
 	}
 	for _, w := range []struct{ name, role string }{{"search", "data"}, {"graphdb", "data"}, {"broker", "app"}} {
-		if err := m.Client.Create(ctx, deployment(w.name, w.role)); err != nil {
+		if err := m.Client.Create(ctx, utils.RoleDeployment(Namespace, w.name, w.role)); err != nil {
 			return err
 		}
 	}
@@ -176,26 +173,6 @@ func seed(ctx context.Context, m *Member, dataNodes int) error {
 func (m *Member) AddDataNode(ctx context.Context, name string) error {
 	_, err := m.Cluster.AddNode(ctx, localcluster.Node{Name: name, Labels: map[string]string{"role": "data"}})
 	return err
-}
-
-func deployment(name, role string) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{"role": role},
-					Containers: []corev1.Container{{Name: name, Image: "registry.invalid/" + name + ":1", Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-					}}},
-				},
-			},
-		},
-	}
 }
 
 // Migration is incident 000's sample migration as the fleet applies it,

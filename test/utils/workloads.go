@@ -49,6 +49,30 @@ func Deployment(namespace, name, pool string, replicas int32, extra map[string]s
 	}
 }
 
+// RoleDeployment is one pod labelled app=name on the nodes labelled
+// role=role: incident 000's search engine, graph DB and broker, as the
+// demos and the fleet suite play it.
+func RoleDeployment(namespace, name, role string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"role": role},
+					Containers: []corev1.Container{{Name: name, Image: "registry.invalid/" + name + ":1", Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceCPU: *resourceQuantity("500m"), corev1.ResourceMemory: *resourceQuantity("1Gi")},
+					}}},
+					TerminationGracePeriodSeconds: ptr.To[int64](1),
+				},
+			},
+		},
+	}
+}
+
 // HostnameAntiAffinity is a required anti-affinity term on the hostname
 // against the pods matching labels.
 func HostnameAntiAffinity(labels map[string]string) *corev1.Affinity {
