@@ -41,7 +41,7 @@ func TestTheNodeFeedTellsOnlyChangesThatReachAnAnswer(t *testing.T) {
 	held := func(name string) *corev1.Node {
 		t.Helper()
 		var n *corev1.Node
-		_ = state.With(func(s *placement.Snapshot) error { n, _ = s.Node(name); return nil })
+		_ = state.With(context.Background(), func(s *placement.Snapshot) error { n, _ = s.Node(name); return nil })
 		return n
 	}
 

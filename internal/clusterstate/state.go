@@ -27,7 +27,7 @@ import (
 // class event updates the snapshot's indexes in place, so a question never
 // re-reads or re-indexes the cluster.
 type ClusterState struct {
-	mu   sync.Mutex
+	mu   snapshotLock
 	snap *placement.Snapshot
 	// imageNames are the nodes' image names, kept once (under mu).
 	imageNames imageNames
@@ -82,7 +82,7 @@ func (c *ClusterState) tell(o any) {
 // NewClusterState returns an empty cluster state; Watch fills it.
 func NewClusterState() *ClusterState {
 	snap, _ := placement.NewSnapshot(placement.Objects{})
-	return &ClusterState{snap: snap}
+	return &ClusterState{mu: newSnapshotLock(), snap: snap}
 }
 
 // UseProfile makes the engine predict with the scheduler profile p, which
@@ -96,11 +96,16 @@ func (c *ClusterState) UseProfile(p *placement.Profile) {
 }
 
 // With runs f with the snapshot, holding it still: events wait until f
-// returns. f must not keep the snapshot.
-func (c *ClusterState) With(f func(*placement.Snapshot) error) error {
-	c.mu.Lock()
+// returns. f must not keep the snapshot. The questions f asks stop when
+// ctx ends, and so does the wait for the snapshot: With then returns an
+// error wrapping placement.ErrInterrupted, and nothing f started runs on
+// after it returns.
+func (c *ClusterState) With(ctx context.Context, f func(*placement.Snapshot) error) error {
+	if err := c.mu.LockContext(ctx); err != nil {
+		return fmt.Errorf("%w: waiting for the snapshot: %w", placement.ErrInterrupted, err)
+	}
 	defer c.mu.Unlock()
-	return f(c.snap)
+	return c.snap.Within(ctx, f)
 }
 
 // Watch registers the state's event handlers with the informers of the

@@ -49,7 +49,7 @@ var _ = Describe("The cluster state behind the placement engine", func() {
 
 	schedule := func(pod *corev1.Pod) placement.Verdict {
 		var v placement.Verdict
-		Expect(state.With(func(s *placement.Snapshot) error {
+		Expect(state.With(context.Background(), func(s *placement.Snapshot) error {
 			var err error
 			v, err = s.Schedule(pod)
 			return err
@@ -118,7 +118,7 @@ var _ = Describe("The cluster state behind the placement engine", func() {
 		var cached *corev1.Pod
 		Eventually(func() bool {
 			var ok bool
-			_ = state.With(func(s *placement.Snapshot) error { cached, ok = s.Pod(p.UID); return nil })
+			_ = state.With(context.Background(), func(s *placement.Snapshot) error { cached, ok = s.Pod(p.UID); return nil })
 			return ok
 		}).Should(BeTrue())
 		Expect(cached.Name).To(Equal("trimmed"))
@@ -183,7 +183,7 @@ var _ = Describe("The cluster state behind the placement engine", func() {
 		Expect(k8sClient.Status().Update(ctx, n)).To(Succeed())
 		var kept *corev1.Node
 		Eventually(func() int {
-			_ = state.With(func(s *placement.Snapshot) error { kept, _ = s.Node(n.Name); return nil })
+			_ = state.With(context.Background(), func(s *placement.Snapshot) error { kept, _ = s.Node(n.Name); return nil })
 			if kept == nil {
 				return -1
 			}

@@ -32,9 +32,10 @@ type View struct {
 	Feeds clusterstate.Feeds
 }
 
-// With runs f with the snapshot held still.
-func (v View) With(f func(*placement.Snapshot) error) error {
-	return v.State.With(f)
+// With runs f with the snapshot held still; what f asks stops when ctx
+// ends (clusterstate.ClusterState.With).
+func (v View) With(ctx context.Context, f func(*placement.Snapshot) error) error {
+	return v.State.With(ctx, f)
 }
 
 // Live is obj as a target, with the pods and revision the object of its

@@ -47,7 +47,7 @@ func (s *scope) advance(ctx context.Context, group []*target, stage pgv1.Stage) 
 	var podsStableAt time.Time
 	if !lowering {
 		var err error
-		if verdict, err = s.evaluate(group, stage); err != nil {
+		if verdict, err = s.evaluate(ctx, group, stage); err != nil {
 			return outcome{}, err
 		}
 		facts.Unstable, podsStableAt = s.podsUnstable(group)
@@ -199,9 +199,9 @@ func (s *scope) currentEntry(t *target) *corev1.PodSpec {
 // evaluate asks the one question (planning.AskStage) about the stage,
 // against one snapshot: with the capacity request the migration would
 // make, and how many nodes launched for the request it has already made.
-func (s *scope) evaluate(group []*target, stage pgv1.Stage) (planning.Verdict, error) {
+func (s *scope) evaluate(ctx context.Context, group []*target, stage pgv1.Stage) (planning.Verdict, error) {
 	var v planning.Verdict
-	err := s.r.State.With(func(snap *placement.Snapshot) error {
+	err := s.r.State.With(ctx, func(snap *placement.Snapshot) error {
 		var err error
 		if v, err = planning.AskStage(snap, s.situation(group), stage); err != nil || v.Request == nil {
 			return err

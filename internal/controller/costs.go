@@ -11,9 +11,9 @@ import (
 
 // rebalance is the rebalance step (spec.rebalance) of this reconcile, on
 // the migration and targets it read.
-func (s *scope) rebalance() *rebalance.Step {
+func (s *scope) rebalance(ctx context.Context) *rebalance.Step {
 	return &rebalance.Step{Client: s.r.Client, State: s.r.State, Migration: s.pm, Others: s.others,
-		Targets: planned(s.targets), Constraint: s.constraint, Now: s.now, Settled: s.targetsSettled()}
+		Targets: planned(s.targets), Constraint: s.constraint, Now: s.now, Settled: s.targetsSettled(ctx)}
 }
 
 // keepDeletionCosts runs the rebalance step after the migration's own:
@@ -23,7 +23,7 @@ func (s *scope) keepDeletionCosts(ctx context.Context, o outcome) (outcome, erro
 	if !s.pm.DeletionTimestamp.IsZero() || o.silent {
 		return o, nil
 	}
-	res, err := s.rebalance().Keep(ctx, o.done, o.degraded)
+	res, err := s.rebalance(ctx).Keep(ctx, o.done, o.degraded)
 	o = s.told(o, res)
 	return o, stale(err)
 }

@@ -27,7 +27,7 @@ func (s *scope) checkDisruptions(ctx context.Context) error {
 		return err
 	}
 	if c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionDisruptionReady); c != nil &&
-		c.ObservedGeneration == s.pm.Generation && !s.targetsSettled() {
+		c.ObservedGeneration == s.pm.Generation && !s.targetsSettled(ctx) {
 		// A pod deleted and not yet replaced makes every verdict about the
 		// workload one pod short: judged then, a zone loss that strands a
 		// pod looks survivable, and pod churn would flip the condition.
@@ -38,7 +38,7 @@ func (s *scope) checkDisruptions(ctx context.Context) error {
 	name := client.ObjectKeyFromObject(s.pm)
 	v, known := s.r.disruptions.get(name, key)
 	if !known {
-		if v, err = s.simulateDisruptions(policies); err != nil {
+		if v, err = s.simulateDisruptions(ctx, policies); err != nil {
 			return err
 		}
 		s.r.disruptions.put(name, key, v)
@@ -59,7 +59,7 @@ func (s *scope) checkDisruptions(ctx context.Context) error {
 
 // targetsSettled reports whether every target runs as many pods, bound
 // and not being deleted, as it has replicas, and no pod of it is leaving.
-func (s *scope) targetsSettled() bool {
+func (s *scope) targetsSettled(ctx context.Context) bool {
 	for _, t := range s.targets {
 		running := int32(0)
 		for _, p := range t.Pods {
@@ -75,7 +75,7 @@ func (s *scope) targetsSettled() bool {
 	// the simulation: judged then, a scale-out looks a node short, and the
 	// verdict's inputs (the live pods) would not change when it goes.
 	leaving := 0
-	_ = s.r.State.With(func(snap *placement.Snapshot) error {
+	_ = s.r.State.With(ctx, func(snap *placement.Snapshot) error {
 		for _, t := range s.targets {
 			if sel, err := metav1.LabelSelectorAsSelector(t.Selector()); err == nil {
 				leaving += snap.TerminatingSelected(t.Object().GetNamespace(), sel)
@@ -94,10 +94,10 @@ func (s *scope) disruptionPolicies(ctx context.Context) (planning.Policies, erro
 
 // simulateDisruptions asks the engine whether the targets survive what
 // the cluster will bring under the final stage.
-func (s *scope) simulateDisruptions(p planning.Policies) (planning.DisruptionVerdict, error) {
+func (s *scope) simulateDisruptions(ctx context.Context, p planning.Policies) (planning.DisruptionVerdict, error) {
 	metrics.CountDisruptionSimulation()
 	v := planning.Tolerated
-	err := s.r.State.With(func(snap *placement.Snapshot) error {
+	err := s.r.State.With(ctx, func(snap *placement.Snapshot) error {
 		var err error
 		v, err = planning.Disruptions(snap, s.intent(), planned(s.targets), p)
 		return err

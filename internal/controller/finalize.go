@@ -24,7 +24,7 @@ func (s *scope) finalize(ctx context.Context) (outcome, error) {
 	metrics.Forget(pm.Namespace, pm.Name)
 	var left []note
 	if controllerutil.ContainsFinalizer(pm, pgv1.DeletionCostFinalizer) {
-		rb := s.rebalance()
+		rb := s.rebalance(ctx)
 		remaining, err := rb.RemoveCosts(ctx)
 		if e, forbidden := rb.CostsLeftBehind(err); forbidden {
 			left, remaining = append(left, note{kind: e.Type, reason: e.Reason, message: e.Message}), 0

@@ -355,7 +355,7 @@ func (w *world) state() *clusterstate.ClusterState {
 		w.t.Fatal(err)
 	}
 	state := clusterstate.NewClusterState()
-	err := state.With(func(snap *placement.Snapshot) error {
+	err := state.With(ctx, func(snap *placement.Snapshot) error {
 		for i := range nodes.Items {
 			snap.UpsertNode(&nodes.Items[i])
 		}

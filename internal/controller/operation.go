@@ -65,7 +65,7 @@ func (s *scope) continueOperation(ctx context.Context, op *pgv1.Operation) (outc
 	case pgv1.ActionRevert:
 		return s.completeRevert(ctx, op)
 	}
-	return s.verifyStage(op)
+	return s.verifyStage(ctx, op)
 }
 
 func unwritten(op *pgv1.Operation) []int {

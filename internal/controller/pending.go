@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"context"
+
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,10 +21,10 @@ import (
 // pendingAfterSuccess looks at the pods of a migration that has succeeded.
 // Pods the scheduler has called unschedulable for longer than the grace
 // degrade it; pods not yet that long ask for another look when they are.
-func (s *scope) pendingAfterSuccess(final pgv1.Stage) (outcome, bool, error) {
+func (s *scope) pendingAfterSuccess(ctx context.Context, final pgv1.Stage) (outcome, bool, error) {
 	var found []planning.PendingPods
 	var recheck time.Duration
-	err := s.r.State.With(func(snap *placement.Snapshot) error {
+	err := s.r.State.With(ctx, func(snap *placement.Snapshot) error {
 		var err error
 		found, recheck, err = planning.Pending(snap, &s.pm.Spec, planned(s.targets), func(t *planning.Target) *corev1.PodSpec {
 			return planning.EntryOf(s.status(t.Ref).Applied)
@@ -39,10 +41,10 @@ func (s *scope) pendingAfterSuccess(final pgv1.Stage) (outcome, bool, error) {
 
 // unschedulableByConstraint returns the target pod the stage's entry has
 // kept Pending longest, and for how long (planning.KeptOutLongest).
-func (s *scope) unschedulableByConstraint(t *target, entry *corev1.PodSpec) (string, time.Duration, error) {
+func (s *scope) unschedulableByConstraint(ctx context.Context, t *target, entry *corev1.PodSpec) (string, time.Duration, error) {
 	var worst string
 	var longest time.Duration
-	err := s.r.State.With(func(snap *placement.Snapshot) error {
+	err := s.r.State.With(ctx, func(snap *placement.Snapshot) error {
 		var err error
 		worst, longest, err = planning.KeptOutLongest(snap, t.Target, entry, s.now)
 		return err

@@ -31,5 +31,5 @@ func (s *scope) preflight(ctx context.Context, group []*target, v *planning.Verd
 		return err
 	}
 	metrics.CountDisruptionSimulation()
-	return s.r.State.With(func(snap *placement.Snapshot) error { return v.AskPreflight(snap, sit) })
+	return s.r.State.With(ctx, func(snap *placement.Snapshot) error { return v.AskPreflight(snap, sit) })
 }

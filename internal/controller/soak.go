@@ -71,7 +71,7 @@ func (s *scope) soakOrSucceed(ctx context.Context) (outcome, error) {
 	if err := s.checkDisruptions(ctx); err != nil {
 		return outcome{}, err
 	}
-	d, degraded, err := s.pendingAfterSuccess(final)
+	d, degraded, err := s.pendingAfterSuccess(ctx, final)
 	if err != nil || degraded {
 		return d, err
 	}

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"context"
+
 	"fmt"
 	"strings"
 	"time"
@@ -18,7 +20,7 @@ import (
 // and, for the hard stage, the placement holds. Completion is judged before
 // the deadline, so a stage found complete after an outage is not rolled
 // back for the time the outage took.
-func (s *scope) verifyStage(op *pgv1.Operation) (outcome, error) {
+func (s *scope) verifyStage(ctx context.Context, op *pgv1.Operation) (outcome, error) {
 	stage := op.Stage
 	if o, hurt, err := s.guardOperation(op); hurt || err != nil {
 		return o, err
@@ -44,7 +46,7 @@ func (s *scope) verifyStage(op *pgv1.Operation) (outcome, error) {
 		if progress.Failed {
 			return s.startRollback(op, pgv1.ReasonProgressDeadline, progress.Message), nil
 		}
-		why, waited, err := s.unschedulableByConstraint(t, planning.EntryOf(ot.Entry))
+		why, waited, err := s.unschedulableByConstraint(ctx, t, planning.EntryOf(ot.Entry))
 		if err != nil {
 			return outcome{}, err
 		}
@@ -70,7 +72,7 @@ func (s *scope) verifyStage(op *pgv1.Operation) (outcome, error) {
 		}
 		return outcome{reason: pgv1.ReasonRolloutInProgress, message: firstFew(waiting, 3), after: next.Sub(s.now)}, nil
 	}
-	summary, holds, err := s.measure(op)
+	summary, holds, err := s.measure(ctx, op)
 	if err != nil {
 		return outcome{}, err
 	}
@@ -128,10 +130,10 @@ func (s *scope) completeStage(op *pgv1.Operation, summary string) outcome {
 
 // measure judges the targets' actual placement against the entries the
 // operation wrote, whatever the spec says now.
-func (s *scope) measure(op *pgv1.Operation) (string, bool, error) {
+func (s *scope) measure(ctx context.Context, op *pgv1.Operation) (string, bool, error) {
 	var summaries []string
 	holds := true
-	err := s.r.State.With(func(snap *placement.Snapshot) error {
+	err := s.r.State.With(ctx, func(snap *placement.Snapshot) error {
 		for _, ot := range op.Targets {
 			t := s.target(ot.Kind, ot.Name)
 			got, err := snap.Measure(t.Workload, placement.ConstraintOf(planning.EntryOf(ot.Entry)))

@@ -146,6 +146,9 @@ func (s *Snapshot) newEvaluatorDisregarding(pod *corev1.Pod, entry *corev1.PodSp
 }
 
 func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluator, error) {
+	if s.interrupted() {
+		return nil, ErrInterrupted
+	}
 	e := &evaluator{
 		s:           s,
 		pod:         pod,

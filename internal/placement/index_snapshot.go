@@ -91,6 +91,9 @@ type Snapshot struct {
 	// images are the nodes' images as ImageLocality reads them; nil once
 	// the nodes or their images change.
 	images *imageIndex
+	// done is the context of the question being asked, which stops it
+	// when closed (Within); nil outside Within.
+	done <-chan struct{}
 }
 
 // nodeInfo is one node and what its pods request.

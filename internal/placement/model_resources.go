@@ -152,12 +152,16 @@ func resizing(pod *corev1.Pod) bool {
 	return false
 }
 
+// ReasonTooManyPods is the scheduler's reason for a node that holds as
+// many pods as it admits.
+const ReasonTooManyPods = "Too many pods"
+
 // insufficient lists the scheduler's reasons why req does not fit in the
 // free part of alloc, in the scheduler's order.
 func insufficient(req, requested, alloc resources, allowedPods, pods int64) []string {
 	var reasons []string
 	if pods+1 > allowedPods {
-		reasons = append(reasons, "Too many pods")
+		reasons = append(reasons, ReasonTooManyPods)
 	}
 	if req.milliCPU == 0 && req.memory == 0 && req.ephemeralStorage == 0 && len(req.scalar) == 0 {
 		return reasons

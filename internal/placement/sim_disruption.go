@@ -236,7 +236,7 @@ func (s *Snapshot) SimulateScaleTo(w *Workload, replicas int32) (ScaleOut, error
 	if err != nil {
 		return out, fmt.Errorf("simulate scaling %s to %d: %w", w.Ref(), replicas, err)
 	}
-	for k := out.Placed; k < replicas; k++ {
+	for k := out.Placed; k < replicas && !s.interrupted(); k++ {
 		if p.place(newPod(w, fmt.Sprintf("%s-scaled-%d", w.Name, k), nil)) < 0 {
 			out.Message = p.e.verdict().Message
 			break

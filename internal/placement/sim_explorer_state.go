@@ -14,7 +14,7 @@ import (
 // up to date by every move, so that a state costs no more on 5,000 nodes
 // than on 5.
 func (x *explorer) enter(prefix int) bool {
-	if len(x.seen) >= x.budget {
+	if len(x.seen) >= x.budget || x.s.interrupted() {
 		x.cut = true
 		return false
 	}

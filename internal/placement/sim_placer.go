@@ -99,7 +99,7 @@ func (p *placer) bestSet() []int {
 	cands := p.e.candidates
 	want := p.sc.p.feasibleNodesToFind(len(p.e.order))
 	n := len(cands)
-	if n == 0 || !p.e.anyFits() {
+	if n == 0 || p.e.s.interrupted() || !p.e.anyFits() {
 		p.best, p.sampled = p.best[:0], false
 		return nil
 	}

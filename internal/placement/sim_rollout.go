@@ -91,6 +91,9 @@ func (r Rollout) LeftPending() []string {
 // placed once they are gone. The simulation starts without them: they
 // delay a rollout, they do not stop it.
 func (s *Snapshot) SimulateRollout(w *Workload) (Rollout, error) {
+	if r, over := s.overSlots(w); over {
+		return r, nil
+	}
 	old := s.workloadPods(w.Pods)
 	leaving, err := s.leavingPods(w)
 	if err != nil {
@@ -214,7 +217,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 	// simulation places the template itself under each name.
 	namePrefix := w.Name + "-" + newRevisionHash + "-"
 	var pending []string
-	for {
+	for !s.interrupted() {
 		progress := false
 		// Pending new pods are retried first: the scheduler retries them
 		// whenever something in the cluster changes.
@@ -230,7 +233,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 			break
 		}
 		// Scale up the new revision within replicas + maxSurge.
-		for created < replicas && created+len(remainingOld) < replicas+maxSurge {
+		for created < replicas && created+len(remainingOld) < replicas+maxSurge && !s.interrupted() {
 			name := namePrefix + strconv.Itoa(created)
 			created++
 			progress = true

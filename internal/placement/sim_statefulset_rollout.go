@@ -108,6 +108,9 @@ type statefulSetRollout struct {
 
 func (sim *statefulSetRollout) run(partition, maxUnavailable int) {
 	for range 2*len(sim.states) + 2 {
+		if sim.s.interrupted() {
+			return
+		}
 		created, blocked := sim.create()
 		if blocked {
 			// OrderedReady waits for a pod that never becomes Ready.
@@ -126,7 +129,7 @@ func (sim *statefulSetRollout) run(partition, maxUnavailable int) {
 // replace the deleted ones.
 func (sim *statefulSetRollout) create() (created, blocked bool) {
 	for ord, st := range sim.states {
-		if st != ordinalPending {
+		if st != ordinalPending || sim.s.interrupted() {
 			continue
 		}
 		pod := statefulSetPod(sim.s, sim.w, ord)
@@ -141,6 +144,9 @@ func (sim *statefulSetRollout) create() (created, blocked bool) {
 		sim.r.Steps = append(sim.r.Steps, sim.pl.step(StepSchedule, pod.Name, i))
 	}
 	for ord, st := range sim.states {
+		if sim.s.interrupted() {
+			return created, true
+		}
 		switch st {
 		case ordinalPending:
 			if !sim.parallel {

@@ -62,8 +62,9 @@ func ParseMode(s string) (Mode, error) {
 // operator's feeds, a workload as it runs now, and what a change to it is
 // judged with.
 type Cluster interface {
-	// With runs f with the snapshot held still.
-	With(f func(*placement.Snapshot) error) error
+	// With runs f with the snapshot held still; what f asks stops when
+	// ctx ends.
+	With(ctx context.Context, f func(*placement.Snapshot) error) error
 	// Live is obj as a target, with the pods and revision of the object
 	// of that uid as it runs now (none for an object not created yet).
 	Live(ctx context.Context, obj client.Object) (*targets.Target, error)
@@ -360,35 +361,23 @@ func (v *Validator) judge(ctx context.Context, obj client.Object, before *corev1
 		ctx, cancel = context.WithTimeout(ctx, v.Budget)
 		defer cancel()
 	}
-	type result struct {
-		findings []pgadmission.Finding
-		err      error
+	ch, err := v.change(ctx, obj, before)
+	if err != nil {
+		return nil, err
 	}
-	done := make(chan result, 1)
-	go func() {
-		ch, err := v.change(ctx, obj, before)
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		var fs []pgadmission.Finding
-		err = v.Cluster.With(func(snap *placement.Snapshot) error {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			var err error
-			fs, err = pgadmission.Judge(snap, ch)
-			return err
-		})
-		done <- result{fs, err}
-	}()
-	select {
-	case r := <-done:
-		return r.findings, r.err
-	case <-ctx.Done():
+	// The engine stops at the budget's end, and so does the wait for the
+	// snapshot: nothing of this judgement runs on after its answer.
+	var fs []pgadmission.Finding
+	err = v.Cluster.With(ctx, func(snap *placement.Snapshot) error {
+		var err error
+		fs, err = pgadmission.Judge(snap, ch)
+		return err
+	})
+	if errors.Is(err, placement.ErrInterrupted) {
 		metrics.CountUnjudged("budget")
 		return nil, fmt.Errorf("no answer within %s", v.Budget)
 	}
+	return fs, err
 }
 
 // change is the request's change with what it is judged with.

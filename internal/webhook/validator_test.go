@@ -59,9 +59,16 @@ func newTwoNodes(t *testing.T) *twoNodes {
 	return &twoNodes{snap: snap}
 }
 
-func (c *twoNodes) With(f func(*placement.Snapshot) error) error {
-	time.Sleep(c.delay)
-	return f(c.snap)
+// With holds the snapshot for c.delay first, as a long judgement before
+// this one would, and stops waiting when ctx ends, as the cluster
+// state's lock does.
+func (c *twoNodes) With(ctx context.Context, f func(*placement.Snapshot) error) error {
+	select {
+	case <-time.After(c.delay):
+	case <-ctx.Done():
+		return fmt.Errorf("%w: waiting for the snapshot: %w", placement.ErrInterrupted, ctx.Err())
+	}
+	return c.snap.Within(ctx, f)
 }
 
 func (c *twoNodes) Live(_ context.Context, obj client.Object) (*targets.Target, error) {

@@ -94,7 +94,7 @@ func (r *Reconciler) record(ctx context.Context, obj client.Object) error {
 	// the pre-flight is asked too.
 	ch := planning.Change{Target: t, Migrations: migrations, Policies: policies, Preflight: true}
 	var findings []admission.Finding
-	err = r.Cluster.With(func(snap *placement.Snapshot) error {
+	err = r.Cluster.With(ctx, func(snap *placement.Snapshot) error {
 		var err error
 		findings, err = admission.Judge(snap, ch)
 		return err

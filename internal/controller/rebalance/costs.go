@@ -75,7 +75,7 @@ func (s *Step) Keep(ctx context.Context, done, degraded bool) (Result, error) {
 func (s *Step) rankPods(ctx context.Context, degraded bool) error {
 	pm := s.Migration
 	var rankings []planning.Ranking
-	err := s.State.With(func(snap *placement.Snapshot) error {
+	err := s.State.With(ctx, func(snap *placement.Snapshot) error {
 		var err error
 		rankings, err = planning.Rankings(snap, pm, s.Others, s.Targets)
 		return err
@@ -171,7 +171,7 @@ func (s *Step) patchCost(ctx context.Context, c placement.CostChange) error {
 func (s *Step) RemoveCosts(ctx context.Context) (int, error) {
 	pm := s.Migration
 	var changes []placement.CostChange
-	err := s.State.With(func(snap *placement.Snapshot) error {
+	err := s.State.With(ctx, func(snap *placement.Snapshot) error {
 		for _, t := range s.Targets {
 			if planning.RankedByOther(pm, s.Others, t.Ref) == "" {
 				changes = append(changes, snap.ClearDeletionCosts(t.Workload)...)

@@ -78,16 +78,16 @@ func (s *Step) moves(ctx context.Context) (moveVerdict, error) {
 		s.lookAgainIn(moveRecheck)
 		return moveVerdict{status: metav1.ConditionUnknown, reason: pgv1.ReasonMovingPod, message: "Waiting for every target pod to run before the next move"}, nil
 	}
-	return s.planMove()
+	return s.planMove(ctx)
 }
 
 // planMove asks the engine for the next move and records it, within the
 // budget.
-func (s *Step) planMove() (moveVerdict, error) {
+func (s *Step) planMove(ctx context.Context) (moveVerdict, error) {
 	rb := s.Migration.Status.Rebalance
 	var even, kept []string
 	var next *pgv1.PodMove
-	err := s.State.With(func(snap *placement.Snapshot) error {
+	err := s.State.With(ctx, func(snap *placement.Snapshot) error {
 		for _, t := range s.Targets {
 			plan, err := planning.NextMove(snap, s.Migration, t, s.Now)
 			if err != nil {
@@ -186,7 +186,7 @@ func (s *Step) continueMove(ctx context.Context, rb *pgv1.RebalanceStatus) (move
 	if !mv.Evicted {
 		return s.evict(ctx, rb, t)
 	}
-	return s.judgeReplacement(rb, t)
+	return s.judgeReplacement(ctx, rb, t)
 }
 
 // evict evicts the pod the recorded move names, unless it is already
@@ -231,7 +231,7 @@ func (s *Step) evict(ctx context.Context, rb *pgv1.RebalanceStatus, t *planning.
 // judgeReplacement waits for the evicted pod's replacement to be Ready,
 // then checks it landed where the engine said and the spread is no less
 // even than before.
-func (s *Step) judgeReplacement(rb *pgv1.RebalanceStatus, t *planning.Target) (moveVerdict, error) {
+func (s *Step) judgeReplacement(ctx context.Context, rb *pgv1.RebalanceStatus, t *planning.Target) (moveVerdict, error) {
 	mv := rb.Move
 	replacement := s.replacementOf(t, mv)
 	if replacement == nil || !s.Settled {
@@ -242,7 +242,7 @@ func (s *Step) judgeReplacement(rb *pgv1.RebalanceStatus, t *planning.Target) (m
 		return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonMovingPod, message: fmt.Sprintf(
 			"Evicted %s of %s from %s; waiting for its replacement to be Ready in %s", mv.Pod, mv.Target, mv.From, mv.To)}, nil
 	}
-	landed, skew, err := s.landing(t, replacement)
+	landed, skew, err := s.landing(ctx, t, replacement)
 	if err != nil {
 		return moveVerdict{}, err
 	}
@@ -283,10 +283,10 @@ func (s *Step) replacementOf(t *planning.Target, mv *pgv1.PodMove) *corev1.Pod {
 }
 
 // landing is the domain the replacement runs in and the target's skew now.
-func (s *Step) landing(t *planning.Target, replacement *corev1.Pod) (string, int, error) {
+func (s *Step) landing(ctx context.Context, t *planning.Target, replacement *corev1.Pod) (string, int, error) {
 	var domain string
 	var skew int
-	err := s.State.With(func(snap *placement.Snapshot) error {
+	err := s.State.With(ctx, func(snap *placement.Snapshot) error {
 		if n, ok := snap.Node(replacement.Spec.NodeName); ok {
 			domain = n.Labels[s.Constraint.TopologyKey()]
 		}
