@@ -10,7 +10,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -25,7 +24,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -33,11 +31,8 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/clusterstate"
-	"github.com/placement-guard/placement-guard/internal/clusterview"
 	"github.com/placement-guard/placement-guard/internal/controller"
-	"github.com/placement-guard/placement-guard/internal/controller/adopt"
-	"github.com/placement-guard/placement-guard/internal/controller/findings"
-	"github.com/placement-guard/placement-guard/internal/controller/namespacemode"
+	"github.com/placement-guard/placement-guard/internal/controller/setup"
 	"github.com/placement-guard/placement-guard/internal/leadership"
 	"github.com/placement-guard/placement-guard/internal/memlimit"
 	"github.com/placement-guard/placement-guard/internal/placement"
@@ -214,92 +209,24 @@ func main() {
 		log.Error(err, "Unable to create the manager")
 		os.Exit(1)
 	}
-	// The engine's view of the cluster, warm on every replica: the
-	// reconciler, the findings and the admission check ask it.
-	state, feeds, err := clusterstate.Setup(mgr, feedRead)
-	if err != nil {
-		log.Error(err, "Unable to set up the cluster state")
-		os.Exit(1)
-	}
-	state.UseProfile(profile)
-	reconciler := &controller.PlacementMigrationReconciler{
-		Client:             mgr.GetClient(),
-		APIReader:          mgr.GetAPIReader(),
-		Scheme:             mgr.GetScheme(),
-		Recorder:           mgr.GetEventRecorder("placement-guard"),
-		UnschedulableGrace: grace,
-		Budget:             &controller.WriteBudget{Max: budgetWrites, Window: budgetWindow},
-		State:              state,
-		Feeds:              feeds,
-	}
-	if err := reconciler.SetupWithManager(mgr); err != nil {
-		log.Error(err, "Unable to set up the controller", "controller", "PlacementMigration")
-		os.Exit(1)
-	}
-	// The admission check's view, built from the same cluster state.
-	cluster := clusterview.View{Reader: mgr.GetClient(), State: state, Feeds: feeds}
-	ctx := ctrl.SetupSignalHandler()
-	if err := cluster.Warm(ctx, mgr.GetCache()); err != nil {
-		log.Error(err, "Unable to set up the admission check's cache")
-		os.Exit(1)
-	}
-	if serveAdmission {
-		// The check exempts the migrations' own writes by the user they
-		// come as, which only the API server can tell.
-		operator, err := webhook.OwnUser(ctx, cfg)
-		if err != nil {
-			log.Error(err, "Unable to set up the admission check")
-			os.Exit(1)
-		}
-		log.Info("The admission check exempts the migrations' writes from this user only", "user", operator)
-		webhook.Register(mgr, cluster, webhook.Options{Mode: mode, Skip: skippedNamespaces(skipNS), Budget: budget, Operator: operator, MaxJudgements: maxJudgements})
-		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
-			log.Error(err, "Unable to set up the readiness check")
-			os.Exit(1)
-		}
-	} else {
-		log.Info("The admission check is not served: neither --webhook-cert-secret nor --webhook-cert-path")
-	}
 	if rotator != nil {
 		rotator.Log = ctrl.Log.WithName("webhook-cert")
-		if err := mgr.Add(rotator); err != nil {
-			log.Error(err, "Unable to set up the webhook's certificate")
-			os.Exit(1)
-		}
-		if err := mgr.AddReadyzCheck("webhook-cert", rotator.Ready); err != nil {
-			log.Error(err, "Unable to set up the readiness check")
-			os.Exit(1)
-		}
 	}
-	if mode != webhook.ModeOff {
-		if err := (&findings.Reconciler{Client: mgr.GetClient(), Events: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("placement-guard"), Cluster: cluster,
-			Skip: skippedNamespaces(skipNS)}).SetupWithManager(mgr); err != nil {
-			log.Error(err, "Unable to set up the controller", "controller", "admissionfindings")
-			os.Exit(1)
-		}
-	}
-	if err := (&namespacemode.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("placement-guard")}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "Unable to set up the controller", "controller", "namespacemode")
-		os.Exit(1)
-	}
-	if err := (&adopt.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("placement-guard")}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "Unable to set up the controller", "controller", "adoption")
-		os.Exit(1)
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		log.Error(err, "Unable to set up the health check")
-		os.Exit(1)
-	}
-	// Ready once the engine knows the cluster: a replica judges nothing,
-	// and acts on nothing, from an empty snapshot.
-	if err := mgr.AddReadyzCheck("synced", func(*http.Request) error {
-		if !cluster.Synced() {
-			return errors.New("the pod and node feeds have not taken in their first list")
-		}
-		return nil
+	ctx := ctrl.SetupSignalHandler()
+	if _, err := setup.Operator(ctx, mgr, cfg, setup.Options{
+		FeedReadInterval:   feedRead,
+		Profile:            profile,
+		UnschedulableGrace: grace,
+		WriteBudget:        &controller.WriteBudget{Max: budgetWrites, Window: budgetWindow},
+		Admission:          webhook.Options{Mode: mode, Skip: skippedNamespaces(skipNS), Budget: budget, MaxJudgements: maxJudgements},
+		Serve:              serveAdmission,
+		Rotator:            rotator,
 	}); err != nil {
-		log.Error(err, "Unable to set up the readiness check")
+		log.Error(err, "Unable to set up the operator")
 		os.Exit(1)
+	}
+	if !serveAdmission {
+		log.Info("The admission check is not served: neither --webhook-cert-secret nor --webhook-cert-path")
 	}
 	log.Info("Starting the manager")
 	if err := mgr.Start(ctx); err != nil {

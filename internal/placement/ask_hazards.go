@@ -137,6 +137,13 @@ func (s *Snapshot) rolloutHazard(w *Workload, c Constraint, r Rollout) *Hazard {
 		return nil
 	}
 	verdict := r.Blocked.Message
+	if r.Slots > 0 {
+		return withFix(&Hazard{
+			Type: HazardUnschedulable, Blocking: true, Workload: w.Ref(),
+			Message: fmt.Sprintf("%s: %d replicas exceed the %d pods the cluster's nodes admit together, so its rollout cannot complete (it was not simulated pod by pod).",
+				w.Ref(), w.Replicas, r.Slots),
+		}, "lower the replicas, or add nodes first")
+	}
 	if r.Blocked.Reasons[ReasonVolumeNodeAffinity] > 0 || r.Blocked.Reasons[ReasonVolumeZone] > 0 {
 		return withFix(&Hazard{
 			Type: HazardVolumeZonePinning, Blocking: true, Workload: w.Ref(),

@@ -34,9 +34,10 @@ func (s *Snapshot) overSlots(w *Workload) (r Rollout, ok bool) {
 	if int64(w.Replicas) <= slots {
 		return Rollout{}, false
 	}
-	msg := fmt.Sprintf("0/%d nodes are available: %d replicas exceed the %d pods the cluster's nodes admit together (their allocatable pods); the rollout was not simulated pod by pod.",
+	msg := fmt.Sprintf("0/%d nodes are available: %d replicas exceed the %d pods the cluster's nodes admit together (their allocatable pods).",
 		s.NodeCount(), w.Replicas, slots)
 	r.Blocked = &Verdict{Reasons: map[string]int{ReasonTooManyPods: s.NodeCount()}, Message: msg}
+	r.Slots = slots
 	r.BlockedPod = w.Name + "-" + newRevisionHash + "-" + strconv.FormatInt(slots, 10)
 	return r, true
 }

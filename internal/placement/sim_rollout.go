@@ -59,6 +59,9 @@ type Rollout struct {
 	// Note explains a rollout that does not recreate pods (OnDelete) or
 	// other particulars a person should know.
 	Note string
+	// Slots is, for a workload of more replicas than the cluster's nodes
+	// admit together, that bound: the rollout was not simulated.
+	Slots int64
 }
 
 // LeftPending are the pods the rollout leaves Pending at its end, sorted:

@@ -23,11 +23,7 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/clusterstate"
-	"github.com/placement-guard/placement-guard/internal/clusterview"
-	"github.com/placement-guard/placement-guard/internal/controller"
-	"github.com/placement-guard/placement-guard/internal/controller/adopt"
-	"github.com/placement-guard/placement-guard/internal/controller/findings"
-	"github.com/placement-guard/placement-guard/internal/controller/namespacemode"
+	"github.com/placement-guard/placement-guard/internal/controller/setup"
 	"github.com/placement-guard/placement-guard/internal/webhook"
 )
 
@@ -103,51 +99,20 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 	if err != nil {
 		return nil, fmt.Errorf("create the manager: %w", err)
 	}
-	state, feeds, err := clusterstate.Setup(mgr, clusterstate.DefaultFeedReadInterval)
-	if err != nil {
-		return nil, fmt.Errorf("set up the cluster state: %w", err)
-	}
-	reconciler := &controller.PlacementMigrationReconciler{
-		Client:             mgr.GetClient(),
-		APIReader:          mgr.GetAPIReader(),
-		Scheme:             mgr.GetScheme(),
-		Recorder:           mgr.GetEventRecorder("placement-guard"),
-		UnschedulableGrace: opts.UnschedulableGrace,
-		State:              state,
-		Feeds:              feeds,
-	}
-	if err := reconciler.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up the reconciler: %w", err)
-	}
-	if rotator != nil {
-		if err := mgr.Add(rotator); err != nil {
-			return nil, err
-		}
-	}
+	// Without a webhook the check is Off, and so are its findings, as in
+	// a manager that serves none.
+	mode := webhook.ModeOff
 	if opts.WebhookPort != 0 {
-		mode := opts.AdmissionMode
-		if mode == "" {
-			mode = webhook.ModeWarn
-		}
-		cluster := clusterview.View{Reader: mgr.GetClient(), State: state, Feeds: feeds}
-		if err := cluster.Warm(ctx, mgr.GetCache()); err != nil {
-			return nil, err
-		}
-		operator, err := webhook.OwnUser(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		webhook.Register(mgr, cluster, webhook.Options{Mode: mode, Skip: []string{"kube-system"}, Budget: webhook.DefaultBudget, Operator: operator})
-		if err := (&findings.Reconciler{Client: mgr.GetClient(), Events: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("placement-guard"),
-			Cluster: cluster, Skip: []string{"kube-system"}}).SetupWithManager(mgr); err != nil {
-			return nil, fmt.Errorf("set up the admission findings: %w", err)
-		}
-		if err := (&namespacemode.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("placement-guard")}).SetupWithManager(mgr); err != nil {
-			return nil, fmt.Errorf("set up the namespace modes: %w", err)
-		}
+		mode = cmp.Or(opts.AdmissionMode, webhook.ModeWarn)
 	}
-	if err := (&adopt.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("placement-guard")}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up the adoption controller: %w", err)
+	if _, err := setup.Operator(ctx, mgr, cfg, setup.Options{
+		FeedReadInterval:   clusterstate.DefaultFeedReadInterval,
+		UnschedulableGrace: opts.UnschedulableGrace,
+		Admission:          webhook.Options{Mode: mode, Skip: []string{"kube-system"}, Budget: webhook.DefaultBudget},
+		Serve:              opts.WebhookPort != 0,
+		Rotator:            rotator,
+	}); err != nil {
+		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

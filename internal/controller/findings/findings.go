@@ -5,9 +5,12 @@ package findings
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,9 +36,9 @@ import (
 // and alerting see. The webhook itself has no side effects: this
 // controller judges the change again, on the leader, from the same
 // snapshot, and records each finding once per generation of the workload:
-// the generation is in the Event's note, and a finding a leader before
-// this one recorded (the Events of the workload, read from the API server
-// on a generation this leader has not judged) is not recorded again.
+// the generation is in the Event's note, and a generation a leader before
+// this one judged (the Events of the workload, read from the API server
+// the first time this leader meets it) is not judged again.
 type Reconciler struct {
 	client.Client
 	// Events reads the workload's Events from the API server, uncached:
@@ -45,18 +48,38 @@ type Reconciler struct {
 	Cluster  clusterview.View
 	// Skip are namespaces never judged, as the admission check skips them.
 	Skip []string
+	// Budget bounds one judgement (DefaultBudget when 0): the pre-flight
+	// it asks drains every node, under the lock that the feeds, the
+	// reconcilers and the admission check share. A judgement that runs
+	// out is said in a NotJudged Event and not tried again for that
+	// generation.
+	Budget time.Duration
 
 	mu sync.Mutex
-	// told remembers, per workload, the generation last judged.
-	told map[types.UID]int64
+	// told remembers, per workload name, the generation last judged of
+	// each object of that name (a Deployment and a StatefulSet may share
+	// one); an object's entry goes with it.
+	told map[types.NamespacedName]map[types.UID]int64
 }
 
-// Reconcile judges a workload whose placement-relevant fields changed.
+// DefaultBudget bounds one judgement of a change that landed: off the
+// request's path, with the pre-flight, five times the admission check's.
+const DefaultBudget = 10 * time.Second
+
+// Reasons of the Events said about a judgement rather than a finding.
+const (
+	// ReasonNotJudged is a change whose judgement ran out of its budget.
+	ReasonNotJudged = "NotJudged"
+)
+
+// Reconcile judges a workload whose placement-relevant fields changed,
+// and forgets the objects of that name that are gone.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	workloads, err := targets.Named(ctx, r.Client, req.NamespacedName)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.keepOnly(req.NamespacedName, workloads)
 	for _, obj := range workloads {
 		if err := r.record(ctx, obj); err != nil {
 			return ctrl.Result{}, err
@@ -74,48 +97,42 @@ func (r *Reconciler) record(ctx context.Context, obj client.Object) error {
 	if err := r.Get(ctx, client.ObjectKey{Name: obj.GetNamespace()}, ns); err == nil && ns.Labels[pgv1.AdmissionLabel] == "Off" {
 		return nil
 	}
-	if !r.firstTime(obj) {
+	met, due := r.due(obj)
+	if !due {
 		return nil
 	}
-	migrations, err := r.Cluster.Migrations(ctx, obj.GetNamespace())
-	if err != nil || migrated(migrations, obj) {
-		return err
-	}
-	t, err := r.Cluster.Live(ctx, obj)
-	if err != nil {
-		return err
-	}
-	policies, err := r.Cluster.Policies(ctx, obj.GetNamespace())
-	if err != nil {
-		return err
-	}
-	// The change has landed and what it replaced is gone: every hard
-	// constraint is judged as the workload's own. Off the request's path,
-	// the pre-flight is asked too.
-	ch := planning.Change{Target: t, Migrations: migrations, Policies: policies, Preflight: true}
-	var findings []admission.Finding
-	err = r.Cluster.With(ctx, func(snap *placement.Snapshot) error {
-		var err error
-		findings, err = admission.Judge(snap, ch)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("judge %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
-	}
-	if len(findings) == 0 {
-		return nil
-	}
-	said, err := r.said(ctx, obj)
+	said, err := r.saidIfNew(ctx, obj, met)
 	if err != nil {
 		r.forget(obj)
 		return err
+	}
+	if judgedBefore(said, obj.GetGeneration()) {
+		return nil
+	}
+	findings, err := r.judge(ctx, obj)
+	if errors.Is(err, placement.ErrInterrupted) && ctx.Err() == nil {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonNotJudged, findingAction, "%s",
+			noteOf(fmt.Sprintf("the change was not judged within %s; kubectl placement lint judges it offline", r.budget()), obj.GetGeneration()))
+		return nil
+	}
+	if err != nil || len(findings) == 0 {
+		if err != nil {
+			r.forget(obj)
+		}
+		return err
+	}
+	if said == nil {
+		if said, err = r.said(ctx, obj); err != nil {
+			r.forget(obj)
+			return err
+		}
 	}
 	for _, f := range findings {
 		kind := corev1.EventTypeNormal
 		if f.Blocking {
 			kind = corev1.EventTypeWarning
 		}
-		note := noteOf(f, obj.GetGeneration())
+		note := noteOf(f.Message, obj.GetGeneration())
 		if said[f.Type+"\x00"+note] {
 			continue
 		}
@@ -124,17 +141,79 @@ func (r *Reconciler) record(ctx context.Context, obj client.Object) error {
 	return nil
 }
 
+// judge asks the one question about obj as it runs now, within the
+// budget.
+func (r *Reconciler) judge(ctx context.Context, obj client.Object) ([]admission.Finding, error) {
+	migrations, err := r.Cluster.Migrations(ctx, obj.GetNamespace())
+	if err != nil || migrated(migrations, obj) {
+		return nil, err
+	}
+	t, err := r.Cluster.Live(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	policies, err := r.Cluster.Policies(ctx, obj.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	// The change has landed and what it replaced is gone: every hard
+	// constraint is judged as the workload's own. Off the request's path,
+	// the pre-flight is asked too.
+	ch := planning.Change{Target: t, Migrations: migrations, Policies: policies, Preflight: true}
+	ctx, cancel := context.WithTimeout(ctx, r.budget())
+	defer cancel()
+	var findings []admission.Finding
+	err = r.Cluster.With(ctx, func(snap *placement.Snapshot) error {
+		var err error
+		findings, err = admission.Judge(snap, ch)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("judge %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	return findings, nil
+}
+
+func (r *Reconciler) budget() time.Duration {
+	if r.Budget > 0 {
+		return r.Budget
+	}
+	return DefaultBudget
+}
+
 // findingAction is the action of a finding's Event.
 const findingAction = "Judged"
 
-// noteOf is the note of a finding's Event: the finding, and the
+// noteOf is the note of an Event of a judgement: what was found, and the
 // generation of the workload it was found of, which tells one change's
 // findings from the next one's.
-func noteOf(f admission.Finding, generation int64) string {
-	return fmt.Sprintf("%s (generation %d)", f.Message, generation)
+func noteOf(what string, generation int64) string {
+	return fmt.Sprintf("%s (generation %d)", what, generation)
 }
 
-// said are the findings recorded of the workload already, by reason and
+// judgedBefore reports Events that say the generation was judged: a
+// finding of it, or that its judgement ran out of its budget.
+func judgedBefore(said map[string]bool, generation int64) bool {
+	suffix := fmt.Sprintf(" (generation %d)", generation)
+	for k := range said {
+		if strings.HasSuffix(k, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// saidIfNew reads what was said of a workload this leader meets for the
+// first time (met is false): a leader before it may have judged it.
+// nil when this leader has judged it before.
+func (r *Reconciler) saidIfNew(ctx context.Context, obj client.Object, met bool) (map[string]bool, error) {
+	if met {
+		return nil, nil
+	}
+	return r.said(ctx, obj)
+}
+
+// said are the judgements recorded of the workload already, by reason and
 // note, from its Events as the API server has them.
 func (r *Reconciler) said(ctx context.Context, obj client.Object) (map[string]bool, error) {
 	var list corev1.EventList
@@ -155,22 +234,52 @@ func (r *Reconciler) said(ctx context.Context, obj client.Object) (map[string]bo
 func (r *Reconciler) forget(obj client.Object) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.told, obj.GetUID())
+	delete(r.told[client.ObjectKeyFromObject(obj)], obj.GetUID())
 }
 
-// firstTime reports whether the workload's generation was not judged yet,
-// and remembers it.
-func (r *Reconciler) firstTime(obj client.Object) bool {
+// due reports whether the workload's generation is yet to be judged, and
+// remembers it; met says this leader has judged the object before.
+func (r *Reconciler) due(obj client.Object) (met, due bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	key := client.ObjectKeyFromObject(obj)
 	if r.told == nil {
-		r.told = map[types.UID]int64{}
+		r.told = map[types.NamespacedName]map[types.UID]int64{}
 	}
-	if r.told[obj.GetUID()] >= obj.GetGeneration() {
-		return false
+	if r.told[key] == nil {
+		r.told[key] = map[types.UID]int64{}
 	}
-	r.told[obj.GetUID()] = obj.GetGeneration()
-	return true
+	last, met := r.told[key][obj.GetUID()]
+	if met && last >= obj.GetGeneration() {
+		return true, false
+	}
+	r.told[key][obj.GetUID()] = obj.GetGeneration()
+	return met, true
+}
+
+// keepOnly forgets the objects of the name that are gone.
+func (r *Reconciler) keepOnly(key types.NamespacedName, live []client.Object) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for uid := range r.told[key] {
+		if !slices.ContainsFunc(live, func(o client.Object) bool { return o.GetUID() == uid }) {
+			delete(r.told[key], uid)
+		}
+	}
+	if len(r.told[key]) == 0 {
+		delete(r.told, key)
+	}
+}
+
+// remembered counts the workloads whose judgement this leader remembers.
+func (r *Reconciler) remembered() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, byUID := range r.told {
+		n += len(byUID)
+	}
+	return n
 }
 
 // migrated reports a workload one of the namespace's migrations targets:
@@ -215,7 +324,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			return admission.Relevant(targets.WorkloadOf(e.ObjectOld), targets.WorkloadOf(e.ObjectNew))
 		},
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		// A workload that goes is forgotten.
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
 	b := ctrl.NewControllerManagedBy(mgr).Named("admissionfindings")
