@@ -89,6 +89,9 @@ func main() {
 		budget         time.Duration
 		schedConfig    string
 		schedName      string
+		unjudged       string
+		clientCA       string
+		clientNames    string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
@@ -118,6 +121,9 @@ func main() {
 	flag.DurationVar(&certValidity, "webhook-cert-validity", webhook.DefaultCertValidity, "A serving certificate's life, with --webhook-cert-secret; the authority lives ten of them, and each is renewed in its last third.")
 	flag.DurationVar(&budget, "admission-budget", webhook.DefaultBudget, "How long the admission check may take to judge a change before it admits it with a warning that it was not judged: well inside the webhook configuration's timeoutSeconds (two fifths of it), so that the check answers before the API server gives up on it.")
 	flag.IntVar(&maxJudgements, "admission-max-judgements", webhook.DefaultMaxJudgements, "How many changes the admission check judges at once; a change that finds them all taken is admitted at once with a warning that it was not judged (placementguard_admission_unjudged_total{reason=\"busy\"}), never queued.")
+	flag.StringVar(&unjudged, "admission-unjudged", string(webhook.UnjudgedAdmit), "What Deny mode does with a change the admission check could not judge (it was judging as many as --admission-max-judgements allows, or ran out of --admission-budget): Admit it with a warning, or Refuse it, saying why; a namespace's placementguard.io/admission-unjudged label overrides it. Refuse keeps Deny whole under any load, at the cost of refusing writes the check had no time for (docs/operations.md).")
+	flag.StringVar(&clientCA, "admission-client-ca", "", "A PEM file of the authority that signs the client certificate the API server presents to admission webhooks (its --admission-control-config-file's kubeConfigFile). The check then judges the API server's requests only, answers anyone else at once, and shares its judgements among the users that send the writes: a flood sent straight to its port cannot take the API server's place. Empty: every caller is judged, known by its address.")
+	flag.StringVar(&clientNames, "admission-client-names", "", "Comma-separated common names the API server's client certificate may have, with --admission-client-ca; any certificate the authority signs when empty.")
 	flag.StringVar(&skipNS, "admission-skip-namespaces", "kube-system", "Comma-separated namespaces whose workloads the admission check never judges; the operator's own namespace is always skipped.")
 	flag.StringVar(&schedConfig, "scheduler-config", "", "The KubeSchedulerConfiguration file the cluster's kube-scheduler runs (kubescheduler.config.k8s.io/v1): the engine filters and scores with its --scheduler-name profile's plugins, weights and arguments, skipping the filters it turns off. Empty: kube-scheduler's default profile. What the engine cannot predict as the scheduler would (an out-of-tree plugin, an extender, a preFilter turned off) is refused, and the manager does not start.")
 	flag.StringVar(&schedName, "scheduler-name", "default-scheduler", "The profile of --scheduler-config the engine predicts with: the schedulerName of the targets' pods.")
@@ -127,6 +133,18 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "--admission-mode:", err)
 		os.Exit(2)
+	}
+	unjudgedChanges, err := webhook.ParseUnjudged(unjudged)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "--admission-unjudged:", err)
+		os.Exit(2)
+	}
+	var apiServer *webhook.APIServerIdentity
+	if clientCA != "" {
+		if apiServer, err = webhook.LoadAPIServerIdentity(clientCA, commaList(clientNames)); err != nil {
+			fmt.Fprintln(os.Stderr, "--admission-client-ca:", err)
+			os.Exit(2)
+		}
 	}
 	if budget <= 0 {
 		fmt.Fprintln(os.Stderr, "--admission-budget: must be positive")
@@ -183,8 +201,12 @@ func main() {
 	}
 	serveAdmission := certPath != "" || rotator != nil
 	if serveAdmission {
+		webhookTLS := tlsOpts
+		if apiServer != nil {
+			webhookTLS = append(webhookTLS, apiServer.TLS)
+		}
 		options.WebhookServer = ctrlwebhook.NewServer(ctrlwebhook.Options{
-			Host: webhookHost, Port: webhookPort, CertDir: certPath, CertName: certName, KeyName: certKey, TLSOpts: tlsOpts,
+			Host: webhookHost, Port: webhookPort, CertDir: certPath, CertName: certName, KeyName: certKey, TLSOpts: webhookTLS,
 		})
 	}
 	if leaderElect {
@@ -218,9 +240,10 @@ func main() {
 		Profile:            profile,
 		UnschedulableGrace: grace,
 		WriteBudget:        &controller.WriteBudget{Max: budgetWrites, Window: budgetWindow},
-		Admission:          webhook.Options{Mode: mode, Skip: skippedNamespaces(skipNS), Budget: budget, MaxJudgements: maxJudgements},
-		Serve:              serveAdmission,
-		Rotator:            rotator,
+		Admission: webhook.Options{Mode: mode, Skip: skippedNamespaces(skipNS), Budget: budget, MaxJudgements: maxJudgements,
+			Unjudged: unjudgedChanges, APIServer: apiServer},
+		Serve:   serveAdmission,
+		Rotator: rotator,
 	}); err != nil {
 		log.Error(err, "Unable to set up the operator")
 		os.Exit(1)
@@ -273,15 +296,21 @@ func ownNamespace() string {
 	return os.Getenv("POD_NAMESPACE")
 }
 
+// commaList is a flag's comma-separated values, blanks left out.
+func commaList(flagValue string) []string {
+	var out []string
+	for _, v := range strings.Split(flagValue, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // skippedNamespaces are the namespaces the admission check never judges:
 // those of the flag and the operator's own, read from its ServiceAccount.
 func skippedNamespaces(flagValue string) []string {
-	var out []string
-	for _, ns := range strings.Split(flagValue, ",") {
-		if ns = strings.TrimSpace(ns); ns != "" {
-			out = append(out, ns)
-		}
-	}
+	out := commaList(flagValue)
 	if own := ownNamespace(); own != "" {
 		out = append(out, own)
 	}

@@ -215,6 +215,12 @@ const DeletionCostFinalizer = "placementguard.io/deletion-costs"
 // manager's --admission-mode when absent); on a workload, Off opts it out.
 const AdmissionLabel = "placementguard.io/admission"
 
+// AdmissionUnjudgedLabel sets, on a namespace, what the admission check in
+// Deny mode does with a change it could not judge (busy, or over its
+// budget): Admit it with a warning, or Refuse it (the manager's
+// --admission-unjudged when absent).
+const AdmissionUnjudgedLabel = "placementguard.io/admission-unjudged"
+
 // RevertFinalizer restores the recorded constraints before a
 // PlacementMigration with onDelete: Revert is deleted.
 const RevertFinalizer = "placementguard.io/revert"

@@ -89,7 +89,7 @@ var (
 
 	admissionUnjudged = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "admission_unjudged_total",
-		Help: "Changes the admission check admitted without a judgement, by reason: busy (as many judgements at once as --admission-max-judgements allows) or budget (no answer within the judging budget).",
+		Help: "Requests the admission check did not judge, by reason: busy (as many judgements at once as --admission-max-judgements allows), budget (no answer within the judging budget), or caller (a request not from the API server, where --admission-client-ca makes the API server known). Deny mode admits an unjudged change, or refuses it where --admission-unjudged or the namespace's placementguard.io/admission-unjudged label says Refuse.",
 	}, []string{"reason"})
 
 	unknownModes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -123,7 +123,7 @@ func init() {
 		admissionFindings, admissionDuration, admissionUnjudged, unknownModes, targetSkew, deletionCostWrites, podMoves)
 	// Served at 0 from the start, so that an alert on their rate has a
 	// series to read before the first change is let through.
-	for _, reason := range []string{"busy", "budget"} {
+	for _, reason := range []string{"busy", "budget", "caller"} {
 		admissionUnjudged.WithLabelValues(reason)
 	}
 }
@@ -165,7 +165,7 @@ func RecordUnknownMode(ns string, unknown bool) {
 	unknownModes.DeleteLabelValues(ns)
 }
 
-// CountUnjudged counts a change admitted without a judgement.
+// CountUnjudged counts a request not judged.
 func CountUnjudged(reason string) { admissionUnjudged.WithLabelValues(reason).Inc() }
 
 // ObserveAdmission records how long the admission check took to answer.

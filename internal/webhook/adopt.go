@@ -211,7 +211,7 @@ func (a *Adopter) why(ctx context.Context, req admission.Request, obj *unstructu
 	if err != nil {
 		return out
 	}
-	findings, err := a.Validator.judge(ctx, hardObj, old)
+	findings, err := a.Validator.judge(ctx, callerOf(ctx).holderFor(req.UserInfo.Username), hardObj, old)
 	if err != nil {
 		return out
 	}

@@ -23,6 +23,14 @@ type Options struct {
 	// MaxJudgements bounds the judgements made at once;
 	// DefaultMaxJudgements when 0.
 	MaxJudgements int
+	// Unjudged is what Deny mode does with a change it could not judge,
+	// in a namespace that does not say (Admit when empty).
+	Unjudged Unjudged
+	// APIServer, when set, knows the API server's requests by their
+	// client certificate: requests from anyone else are not judged, and
+	// the slots are shared by requesting user. The webhook server's TLS
+	// must ask for client certificates (APIServerIdentity.TLS).
+	APIServer *APIServerIdentity
 }
 
 // The webhook configuration (config/webhook/manifests.yaml). Ignore: a
@@ -35,18 +43,19 @@ type Options struct {
 // (kubectl scale, a HorizontalPodAutoscaler), which it judges as in Warn.
 // +kubebuilder:webhook:path=/validate-workloads,mutating=false,failurePolicy=ignore,sideEffects=None,groups=apps,resources=deployments;statefulsets;deployments/scale;statefulsets/scale,verbs=create;update,versions=v1,name=workloads.placementguard.io,admissionReviewVersions=v1,timeoutSeconds=5
 
-// Register serves the check at Path, and Adopt mode at AdoptPath, on the manager's webhook server,
-// reading namespaces from the manager's cache.
+// Register serves the check at Path, and Adopt mode at AdoptPath, on the
+// manager's webhook server, reading namespaces from the manager's cache
+// (from the API server for one the cache has not heard of).
 func Register(mgr manager.Manager, cluster Cluster, opts Options) {
 	maxJudgements := opts.MaxJudgements
 	if maxJudgements <= 0 {
 		maxJudgements = DefaultMaxJudgements
 	}
 	v := &Validator{
-		Cluster: cluster, Namespaces: mgr.GetCache(), Decoder: admission.NewDecoder(mgr.GetScheme()),
-		Default: opts.Mode, Skip: opts.Skip, Budget: opts.Budget, Operator: opts.Operator,
+		Cluster: cluster, Namespaces: mgr.GetCache(), LiveNamespaces: mgr.GetAPIReader(), Decoder: admission.NewDecoder(mgr.GetScheme()),
+		Default: opts.Mode, Unjudged: opts.Unjudged, Skip: opts.Skip, Budget: opts.Budget, Operator: opts.Operator,
 		Judging: NewSlots(maxJudgements),
 	}
-	mgr.GetWebhookServer().Register(Path, withSource(&webhook.Admission{Handler: v}))
-	mgr.GetWebhookServer().Register(AdoptPath, withSource(&webhook.Admission{Handler: &Adopter{Validator: v}}))
+	mgr.GetWebhookServer().Register(Path, withCaller(opts.APIServer, &webhook.Admission{Handler: v}))
+	mgr.GetWebhookServer().Register(AdoptPath, withCaller(opts.APIServer, &webhook.Admission{Handler: &Adopter{Validator: v}}))
 }

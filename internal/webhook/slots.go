@@ -1,71 +1,62 @@
 package webhook
 
 import (
-	"context"
-	"net"
-	"net/http"
 	"sync"
 )
 
-// Slots bound the judgements made at once. The check's port answers
-// whoever reaches it, and a judgement holds the snapshot the feeds and
-// reconcilers share, so more at once only queue: a request that finds no
-// slot is answered at once, not judged. No one source address may hold
-// more than three quarters of them, so that a pod flooding the port
-// directly leaves the API server a share of its own.
+// Slots bound the judgements made at once. A judgement holds the snapshot
+// the feeds and reconcilers share, so more at once only queue: a request
+// that finds no slot is answered at once, not judged. No one holder may
+// take more than its share, so that a burst from one source leaves the
+// others slots of their own: a requesting user (when the API server is
+// known by its certificate, the user it says sent the write is its word)
+// may hold half of them, a source address three quarters.
 type Slots struct {
-	mu        sync.Mutex
-	max       int
-	perSource int
-	taken     int
-	bySource  map[string]int
+	mu       sync.Mutex
+	max      int
+	taken    int
+	byHolder map[string]int
 }
 
-// NewSlots makes max slots; no source may hold more than three quarters
-// of them (at least one).
+// NewSlots makes max slots.
 func NewSlots(n int) *Slots {
-	return &Slots{max: n, perSource: max(1, n*3/4), bySource: map[string]int{}}
+	return &Slots{max: n, byHolder: map[string]int{}}
 }
 
-// take takes a slot for source, and says whether one was free to it.
-func (s *Slots) take(source string) bool {
+// share is how many slots one holder of the kind may hold at most (at
+// least one).
+func (s *Slots) share(h holder) int {
+	if h.user {
+		return max(1, s.max/2)
+	}
+	return max(1, s.max*3/4)
+}
+
+// take takes a slot for h, and says whether one was free to it.
+func (s *Slots) take(h holder) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.taken >= s.max || s.bySource[source] >= s.perSource {
+	if s.taken >= s.max || s.byHolder[h.key] >= s.share(h) {
 		return false
 	}
 	s.taken++
-	s.bySource[source]++
+	s.byHolder[h.key]++
 	return true
 }
 
-// give gives back a slot source took.
-func (s *Slots) give(source string) {
+// give gives back a slot h took.
+func (s *Slots) give(h holder) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.taken--
-	if s.bySource[source]--; s.bySource[source] <= 0 {
-		delete(s.bySource, source)
+	if s.byHolder[h.key]--; s.byHolder[h.key] <= 0 {
+		delete(s.byHolder, h.key)
 	}
 }
 
-// sourceKey is the context key of a request's source address.
-type sourceKey struct{}
-
-// withSource puts the address a request came from (its host, without the
-// port) in the request's context, for the judgement's slot.
-func withSource(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			host = r.RemoteAddr
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sourceKey{}, host)))
-	})
-}
-
-// sourceOf is the source address withSource put in ctx; "" when none.
-func sourceOf(ctx context.Context) string {
-	s, _ := ctx.Value(sourceKey{}).(string)
-	return s
+// holder is who a slot is taken for: a requesting user, when the API
+// server is known by its certificate, else a source address.
+type holder struct {
+	key  string
+	user bool
 }

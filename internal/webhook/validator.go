@@ -6,6 +6,7 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -49,6 +51,30 @@ const (
 	ModeOff Mode = "Off"
 )
 
+// Unjudged is what Deny mode does with a change it could not judge: the
+// check was busy, the judgement ran out of its budget, or what it is
+// judged with could not be read.
+type Unjudged string
+
+const (
+	// UnjudgedAdmit admits it with a warning that says so (the default):
+	// a check that is slow never stops a change.
+	UnjudgedAdmit Unjudged = "Admit"
+	// UnjudgedRefuse refuses it, saying why: Deny then holds under any
+	// load, at the cost of refusing writes the check had no time for.
+	UnjudgedRefuse Unjudged = "Refuse"
+)
+
+// ParseUnjudged reads what to do with an unjudged change, as the flag and
+// the label write it.
+func ParseUnjudged(s string) (Unjudged, error) {
+	switch u := Unjudged(s); u {
+	case UnjudgedAdmit, UnjudgedRefuse:
+		return u, nil
+	}
+	return "", fmt.Errorf("unjudged changes %q: want Admit or Refuse", s)
+}
+
 // ParseMode reads a mode as the flag and the label write it.
 func ParseMode(s string) (Mode, error) {
 	switch m := Mode(s); m {
@@ -80,11 +106,18 @@ type Cluster interface {
 // Validator is the admission check.
 type Validator struct {
 	Cluster Cluster
-	// Namespaces reads the namespaces' labels, from the manager's cache.
-	Namespaces client.Reader
-	Decoder    admission.Decoder
+	// Namespaces reads the namespaces' labels, from the manager's cache;
+	// LiveNamespaces from the API server, for a namespace the cache has
+	// not heard of yet (created in the same apply as its workloads).
+	Namespaces     client.Reader
+	LiveNamespaces client.Reader
+	Decoder        admission.Decoder
 	// Default is the mode of a namespace without the label.
 	Default Mode
+	// Unjudged is what Deny mode does with a change it could not judge in
+	// a namespace without the label AdmissionUnjudgedLabel (Admit when
+	// empty).
+	Unjudged Unjudged
 	// Skip are namespaces never judged: kube-system, the operator's own.
 	Skip []string
 	// Budget bounds a judgement; a change the engine cannot judge within it
@@ -197,11 +230,12 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 // change no mode may refuse.
 func (v *Validator) answer(ctx context.Context, req admission.Request, newObj, oldObj client.Object, warnOnly bool) (admission.Response, Mode) {
 	kind := kindLabel(req)
-	mode, err := v.mode(ctx, req.Namespace)
+	policy, err := v.policy(ctx, req.Namespace)
+	mode := policy.mode
 	namespaceLabel := req.Namespace
 	if err != nil {
-		// A namespace the cache has not heard of yet (created a moment
-		// ago) is judged in the default mode, not let through unjudged.
+		// A namespace the API server does not know either is judged in
+		// the default mode, not let through unjudged.
 		logf.FromContext(ctx).Info("Judging in the default mode", "namespace", req.Namespace, "reason", err.Error())
 		// Nor is it a metric label: a request names any namespace it likes.
 		namespaceLabel = ""
@@ -213,10 +247,10 @@ func (v *Validator) answer(ctx context.Context, req admission.Request, newObj, o
 	if oldObj != nil {
 		before = &targets.TemplateOf(oldObj).Spec
 	}
-	findings, err := v.judge(ctx, newObj, before)
+	h := callerOf(ctx).holderFor(req.UserInfo.Username)
+	findings, err := v.judge(ctx, h, newObj, before)
 	if err != nil {
-		logf.FromContext(ctx).Info("Admitted a change that was not judged", "kind", kind, "namespace", req.Namespace, "name", req.Name, "reason", err.Error())
-		return admission.Allowed("").WithWarnings(fmt.Sprintf("placement-guard: the change was not judged (%v); kubectl placement lint judges it offline", err)), mode
+		return v.unjudged(ctx, req, policy, warnOnly, err), mode
 	}
 	for _, f := range findings {
 		metrics.CountFinding(namespaceLabel, kind, f.Type, string(mode))
@@ -229,7 +263,7 @@ func (v *Validator) answer(ctx context.Context, req admission.Request, newObj, o
 		return admission.Allowed("").WithWarnings(warnings...), mode
 	}
 	if oldObj != nil {
-		if why, noWorse := v.noWorse(ctx, oldObj, newObj, findings); noWorse {
+		if why, noWorse := v.noWorse(ctx, h, oldObj, newObj, findings); noWorse {
 			return admission.Allowed("").WithWarnings(append(warnings, why)...), mode
 		}
 	}
@@ -242,8 +276,8 @@ func (v *Validator) answer(ctx context.Context, req admission.Request, newObj, o
 // only what a change makes worse, so that the remedy of a workload that
 // is already unsatisfiable (fewer replicas, a strategy fixed, a rollback)
 // is never refused. why says so, for a warning.
-func (v *Validator) noWorse(ctx context.Context, oldObj, newObj client.Object, after []pgadmission.Finding) (why string, noWorse bool) {
-	before, err := v.judge(ctx, oldObj, &targets.TemplateOf(oldObj).Spec)
+func (v *Validator) noWorse(ctx context.Context, h holder, oldObj, newObj client.Object, after []pgadmission.Finding) (why string, noWorse bool) {
+	before, err := v.judge(ctx, h, oldObj, &targets.TemplateOf(oldObj).Spec)
 	if err != nil {
 		return "", false
 	}
@@ -290,7 +324,8 @@ func (v *Validator) borrowedManager(req admission.Request) (string, bool) {
 // as a migration's own write and take or release that migration's fields;
 // in the other modes it is judged as any other write (refused is false).
 func (v *Validator) refuseBorrowed(ctx context.Context, req admission.Request, manager string) (admission.Response, Mode, bool) {
-	mode, _ := v.mode(ctx, req.Namespace)
+	policy, _ := v.policy(ctx, req.Namespace)
+	mode := policy.mode
 	logf.FromContext(ctx).Info("A write names a migration's field manager but does not come from the operator",
 		"kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "fieldManager", manager, "user", req.UserInfo.Username, "mode", mode)
 	if mode != ModeDeny {
@@ -324,37 +359,91 @@ func (v *Validator) decode(raw runtime.RawExtension) (client.Object, *placement.
 	return obj, w, nil
 }
 
-// mode is the namespace's mode: its label, else the default. A label
-// that names no mode (a typo: `Denny`) is judged as Warn, never as the
-// default, which may be Off: the one who set it wanted the check, and the
-// operator says so on the namespace (internal/controller/namespacemode).
-func (v *Validator) mode(ctx context.Context, namespace string) (Mode, error) {
-	ns := &corev1.Namespace{}
-	if err := v.Namespaces.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
-		return v.Default, fmt.Errorf("read namespace %s: %w", namespace, err)
-	}
-	label, ok := ns.Labels[pgv1.AdmissionLabel]
-	if !ok {
-		return v.Default, nil
-	}
-	mode, err := ParseMode(label)
+// namespacePolicy is what a namespace's labels ask of the check.
+type namespacePolicy struct {
+	mode     Mode
+	unjudged Unjudged
+}
+
+// policy is the namespace's mode and what Deny does with an unjudged
+// change: its labels, else the defaults. A label that names no mode (a
+// typo: `Denny`) is judged as Warn, never as the default, which may be
+// Off: the one who set it wanted the check, and the operator says so on
+// the namespace (internal/controller/namespacemode); an unjudged label
+// that names nothing is the default. A namespace the cache has not heard
+// of yet (created in the same apply as its workloads) is read from the
+// API server, within the judgement's time: the apply's next object may
+// already be a workload of it, and its mode is what its labels say.
+func (v *Validator) policy(ctx context.Context, namespace string) (namespacePolicy, error) {
+	p := namespacePolicy{mode: v.Default, unjudged: cmp.Or(v.Unjudged, UnjudgedAdmit)}
+	ns, err := v.namespace(ctx, namespace)
 	if err != nil {
-		return ModeWarn, nil
+		return p, err
 	}
-	return mode, nil
+	if label, ok := ns.Labels[pgv1.AdmissionLabel]; ok {
+		if p.mode, err = ParseMode(label); err != nil {
+			p.mode = ModeWarn
+		}
+	}
+	if u, err := ParseUnjudged(ns.Labels[pgv1.AdmissionUnjudgedLabel]); err == nil {
+		p.unjudged = u
+	}
+	return p, nil
+}
+
+// mode is the namespace's mode (policy).
+func (v *Validator) mode(ctx context.Context, namespace string) (Mode, error) {
+	p, err := v.policy(ctx, namespace)
+	return p.mode, err
+}
+
+// namespace reads a namespace from the cache, or from the API server when
+// the cache has not heard of it.
+func (v *Validator) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	ns := &corev1.Namespace{}
+	err := v.Namespaces.Get(ctx, client.ObjectKey{Name: name}, ns)
+	if err == nil || !apierrors.IsNotFound(err) || v.LiveNamespaces == nil {
+		if err != nil {
+			return nil, fmt.Errorf("read namespace %s: %w", name, err)
+		}
+		return ns, nil
+	}
+	readCtx := ctx
+	if v.Budget > 0 {
+		var cancel context.CancelFunc
+		readCtx, cancel = context.WithTimeout(ctx, v.Budget)
+		defer cancel()
+	}
+	if err := v.LiveNamespaces.Get(readCtx, client.ObjectKey{Name: name}, ns); err != nil {
+		return nil, fmt.Errorf("read namespace %s from the API server: %w", name, err)
+	}
+	return ns, nil
+}
+
+// unjudged answers a change the check could not judge: admitted with a
+// warning that says so, or, in Deny where the namespace asks to refuse
+// what cannot be judged, refused in the same words.
+func (v *Validator) unjudged(ctx context.Context, req admission.Request, p namespacePolicy, warnOnly bool, why error) admission.Response {
+	log := logf.FromContext(ctx).WithValues("kind", kindLabel(req), "namespace", req.Namespace, "name", req.Name, "reason", why.Error())
+	if p.mode == ModeDeny && p.unjudged == UnjudgedRefuse && !warnOnly {
+		log.Info("Refused a change that was not judged")
+		return deny([]string{pgadmission.ClipWarning(fmt.Sprintf("the change was not judged (%v), and namespace %s refuses what is not judged (%s: %s): try again, or ask kubectl placement lint why",
+			why, req.Namespace, pgv1.AdmissionUnjudgedLabel, UnjudgedRefuse))})
+	}
+	log.Info("Admitted a change that was not judged")
+	return admission.Allowed("").WithWarnings(fmt.Sprintf("placement-guard: the change was not judged (%v); kubectl placement lint judges it offline", why))
 }
 
 // judge asks the one question, within the budget, about the workload as
 // the change leaves it; before is the pod spec it replaces (nil for a
 // create).
-func (v *Validator) judge(ctx context.Context, obj client.Object, before *corev1.PodSpec) ([]pgadmission.Finding, error) {
+func (v *Validator) judge(ctx context.Context, h holder, obj client.Object, before *corev1.PodSpec) ([]pgadmission.Finding, error) {
 	if v.Judging != nil {
-		source := sourceOf(ctx)
-		if !v.Judging.take(source) {
+		if !v.Judging.take(h) {
 			metrics.CountUnjudged("busy")
 			return nil, errBusy
 		}
-		defer v.Judging.give(source)
+		defer v.Judging.give(h)
 	}
 	if v.Budget > 0 {
 		var cancel context.CancelFunc

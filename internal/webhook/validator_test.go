@@ -359,14 +359,15 @@ func TestATenantCannotGrowTheRegistryNorQueueTheCheck(t *testing.T) {
 		t.Fatal("the findings in unknown namespaces were not counted at all")
 	}
 
-	// Four slots: one source may hold three. A flooding pod holds its
-	// three; the API server's request is judged in the fourth, and one
-	// more from the flooding pod is answered at once.
+	// Four slots: one source address may hold three. A flooding pod
+	// holds its three; the API server's request is judged in the fourth,
+	// and one more from the flooding pod is answered at once.
 	v.Judging = NewSlots(4)
-	flooder := context.WithValue(ctx, sourceKey{}, "10.0.0.66")
-	apiServer := context.WithValue(ctx, sourceKey{}, "10.0.0.1")
+	flooding, server := caller{source: "10.0.0.66"}, caller{source: "10.0.0.1"}
+	flooder := context.WithValue(ctx, callerKey{}, flooding)
+	apiServer := context.WithValue(ctx, callerKey{}, server)
 	for range 3 {
-		if !v.Judging.take("10.0.0.66") {
+		if !v.Judging.take(flooding.holderFor("")) {
 			t.Fatal("a source may hold three of four slots")
 		}
 	}
@@ -381,11 +382,11 @@ func TestATenantCannotGrowTheRegistryNorQueueTheCheck(t *testing.T) {
 	if resp := v.Handle(apiServer, request(t, admissionv1.Update, web(), web(apart), "kubectl")); !strings.Contains(strings.Join(resp.Warnings, " "), "RolloutDeadlock") {
 		t.Fatalf("another source is judged in the slot left: %+v", resp.Warnings)
 	}
-	v.Judging.take("10.0.0.1")
+	v.Judging.take(server.holderFor(""))
 	if resp := v.Handle(apiServer, request(t, admissionv1.Update, web(), web(apart), "kubectl")); strings.Contains(strings.Join(resp.Warnings, " "), "RolloutDeadlock") {
 		t.Fatalf("with every slot taken nothing is judged: %+v", resp.Warnings)
 	}
-	v.Judging.give("10.0.0.66")
+	v.Judging.give(flooding.holderFor(""))
 	if resp := v.Handle(apiServer, request(t, admissionv1.Update, web(), web(apart), "kubectl")); !strings.Contains(strings.Join(resp.Warnings, " "), "RolloutDeadlock") {
 		t.Fatalf("a slot given back is taken again: %+v", resp.Warnings)
 	}

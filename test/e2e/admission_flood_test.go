@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	goruntime "runtime"
@@ -19,9 +20,11 @@ import (
 	. "github.com/onsi/gomega"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placement-guard/placement-guard/internal/webhook"
@@ -54,29 +57,34 @@ func heapInUse() uint64 {
 // Serial: it measures the heap of the process that runs the operator, and
 // floods the check every other spec's writes go through.
 var _ = Describe("The admission check under a flood of crafted reviews sent straight to its port", Label("operator", "admission"), Serial, func() {
-	It("keeps its metric series and memory bounded, and judges the API server's requests all along", func(ctx SpecContext) {
+	It("judges the API server's requests only, keeps Deny whole while pods from several addresses flood it, and answers a tenant's twenty million replicas within its budget with memory flat", func(ctx SpecContext) {
 		env := newEnv(ctx, "admit-flood")
 		labelNamespace(ctx, env.Namespace, "Deny")
 		seed001(ctx, env)
 
-		// A pod that reaches the port: it trusts what the API server
-		// trusts, and comes from an address of its own.
+		// Pods that reach the port: they trust what the API server
+		// trusts, and come from four addresses of their own. They have no
+		// certificate of the API server's.
 		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: webhookConfiguration}, cfg)).To(Succeed())
 		pool := x509.NewCertPool()
 		Expect(pool.AppendCertsFromPEM(cfg.Webhooks[0].ClientConfig.CABundle)).To(BeTrue())
-		flooder := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			TLSClientConfig:     &tls.Config{RootCAs: pool},
-			DialContext:         (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).DialContext,
-			MaxIdleConnsPerHost: 64,
-		}}
+		flooderFrom := func(addr string) *http.Client {
+			return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+				TLSClientConfig:     &tls.Config{RootCAs: pool},
+				DialContext:         (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(addr)}}).DialContext,
+				MaxIdleConnsPerHost: 64,
+			}}
+		}
 		url := fmt.Sprintf("https://127.0.0.1:%d%s", webhookPort, webhook.Path)
 
 		// Every crafted review names a namespace and, half of them, a
 		// kind made up for it; the others are Deployments that add a hard
-		// constraint, so that the check judges them.
+		// constraint to as many replicas as a user may write, the most
+		// costly objects to judge.
 		web := getDeployment(ctx, env.Namespace, "web")
 		web.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(map[string]string{"app": "web"})
+		web.Spec.Replicas = ptr.To[int32](math.MaxInt32)
 		web.APIVersion, web.Kind = "apps/v1", "Deployment"
 		var n atomic.Int64
 		crafted := func() []byte {
@@ -100,25 +108,49 @@ var _ = Describe("The admission check under a flood of crafted reviews sent stra
 		findings, _ := seriesOf("placementguard_admission_findings_total", "namespace")
 		heapBefore := heapInUse()
 
-		By("40 connections from one pod send crafted reviews for 20 s, while the API server's requests come every half second")
+		By("40 connections from each of four addresses send crafted reviews for 20 s; a tenant's dry runs of twenty million replicas come through the API server; the Deny probe every half second")
 		floodCtx, stop := context.WithTimeout(ctx, 20*time.Second)
 		defer stop()
-		var sent, busy atomic.Int64
+		var sent, strangers atomic.Int64
 		var wg sync.WaitGroup
-		for range 40 {
+		for _, addr := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"} {
+			flooder := flooderFrom(addr)
+			for range 40 {
+				wg.Go(func() {
+					for floodCtx.Err() == nil {
+						resp, err := flooder.Post(url, "application/json", bytes.NewReader(crafted()))
+						if err != nil {
+							continue
+						}
+						var body bytes.Buffer
+						_, _ = body.ReadFrom(resp.Body)
+						resp.Body.Close()
+						sent.Add(1)
+						if resp.StatusCode == http.StatusForbidden && strings.Contains(body.String(), "judges the API server's requests only") {
+							strangers.Add(1)
+						}
+					}
+				})
+			}
+		}
+		// The tenant may create Deployments in the namespace: a dry run
+		// of twenty million replicas spread over the hosts, as the review
+		// that took a replica's memory past its limit.
+		var bulkAnswers sync.Map
+		var bulkSent atomic.Int64
+		bulk := utils.Deployment(env.Namespace, "bulk", env.Pool(), 20_000_000, nil)
+		bulk.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1000, TopologyKey: corev1.LabelHostname,
+			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "bulk"}}}}
+		for range 2 {
 			wg.Go(func() {
 				for floodCtx.Err() == nil {
-					resp, err := flooder.Post(url, "application/json", bytes.NewReader(crafted()))
+					err := k8sClient.Create(ctx, bulk.DeepCopy(), client.DryRunAll)
+					bulkSent.Add(1)
+					msg := "created"
 					if err != nil {
-						continue
+						msg = err.Error()
 					}
-					var body bytes.Buffer
-					_, _ = body.ReadFrom(resp.Body)
-					resp.Body.Close()
-					sent.Add(1)
-					if strings.Contains(body.String(), "as many changes as it may at once") {
-						busy.Add(1)
-					}
+					bulkAnswers.Store(firstWords(msg), true)
 				}
 			})
 		}
@@ -153,8 +185,14 @@ var _ = Describe("The admission check under a flood of crafted reviews sent stra
 		afterFindings, namespaces := seriesOf("placementguard_admission_findings_total", "namespace")
 		heapAfter := heapInUse()
 		Expect(sent.Load()).To(BeNumerically(">", 1000), "the flood was a flood")
-		Expect(admitted).To(BeZero(), "an API server request was admitted unjudged during the flood (the first %s; %d of %d crafted reviews found the check busy)", firstAdmitted, busy.Load(), sent.Load())
+		Expect(strangers.Load()).To(Equal(sent.Load()), "every crafted review is answered at once as not the API server's, never judged")
+		Expect(admitted).To(BeZero(), "an API server request was admitted unjudged during the flood (the first %s)", firstAdmitted)
 		Expect(judged).To(BeNumerically(">=", 20))
+		var answers []string
+		bulkAnswers.Range(func(k, _ any) bool { answers = append(answers, k.(string)); return true })
+		Expect(answers).To(And(Not(BeEmpty()), HaveEach(ContainSubstring("20000000 replicas exceed the"))),
+			"every dry run of twenty million replicas is refused for its bound, none unjudged nor admitted")
+		Expect(int64(heapAfter)-int64(heapBefore)).To(BeNumerically("<", 64<<20), "the heap grew from %d to %d MiB", heapBefore>>20, heapAfter>>20)
 		for kind := range kinds {
 			Expect([]string{"Deployment", "StatefulSet", "Other"}).To(ContainElement(kind), "a kind label from a request")
 		}
@@ -163,7 +201,16 @@ var _ = Describe("The admission check under a flood of crafted reviews sent stra
 		}
 		Expect(afterDurations-durations).To(BeNumerically("<=", 12), "new series of the duration histogram: kinds x modes x verdicts")
 		Expect(afterFindings-findings).To(BeNumerically("<=", 4), "new series of the findings counter")
-		AddReportEntry("admission flood", fmt.Sprintf("%d crafted reviews in 20 s (%d answered busy at once); %d API server requests judged, slowest %s; series: duration %d -> %d, findings %d -> %d; heap in use %d -> %d MiB",
-			sent.Load(), busy.Load(), judged, slowest.Round(time.Millisecond), durations, afterDurations, findings, afterFindings, heapBefore>>20, heapAfter>>20), ReportEntryVisibilityAlways)
+		AddReportEntry("admission flood", fmt.Sprintf("%d crafted reviews from 4 addresses in 20 s, all answered as not the API server's; %d API server requests judged, slowest %s; %d dry runs of 20,000,000 replicas; series: duration %d -> %d, findings %d -> %d; heap in use %d -> %d MiB",
+			sent.Load(), judged, slowest.Round(time.Millisecond), bulkSent.Load(), durations, afterDurations, findings, afterFindings, heapBefore>>20, heapAfter>>20), ReportEntryVisibilityAlways)
 	})
 })
+
+// firstWords is an error's gist: what tells one answer of the check from
+// another, without the names that differ from request to request.
+func firstWords(msg string) string {
+	if i := strings.Index(msg, "Unschedulable: "); i >= 0 {
+		msg = msg[i:]
+	}
+	return msg[:min(len(msg), 160)]
+}

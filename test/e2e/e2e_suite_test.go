@@ -96,6 +96,11 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 		MutatingConfiguration: mutatingConfiguration,
 		CertValidity:          time.Minute,
 		MetricsAddr:           metricsAddr,
+		// The API server presents its webhook client certificate, as
+		// docs/operations.md tells an administrator to configure it: the
+		// check judges its requests only.
+		APIServerClientCA:   cluster.WebhookClientCA,
+		APIServerClientName: localcluster.WebhookClientName,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Eventually(func(g Gomega) {

@@ -32,7 +32,8 @@ func Attach(workDir string) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create client: %w", err)
 	}
-	return &Cluster{Config: cfg, Kubeconfig: kubeconfig, Clientset: clientset, WorkDir: workDir, binDir: binDir}, nil
+	return &Cluster{Config: cfg, Kubeconfig: kubeconfig, Clientset: clientset, WorkDir: workDir, binDir: binDir,
+		WebhookClientCA: filepath.Join(workDir, "webhook-client-ca.crt")}, nil
 }
 
 // componentLogs are the log files of the work directory, by component:

@@ -56,6 +56,10 @@ type Cluster struct {
 	Clientset kubernetes.Interface
 	// WorkDir holds the certificates, etcd's data and the component logs.
 	WorkDir string
+	// WebhookClientCA is the file of the authority that signs the
+	// certificate the API server presents to admission webhooks, whose
+	// common name is WebhookClientName.
+	WebhookClientCA string
 
 	ownWorkDir bool
 	binDir     string
@@ -144,7 +148,13 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 
+	admissionConfig, err := writeAdmissionConfig(c.WorkDir, certs)
+	if err != nil {
+		return nil, err
+	}
+	c.WebhookClientCA = certs.WebhookClientCA
 	if err := c.start("kube-apiserver", bin("kube-apiserver"), []string{
+		"--admission-control-config-file=" + admissionConfig,
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -327,6 +337,39 @@ extenders:
 	path := filepath.Join(dir, "kube-scheduler.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		return "", fmt.Errorf("write scheduler configuration: %w", err)
+	}
+	return path, nil
+}
+
+// writeAdmissionConfig writes the API server's admission configuration:
+// the webhook admission plugins present the webhook client certificate
+// to every webhook ("*"), as docs/operations.md tells an administrator to,
+// so that the admission check knows the API server's requests from
+// anyone else's.
+func writeAdmissionConfig(dir string, certs *pki) (string, error) {
+	kubeconfig := clientcmdapi.NewConfig()
+	kubeconfig.AuthInfos["*"] = &clientcmdapi.AuthInfo{ClientCertificate: certs.WebhookClientCert, ClientKey: certs.WebhookClientKey}
+	kubeconfigPath := filepath.Join(dir, "webhook-client.kubeconfig")
+	if err := clientcmd.WriteToFile(*kubeconfig, kubeconfigPath); err != nil {
+		return "", fmt.Errorf("write the webhooks' kubeconfig: %w", err)
+	}
+	cfg := fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: %[1]q
+- name: MutatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: %[1]q
+`, kubeconfigPath)
+	path := filepath.Join(dir, "admission.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		return "", fmt.Errorf("write the admission configuration: %w", err)
 	}
 	return path, nil
 }

@@ -20,6 +20,10 @@ import (
 // certificate every component uses, and the service account signing key.
 type pki struct {
 	CACert, ServerCert, ServerKey, AdminCert, AdminKey, SAKey, SAPub string
+	// WebhookClientCA signs the certificate the API server presents to
+	// admission webhooks (WebhookClientCert, WebhookClientKey), of its
+	// own so that no other client of the cluster holds one it signed.
+	WebhookClientCA, WebhookClientCert, WebhookClientKey string
 
 	caPEM, adminCertPEM, adminKeyPEM []byte
 }
@@ -82,10 +86,52 @@ func newPKI(dir string) (*pki, error) {
 	if p.adminCertPEM, p.adminKeyPEM, err = issue(admin, caCert, caKey, p.AdminCert, p.AdminKey); err != nil {
 		return nil, fmt.Errorf("issue admin certificate: %w", err)
 	}
+	if err := p.webhookClient(dir, now); err != nil {
+		return nil, err
+	}
 	if err := writeKeyPair(p.SAKey, p.SAPub); err != nil {
 		return nil, fmt.Errorf("write service account key: %w", err)
 	}
 	return p, nil
+}
+
+// WebhookClientName is the common name of the certificate the API server
+// presents to admission webhooks: how the admission check knows a request
+// comes from the API server.
+const WebhookClientName = "kube-apiserver-webhook-client"
+
+// webhookClient makes the authority of the webhooks' client certificate
+// and the certificate the API server presents with it.
+func (p *pki) webhookClient(dir string, now time.Time) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("generate the webhook client CA key: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "placement-guard-local-webhook-client-ca"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return fmt.Errorf("create the webhook client CA: %w", err)
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		return err
+	}
+	p.WebhookClientCA = filepath.Join(dir, "webhook-client-ca.crt")
+	p.WebhookClientCert = filepath.Join(dir, "webhook-client.crt")
+	p.WebhookClientKey = filepath.Join(dir, "webhook-client.key")
+	if err := os.WriteFile(p.WebhookClientCA, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return err
+	}
+	client := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: WebhookClientName},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if _, _, err := issue(client, ca, key, p.WebhookClientCert, p.WebhookClientKey); err != nil {
+		return fmt.Errorf("issue the webhook client certificate: %w", err)
+	}
+	return nil
 }
 
 // issue signs tmpl with the CA and writes the certificate and its new key.

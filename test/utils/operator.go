@@ -50,6 +50,16 @@ type OperatorOptions struct {
 	// MutatingConfiguration is Adopt mode's, told the same authority.
 	MutatingConfiguration string
 	CertValidity          time.Duration
+	// APIServerClientCA, when set, is the authority of the client
+	// certificate the API server presents to webhooks, of common name
+	// APIServerClientName (localcluster's WebhookClientCA), as
+	// --admission-client-ca and --admission-client-names give it: the
+	// check judges the API server's requests only.
+	APIServerClientCA   string
+	APIServerClientName string
+	// Unjudged is what Deny does with a change it could not judge
+	// (--admission-unjudged).
+	Unjudged webhook.Unjudged
 	// MetricsAddr, when set, serves the manager's metrics over plain HTTP
 	// at that address, as --metrics-secure=false does: where a suite's
 	// processes that do not run the operator read them.
@@ -82,6 +92,12 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	}
 	var rotator *webhook.CertRotator
+	var apiServer *webhook.APIServerIdentity
+	if opts.APIServerClientCA != "" {
+		if apiServer, err = webhook.LoadAPIServerIdentity(opts.APIServerClientCA, []string{opts.APIServerClientName}); err != nil {
+			return nil, err
+		}
+	}
 	if opts.WebhookPort != 0 {
 		server := ctrlwebhook.Options{Host: "127.0.0.1", Port: opts.WebhookPort, CertDir: opts.CertDir}
 		if opts.CertSecret.Name != "" {
@@ -92,6 +108,9 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 			rotator = &webhook.CertRotator{Client: c, Secret: opts.CertSecret, Configuration: opts.WebhookConfiguration,
 				MutatingConfiguration: opts.MutatingConfiguration, Hosts: []string{"127.0.0.1"}, Validity: opts.CertValidity, Now: time.Now, Log: ctrl.Log.WithName("webhook-cert")}
 			server.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = rotator.GetCertificate }}
+		}
+		if apiServer != nil {
+			server.TLSOpts = append(server.TLSOpts, apiServer.TLS)
 		}
 		options.WebhookServer = ctrlwebhook.NewServer(server)
 	}
@@ -108,9 +127,10 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 	if _, err := setup.Operator(ctx, mgr, cfg, setup.Options{
 		FeedReadInterval:   clusterstate.DefaultFeedReadInterval,
 		UnschedulableGrace: opts.UnschedulableGrace,
-		Admission:          webhook.Options{Mode: mode, Skip: []string{"kube-system"}, Budget: webhook.DefaultBudget},
-		Serve:              opts.WebhookPort != 0,
-		Rotator:            rotator,
+		Admission: webhook.Options{Mode: mode, Skip: []string{"kube-system"}, Budget: webhook.DefaultBudget,
+			Unjudged: opts.Unjudged, APIServer: apiServer},
+		Serve:   opts.WebhookPort != 0,
+		Rotator: rotator,
 	}); err != nil {
 		return nil, err
 	}
