@@ -92,6 +92,7 @@ func main() {
 		unjudged       string
 		clientCA       string
 		clientNames    string
+		autoscalers    string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
@@ -124,6 +125,7 @@ func main() {
 	flag.StringVar(&unjudged, "admission-unjudged", string(webhook.UnjudgedAdmit), "What Deny mode does with a change the admission check could not judge (it was judging as many as --admission-max-judgements allows, or ran out of --admission-budget): Admit it with a warning, or Refuse it, saying why; a namespace's placementguard.io/admission-unjudged label overrides it. Refuse keeps Deny whole under any load, at the cost of refusing writes the check had no time for (docs/operations.md).")
 	flag.StringVar(&clientCA, "admission-client-ca", "", "A PEM file of the authority that signs the client certificate the API server presents to admission webhooks (its --admission-control-config-file's kubeConfigFile). The check then judges the API server's requests only, answers anyone else at once, and shares its judgements among the users that send the writes: a flood sent straight to its port cannot take the API server's place. Empty: every caller is judged, known by its address.")
 	flag.StringVar(&clientNames, "admission-client-names", "", "Comma-separated common names the API server's client certificate may have, with --admission-client-ca; any certificate the authority signs when empty.")
+	flag.StringVar(&autoscalers, "admission-autoscalers", strings.Join(webhook.DefaultAutoscalers, ","), "Comma-separated users whose writes to a workload's scale subresource are autoscaling, which no mode refuses (a HorizontalPodAutoscaler's writes come as the controller manager or its horizontal-pod-autoscaler ServiceAccount). In Deny, anyone else's scale that leaves more replicas unplaceable than before is refused.")
 	flag.StringVar(&skipNS, "admission-skip-namespaces", "kube-system", "Comma-separated namespaces whose workloads the admission check never judges; the operator's own namespace is always skipped.")
 	flag.StringVar(&schedConfig, "scheduler-config", "", "The KubeSchedulerConfiguration file the cluster's kube-scheduler runs (kubescheduler.config.k8s.io/v1): the engine filters and scores with its --scheduler-name profile's plugins, weights and arguments, skipping the filters it turns off. Empty: kube-scheduler's default profile. What the engine cannot predict as the scheduler would (an out-of-tree plugin, an extender, a preFilter turned off) is refused, and the manager does not start.")
 	flag.StringVar(&schedName, "scheduler-name", "default-scheduler", "The profile of --scheduler-config the engine predicts with: the schedulerName of the targets' pods.")
@@ -241,7 +243,7 @@ func main() {
 		UnschedulableGrace: grace,
 		WriteBudget:        &controller.WriteBudget{Max: budgetWrites, Window: budgetWindow},
 		Admission: webhook.Options{Mode: mode, Skip: skippedNamespaces(skipNS), Budget: budget, MaxJudgements: maxJudgements,
-			Unjudged: unjudgedChanges, APIServer: apiServer},
+			Unjudged: unjudgedChanges, APIServer: apiServer, Autoscalers: commaList(autoscalers)},
 		Serve:   serveAdmission,
 		Rotator: rotator,
 	}); err != nil {

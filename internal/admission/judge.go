@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -26,28 +27,76 @@ type Finding struct {
 	// Constraint names the hard constraint the finding is of, in a few
 	// words.
 	Constraint string
+	// Key is the whole constraint the finding is of (its kind, topology
+	// key, selector, namespaces, skew): two findings are of the same
+	// constraint only when their keys are equal.
+	Key string
+}
+
+// Judgement is what the check found of a workload: as a change leaves it,
+// or as it was before.
+type Judgement struct {
+	Findings []Finding
+	// Replicas are the workload's, and Unplaced how many of them cannot
+	// be placed (placement.Snapshot.Unplaceable); counted only where a
+	// change's blocking findings are weighed against the workload's
+	// before it (Worse).
+	Replicas int32
+	Unplaced int
+}
+
+// Blocking reports a blocking finding.
+func (j Judgement) Blocking() bool {
+	for _, f := range j.Findings {
+		if f.Blocking {
+			return true
+		}
+	}
+	return false
 }
 
 // Worse are the blocking findings of after that before does not account
 // for: what a change to a workload adds to what was wrong with it
-// already. A finding is accounted for by the same hazard of the same
-// constraint before, or by pods of that constraint that could not be
-// placed before at all: the worst there is, after which the engine asks
-// nothing more of it (a rollout that would deadlock, say). A change that
-// adds replicas to a workload with a blocking finding makes it worse
-// whatever it finds: it asks for more of what the cluster cannot give.
-func Worse(before, after []Finding, addsReplicas bool) []Finding {
+// already. Nothing is accounted for when the change leaves more of its
+// replicas unplaceable than there were: moving an unsatisfiable workload
+// where even fewer of its pods fit is worse, whatever its findings say.
+// Else a finding is accounted for by the same hazard of the same whole
+// constraint before (kind, topology key, selector, namespaces, skew: the
+// same key with another selector is another constraint), or by pods of
+// that constraint that could not be placed before at all: the worst there
+// is, after which the engine asks nothing more of it (a rollout that
+// would deadlock, say). A change that adds replicas to a workload with a
+// blocking finding makes it worse whatever it finds: it asks for more of
+// what the cluster cannot give.
+func Worse(before, after Judgement, addsReplicas bool) []Finding {
 	had := map[string]bool{}
 	unplaced := map[string]bool{}
-	for _, f := range before {
+	for _, f := range before.Findings {
 		if f.Blocking {
-			had[f.Constraint+"/"+f.Type] = true
-			unplaced[f.Constraint] = unplaced[f.Constraint] || cannotPlace(f.Type)
+			had[f.Key+"\x00"+f.Type] = true
+			unplaced[f.Key] = unplaced[f.Key] || cannotPlace(f.Type)
 		}
 	}
+	placesFewer := after.Unplaced > before.Unplaced
 	var out []Finding
-	for _, f := range after {
-		if f.Blocking && (addsReplicas || !had[f.Constraint+"/"+f.Type] && !unplaced[f.Constraint]) {
+	for _, f := range after.Findings {
+		if f.Blocking && (addsReplicas || placesFewer || !had[f.Key+"\x00"+f.Type] && !unplaced[f.Key]) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// LeavesMoreUnplaced are the blocking findings of after when it leaves
+// more of the workload's replicas unplaceable than before: what Deny
+// refuses of a scale, which changes nothing but the replicas.
+func LeavesMoreUnplaced(before, after Judgement) []Finding {
+	if after.Unplaced <= before.Unplaced {
+		return nil
+	}
+	var out []Finding
+	for _, f := range after.Findings {
+		if f.Blocking {
 			out = append(out, f)
 		}
 	}
@@ -78,7 +127,7 @@ func Judge(snap *placement.Snapshot, ch planning.Change) ([]Finding, error) {
 	seen := map[string]bool{}
 	for _, cf := range judged {
 		for _, h := range cf.Hazards {
-			f := Finding{Type: h.Type, Blocking: h.Blocking, Message: word(ref, cf.Constraint, h), Constraint: cf.Constraint.Short()}
+			f := Finding{Type: h.Type, Blocking: h.Blocking, Message: word(ref, cf.Constraint, h), Constraint: cf.Constraint.Short(), Key: keyOf(cf.Constraint)}
 			if !seen[f.Message] {
 				seen[f.Message] = true
 				out = append(out, f)
@@ -87,6 +136,21 @@ func Judge(snap *placement.Snapshot, ch planning.Change) ([]Finding, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Blocking && !out[j].Blocking })
 	return out, nil
+}
+
+// keyOf is a constraint's whole identity, as Worse compares them.
+func keyOf(c placement.Constraint) string {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return c.Short()
+	}
+	return string(b)
+}
+
+// Unplaced counts the replicas of the change's workload that cannot be
+// placed, as Judgement.Unplaced.
+func Unplaced(snap *placement.Snapshot, ch planning.Change) (int, error) {
+	return snap.Unplaceable(ch.Target.Workload)
 }
 
 // word puts a hazard into one warning: the workload, the constraint, the

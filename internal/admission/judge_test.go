@@ -222,21 +222,32 @@ func TestWarningsStayWithinTheAPIServersBounds(t *testing.T) {
 func TestWorse(t *testing.T) {
 	apart := "required anti-affinity on kubernetes.io/hostname"
 	zones := "DoNotSchedule spread on topology.kubernetes.io/zone"
-	f := func(c, typ string) Finding { return Finding{Constraint: c, Type: typ, Blocking: true} }
+	// Two anti-affinity terms on the same key, of other selectors: other
+	// constraints, though their short names are the same.
+	rates, others := `{"AntiAffinity":{"TopologyKey":"kubernetes.io/hostname","Selector":{"matchLabels":{"app":"rates"}}}}`,
+		`{"AntiAffinity":{"TopologyKey":"kubernetes.io/hostname","Selector":{"matchLabels":{"team":"payments"}}}}`
+	f := func(c, key, typ string) Finding { return Finding{Constraint: c, Key: key, Type: typ, Blocking: true} }
+	j := func(unplaced int, fs ...Finding) Judgement { return Judgement{Findings: fs, Unplaced: unplaced} }
 	for _, c := range []struct {
 		name          string
-		before, after []Finding
+		before, after Judgement
 		adds          bool
 		worse         int
 	}{
-		{"the same hazard of the same constraint", []Finding{f(apart, placement.HazardRolloutDeadlock)}, []Finding{f(apart, placement.HazardRolloutDeadlock)}, false, 0},
-		{"a hazard new to it", nil, []Finding{f(apart, placement.HazardRolloutDeadlock)}, false, 1},
-		{"the same hazard of another constraint", []Finding{f(zones, placement.HazardRolloutDeadlock)}, []Finding{f(apart, placement.HazardRolloutDeadlock)}, false, 1},
-		{"pods that could not be placed before account for any hazard of it after", []Finding{f(apart, placement.HazardInsufficientCapacity)},
-			[]Finding{f(apart, placement.HazardRolloutDeadlock)}, false, 0},
-		{"more replicas of a workload with a blocking finding", []Finding{f(apart, placement.HazardInsufficientCapacity)},
-			[]Finding{f(apart, placement.HazardInsufficientCapacity)}, true, 1},
-		{"a finding that does not block", nil, []Finding{{Constraint: apart, Type: placement.HazardSpreadEndsSkewed}}, true, 0},
+		{"the same hazard of the same constraint", j(0, f(apart, rates, placement.HazardRolloutDeadlock)), j(0, f(apart, rates, placement.HazardRolloutDeadlock)), false, 0},
+		{"a hazard new to it", j(0), j(0, f(apart, rates, placement.HazardRolloutDeadlock)), false, 1},
+		{"the same hazard of another constraint", j(0, f(zones, "zones", placement.HazardRolloutDeadlock)), j(0, f(apart, rates, placement.HazardRolloutDeadlock)), false, 1},
+		{"the same hazard of a constraint on the same key with another selector", j(0, f(apart, rates, placement.HazardRolloutDeadlock)),
+			j(0, f(apart, others, placement.HazardRolloutDeadlock)), false, 1},
+		{"pods that could not be placed before account for any hazard of it after", j(47, f(apart, rates, placement.HazardInsufficientCapacity)),
+			j(47, f(apart, rates, placement.HazardRolloutDeadlock)), false, 0},
+		{"moved where fewer of its pods fit: worse, though its findings are the same", j(47, f(apart, rates, placement.HazardInsufficientCapacity)),
+			j(48, f(apart, rates, placement.HazardInsufficientCapacity)), false, 1},
+		{"moved where more of its pods fit", j(48, f(apart, rates, placement.HazardInsufficientCapacity)),
+			j(47, f(apart, rates, placement.HazardInsufficientCapacity)), false, 0},
+		{"more replicas of a workload with a blocking finding", j(0, f(apart, rates, placement.HazardInsufficientCapacity)),
+			j(0, f(apart, rates, placement.HazardInsufficientCapacity)), true, 1},
+		{"a finding that does not block", j(0), j(3, Finding{Constraint: apart, Key: rates, Type: placement.HazardSpreadEndsSkewed}), true, 0},
 	} {
 		if got := Worse(c.before, c.after, c.adds); len(got) != c.worse {
 			t.Errorf("%s: %d worse, want %d", c.name, len(got), c.worse)

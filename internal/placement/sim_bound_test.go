@@ -114,3 +114,32 @@ func mustSnapshot(t *testing.T, objs Objects) *Snapshot {
 	}
 	return snap
 }
+
+// How many replicas cannot be placed is counted from scratch, the
+// workload's own pods aside: three replicas kept apart on a pool of three
+// nodes all fit, on a pool of two one does not, and of twenty million
+// replicas no more than the nodes admit are placed.
+func TestUnplaceableCountsFromScratch(t *testing.T) {
+	objs := Objects{Nodes: []*corev1.Node{mkNode("a1", label("pool", "a")), mkNode("a2", label("pool", "a")), mkNode("a3", label("pool", "a")),
+		mkNode("b1", label("pool", "b")), mkNode("b2", label("pool", "b"))}}
+	apart := antiAffinity(term(corev1.LabelHostname, map[string]string{"app": "rates"}))
+	for i, n := range []string{"a1", "a2", "a3"} {
+		objs.Pods = append(objs.Pods, mkPod("ns", "rates-"+string(rune('x'+i)), on(n), withLabels("app", "rates"), nodeSelector("pool", "a"), apart))
+	}
+	snap := mustSnapshot(t, objs)
+	for _, c := range []struct {
+		pool     string
+		replicas int32
+		want     int
+	}{{"a", 3, 0}, {"b", 3, 1}, {"a", 50, 47}, {"b", 50, 48}} {
+		w := deployment(objs, "rates", c.replicas, appsv1.DeploymentStrategy{}, nodeSelector("pool", c.pool), apart)
+		got, err := snap.Unplaceable(w)
+		if err != nil || got != c.want {
+			t.Errorf("%d replicas on pool %s: %d unplaceable, %v; want %d", c.replicas, c.pool, got, err, c.want)
+		}
+	}
+	w := deployment(objs, "bulk", 20_000_000, appsv1.DeploymentStrategy{})
+	if got, err := snap.Unplaceable(w); err != nil || got != 20_000_000-(5*110-3) {
+		t.Errorf("twenty million: %d unplaceable, %v", got, err)
+	}
+}

@@ -211,14 +211,14 @@ func (a *Adopter) why(ctx context.Context, req admission.Request, obj *unstructu
 	if err != nil {
 		return out
 	}
-	findings, err := a.Validator.judge(ctx, callerOf(ctx).holderFor(req.UserInfo.Username), hardObj, old)
+	judged, err := a.Validator.judge(ctx, callerOf(ctx).holderFor(req.UserInfo.Username), hardObj, old, false)
 	if err != nil {
 		return out
 	}
-	for _, f := range findings {
+	for _, f := range judged.Findings {
 		metrics.CountFinding(namespaceLabel, kindLabel(req), f.Type, string(ModeAdopt))
 	}
-	return append(out, pgadmission.Warnings(findings)...)
+	return append(out, pgadmission.Warnings(judged.Findings)...)
 }
 
 // recordOf is the record of migration among records, nil when none.

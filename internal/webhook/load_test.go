@@ -184,7 +184,7 @@ func TestDenyRefusesWhatItCouldNotJudgeWhereAsked(t *testing.T) {
 		{"busy, Deny, the operator refuses", "Deny", "", UnjudgedRefuse, true, false, false, false},
 		{"busy, Deny, the operator refuses, the namespace admits", "Deny", "Admit", UnjudgedRefuse, true, false, false, true},
 		{"busy, Warn, the namespace refuses", "Warn", "Refuse", UnjudgedRefuse, true, false, false, true},
-		{"busy, a scale in Deny, the namespace refuses", "Deny", "Refuse", "", true, false, true, true},
+		{"busy, an autoscaler's scale in Deny, the namespace refuses", "Deny", "Refuse", "", true, false, true, true},
 		{"a label that names nothing is the default", "Deny", "Refuze", "", true, false, false, true},
 	} {
 		v, cluster := validator(t, c.mode, ModeWarn)
@@ -202,7 +202,7 @@ func TestDenyRefusesWhatItCouldNotJudgeWhereAsked(t *testing.T) {
 		req := request(t, admissionv1.Update, web(), web(apart), "kubectl")
 		if c.scaled {
 			cluster.workload = web(apart)
-			req = scaleRequest(t, 2, 5)
+			req = asUser(scaleRequest(t, 2, 5), "system:serviceaccount:kube-system:horizontal-pod-autoscaler")
 		}
 		resp := v.Handle(ctx, req)
 		said := resp.Result.Message + strings.Join(resp.Warnings, " ")

@@ -26,6 +26,9 @@ type Options struct {
 	// Unjudged is what Deny mode does with a change it could not judge,
 	// in a namespace that does not say (Admit when empty).
 	Unjudged Unjudged
+	// Autoscalers are the users whose writes to the scale subresource no
+	// mode refuses (DefaultAutoscalers when nil).
+	Autoscalers []string
 	// APIServer, when set, knows the API server's requests by their
 	// client certificate: requests from anyone else are not judged, and
 	// the slots are shared by requesting user. The webhook server's TLS
@@ -54,7 +57,7 @@ func Register(mgr manager.Manager, cluster Cluster, opts Options) {
 	v := &Validator{
 		Cluster: cluster, Namespaces: mgr.GetCache(), LiveNamespaces: mgr.GetAPIReader(), Decoder: admission.NewDecoder(mgr.GetScheme()),
 		Default: opts.Mode, Unjudged: opts.Unjudged, Skip: opts.Skip, Budget: opts.Budget, Operator: opts.Operator,
-		Judging: NewSlots(maxJudgements),
+		Autoscalers: opts.Autoscalers, Judging: NewSlots(maxJudgements),
 	}
 	mgr.GetWebhookServer().Register(Path, withCaller(opts.APIServer, &webhook.Admission{Handler: v}))
 	mgr.GetWebhookServer().Register(AdoptPath, withCaller(opts.APIServer, &webhook.Admission{Handler: &Adopter{Validator: v}}))

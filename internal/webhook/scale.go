@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -20,10 +21,13 @@ import (
 
 // handleScale judges a write to a workload's scale subresource (`kubectl
 // scale`, a HorizontalPodAutoscaler): the workload as it is, with the
-// replicas the write asks for. It is judged as in Warn whatever the
-// namespace's mode, so that autoscaling is never refused: a workload that
-// cannot take the replicas is told so in warnings, and by the Event the
-// operator records once the change lands.
+// replicas the write asks for. In Deny, a person's or a pipeline's scale
+// that leaves more of the replicas unplaceable than before is refused:
+// scaling an unsatisfiable workload up first must not open a way around
+// Deny. An autoscaler's write (Validator.Autoscalers, by the user the API
+// server says it comes as) is judged as in Warn, so that autoscaling is
+// never refused: a workload that cannot take the replicas is told so in
+// warnings, and by the Event the operator records once it lands.
 func (v *Validator) handleScale(ctx context.Context, req admission.Request) (admission.Response, Mode, string) {
 	kind := kindLabel(req)
 	if req.Operation != admissionv1.Update {
@@ -54,8 +58,27 @@ func (v *Validator) handleScale(ctx context.Context, req admission.Request) (adm
 	if !pgadmission.Relevant(targets.WorkloadOf(live), targets.WorkloadOf(scaled)) {
 		return admission.Allowed(""), ModeOff, kind
 	}
-	resp, mode := v.answer(ctx, req, scaled, live, true)
+	change := aScale
+	if v.autoscaler(req.UserInfo.Username) {
+		change = anAutoscale
+	}
+	resp, mode := v.answer(ctx, req, scaled, live, change)
 	return resp, mode, kind
+}
+
+// DefaultAutoscalers are the users a HorizontalPodAutoscaler's writes
+// come as: the controller manager's own credentials, or its
+// ServiceAccount where it runs each controller with one
+// (--use-service-account-credentials, kubeadm's default).
+var DefaultAutoscalers = []string{"system:kube-controller-manager", "system:serviceaccount:kube-system:horizontal-pod-autoscaler"}
+
+// autoscaler reports a write of an autoscaler's.
+func (v *Validator) autoscaler(user string) bool {
+	autoscalers := v.Autoscalers
+	if autoscalers == nil {
+		autoscalers = DefaultAutoscalers
+	}
+	return slices.Contains(autoscalers, user)
 }
 
 // scaleReplicas reads the replicas a serialized Scale asks for.

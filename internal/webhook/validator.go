@@ -127,6 +127,10 @@ type Validator struct {
 	// write under a migration's field manager is exempt only from it: any
 	// user may name any field manager.
 	Operator string
+	// Autoscalers are the users an autoscaler's writes to the scale
+	// subresource come as, which no mode refuses (DefaultAutoscalers
+	// when nil).
+	Autoscalers []string
 	// Judging bounds the judgements made at once (none when nil): a
 	// request that finds no slot free to it is admitted at once, not
 	// judged, and says so, rather than wait behind the others for the
@@ -221,14 +225,32 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 	if !pgadmission.Relevant(oldW, newW) {
 		return admission.Allowed(""), ModeOff, kind
 	}
-	resp, mode := v.answer(ctx, req, newObj, oldObj, false)
+	resp, mode := v.answer(ctx, req, newObj, oldObj, aWrite)
 	return resp, mode, kind
 }
 
+// changeOf is what kind of change a request makes, which decides what
+// Deny may refuse of it.
+type changeOf int
+
+const (
+	// aWrite is a create or an update of the workload: refused in Deny
+	// when it makes the workload worse (noWorse).
+	aWrite changeOf = iota
+	// aScale is a write to its scale subresource by a person or a
+	// pipeline (kubectl scale): refused in Deny when it leaves more of the
+	// workload's replicas unplaceable than before.
+	aScale
+	// anAutoscale is an autoscaler's write to its scale subresource:
+	// never refused, so that autoscaling never stops; its findings are
+	// warnings and Events.
+	anAutoscale
+)
+
 // answer judges newObj, replacing oldObj (nil for a create), in the
-// namespace's mode. warnOnly answers as Warn would whatever the mode: a
-// change no mode may refuse.
-func (v *Validator) answer(ctx context.Context, req admission.Request, newObj, oldObj client.Object, warnOnly bool) (admission.Response, Mode) {
+// namespace's mode, as the kind of change it is.
+func (v *Validator) answer(ctx context.Context, req admission.Request, newObj, oldObj client.Object, change changeOf) (admission.Response, Mode) {
+	warnOnly := change == anAutoscale
 	kind := kindLabel(req)
 	policy, err := v.policy(ctx, req.Namespace)
 	mode := policy.mode
@@ -248,10 +270,14 @@ func (v *Validator) answer(ctx context.Context, req admission.Request, newObj, o
 		before = &targets.TemplateOf(oldObj).Spec
 	}
 	h := callerOf(ctx).holderFor(req.UserInfo.Username)
-	findings, err := v.judge(ctx, h, newObj, before)
+	// In Deny, what an unsatisfiable workload's change does to it is
+	// weighed by how many of its replicas can be placed (noWorse).
+	weigh := mode == ModeDeny && !warnOnly && oldObj != nil
+	after, err := v.judge(ctx, h, newObj, before, weigh)
 	if err != nil {
 		return v.unjudged(ctx, req, policy, warnOnly, err), mode
 	}
+	findings := after.Findings
 	for _, f := range findings {
 		metrics.CountFinding(namespaceLabel, kind, f.Type, string(mode))
 	}
@@ -259,11 +285,11 @@ func (v *Validator) answer(ctx context.Context, req admission.Request, newObj, o
 	if manager, ok := v.borrowedManager(req); ok {
 		warnings = append([]string{borrowedWarning(req, manager)}, warnings...)
 	}
-	if mode != ModeDeny || warnOnly || !blocking(findings) {
+	if mode != ModeDeny || warnOnly || !after.Blocking() {
 		return admission.Allowed("").WithWarnings(warnings...), mode
 	}
 	if oldObj != nil {
-		if why, noWorse := v.noWorse(ctx, h, oldObj, newObj, findings); noWorse {
+		if why, noWorse := v.noWorse(ctx, h, oldObj, newObj, after, change); noWorse {
 			return admission.Allowed("").WithWarnings(append(warnings, why)...), mode
 		}
 	}
@@ -272,14 +298,22 @@ func (v *Validator) answer(ctx context.Context, req admission.Request, newObj, o
 
 // noWorse reports a change that leaves a workload no worse than it was:
 // every blocking finding of the workload as the change leaves it was
-// found of it as it was, and the change adds no replicas. Deny refuses
-// only what a change makes worse, so that the remedy of a workload that
-// is already unsatisfiable (fewer replicas, a strategy fixed, a rollback)
-// is never refused. why says so, for a warning.
-func (v *Validator) noWorse(ctx context.Context, h holder, oldObj, newObj client.Object, after []pgadmission.Finding) (why string, noWorse bool) {
-	before, err := v.judge(ctx, h, oldObj, &targets.TemplateOf(oldObj).Spec)
+// found of the same whole constraint as it was, no more of its replicas
+// are left unplaceable, and the change adds no replicas
+// (pgadmission.Worse). Deny refuses only what a change makes worse, so
+// that the remedy of a workload that is already unsatisfiable (fewer
+// replicas, a strategy fixed, a rollback) is never refused. why says so,
+// for a warning.
+func (v *Validator) noWorse(ctx context.Context, h holder, oldObj, newObj client.Object, after pgadmission.Judgement, change changeOf) (why string, noWorse bool) {
+	before, err := v.judge(ctx, h, oldObj, &targets.TemplateOf(oldObj).Spec, true)
 	if err != nil {
 		return "", false
+	}
+	if change == aScale {
+		if len(pgadmission.LeavesMoreUnplaced(before, after)) > 0 {
+			return "", false
+		}
+		return pgadmission.ClipWarning(fmt.Sprintf("placement-guard: admitted in Deny: the scale leaves no more replicas unplaceable than the %d before it", before.Unplaced)), true
 	}
 	oldW, newW := targets.WorkloadOf(oldObj), targets.WorkloadOf(newObj)
 	if len(pgadmission.Worse(before, after, newW.Replicas > oldW.Replicas)) > 0 {
@@ -436,12 +470,13 @@ func (v *Validator) unjudged(ctx context.Context, req admission.Request, p names
 
 // judge asks the one question, within the budget, about the workload as
 // the change leaves it; before is the pod spec it replaces (nil for a
-// create).
-func (v *Validator) judge(ctx context.Context, h holder, obj client.Object, before *corev1.PodSpec) ([]pgadmission.Finding, error) {
+// create). With weigh, a workload with a blocking finding has its
+// unplaceable replicas counted too, for noWorse.
+func (v *Validator) judge(ctx context.Context, h holder, obj client.Object, before *corev1.PodSpec, weigh bool) (pgadmission.Judgement, error) {
 	if v.Judging != nil {
 		if !v.Judging.take(h) {
 			metrics.CountUnjudged("busy")
-			return nil, errBusy
+			return pgadmission.Judgement{}, errBusy
 		}
 		defer v.Judging.give(h)
 	}
@@ -452,21 +487,24 @@ func (v *Validator) judge(ctx context.Context, h holder, obj client.Object, befo
 	}
 	ch, err := v.change(ctx, obj, before)
 	if err != nil {
-		return nil, err
+		return pgadmission.Judgement{}, err
 	}
 	// The engine stops at the budget's end, and so does the wait for the
 	// snapshot: nothing of this judgement runs on after its answer.
-	var fs []pgadmission.Finding
+	j := pgadmission.Judgement{Replicas: ch.Target.Workload.Replicas}
 	err = v.Cluster.With(ctx, func(snap *placement.Snapshot) error {
 		var err error
-		fs, err = pgadmission.Judge(snap, ch)
+		if j.Findings, err = pgadmission.Judge(snap, ch); err != nil || !weigh || !j.Blocking() {
+			return err
+		}
+		j.Unplaced, err = pgadmission.Unplaced(snap, ch)
 		return err
 	})
 	if errors.Is(err, placement.ErrInterrupted) {
 		metrics.CountUnjudged("budget")
-		return nil, fmt.Errorf("no answer within %s", v.Budget)
+		return pgadmission.Judgement{}, fmt.Errorf("no answer within %s", v.Budget)
 	}
-	return fs, err
+	return j, err
 }
 
 // change is the request's change with what it is judged with.
@@ -480,15 +518,6 @@ func (v *Validator) change(ctx context.Context, obj client.Object, before *corev
 		return planning.Change{}, err
 	}
 	return planning.Change{Target: t, Before: before, Migrations: migrations}, nil
-}
-
-func blocking(fs []pgadmission.Finding) bool {
-	for _, f := range fs {
-		if f.Blocking {
-			return true
-		}
-	}
-	return false
 }
 
 // deny refuses a change with the findings' words: kubectl, Helm and the

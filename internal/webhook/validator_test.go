@@ -413,18 +413,23 @@ func scaleRequest(t *testing.T, before, replicas int32) admission.Request {
 }
 
 // A scale through the subresource (kubectl scale, an autoscaler) of a
-// workload that carries a hard constraint is judged, and admitted with
-// the findings as warnings whatever the mode: autoscaling is never
-// refused.
-func TestAScaleIsJudgedAndNeverRefused(t *testing.T) {
+// workload that carries a hard constraint is judged. In Deny, a person's
+// scale that leaves replicas unplaceable is refused; an autoscaler's,
+// known by the user the API server says it comes as, is admitted with
+// the findings as warnings: autoscaling is never refused.
+func TestAScaleIsRefusedOnlyWhenAPersonsScaleLeavesReplicasUnplaceable(t *testing.T) {
 	ctx := context.Background()
-	for _, mode := range []string{"Warn", "Deny"} {
-		v, cluster := validator(t, mode, ModeWarn)
+	const hpa = "system:kube-controller-manager"
+	for _, c := range []struct {
+		mode, user string
+		allowed    bool
+	}{{"Warn", "alice", true}, {"Warn", hpa, true}, {"Deny", hpa, true}, {"Deny", "alice", false}} {
+		v, cluster := validator(t, c.mode, ModeWarn)
 		cluster.workload = web(apart)
-		resp := v.Handle(ctx, scaleRequest(t, 2, 5))
-		said := strings.Join(resp.Warnings, "\n")
-		if !resp.Allowed || !strings.Contains(said, "Deployment/web") || !strings.Contains(said, "InsufficientCapacity") {
-			t.Fatalf("%s: 5 replicas apart on 2 nodes: want admitted with the capacity named; got allowed %v, %q", mode, resp.Allowed, said)
+		resp := v.Handle(ctx, asUser(scaleRequest(t, 2, 5), c.user))
+		said := strings.Join(append(resp.Warnings, resp.Result.Message), "\n")
+		if resp.Allowed != c.allowed || !strings.Contains(said, "Deployment/web") || !strings.Contains(said, "InsufficientCapacity") {
+			t.Fatalf("%s, %s: 5 replicas apart on 2 nodes: want allowed %v with the capacity named; got allowed %v, %q", c.mode, c.user, c.allowed, resp.Allowed, said)
 		}
 	}
 	v, cluster := validator(t, "Deny", ModeWarn)
@@ -435,6 +440,12 @@ func TestAScaleIsJudgedAndNeverRefused(t *testing.T) {
 	cluster.workload = web(apart)
 	if resp := v.Handle(ctx, scaleRequest(t, 2, 2)); !resp.Allowed || len(resp.Warnings) != 0 {
 		t.Fatalf("a scale to the replicas it has says nothing: %+v", resp)
+	}
+	// From 5, scaling to 4 leaves fewer replicas unplaceable: the way out
+	// is never refused.
+	cluster.workload = web(apart, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) })
+	if resp := v.Handle(ctx, asUser(scaleRequest(t, 5, 4), "alice")); !resp.Allowed {
+		t.Fatalf("a scale down of an unsatisfiable workload is refused: %+v", resp)
 	}
 	cluster.workload = nil
 	if resp := v.Handle(ctx, scaleRequest(t, 2, 5)); !resp.Allowed {
