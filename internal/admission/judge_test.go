@@ -120,6 +120,22 @@ func TestRelevantChanges(t *testing.T) {
 			s.InitContainers = []corev1.Container{{Name: "i", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}}}
 		}), true},
 		{"a priority class beside it", apart, hardWith(func(s *corev1.PodSpec) { s.PriorityClassName = "high" }), true},
+		{"a required pod affinity beside it", apart, hardWith(func(s *corev1.PodSpec) {
+			s.Affinity.PodAffinity = &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				TopologyKey: corev1.LabelTopologyZone, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "cache"}}}}}
+		}), true},
+		{"a host port beside it", apart, hardWith(func(s *corev1.PodSpec) { s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 80}} }), true},
+		{"a container port that binds no host port beside it", apart, hardWith(func(s *corev1.PodSpec) { s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80}} }), false},
+		{"the host network beside it", apart, hardWith(func(s *corev1.PodSpec) { s.HostNetwork = true }), true},
+		{"a claim beside it", apart, hardWith(func(s *corev1.PodSpec) {
+			s.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+		}), true},
+		{"a config map beside it", apart, hardWith(func(s *corev1.PodSpec) {
+			s.Volumes = []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}
+		}), false},
+		{"a runtime class beside it", apart, hardWith(func(s *corev1.PodSpec) { s.RuntimeClassName = ptr.To("gvisor") }), true},
+		{"a scheduling gate beside it", apart, hardWith(func(s *corev1.PodSpec) { s.SchedulingGates = []corev1.PodSchedulingGate{{Name: "wait"}} }), true},
+		{"a node name beside it", apart, hardWith(func(s *corev1.PodSpec) { s.NodeName = "n1" }), true},
 		{"a template label beside it", apart, withPods(deployment("web", 2, requiredApart(map[string]string{"app": "web"}), func(d *appsv1.Deployment) {
 			d.Spec.Template.Labels = map[string]string{"app": "web", "tier": "db"}
 		})), true},

@@ -32,21 +32,28 @@ type placementFields struct {
 }
 
 // strandingFields are the pod template's fields, other than its hard
-// constraints, that decide where its pods may land: its labels (which a
-// constraint's selector may be waiting for), node selector and node
-// affinity (the pool), tolerations, priority class, and what its
-// containers request (and its overhead).
+// constraints, that decide where its pods may land (admission.Stranding
+// says which of their changes count): its labels (which a constraint's
+// selector may be waiting for), node name, node selector and node
+// affinity (the pool), pod affinity, tolerations, priority class, runtime
+// class, scheduling gates, host network, volumes, and what its containers
+// request and the ports they bind (and its overhead).
 type strandingFields struct {
-	labels, nodeSelector, nodeAffinity, tolerations, priorityClassName, overhead []byte
+	labels, nodeName, nodeSelector, nodeAffinity, podAffinity, tolerations, priorityClassName, overhead []byte
+	runtimeClassName, schedulingGates, hostNetwork, volumes                                             []byte
 	// requests are each container's resources, then each init
-	// container's, as their lists hold them.
-	requests, initRequests [][]byte
+	// container's, as their lists hold them; ports each one's ports.
+	requests, initRequests, ports, initPorts [][]byte
 }
 
 func (s strandingFields) equal(o strandingFields) bool {
-	return bytes.Equal(s.labels, o.labels) && bytes.Equal(s.nodeSelector, o.nodeSelector) && bytes.Equal(s.nodeAffinity, o.nodeAffinity) &&
+	return bytes.Equal(s.labels, o.labels) && bytes.Equal(s.nodeName, o.nodeName) && bytes.Equal(s.nodeSelector, o.nodeSelector) &&
+		bytes.Equal(s.nodeAffinity, o.nodeAffinity) && bytes.Equal(s.podAffinity, o.podAffinity) &&
 		bytes.Equal(s.tolerations, o.tolerations) && bytes.Equal(s.priorityClassName, o.priorityClassName) && bytes.Equal(s.overhead, o.overhead) &&
-		slices.EqualFunc(s.requests, o.requests, bytes.Equal) && slices.EqualFunc(s.initRequests, o.initRequests, bytes.Equal)
+		bytes.Equal(s.runtimeClassName, o.runtimeClassName) && bytes.Equal(s.schedulingGates, o.schedulingGates) &&
+		bytes.Equal(s.hostNetwork, o.hostNetwork) && bytes.Equal(s.volumes, o.volumes) &&
+		slices.EqualFunc(s.requests, o.requests, bytes.Equal) && slices.EqualFunc(s.initRequests, o.initRequests, bytes.Equal) &&
+		slices.EqualFunc(s.ports, o.ports, bytes.Equal) && slices.EqualFunc(s.initPorts, o.initPorts, bytes.Equal)
 }
 
 // readPlacement reads the placement fields of a serialized workload. It
@@ -127,11 +134,23 @@ func (f *placementFields) readPodSpec(key, value []byte) error {
 				})
 			case "nodeAffinity":
 				f.stranding.nodeAffinity = value
+			case "podAffinity":
+				f.stranding.podAffinity = value
 			}
 			return nil
 		})
+	case "nodeName":
+		f.stranding.nodeName = value
 	case "nodeSelector":
 		f.stranding.nodeSelector = value
+	case "runtimeClassName":
+		f.stranding.runtimeClassName = value
+	case "schedulingGates":
+		f.stranding.schedulingGates = value
+	case "hostNetwork":
+		f.stranding.hostNetwork = value
+	case "volumes":
+		f.stranding.volumes = value
 	case "tolerations":
 		f.stranding.tolerations = value
 	case "priorityClassName":
@@ -139,24 +158,30 @@ func (f *placementFields) readPodSpec(key, value []byte) error {
 	case "overhead":
 		f.stranding.overhead = value
 	case "containers":
-		return resourcesOf(value, &f.stranding.requests)
+		return containerFieldsOf(value, &f.stranding.requests, &f.stranding.ports)
 	case "initContainers":
-		return resourcesOf(value, &f.stranding.initRequests)
+		return containerFieldsOf(value, &f.stranding.initRequests, &f.stranding.initPorts)
 	}
 	return nil
 }
 
-// resourcesOf reads each container's resources of a list of containers
-// into out, one entry per container (nil for one without).
-func resourcesOf(list []byte, out *[][]byte) error {
-	*out = nil
+// containerFieldsOf reads each container's resources and ports of a list
+// of containers into resources and ports, one entry per container (nil
+// for one without).
+func containerFieldsOf(list []byte, resources, ports *[][]byte) error {
+	*resources, *ports = nil, nil
 	return elements(list, func(container []byte) error {
-		var resources []byte
-		err := path(container, []string{"resources"}, func(v []byte) error {
-			resources = v
+		var r, p []byte
+		err := members(container, func(key, value []byte) error {
+			switch string(key) {
+			case "resources":
+				r = value
+			case "ports":
+				p = value
+			}
 			return nil
 		})
-		*out = append(*out, resources)
+		*resources, *ports = append(*resources, r), append(*ports, p)
 		return err
 	})
 }

@@ -37,7 +37,13 @@ type decodedFields struct {
 						Preferred json.RawMessage `json:"preferredDuringSchedulingIgnoredDuringExecution"`
 					} `json:"podAntiAffinity"`
 					NodeAffinity json.RawMessage `json:"nodeAffinity"`
+					PodAffinity  json.RawMessage `json:"podAffinity"`
 				} `json:"affinity"`
+				NodeName         json.RawMessage `json:"nodeName"`
+				RuntimeClassName json.RawMessage `json:"runtimeClassName"`
+				SchedulingGates  json.RawMessage `json:"schedulingGates"`
+				HostNetwork      json.RawMessage `json:"hostNetwork"`
+				Volumes          json.RawMessage `json:"volumes"`
 				Spreads           json.RawMessage    `json:"topologySpreadConstraints"`
 				NodeSelector      json.RawMessage    `json:"nodeSelector"`
 				Tolerations       json.RawMessage    `json:"tolerations"`
@@ -79,6 +85,12 @@ func agree(t *testing.T, raw []byte) {
 		{"tolerations", got.stranding.tolerations, spec.Tolerations},
 		{"priorityClassName", got.stranding.priorityClassName, spec.PriorityClassName},
 		{"overhead", got.stranding.overhead, spec.Overhead},
+		{"podAffinity", got.stranding.podAffinity, spec.Affinity.PodAffinity},
+		{"nodeName", got.stranding.nodeName, spec.NodeName},
+		{"runtimeClassName", got.stranding.runtimeClassName, spec.RuntimeClassName},
+		{"schedulingGates", got.stranding.schedulingGates, spec.SchedulingGates},
+		{"hostNetwork", got.stranding.hostNetwork, spec.HostNetwork},
+		{"volumes", got.stranding.volumes, spec.Volumes},
 	} {
 		if !bytes.Equal(c.got, c.want) {
 			t.Fatalf("%s: scanned %q, decoded %q\n%s", c.name, c.got, c.want, raw)
@@ -91,6 +103,8 @@ func agree(t *testing.T, raw []byte) {
 	}{
 		{"containers' resources", got.stranding.requests, resourcesOfDecoded(spec.Containers)},
 		{"init containers' resources", got.stranding.initRequests, resourcesOfDecoded(spec.InitContainers)},
+		{"containers' ports", got.stranding.ports, portsOfDecoded(spec.Containers)},
+		{"init containers' ports", got.stranding.initPorts, portsOfDecoded(spec.InitContainers)},
 	} {
 		if len(list.got) != len(list.want) {
 			t.Fatalf("%s: scanned %d, decoded %d\n%s", list.name, len(list.got), len(list.want), raw)
@@ -110,6 +124,15 @@ func agree(t *testing.T, raw []byte) {
 // decodedContainer is what the fast path reads of a container.
 type decodedContainer struct {
 	Resources json.RawMessage `json:"resources"`
+	Ports     json.RawMessage `json:"ports"`
+}
+
+func portsOfDecoded(cs []decodedContainer) []json.RawMessage {
+	var out []json.RawMessage
+	for _, c := range cs {
+		out = append(out, c.Ports)
+	}
+	return out
 }
 
 func resourcesOfDecoded(cs []decodedContainer) []json.RawMessage {
@@ -174,6 +197,7 @@ func TestReadPlacementAgreesWithTheDecoder(t *testing.T) {
 		`{"spec":{"template":{"metadata":{"labels":{"tier":"db"}},"spec":{"nodeSelector":{"pool":"b"},"tolerations":[{"key":"k","operator":"Exists"}],"priorityClassName":"high","affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{}},"podAntiAffinity":{}},"containers":[{"name":"a","resources":{"requests":{"cpu":"2"}}},{"name":"b"},null],"initContainers":[{"resources":{"limits":{"memory":"1Gi"}}}],"overhead":{"cpu":"10m"}}}}}`,
 		`{"spec":{"template":{"spec":{"containers":[{"resources":{"requests":{"cpu":"1"}}}],"containers":[]}}}}`,
 		`{"spec":{"template":{"spec":{"containers":null,"initContainers":[]}}}}`,
+		`{"spec":{"template":{"spec":{"nodeName":"n1","runtimeClassName":"gvisor","schedulingGates":[{"name":"g"}],"hostNetwork":true,"volumes":[{"name":"d","persistentVolumeClaim":{"claimName":"d"}}],"affinity":{"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[]}},"containers":[{"ports":[{"containerPort":80,"hostPort":80}]},{"ports":null}],"initContainers":[{"ports":[]}]}}}}`,
 	} {
 		agree(t, []byte(raw))
 	}

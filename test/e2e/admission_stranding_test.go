@@ -4,9 +4,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,6 +27,29 @@ func hardWeb(ctx SpecContext, env *utils.Env) {
 	})
 	Eventually(func() bool { return utils.RolledOut(getDeployment(ctx, env.Namespace, "web")) }).Should(BeTrue())
 }
+
+// autoscale writes a Deployment's scale subresource as a
+// HorizontalPodAutoscaler does, as its ServiceAccount, and returns the
+// warnings of the answer.
+func autoscale(ctx SpecContext, namespace, name string, replicas int32) []string {
+	cfg := rest.CopyConfig(cluster.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:kube-system:horizontal-pod-autoscaler"}
+	var warnings warningsOf
+	cfg.WarningHandler = &warnings
+	hpa, err := client.New(cfg, client.Options{Scheme: k8sClient.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	scale := &autoscalingv1.Scale{}
+	Expect(hpa.SubResource("scale").Get(ctx, d, scale)).To(Succeed())
+	scale.Spec.Replicas = replicas
+	Expect(hpa.SubResource("scale").Update(ctx, d, client.WithSubResourceBody(scale))).To(Succeed(), "an autoscaler's scale is never refused")
+	return warnings.said
+}
+
+// warningsOf keeps the warnings of a client's answers.
+type warningsOf struct{ said []string }
+
+func (w *warningsOf) HandleWarningHeader(_ int, _ string, text string) { w.said = append(w.said, text) }
 
 var _ = Describe("The admission check of changes that strand pods without touching the constraint", Label("operator", "admission"), func() {
 	It("refuses in Deny a hard-constrained workload moved to a pool without its nodes, and warns of it in Warn", func(ctx SpecContext) {
@@ -58,22 +84,75 @@ var _ = Describe("The admission check of changes that strand pods without touchi
 		}).Should(Succeed())
 	})
 
-	It("judges kubectl scale in Warn, and never refuses it in Deny", func(ctx SpecContext) {
+	It("judges kubectl scale: warns in Warn, refuses in Deny a person's scale that leaves replicas unplaceable, and admits an autoscaler's", func(ctx SpecContext) {
 		env := newEnv(ctx, "strand-scale")
 		hardWeb(ctx, env)
-		for _, mode := range []string{"Warn", "Deny"} {
-			labelNamespace(ctx, env.Namespace, mode)
-			Eventually(func(g Gomega) {
-				out, err := kubectl(ctx, "-n", env.Namespace, "scale", "deployment/web", "--replicas=5", "--dry-run=server")
-				g.Expect(err).NotTo(HaveOccurred(), out)
-				g.Expect(out).To(And(ContainSubstring("Warning:"), ContainSubstring("Deployment/web"), ContainSubstring("InsufficientCapacity")), mode)
-			}).Should(Succeed(), mode)
-		}
-		out, err := kubectl(ctx, "-n", env.Namespace, "scale", "deployment/web", "--replicas=3")
-		Expect(err).NotTo(HaveOccurred(), out)
-		Expect(getDeployment(ctx, env.Namespace, "web").Spec.Replicas).To(Equal(ptr.To[int32](3)), "Deny never refuses a scale")
+		labelNamespace(ctx, env.Namespace, "Warn")
+		Eventually(func(g Gomega) {
+			out, err := kubectl(ctx, "-n", env.Namespace, "scale", "deployment/web", "--replicas=5", "--dry-run=server")
+			g.Expect(err).NotTo(HaveOccurred(), out)
+			g.Expect(out).To(And(ContainSubstring("Warning:"), ContainSubstring("Deployment/web"), ContainSubstring("InsufficientCapacity")))
+		}).Should(Succeed())
+		labelNamespace(ctx, env.Namespace, "Deny")
+		Eventually(func(g Gomega) {
+			out, err := kubectl(ctx, "-n", env.Namespace, "scale", "deployment/web", "--replicas=5")
+			g.Expect(err).To(HaveOccurred(), out)
+			g.Expect(out).To(And(ContainSubstring("denied the request"), ContainSubstring("InsufficientCapacity")))
+		}).Should(Succeed())
+		Expect(getDeployment(ctx, env.Namespace, "web").Spec.Replicas).To(Equal(ptr.To[int32](2)), "nothing was written")
+
+		By("the HorizontalPodAutoscaler's own writes, as its ServiceAccount makes them, are warned, never refused")
+		Expect(autoscale(ctx, env.Namespace, "web", 3)).To(ContainElement(ContainSubstring("InsufficientCapacity")))
+		Expect(getDeployment(ctx, env.Namespace, "web").Spec.Replicas).To(Equal(ptr.To[int32](3)))
 		By("the finding is an Event on the Deployment once the scale lands")
 		Expect(eventNotes(ctx, env.Namespace, "web", "InsufficientCapacity")).To(ContainElement(ContainSubstring("qualifying nodes")))
+	})
+
+	It("refuses in Deny a move to a smaller pool after a scale that no pod followed, and the scale itself from a person", func(ctx SpecContext) {
+		env := newEnv(ctx, "strand-walk")
+		for _, n := range []struct{ name, tier string }{{"a1", "a"}, {"a2", "a"}, {"a3", "a"}, {"b1", "b"}, {"b2", "b"}} {
+			_, err := env.AddNode(ctx, n.name, map[string]string{"tier": n.tier})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		// A pod quota of three: a scale past it creates no pod, so the
+		// workload's pods stay where they are while its spec says 50.
+		Expect(k8sClient.Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "pods"},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("3")}}})).To(Succeed())
+		rates := utils.Deployment(env.Namespace, "rates", env.Pool(), 3, nil)
+		rates.Spec.Template.Spec.NodeSelector["tier"] = "a"
+		rates.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(map[string]string{"app": "rates"})
+		rates.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+		Expect(k8sClient.Create(ctx, rates)).To(Succeed())
+		allRunning(ctx, env.Namespace, map[string]string{"app": "rates"}, 3)
+		labelNamespace(ctx, env.Namespace, "Deny")
+		toPoolB := func() error {
+			d := getDeployment(ctx, env.Namespace, "rates")
+			d.Spec.Template.Spec.NodeSelector["tier"] = "b"
+			return k8sClient.Update(ctx, d, client.DryRunAll)
+		}
+		Eventually(func(g Gomega) {
+			err := toPoolB()
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(err.Error()).To(ContainSubstring("InsufficientCapacity"))
+		}).Should(Succeed(), "three apart moved to two nodes")
+
+		By("a person's scale to 50 is refused; an autoscaler's goes through, and no pod follows it")
+		out, err := kubectl(ctx, "-n", env.Namespace, "scale", "deployment/rates", "--replicas=50")
+		Expect(err).To(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("denied the request"))
+		autoscale(ctx, env.Namespace, "rates", 50)
+		Eventually(func() int32 { return ptr.Deref(getDeployment(ctx, env.Namespace, "rates").Spec.Replicas, 0) }).Should(Equal(int32(50)))
+
+		By("the same move is still refused: fewer of its replicas fit on pool b than on pool a")
+		err = toPoolB()
+		Expect(err).To(HaveOccurred(), "the move after the scale was admitted")
+		Expect(err.Error()).To(ContainSubstring("InsufficientCapacity"))
+		Expect(err.Error()).NotTo(ContainSubstring("no worse"))
+		Expect(getDeployment(ctx, env.Namespace, "rates").Spec.Template.Spec.NodeSelector).To(HaveKeyWithValue("tier", "a"))
+
+		By("the way back, three replicas on pool a, goes through")
+		out, err = kubectl(ctx, "-n", env.Namespace, "scale", "deployment/rates", "--replicas=3")
+		Expect(err).NotTo(HaveOccurred(), out)
 	})
 
 	It("admits in Deny the rollback of a workload that is already unsatisfiable, with a warning", func(ctx SpecContext) {
