@@ -108,6 +108,16 @@ func (s *Snapshot) Analyze(q Question) (Answer, error) {
 			a.Hazards = append(a.Hazards, *h)
 			continue
 		}
+		if q.Stage == pgv1.StageHard {
+			h, err := s.strandsOthers(changed, c, r)
+			if err != nil {
+				return a, err
+			}
+			if h != nil {
+				a.Hazards = append(a.Hazards, *h)
+				continue
+			}
+		}
 		if q.Stage != pgv1.StageHard || c.Spread == nil || !r.Completes || r.Note != "" {
 			continue
 		}

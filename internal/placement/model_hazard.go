@@ -23,6 +23,9 @@ const (
 	HazardUnschedulable        = "Unschedulable"
 	HazardOnDeleteStrategy     = "OnDeleteStrategy"
 	HazardSpreadEndsSkewed     = "SpreadEndsSkewed"
+	// HazardStrandsOthers is a required anti-affinity term aimed at
+	// other namespaces' pods that would leave some of them unplaceable.
+	HazardStrandsOthers = "StrandsOthers"
 	// HazardNotPredicted is for information: a filter the engine does not
 	// model decides where the workload's pods go.
 	HazardNotPredicted = "NotPredicted"

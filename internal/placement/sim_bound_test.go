@@ -3,12 +3,14 @@ package placement
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
@@ -141,5 +143,46 @@ func TestUnplaceableCountsFromScratch(t *testing.T) {
 	w := deployment(objs, "bulk", 20_000_000, appsv1.DeploymentStrategy{})
 	if got, err := snap.Unplaceable(w); err != nil || got != 20_000_000-(5*110-3) {
 		t.Errorf("twenty million: %d unplaceable, %v", got, err)
+	}
+}
+
+// A required anti-affinity term aimed at another namespace's pods is a
+// wall for them too: a tenant's workload that takes the last node the
+// payments team's database could replace a pod on strands it, and says
+// so, blocking. The same term kept to its own namespace, or a term that
+// leaves the database room, says nothing.
+func TestATermAimedAtAnotherNamespacesPodsStrandsThem(t *testing.T) {
+	nodes := []*corev1.Node{mkNode("n1"), mkNode("n2"), mkNode("n3"), mkNode("n4")}
+	dbApart := antiAffinity(term(corev1.LabelHostname, map[string]string{"app": "db"}))
+	objs := Objects{Nodes: nodes, Namespaces: []*corev1.Namespace{mkNamespace("payments", "team", "payments"), mkNamespace("ns", "team", "shop")}}
+	for i, n := range []string{"n1", "n2", "n3"} {
+		db := mkPod("payments", fmt.Sprintf("db-%d", i), on(n), withLabels("app", "db"), dbApart)
+		db.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "db-7f9", UID: "rs-db", Controller: ptr.To(true)}}
+		objs.Pods = append(objs.Pods, db)
+	}
+	snap := mustSnapshot(t, objs)
+	spoiler := deployment(objs, "spoiler", 1, appsv1.DeploymentStrategy{})
+	ask := func(a AntiAffinity) Answer {
+		t.Helper()
+		ans, err := snap.Analyze(Question{Workloads: []*Workload{spoiler}, Constraint: Constraint{AntiAffinity: &a}, Stage: pgv1.StageHard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ans
+	}
+	db := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}
+	h := ask(AntiAffinity{TopologyKey: corev1.LabelHostname, Selector: db, NamespaceSelector: &metav1.LabelSelector{}}).FirstBlocking()
+	if h == nil || h.Type != HazardStrandsOthers || !strings.Contains(h.Message, "payments/db-7f9") {
+		t.Fatalf("a term on every namespace's db pods, taking the last free node: want StrandsOthers naming payments/db-7f9, got %+v", h)
+	}
+	if h := ask(AntiAffinity{TopologyKey: corev1.LabelHostname, Selector: db, Namespaces: []string{"payments"}}).FirstBlocking(); h == nil || h.Type != HazardStrandsOthers {
+		t.Fatalf("a term naming the namespace: want StrandsOthers, got %+v", h)
+	}
+	if h := ask(AntiAffinity{TopologyKey: corev1.LabelHostname, Selector: db}).FirstBlocking(); h != nil {
+		t.Fatalf("a term on the workload's own namespace: %+v", h)
+	}
+	snap.UpsertNode(mkNode("n5"))
+	if h := ask(AntiAffinity{TopologyKey: corev1.LabelHostname, Selector: db, NamespaceSelector: &metav1.LabelSelector{}}).FirstBlocking(); h != nil {
+		t.Fatalf("with a node to spare for the database: %+v", h)
 	}
 }
