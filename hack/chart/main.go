@@ -1,7 +1,8 @@
 // Command chart writes the Helm chart's generated templates (dist/chart/
 // templates/{crd,rbac,policies}) from the rendered kustomize configuration,
 // so that the chart installs the same CRD, RBAC and admission policies as
-// config/default and config/policies. The manager's Deployment, Service and
+// config/default (the operator's own policies among them) and
+// config/policies. The manager's Deployment, Service and
 // ServiceMonitor carry values and are written by hand; a test keeps the
 // chart's rendered defaults equal to config/default.
 //
@@ -109,9 +110,18 @@ func decode(in io.Reader) ([]*unstructured.Unstructured, error) {
 // switch it on; objects the chart writes by hand are skipped.
 func placeFor(set string, obj *unstructured.Unstructured) (file, guard string, ok bool) {
 	base := strings.TrimPrefix(obj.GetName(), namePrefix)
+	policy := strings.HasPrefix(obj.GetKind(), "ValidatingAdmissionPolicy")
 	switch {
+	case set == "policies" && policy && strings.HasPrefix(base, "operator-"):
+		// The operator's own policies (config/policies/operator) are
+		// config/default's too: the default set writes them.
+		return "", "", false
 	case set == "policies":
 		return "policies/" + base + ".yaml", ".Values.policies.enable", true
+	case policy:
+		// On by default: every Kubernetes the chart installs on (its
+		// kubeVersion) serves admission policies.
+		return "policies/" + base + ".yaml", ".Values.policies.operatorWrites", true
 	case obj.GetKind() == "CustomResourceDefinition":
 		return "crd/" + obj.GetName() + ".yaml", ".Values.crd.enable", true
 	case strings.HasPrefix(base, "placementmigration-"):

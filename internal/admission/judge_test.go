@@ -124,7 +124,9 @@ func TestRelevantChanges(t *testing.T) {
 			s.Affinity.PodAffinity = &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
 				TopologyKey: corev1.LabelTopologyZone, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "cache"}}}}}
 		}), true},
-		{"a host port beside it", apart, hardWith(func(s *corev1.PodSpec) { s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 80}} }), true},
+		{"a host port beside it", apart, hardWith(func(s *corev1.PodSpec) {
+			s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 80}}
+		}), true},
 		{"a container port that binds no host port beside it", apart, hardWith(func(s *corev1.PodSpec) { s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80}} }), false},
 		{"the host network beside it", apart, hardWith(func(s *corev1.PodSpec) { s.HostNetwork = true }), true},
 		{"a claim beside it", apart, hardWith(func(s *corev1.PodSpec) {

@@ -56,6 +56,16 @@ const (
 // authority lives: renewing it is the rarer, two-step change.
 const AuthorityLifetimes = 10
 
+// MaxAuthorities bounds the authorities a bundle holds, the current one
+// first and the newest of the others: an authority outlives many
+// renewals, and a Secret that keeps losing its authority's key (restored
+// by something that does not know the key) would otherwise add one at
+// each loss until the webhook configurations grow too large to store.
+// A replica serves what the current authority signs, or for a rollover's
+// few seconds what the one before it signed: the others are kept only in
+// case.
+const MaxAuthorities = 4
+
 // Keys are the PEM blocks of a Secret. Bundle holds every authority the
 // API server should trust, the current one (whose key is CAKey) first.
 type Keys struct {
@@ -146,13 +156,11 @@ func (k Keys) WithNewAuthority(now time.Time, validity time.Duration) (Keys, err
 	if err != nil {
 		return Keys{}, err
 	}
-	bundle := pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der})
-	for _, old := range certsOf(k.Bundle) {
-		if now.Before(old.NotAfter) {
-			bundle = append(bundle, pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: old.Raw})...)
-		}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		return Keys{}, err
 	}
-	k.Bundle, k.CAKey = bundle, pem.EncodeToMemory(&pem.Block{Type: pemECKey, Bytes: keyDER})
+	k.Bundle, k.CAKey = bundleOf(ca, certsOf(k.Bundle), now), pem.EncodeToMemory(&pem.Block{Type: pemECKey, Bytes: keyDER})
 	return k, nil
 }
 
@@ -233,23 +241,58 @@ func (k Keys) Trusts(bundle []byte) bool {
 // cannot be read goes. The order depends on the authorities alone, so
 // replicas that read the Secret at different times write the same bundle.
 func (k Keys) TrustBundle(trusted []byte, now time.Time) []byte {
-	var keep []*x509.Certificate
-	for _, c := range append(certsOf(k.Bundle), certsOf(trusted)...) {
-		if now.Before(c.NotAfter) && !slices.ContainsFunc(keep, c.Equal) {
-			keep = append(keep, c)
-		}
-	}
+	current, _ := firstCert(k.Bundle)
+	keep := valid(append(certsOf(k.Bundle), certsOf(trusted)...), now)
 	slices.SortFunc(keep, func(a, b *x509.Certificate) int {
 		if byAge := b.NotBefore.Compare(a.NotBefore); byAge != 0 {
 			return byAge
 		}
 		return bytes.Compare(a.Raw, b.Raw)
 	})
+	if len(keep) > MaxAuthorities {
+		// The keys' authority is kept whatever its age; the oldest of the
+		// others go.
+		if current != nil && !slices.ContainsFunc(keep[:MaxAuthorities], current.Equal) {
+			keep = append(keep[:MaxAuthorities-1], current)
+		}
+		keep = keep[:MaxAuthorities]
+	}
 	var out []byte
 	for _, c := range keep {
 		out = append(out, pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: c.Raw})...)
 	}
 	return out
+}
+
+// valid are the certificates still valid at now, each once, in order.
+func valid(certs []*x509.Certificate, now time.Time) []*x509.Certificate {
+	var out []*x509.Certificate
+	for _, c := range certs {
+		if now.Before(c.NotAfter) && !slices.ContainsFunc(out, c.Equal) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// bundleOf is the bundle of the authority current, first, and of the
+// newest of older that are still valid, MaxAuthorities in all.
+func bundleOf(current *x509.Certificate, older []*x509.Certificate, now time.Time) []byte {
+	keep := valid(older, now)
+	slices.SortStableFunc(keep, func(a, b *x509.Certificate) int { return b.NotBefore.Compare(a.NotBefore) })
+	out := pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: current.Raw})
+	for _, c := range keep[:min(len(keep), MaxAuthorities-1)] {
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: c.Raw})...)
+	}
+	return out
+}
+
+// AuthorityLost reports keys whose authority cannot sign: its key is
+// missing, unreadable or not the authority's. A lost authority is
+// replaced; one merely late in its life is renewed.
+func (k Keys) AuthorityLost() bool {
+	_, _, err := k.authority()
+	return err != nil
 }
 
 // Fingerprint names a certificate: the SHA-256 of its DER form, in hex.

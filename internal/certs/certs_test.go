@@ -260,3 +260,37 @@ func TestTrustBundleKeepsWhatMayBeServed(t *testing.T) {
 		t.Fatal("TrustedBy does not verify as a TLS client")
 	}
 }
+
+// However many authorities a configuration or the Secret came to hold,
+// a bundle holds MaxAuthorities of them: the keys' own authority,
+// whatever its age, and the newest of the others.
+func TestBundlesHoldAtMostMaxAuthorities(t *testing.T) {
+	now := time.Now()
+	old, err := New([]string{"h"}, now.Add(-time.Hour), time.Hour*24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trusted []byte
+	k := old
+	for i := range 2 * MaxAuthorities {
+		if k, err = k.WithNewAuthority(now.Add(time.Duration(i)*time.Minute), 24*time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		trusted = append(trusted, k.Bundle...)
+		if n := len(Authorities(k.Bundle)); n > MaxAuthorities {
+			t.Fatalf("after %d new authorities the Secret's bundle holds %d", i+1, n)
+		}
+	}
+	bundle := old.TrustBundle(trusted, now.Add(time.Hour))
+	got := Authorities(bundle)
+	if len(got) != MaxAuthorities {
+		t.Fatalf("the configuration's bundle holds %d authorities, want %d", len(got), MaxAuthorities)
+	}
+	if !slices.Contains(got, Authorities(old.Bundle)[0]) {
+		t.Fatal("the keys' own authority, the oldest, was dropped")
+	}
+	newest := Authorities(k.Bundle)[0]
+	if !slices.Contains(got, newest) {
+		t.Fatal("the newest authority was dropped")
+	}
+}

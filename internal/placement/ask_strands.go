@@ -64,7 +64,7 @@ func (s *Snapshot) strandsOthers(w *Workload, c Constraint, r Rollout) (*Hazard,
 				return err
 			}
 			if after > before[i] {
-				stranded = append(stranded, fmt.Sprintf("%d of the %d pods of %s and one to replace them", after-before[i], o.workload.Replicas-1, o.owner))
+				stranded = append(stranded, fmt.Sprintf("%d of the %d pods of %s and the one to replace them", after-before[i], o.workload.Replicas-1, o.owner))
 			}
 		}
 		return nil
@@ -72,11 +72,11 @@ func (s *Snapshot) strandsOthers(w *Workload, c Constraint, r Rollout) (*Hazard,
 	if err != nil || len(stranded) == 0 {
 		return nil, err
 	}
-	return withFix(&Hazard{
+	return withFixes(&Hazard{
 		Type: HazardStrandsOthers, Blocking: true, Workload: w.Ref(),
-		Message: fmt.Sprintf("%s: its required anti-affinity term on %s selects pods of other namespaces and keeps them off every %s domain its pods would hold: %s could not be placed once recreated.",
-			w.Ref(), a.TopologyKey, a.TopologyKey, firstFew(stranded)),
-	}, "aim the term at the workload's own namespace's pods (drop its namespaces and namespaceSelector), or select a label only they carry"), nil
+		Message: fmt.Sprintf("%s: %s could not be placed once recreated. Its required anti-affinity term on %s selects pods of other namespaces, and the scheduler keeps them off every domain its pods would hold.",
+			w.Ref(), firstFew(stranded), a.TopologyKey),
+	}, "aim the term at its own namespace's pods", "aim the term at the workload's own namespace's pods (drop its namespaces and namespaceSelector), or select a label only they carry"), nil
 }
 
 // reachesOtherNamespaces reports a term whose namespaces, or whose

@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placement-guard/placement-guard/internal/certs"
@@ -55,6 +56,8 @@ type CertRotator struct {
 	Settle time.Duration
 	Now    func() time.Time
 	Log    logr.Logger
+	// Recorder, when set, says on the Secret why the rotator backs off.
+	Recorder events.EventRecorder
 
 	serving atomic.Pointer[tls.Certificate]
 
@@ -62,7 +65,28 @@ type CertRotator struct {
 	// trustedSince is when each authority (by fingerprint) was first seen
 	// in every configuration, by this replica.
 	trustedSince map[string]time.Time
+	// lost are when this replica replaced an authority the Secret had
+	// lost, within the last LostAuthorityWindow; saidUntil is until when
+	// the back-off they caused has been told.
+	lost      []time.Time
+	saidUntil time.Time
 }
+
+// A Secret restored without its authority's key (a GitOps tool that heals
+// it to a manifest, an external secret store) makes the rotator replace
+// the authority, and every replacement is one more authority in the
+// webhook configurations until the bundle's bound drops the oldest. At
+// most MaxLostAuthorities replacements are made within
+// LostAuthorityWindow: past that the rotator keeps serving what it holds,
+// which the configurations still trust, and says why in an Event.
+const (
+	MaxLostAuthorities  = 3
+	LostAuthorityWindow = time.Hour
+)
+
+// ReasonAuthorityLost is the reason of the Event said when the rotator
+// backs off from a Secret that keeps losing its authority's key.
+const ReasonAuthorityLost = "CertificateAuthorityLost"
 
 // DefaultCertValidity is a serving certificate's life: a year.
 const DefaultCertValidity = 365 * 24 * time.Hour
@@ -76,8 +100,9 @@ const DefaultTrustSettle = 5 * time.Second
 // result is read back: read again at once.
 var errRaced = errors.New("another replica wrote the certificate first")
 
-// settlingError is a step that waits for an authority to settle in the
-// configurations: sync again after the time left.
+// settlingError is a step that waits: for an authority to settle in the
+// configurations, or out a back-off from a Secret that keeps losing its
+// authority. Sync again after the time left.
 type settlingError struct{ after time.Duration }
 
 func (e settlingError) Error() string {
@@ -150,6 +175,11 @@ func (r *CertRotator) Sync(ctx context.Context) error {
 	}
 	keys := certs.FromData(secret.Data)
 	if why := keys.AuthorityRenewal(now); why != "" {
+		if keys.AuthorityLost() {
+			if wait := r.backOff(secret, why, now); wait > 0 {
+				return settlingError{after: wait}
+			}
+		}
 		r.Log.Info("Renewing the webhook's certificate authority", "reason", why)
 		if keys, err = keys.WithNewAuthority(now, r.Validity); err != nil {
 			return err
@@ -182,6 +212,33 @@ func (r *CertRotator) Sync(ctx context.Context) error {
 		return r.update(ctx, secret, keys)
 	}
 	return r.serve(keys, bundles, now)
+}
+
+// backOff says how long to wait before replacing the authority the
+// Secret lost (why): 0 while fewer than MaxLostAuthorities were replaced
+// within LostAuthorityWindow, and the loss is then counted; else until
+// the oldest of them leaves the window, told once in an Event.
+func (r *CertRotator) backOff(secret *corev1.Secret, why string, now time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lost = slices.DeleteFunc(r.lost, func(t time.Time) bool { return now.Sub(t) >= LostAuthorityWindow })
+	if len(r.lost) < MaxLostAuthorities {
+		r.lost = append(r.lost, now)
+		return 0
+	}
+	wait := r.lost[0].Add(LostAuthorityWindow).Sub(now)
+	if now.Before(r.saidUntil) {
+		return wait
+	}
+	r.saidUntil = now.Add(wait)
+	msg := fmt.Sprintf("Secret %s lost its certificate authority (%s) %d times within %s: something restores it without ca.key (a GitOps self-heal, an external secret store). "+
+		"No new authority is made for %s; the certificate served meanwhile stays trusted. Leave the Secret to the manager.",
+		r.Secret, why, len(r.lost)+1, LostAuthorityWindow, wait.Round(time.Second))
+	r.Log.Info("Backing off from a Secret that keeps losing its certificate authority", "secret", r.Secret, "wait", wait, "reason", why)
+	if r.Recorder != nil {
+		r.Recorder.Eventf(secret, nil, corev1.EventTypeWarning, ReasonAuthorityLost, "RenewAuthority", "%s", msg)
+	}
+	return wait
 }
 
 // serve holds the Secret's certificate for the TLS server once its

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -545,4 +547,77 @@ func pemCerts(bundle []byte) []*x509.Certificate {
 			out = append(out, c)
 		}
 	}
+}
+
+// A Secret restored again and again without its authority's key (a
+// GitOps self-heal to a manifest that lacks ca.key) costs at most
+// MaxLostAuthorities new authorities an hour: the rotator then backs off,
+// says why in one Event on the Secret, and keeps serving what the
+// configuration trusts. However often it is restored, the configuration
+// holds no more than certs.MaxAuthorities authorities.
+func TestCertRotatorBacksOffFromASecretThatKeepsLosingItsKey(t *testing.T) {
+	c := apiServer(t)
+	clk := &clock{now: time.Now()}
+	r := rotator(c, clk, "restored")
+	recorder := events.NewFakeRecorder(10)
+	r.Recorder = recorder
+	ctx := context.Background()
+	if err := c.Create(ctx, configuration(r.Configuration)); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r, clk)
+	bundleSize := func() int {
+		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := c.Get(ctx, client.ObjectKey{Name: r.Configuration}, cfg); err != nil {
+			t.Fatal(err)
+		}
+		return len(pemCerts(cfg.Webhooks[0].ClientConfig.CABundle))
+	}
+	backedOff := 0
+	for restore := range 2 * MaxLostAuthorities {
+		clk.Add(time.Minute)
+		editSecret(t, c, r, func(d map[string][]byte) { delete(d, certs.KeyCAKey) })
+		var waiting settlingError
+		for range 20 {
+			err := r.Sync(ctx)
+			if errors.As(err, &waiting) && waiting.after > time.Minute {
+				break // backing off
+			}
+			if err == nil {
+				break
+			}
+			if errors.As(err, &waiting) {
+				clk.Add(waiting.after)
+			} else if !errors.Is(err, errRaced) {
+				t.Fatal(err)
+			}
+		}
+		if waiting.after > time.Minute {
+			backedOff++
+			if restore < MaxLostAuthorities {
+				t.Fatalf("backed off at the %d. loss", restore+1)
+			}
+		}
+		served(t, c, r)
+		if n := bundleSize(); n > certs.MaxAuthorities {
+			t.Fatalf("after %d restores the configuration holds %d authorities", restore+1, n)
+		}
+	}
+	if backedOff != MaxLostAuthorities {
+		t.Fatalf("backed off from %d of %d restores, want %d", backedOff, 2*MaxLostAuthorities, MaxLostAuthorities)
+	}
+	if got := len(recorder.Events); got != 1 {
+		t.Fatalf("%d Events, want the back-off said once", got)
+	}
+	if e := <-recorder.Events; !strings.Contains(e, ReasonAuthorityLost) || !strings.Contains(e, "without ca.key") {
+		t.Fatalf("the Event: %q", e)
+	}
+
+	// Once the hour has passed, a lost authority is replaced again.
+	clk.Add(LostAuthorityWindow)
+	settle(t, r, clk)
+	if secretKeys(t, c, r).AuthorityLost() {
+		t.Fatal("the authority was not replaced after the back-off")
+	}
+	served(t, c, r)
 }

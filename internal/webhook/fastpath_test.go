@@ -39,11 +39,11 @@ type decodedFields struct {
 					NodeAffinity json.RawMessage `json:"nodeAffinity"`
 					PodAffinity  json.RawMessage `json:"podAffinity"`
 				} `json:"affinity"`
-				NodeName         json.RawMessage `json:"nodeName"`
-				RuntimeClassName json.RawMessage `json:"runtimeClassName"`
-				SchedulingGates  json.RawMessage `json:"schedulingGates"`
-				HostNetwork      json.RawMessage `json:"hostNetwork"`
-				Volumes          json.RawMessage `json:"volumes"`
+				NodeName          json.RawMessage    `json:"nodeName"`
+				RuntimeClassName  json.RawMessage    `json:"runtimeClassName"`
+				SchedulingGates   json.RawMessage    `json:"schedulingGates"`
+				HostNetwork       json.RawMessage    `json:"hostNetwork"`
+				Volumes           json.RawMessage    `json:"volumes"`
 				Spreads           json.RawMessage    `json:"topologySpreadConstraints"`
 				NodeSelector      json.RawMessage    `json:"nodeSelector"`
 				Tolerations       json.RawMessage    `json:"tolerations"`

@@ -72,7 +72,9 @@ func (c *pools) Live(_ context.Context, obj client.Object) (*targets.Target, err
 	return t, nil
 }
 
-func (c *pools) Migrations(context.Context, string) ([]pgv1.PlacementMigration, error) { return nil, nil }
+func (c *pools) Migrations(context.Context, string) ([]pgv1.PlacementMigration, error) {
+	return nil, nil
+}
 
 func (c *pools) Workload(context.Context, *targets.Kind, string, string) (client.Object, error) {
 	return c.workload.DeepCopyObject().(client.Object), nil

@@ -155,9 +155,24 @@ func TestChartPoliciesAreConfigPolicies(t *testing.T) {
 		}
 	}
 	sameObjects(t, "policies", comparable(policies), comparable(kustomize(t, "policies")))
-	for _, o := range helmTemplate(t) {
-		if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
-			t.Errorf("policies are opt-in, but the defaults render %s %s", o.GetKind(), o.GetName())
+	// The operator's own policies are on by default; the migration's is
+	// opt-in, and policies.operatorWrites=false leaves out the others.
+	for _, c := range []struct {
+		values []string
+		want   []string
+	}{
+		{nil, []string{"operator-writes-cabundle-only", "operator-writes-deletion-costs-only", "operator-writes-placement-only"}},
+		{[]string{"policies.operatorWrites=false"}, nil},
+	} {
+		var got []string
+		for _, o := range helmTemplate(t, c.values...) {
+			if o.GetKind() == "ValidatingAdmissionPolicy" {
+				got = append(got, strings.TrimPrefix(o.GetName(), "placement-guard-"))
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%v: the chart renders the policies %v, want %v", c.values, got, c.want)
 		}
 	}
 }

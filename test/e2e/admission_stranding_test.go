@@ -155,6 +155,40 @@ var _ = Describe("The admission check of changes that strand pods without touchi
 		Expect(err).NotTo(HaveOccurred(), out)
 	})
 
+	It("refuses in Deny a required anti-affinity term aimed at another namespace's pods that leaves them no node to replace a pod on", func(ctx SpecContext) {
+		env := newEnv(ctx, "strand-other")
+		for _, n := range []string{"n1", "n2", "n3", "n4"} {
+			_, err := env.AddNode(ctx, n, nil)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		// Another team's namespace: a database of three pods kept apart,
+		// on three of the pool's four nodes.
+		payments := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: env.Namespace + "-payments"}}
+		Expect(k8sClient.Create(ctx, payments)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, payments))).To(Succeed()) })
+		dbLabels := map[string]string{"app": "db-" + env.Namespace}
+		db := utils.Deployment(payments.Name, "db", env.Pool(), 3, nil)
+		db.Spec.Selector.MatchLabels, db.Spec.Template.Labels = dbLabels, dbLabels
+		db.Spec.Template.Spec.Affinity = utils.HostnameAntiAffinity(dbLabels)
+		Expect(k8sClient.Create(ctx, db)).To(Succeed())
+		allRunning(ctx, payments.Name, dbLabels, 3)
+		labelNamespace(ctx, env.Namespace, "Deny")
+
+		By("a tenant's Deployment kept apart from every namespace's database pods takes the fourth node")
+		spoiler := utils.Deployment(env.Namespace, "spoiler", env.Pool(), 1, nil)
+		spoiler.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: dbLabels}, NamespaceSelector: &metav1.LabelSelector{}}}}}
+		Eventually(func(g Gomega) {
+			err := k8sClient.Create(ctx, spoiler.DeepCopy(), client.DryRunAll)
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(err.Error()).To(And(ContainSubstring("StrandsOthers"), ContainSubstring(payments.Name+"/db-")))
+		}).Should(Succeed())
+
+		By("kept to its own namespace, the same term is admitted")
+		spoiler.Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].NamespaceSelector = nil
+		Expect(k8sClient.Create(ctx, spoiler.DeepCopy(), client.DryRunAll)).To(Succeed())
+	})
+
 	It("admits in Deny the rollback of a workload that is already unsatisfiable, with a warning", func(ctx SpecContext) {
 		env := newEnv(ctx, "strand-rollback")
 		hardWeb(ctx, env)

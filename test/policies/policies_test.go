@@ -159,7 +159,12 @@ func startAPIServer(t *testing.T) (*rest.Config, *runtime.Scheme, func()) {
 
 func readPolicy(t *testing.T, file string) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
 	t.Helper()
+	// The operator's own policies are in operator/, which config/default
+	// installs too.
 	data, err := os.ReadFile(filepath.Join("..", "..", "config", "policies", file))
+	if os.IsNotExist(err) {
+		data, err = os.ReadFile(filepath.Join("..", "..", "config", "policies", "operator", file))
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,15 @@ func createKustomized(ctx context.Context, c client.Client, dir string, edit fun
 		return err
 	}
 	for _, file := range kustomization.Resources {
-		raw, err := os.ReadFile(filepath.Join(dir, file))
+		path := filepath.Join(dir, file)
+		if info, err := os.Stat(path); err == nil && info.IsDir() {
+			// A kustomization of its own, created as its files say.
+			if err := createKustomized(ctx, c, path, edit); err != nil {
+				return err
+			}
+			continue
+		}
+		raw, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}

@@ -124,6 +124,7 @@ func admissionCheck(ctx context.Context, mgr manager.Manager, cfg *rest.Config, 
 	if o.Rotator == nil {
 		return nil
 	}
+	o.Rotator.Recorder = mgr.GetEventRecorder(EventSource)
 	if err := mgr.Add(o.Rotator); err != nil {
 		return fmt.Errorf("set up the webhook's certificate: %w", err)
 	}
