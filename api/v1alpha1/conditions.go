@@ -66,6 +66,10 @@ const (
 	ReasonCapacityRequested = "CapacityRequested"
 	// ReasonRequestCapped: maxNodes asks for fewer nodes than are missing.
 	ReasonRequestCapped = "RequestCappedByMaxNodes"
+	// ReasonMaxNodesReached: as many nodes as maxNodes were launched for
+	// the migration's earlier requests; nothing more is asked for, and it
+	// waits for qualifying nodes as with mode None.
+	ReasonMaxNodesReached = "MaxNodesReached"
 	// ReasonAutoscalerAPIMissing: the cluster serves no CapacityBuffer API;
 	// the migration waits as with mode None.
 	ReasonAutoscalerAPIMissing = "CapacityBufferAPIMissing"

@@ -326,6 +326,15 @@ type CapacityStatus struct {
 	// waits for it (spec.capacity.provision); absent when nothing is asked.
 	// +optional
 	Request *CapacityRequestStatus `json:"request,omitempty"`
+	// launchedNodes are the nodes launched for the migration's capacity
+	// requests over its whole life, by name, those that left since
+	// included: they count against spec.capacity.provision.maxNodes until
+	// the migration ends, whichever of its requests they were launched for.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:items:MaxLength=253
+	LaunchedNodes []string `json:"launchedNodes,omitempty"`
 }
 
 // CapacityRequestStatus is what the migration asked an autoscaler for. It is

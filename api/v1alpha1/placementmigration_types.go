@@ -511,10 +511,12 @@ type Provision struct {
 	// +kubebuilder:default=None
 	Mode ProvisionMode `json:"mode,omitempty"`
 
-	// maxNodes is the most nodes the migration may ask for while it waits,
-	// so that a typo cannot provision a fleet: nodes that qualify after the
-	// request was made count against it. A larger shortfall is asked for up
-	// to maxNodes, and the status says so.
+	// maxNodes is the most nodes the migration may ask for over its whole
+	// life, so that a typo cannot provision a fleet: every node launched for
+	// any of its requests counts against it (status.capacity.launchedNodes),
+	// one that left since included, and so do nodes that qualify after a
+	// request was made. A larger shortfall is asked for up to what is left
+	// of maxNodes, and the status says so.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000

@@ -137,10 +137,14 @@ func (s *scope) record(v planning.Verdict, d planning.Decision) {
 		if len(nodes) > 10 {
 			nodes = nodes[:10]
 		}
+		var launched []string
+		if pm.Status.Capacity != nil {
+			launched = pm.Status.Capacity.LaunchedNodes
+		}
 		pm.Status.Capacity = &pgv1.CapacityStatus{
 			QualifyingNodes: int32(c.QualifyingNodes), RequiredNodes: int32(c.RequiredNodes),
 			QualifyingDomains: int32(c.QualifyingDomains), RequiredDomains: int32(c.RequiredDomains),
-			Nodes: nodes, Summary: c.Summary(),
+			Nodes: nodes, Summary: c.Summary(), LaunchedNodes: launched,
 		}
 		if c.Enough() {
 			pm.Status.Hazards = v.Hazards()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +37,12 @@ func (s *scope) provision(ctx context.Context, o outcome) (outcome, error) {
 	want := mode != pgv1.ProvisionNone && !pm.Spec.DryRun && pm.DeletionTimestamp.IsZero() && phase == pgv1.PhaseWaitingForCapacity &&
 		s.request != nil && s.request.Shortfall > 0
 	kind := provision.KindFor(mode)
+	// The nodes launched for the request that stands count against
+	// maxNodes from now on, whether it stays or goes in this pass.
+	before := len(s.launchedNodes())
+	if recorded != nil {
+		s.noteLaunched(s.launched)
+	}
 	if recorded != nil && (!want || recorded.Kind != kind) {
 		leftAlone, err := s.r.deleteRequest(ctx, pm.Namespace, recorded.Kind, recorded.Name, pm.UID)
 		if err != nil {
@@ -48,6 +55,11 @@ func (s *scope) provision(ctx context.Context, o outcome) (outcome, error) {
 		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionCapacityRequested)
 	}
 	if !want {
+		// A bound reached is said while the migration waits for capacity
+		// it may not ask for, and no longer.
+		if c := meta.FindStatusCondition(pm.Status.Conditions, pgv1.ConditionCapacityRequested); recorded == nil && c != nil && c.Reason == pgv1.ReasonMaxNodesReached {
+			meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionCapacityRequested)
+		}
 		return o, nil
 	}
 	req := s.request
@@ -56,6 +68,12 @@ func (s *scope) provision(ctx context.Context, o outcome) (outcome, error) {
 		qualifying = c.QualifyingNodes
 	}
 	if recorded == nil {
+		// Nodes launched for the migration's earlier requests count: a
+		// request made again before the next stage asks only for what is
+		// left of maxNodes, and is not made when nothing is.
+		if _, nodes := req.Sized(len(s.launchedNodes()), s.requestSpec().MaxNodes); nodes == 0 {
+			return s.boundReached(o, kind), nil
+		}
 		// Record the intent; the next reconcile creates what it names.
 		recorded = &pgv1.CapacityRequestStatus{Kind: kind, Name: provision.Name(pm.Name), Since: metav1.NewTime(s.now),
 			Replicas: int32(req.Replicas), Shortfall: int32(req.Shortfall), BaselineNodes: qualifying, Autoscaler: "recorded; creating it next"}
@@ -68,8 +86,11 @@ func (s *scope) provision(ctx context.Context, o outcome) (outcome, error) {
 	// A node launched for the request counts from the moment it
 	// registers, qualifying or not yet: the request must shrink before the
 	// migration's pods can take the node, or the autoscaler provisions
-	// another for the placeholder they displace.
-	launched := max(int(qualifying-recorded.BaselineNodes), s.launched)
+	// another for the placeholder they displace. Those launched for the
+	// migration's earlier requests count too, and stay counted when they
+	// leave.
+	earlier := len(s.launchedNodes()) - len(s.launched)
+	launched := max(len(s.launchedNodes()), earlier+int(qualifying-recorded.BaselineNodes), before)
 	placeholders, nodes := req.Sized(launched, s.requestSpec().MaxNodes)
 	recorded.Replicas, recorded.Shortfall = int32(placeholders), int32(req.Shortfall)
 	word, failing, err := s.r.ensureRequest(ctx, provision.Request{
@@ -99,7 +120,7 @@ func (s *scope) provision(ctx context.Context, o outcome) (outcome, error) {
 	case nodes < req.Shortfall:
 		recorded.Autoscaler = truncate(word, 1024)
 		setCondition(pm, s.now, pgv1.ConditionCapacityRequested, metav1.ConditionTrue, pgv1.ReasonRequestCapped,
-			fmt.Sprintf("Asked for %d of the %d node(s) missing through %s %s: spec.capacity.provision.maxNodes is %d, and %d node(s) joined for it since the request was made",
+			fmt.Sprintf("Asked for %d of the %d node(s) missing through %s %s: spec.capacity.provision.maxNodes is %d over the whole migration, and %d node(s) were launched for its requests",
 				nodes, req.Shortfall, kind, recorded.Name, s.requestSpec().MaxNodes, max(0, launched)))
 	default:
 		recorded.Autoscaler = truncate(word, 1024)
@@ -110,6 +131,51 @@ func (s *scope) provision(ctx context.Context, o outcome) (outcome, error) {
 		o.after = requestPoll
 	}
 	return s.describeRequest(o, recorded), nil
+}
+
+// launchedNodes are the nodes launched for the migration's requests so
+// far, as its status records them.
+func (s *scope) launchedNodes() []string {
+	if c := s.pm.Status.Capacity; c != nil {
+		return c.LaunchedNodes
+	}
+	return nil
+}
+
+// noteLaunched adds the nodes launched for the standing request to those
+// the status records, each once, by name: a node that leaves stays
+// counted.
+func (s *scope) noteLaunched(names []string) {
+	if len(names) == 0 {
+		return
+	}
+	if s.pm.Status.Capacity == nil {
+		s.pm.Status.Capacity = &pgv1.CapacityStatus{}
+	}
+	all := append(slices.Clone(s.pm.Status.Capacity.LaunchedNodes), names...)
+	slices.Sort(all)
+	all = slices.Compact(all)
+	s.pm.Status.Capacity.LaunchedNodes = all[:min(len(all), maxLaunchedNodes)]
+}
+
+// maxLaunchedNodes is how many launched nodes the status names, as its
+// schema bounds them; maxNodes is at most as many.
+const maxLaunchedNodes = 1000
+
+// boundReached says that the migration may ask for no more nodes: as many
+// as maxNodes were launched for its earlier requests. It waits for
+// qualifying nodes as with mode None.
+func (s *scope) boundReached(o outcome, kind string) outcome {
+	launched := s.launchedNodes()
+	msg := fmt.Sprintf("Asked for nothing: spec.capacity.provision.maxNodes is %d over the whole migration, and %d node(s) were launched for its earlier requests (%s); waiting for qualifying nodes as with mode None. Raise maxNodes to ask for more",
+		s.requestSpec().MaxNodes, len(launched), strings.Join(launched[:min(len(launched), 5)], ", "))
+	c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionCapacityRequested)
+	if c == nil || c.Reason != pgv1.ReasonMaxNodesReached {
+		o.events = append(o.events, note{kind: corev1.EventTypeNormal, reason: pgv1.ReasonMaxNodesReached, message: msg})
+	}
+	setCondition(s.pm, s.now, pgv1.ConditionCapacityRequested, metav1.ConditionFalse, pgv1.ReasonMaxNodesReached, msg)
+	o.message = truncate(o.message+"; "+fmt.Sprintf("nothing asked of the autoscaler (%s): maxNodes %d reached", kind, s.requestSpec().MaxNodes), 2048)
+	return o
 }
 
 // keepRequest puts the request back into the status, which the capacity

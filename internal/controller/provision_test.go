@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -142,6 +144,61 @@ var _ = Describe("Capacity requests", func() {
 		Eventually(replicas).Should(Equal(int32(2)), fc.explain("graphdb-apart"))
 		Eventually(func() metav1.Condition { return fc.condition("graphdb-apart", pgv1.ConditionCapacityRequested) }).Should(And(
 			HaveField("Reason", pgv1.ReasonRequestCapped), HaveField("Message", ContainSubstring("Asked for 2 of the 3 node(s) missing"))))
+	})
+
+	It("counts every node launched for any of its requests against maxNodes until the migration ends: a request needed again asks for nothing once maxNodes were launched, and says so", func() {
+		// The request is made a few seconds before the node joins, as an
+		// autoscaler takes them: a node of the request's own second is not
+		// taken to be launched for it.
+		testClock.SetTime(time.Now().Add(-3 * time.Second))
+		seed000(pgv1.ProvisionPlaceholderPods)
+		pm := fc.pm("graphdb-apart")
+		patch := client.MergeFrom(pm.DeepCopy())
+		pm.Spec.Capacity.Provision.MaxNodes = ptr.To[int32](1)
+		Expect(k8sClient.Patch(ctx, pm, patch)).To(Succeed())
+		Eventually(func() error { _, err := placeholders(); return err }).Should(Succeed(), fc.explain("graphdb-apart"))
+
+		By("the node launched for it joins and qualifies: the request goes, the node stays counted")
+		fc.node("data-2", map[string]string{"role": "data"})
+		Eventually(gone).Should(BeTrue())
+		Eventually(func() []string {
+			if c := fc.pm("graphdb-apart").Status.Capacity; c != nil {
+				return c.LaunchedNodes
+			}
+			return nil
+		}).Should(Equal([]string{fc.ns + "-data-2"}), fc.explain("graphdb-apart"))
+
+		By("before the hard stage more nodes are needed: nothing is asked for, as maxNodes 1 was launched already")
+		Eventually(fc.phase("graphdb-apart")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("graphdb-apart"))
+		pm = fc.pm("graphdb-apart")
+		patch = client.MergeFrom(pm.DeepCopy())
+		pm.Spec.Capacity.MinNodes = ptr.To[int32](3)
+		Expect(k8sClient.Patch(ctx, pm, patch)).To(Succeed())
+		fc.rollOut("graphdb", "data-2")
+		Eventually(func() metav1.Condition { return fc.condition("graphdb-apart", pgv1.ConditionCapacityRequested) }).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", pgv1.ReasonMaxNodesReached),
+			HaveField("Message", And(ContainSubstring("maxNodes is 1 over the whole migration"), ContainSubstring(fc.ns+"-data-2")))), fc.explain("graphdb-apart"))
+		Expect(fc.pm("graphdb-apart").Status.Phase).To(Equal(pgv1.PhaseWaitingForCapacity))
+		Consistently(gone, "2s").Should(BeTrue(), "no request is made again")
+		Expect(request()).To(BeNil())
+
+		By("the node leaves: it stays counted")
+		Expect(k8sClient.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fc.ns + "-data-2"}})).To(Succeed())
+		Consistently(gone, "2s").Should(BeTrue())
+		Expect(fc.pm("graphdb-apart").Status.Capacity.LaunchedNodes).To(Equal([]string{fc.ns + "-data-2"}))
+
+		By("raised maxNodes asks for what is left of it")
+		pm = fc.pm("graphdb-apart")
+		patch = client.MergeFrom(pm.DeepCopy())
+		pm.Spec.Capacity.Provision.MaxNodes = ptr.To[int32](2)
+		Expect(k8sClient.Patch(ctx, pm, patch)).To(Succeed())
+		Eventually(func() int32 {
+			d, err := placeholders()
+			if err != nil || d.Spec.Replicas == nil {
+				return -1
+			}
+			return *d.Spec.Replicas
+		}).Should(Equal(int32(1)), fc.explain("graphdb-apart"))
 	})
 
 	It("asks for the surge room of one node where replicas equal nodes would deadlock the rollout (incident 001), instead of blocking", func() {

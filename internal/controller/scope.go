@@ -40,9 +40,9 @@ type scope struct {
 	// request what the engine says the final stage lacks, when it was asked.
 	asked   *pgv1.CapacityRequestStatus
 	request *placement.CapacityRequest
-	// launched counts the nodes created since the request was made that
+	// launched names the nodes created since the request was made that
 	// its placeholders could land on.
-	launched int
+	launched []string
 	// retained are the former targets that keep the migration's entry,
 	// and retainedKept their records.
 	retained     []*targets.Target

@@ -109,6 +109,10 @@ func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec Capacit
 		vols[i] = map[string]string{}
 		s.attachableVolumes(pods[i], vols[i])
 	}
+	// The workloads' own pods leave the nodes they run on as their rollout
+	// replaces them: a node they fill still qualifies. Whether the rollout
+	// can make room for its surge beside them is the simulation's question.
+	ownCount, ownRequested := s.ownPodsByNode(workloads)
 	// Domains are counted by the topology's interned indices, and nodes
 	// come in name order: a hostname key has a domain per node.
 	topo := s.topology(key)
@@ -123,10 +127,14 @@ func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec Capacit
 			continue
 		}
 		admits := true
+		requested := ni.requested
+		if own, ok := ownRequested[id]; ok {
+			requested = requested.minus(own)
+		}
 		for i := range pods {
 			if filters[i].reason[pos] != 0 ||
-				ni.podCount+1 > ni.allowedPods ||
-				!reqs[i].fitsIn(ni.allocatable, ni.requested, resources{}) ||
+				ni.podCount-ownCount[id]+1 > ni.allowedPods ||
+				!reqs[i].fitsIn(ni.allocatable, requested, resources{}) ||
 				s.attachLimitReached(ni, vols[i]) {
 				admits = false
 				break
@@ -219,6 +227,26 @@ func (s *Snapshot) occupiedDomains(t *affinityTerm, w *Workload) int {
 		}
 	}
 	return len(domains)
+}
+
+// ownPodsByNode counts, per node, the workloads' own bound pods and what
+// they request.
+func (s *Snapshot) ownPodsByNode(workloads []*Workload) (map[nodeID]int64, map[nodeID]resources) {
+	count, requested := map[nodeID]int64{}, map[nodeID]resources{}
+	for _, w := range workloads {
+		for _, uid := range w.Pods {
+			id, ok := s.podByUID[uid]
+			if !ok || s.pods[id].node == noNode {
+				continue
+			}
+			pi := s.pods[id]
+			count[pi.node]++
+			r := requested[pi.node]
+			r.add(pi.requests)
+			requested[pi.node] = r
+		}
+	}
+	return count, requested
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -52,27 +52,29 @@ func (r CapacityRequest) Sized(launched, maxNodes int) (placeholders, nodes int)
 	return r.Resident + nodes, nodes
 }
 
-// LaunchedFor counts the nodes created since a request was made on which
-// its placeholders could land by node selection alone, Ready or not, tainted
-// or not: the nodes an autoscaler launched for it. They count against
-// maxNodes from the moment they register, before they qualify and before
-// the migration's own pods can take them, so that the request shrinks
-// while the autoscaler still counts the node as the request's. Times are
-// compared as the API server records them, to the second: a node of the
-// request's own second is not counted, and is once it qualifies.
-func (s *Snapshot) LaunchedFor(req CapacityRequest, since time.Time) int {
+// LaunchedFor names the nodes created since a request was made on which
+// its placeholders could land by node selection alone, Ready or not,
+// tainted or not: the nodes an autoscaler launched for it, by name. They
+// count against maxNodes from the moment they register, before they
+// qualify and before the migration's own pods can take them, so that the
+// request shrinks while the autoscaler still counts the node as the
+// request's. Times are compared as the API server records them, to the
+// second: a node of the request's own second is not named, and is counted
+// once it qualifies.
+func (s *Snapshot) LaunchedFor(req CapacityRequest, since time.Time) []string {
 	affinity := nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: req.Template.Spec})
 	since = since.Truncate(time.Second)
-	n := 0
+	var out []string
 	for _, info := range s.nodes {
 		if info == nil || info.node == nil || !info.node.CreationTimestamp.After(since) {
 			continue
 		}
 		if ok, _ := affinity.Match(info.node); ok {
-			n++
+			out = append(out, info.node.Name)
 		}
 	}
-	return n
+	sort.Strings(out)
+	return out
 }
 
 // RequestCapacity computes what to ask an autoscaler for, from final, the
@@ -120,12 +122,38 @@ func (s *Snapshot) RequestCapacity(workloads []*Workload, c Constraint, spec Cap
 	if err != nil {
 		return req, err
 	}
+	if !capacity.Enough() {
+		if err := s.sizeForStages(&req, &template, workloads, c, spec, final, capacity); err != nil {
+			return req, err
+		}
+	}
 	req.Template = template
 	if req.Resident, err = s.residentDomains(workloads[0].Namespace, template, key); err != nil {
 		return req, err
 	}
 	req.Replicas, _ = req.Sized(0, rs.MaxNodes)
 	return req, nil
+}
+
+// sizeForStages sizes the placeholder so that each node asked for holds
+// what the stages still to come put on it (podsPerRequestedNode), and
+// says so in the request's why; or says that no node of up to
+// maxPodsPerRequestedNode pods lets the final stage roll out.
+func (s *Snapshot) sizeForStages(req *CapacityRequest, template *corev1.PodTemplateSpec, workloads []*Workload, c Constraint, spec CapacitySpec, final pgv1.Stage, capacity Capacity) error {
+	container := &template.Spec.Containers[0]
+	k, fits, err := s.podsPerRequestedNode(workloads, c, spec, final, capacity, container.Resources.Requests, req.Shortfall)
+	if err != nil {
+		return fmt.Errorf("size the nodes to ask for: %w", err)
+	}
+	switch {
+	case !fits:
+		req.Why += fmt.Sprintf("; a node that holds one pod of %s, or up to %d, still leaves its %s stage's rollout a pod it cannot place (its surge beside the pod it replaces): more nodes than the shortfall, or a strategy with maxUnavailable, will be needed",
+			workloads[0].Ref(), maxPodsPerRequestedNode, final)
+	case k > 1:
+		container.Resources.Requests = scaledRequests(container.Resources.Requests, int64(k))
+		req.Why += fmt.Sprintf("; each node asked for holds %d pods of %s, as its %s stage's rollout surges a pod beside the one it replaces there", k, workloads[0].Ref(), final)
+	}
+	return nil
 }
 
 // residentDomains counts the domains of key in which a placeholder fits

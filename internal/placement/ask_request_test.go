@@ -2,6 +2,7 @@ package placement
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,8 +82,14 @@ func TestRequestSeed000OneDataNodeApartFromTheSearchEngine(t *testing.T) {
 		t.Fatalf("seed 000 lacks one data node: %+v", req)
 	}
 	spec := req.Template.Spec
-	if got := spec.Containers[0].Resources.Requests; !got.Cpu().Equal(resource.MustParse("500m")) || !got.Memory().Equal(resource.MustParse("1Gi")) {
-		t.Fatalf("the placeholder requests what a graph DB pod does: %v", got)
+	// The soft stage moves the graph DB onto the new node, and the hard
+	// stage's rolling update (maxSurge 1, maxUnavailable 0) surges a pod
+	// beside it there: the node asked for holds two.
+	if got := spec.Containers[0].Resources.Requests; !got.Cpu().Equal(resource.MustParse("1")) || !got.Memory().Equal(resource.MustParse("2Gi")) {
+		t.Fatalf("the placeholder requests what two graph DB pods do: %v", got)
+	}
+	if !strings.Contains(req.Why, "each node asked for holds 2 pods of Deployment/graphdb") {
+		t.Fatalf("the request says why it is sized so: %q", req.Why)
 	}
 	if spec.NodeSelector["role"] != "data" {
 		t.Fatalf("the target's node selector is kept: %v", spec.NodeSelector)
@@ -108,6 +115,35 @@ func TestRequestSeed000OneDataNodeApartFromTheSearchEngine(t *testing.T) {
 	}
 	if !reflect.DeepEqual(req.Template.Labels, placeholderLabels) {
 		t.Fatalf("the placeholder carries only its own labels, never the target's: %v", req.Template.Labels)
+	}
+}
+
+// A rollout that frees the node before it surges (maxUnavailable 1) needs
+// a node of one pod; a target whose pod no requested node up to three
+// pods can take a surge beside says so.
+func TestRequestSizesTheNodesForTheStagesToCome(t *testing.T) {
+	objs := Objects{
+		Nodes: []*corev1.Node{mkNode("data-1", label("role", "data")), mkNode("app-1", label("role", "app"))},
+		Pods: []*corev1.Pod{
+			mkPod("ns", "search-0", on("data-1"), withLabels("app", "search")),
+			mkPod("ns", "graphdb-0", on("data-1"), withLabels("app", "graphdb"), requests("500m", "1Gi")),
+		},
+	}
+	apart := Constraint{AntiAffinity: &AntiAffinity{TopologyKey: corev1.LabelHostname, Selector: selector("app", "search")}}
+	dataOnly := CapacitySpec{NodeSelector: selector("role", "data")}
+	graph := func(strategy appsv1.DeploymentStrategy) func(Objects) *Workload {
+		return func(o Objects) *Workload {
+			return withSelector(deployment(o, "graphdb", 1, strategy, nodeSelector("role", "data"), requests("500m", "1Gi")))
+		}
+	}
+	req, _ := requestFor(t, objs, graph(unavailable(1)), apart, dataOnly, 3)
+	if got := req.Template.Spec.Containers[0].Resources.Requests; !got.Cpu().Equal(resource.MustParse("500m")) || strings.Contains(req.Why, "holds") {
+		t.Fatalf("maxUnavailable 1 frees the node first: one pod's room, got %v (%q)", got, req.Why)
+	}
+	// Recreate deletes before it creates: one pod's room too.
+	req, _ = requestFor(t, objs, graph(appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}), apart, dataOnly, 3)
+	if got := req.Template.Spec.Containers[0].Resources.Requests; !got.Cpu().Equal(resource.MustParse("500m")) {
+		t.Fatalf("Recreate: one pod's room, got %v", got)
 	}
 }
 
@@ -287,11 +323,11 @@ func TestLaunchedForCountsNodesTheRequestCouldLandOnSinceItWasMade(t *testing.T)
 		{"a second one", func() { joined("data-3", made.Add(3*time.Second), "role", "data") }, 2},
 	} {
 		c.join()
-		if got := s.LaunchedFor(req, made); got != c.want {
+		if got := len(s.LaunchedFor(req, made)); got != c.want {
 			t.Errorf("%s: %d nodes launched for the request, want %d", c.name, got, c.want)
 		}
 	}
-	if placeholders, nodes := req.Sized(s.LaunchedFor(req, made), 1); placeholders != 0 || nodes != 0 {
+	if placeholders, nodes := req.Sized(len(s.LaunchedFor(req, made)), 1); placeholders != 0 || nodes != 0 {
 		t.Fatalf("maxNodes 1 with nodes launched asks for nothing more: %d placeholders, %d nodes", placeholders, nodes)
 	}
 }

@@ -110,6 +110,16 @@ func (r resources) plus(o resources) resources {
 	return sum
 }
 
+// minus is r without o, r left as it is, as plus.
+func (r resources) minus(o resources) resources {
+	out := r.plus(resources{})
+	if len(o.scalar) > 0 && out.scalar == nil {
+		out.scalar = make(map[corev1.ResourceName]int64, len(o.scalar))
+	}
+	out.sub(o)
+	return out
+}
+
 // podRequests is what the scheduler charges a node for a pod: the larger of
 // the init containers' and the sum of the regular and sidecar containers'
 // requests, plus overhead, as k8s.io/component-helpers computes it. For a

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -272,6 +273,33 @@ var _ = Describe("Asking a real Karpenter for the capacity a migration waits for
 				readyAt.Sub(created).Seconds(), succeededAt.Sub(created).Seconds()), ReportEntryVisibilityAlways)
 		})
 	}
+
+	It("seed 000 whose pods fill Karpenter's smallest node, with maxNodes 1: asks once for a node that holds the hard stage's surge, succeeds, and ends with one NodeClaim", func(ctx SpecContext) {
+		env := newEnv(ctx, "autoscale-small")
+		dataNodePool(ctx, env, "30s")
+		// Half a CPU each: Karpenter's smallest node (one CPU, 900m
+		// allocatable) holds one of them.
+		seed000(ctx, env, func(d *appsv1.Deployment) *appsv1.Deployment {
+			d.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("500m")
+			return d
+		})
+		claims := countNodeClaims(ctx, env)
+		migration(ctx, env.Namespace, "graphdb-apart", seed000Spec(pgv1.ProvisionCapacityBuffer, 1))
+
+		By("the request is sized for the graph DB and its surge beside it, and says so")
+		Eventually(func(g Gomega) {
+			r := requestOf(ctx, env.Namespace, "graphdb-apart")
+			g.Expect(r).NotTo(BeNil())
+			g.Expect(conditionOf(ctx, env.Namespace, "graphdb-apart", pgv1.ConditionCapacityAvailable).Message).To(ContainSubstring("each node asked for holds 2 pods of Deployment/graphdb"))
+		}).Should(Succeed(), explain(ctx, env.Namespace, "graphdb-apart"))
+		Eventually(phaseOf(ctx, env.Namespace, "graphdb-apart")).WithTimeout(4*time.Minute).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "graphdb-apart"))
+		pm := getMigration(ctx, env.Namespace, "graphdb-apart")
+		Expect(pm.Status.Targets[0].Stages).To(HaveLen(2), "soft, then hard")
+		Expect(pm.Status.Capacity.LaunchedNodes).To(HaveLen(1), "one node launched for the migration's requests")
+		graphPods := allRunning(ctx, env.Namespace, map[string]string{"app": "graphdb"}, 1)
+		Expect(graphPods[0].Spec.NodeName).To(Equal(pm.Status.Capacity.LaunchedNodes[0]))
+		Consistently(claims).WithTimeout(15*time.Second).WithPolling(time.Second).Should(HaveLen(1), "maxNodes 1: one NodeClaim over the whole migration, after the hard stage too")
+	})
 
 	for _, mode := range []pgv1.ProvisionMode{pgv1.ProvisionCapacityBuffer, pgv1.ProvisionPlaceholderPods} {
 		It(fmt.Sprintf("with mode %s and maxNodes 2, two data nodes missing: Karpenter makes two NodeClaims over the whole migration, never a third", mode), func(ctx SpecContext) {
