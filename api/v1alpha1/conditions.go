@@ -137,6 +137,12 @@ const (
 	// ReasonTargetRolloutFailed: a target's own rollout gave up (its
 	// progress deadline passed) for a change the migration did not make.
 	ReasonTargetRolloutFailed = "TargetRolloutFailed"
+	// ReasonTargetPodsMissing: a target's controller has made fewer pods
+	// than it is asked for (a quota, an admission refusal, an OrderedReady
+	// StatefulSet stopped at a pod that is not Ready) for longer than the
+	// stage timeout. The migration waits, Stalled, naming the cause, and
+	// goes on by itself once the pods exist.
+	ReasonTargetPodsMissing = "TargetPodsMissing"
 	// ReasonTargetPaused: a target is paused (a Deployment's spec.paused):
 	// no stage is written, and no stage timeout runs, until it resumes.
 	ReasonTargetPaused = "TargetPaused"

@@ -40,7 +40,7 @@ func (s *scope) advance(ctx context.Context, group []*target, stage pgv1.Stage) 
 		}
 		s.lookAgainIn(recheck)
 	}
-	if o, ok := s.waitForCompleteView(group); ok {
+	if o, ok := s.waitForCompleteView(group, lowering); ok {
 		return o, nil
 	}
 	verdict := planning.Verdict{Stage: stage, Lowers: lowering}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -41,15 +42,56 @@ func (s *scope) recordPods(why string, next time.Time) {
 // a guard judged on a view without a target's pods passes what it would
 // refuse. The next pod event brings the reconcile that goes on; a short
 // timer stands in for one that was missed.
-func (s *scope) waitForCompleteView(group []*target) (outcome, bool) {
+//
+// A view that stays short because the workload's controller cannot make
+// its pods (a quota, an admission refusal, a StatefulSet stopped at a pod
+// that is not Ready) never closes by itself: the wait names the cause as
+// the controller tells it, and once it has lasted the stage timeout the
+// migration is Stalled, writing nothing, until the pods exist. A stage
+// that only lowers the constraint asks nothing of the pods and is never
+// held.
+func (s *scope) waitForCompleteView(group []*target, lowering bool) (outcome, bool) {
+	if lowering {
+		return outcome{}, false
+	}
 	for _, t := range group {
-		if gap := t.ViewGap(); gap != "" {
-			msg := "Waiting for the pods of " + t.String() + ": " + gap + "; no guard is judged and nothing is written until they are"
-			setCondition(s.pm, s.now, pgv1.ConditionPodsStable, metav1.ConditionFalse, pgv1.ReasonWaitingForPodView, msg)
-			return outcome{reason: pgv1.ReasonWaitingForPodView, message: msg, after: podViewRecheck}, true
+		gap := t.ViewGap()
+		if gap == "" {
+			continue
 		}
+		why, since := t.Shortfall()
+		if why != "" {
+			gap += ": " + why
+		}
+		if since.IsZero() {
+			since = s.viewGapSince()
+		}
+		if waited, timeout := s.now.Sub(since), s.pm.Spec.Timeout(); why != "" && waited >= timeout {
+			msg := fmt.Sprintf("%s: %s, for %s, longer than the stage timeout (%s); the migration writes nothing until the pods exist, and goes on by itself then",
+				t, gap, waited.Round(time.Second), timeout)
+			setCondition(s.pm, s.now, pgv1.ConditionPodsStable, metav1.ConditionFalse, pgv1.ReasonTargetPodsMissing, msg)
+			return outcome{blocked: true, reason: pgv1.ReasonTargetPodsMissing, message: msg, after: podViewRecheck}, true
+		}
+		msg := "Waiting for the pods of " + t.String() + ": " + gap + "; no guard is judged and nothing is written until they are"
+		if c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionPodsStable); c != nil && c.Reason != pgv1.ReasonWaitingForPodView {
+			// The wait counts from now: the condition's time is its own.
+			meta.RemoveStatusCondition(&s.pm.Status.Conditions, pgv1.ConditionPodsStable)
+		}
+		setCondition(s.pm, s.now, pgv1.ConditionPodsStable, metav1.ConditionFalse, pgv1.ReasonWaitingForPodView, msg)
+		return outcome{reason: pgv1.ReasonWaitingForPodView, message: msg, after: podViewRecheck}, true
 	}
 	return outcome{}, false
+}
+
+// viewGapSince is when the migration began to wait for its view of a
+// target's pods, as its PodsStable condition records it; now when it was
+// not waiting.
+func (s *scope) viewGapSince() time.Time {
+	if c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionPodsStable); c != nil &&
+		(c.Reason == pgv1.ReasonWaitingForPodView || c.Reason == pgv1.ReasonTargetPodsMissing) {
+		return c.LastTransitionTime.Time
+	}
+	return s.now
 }
 
 // podViewRecheck is how soon a migration waiting for its view of a

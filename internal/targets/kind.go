@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +64,10 @@ type Kind struct {
 	replicas func(obj client.Object) **int32
 	// counts are what the object's status reports of its pods.
 	counts func(obj client.Object) replicaCounts
+	// shortfall says why the kind's controller made fewer pods than it is
+	// asked for, as its own status or pods tell, and since when; "" when
+	// they do not tell.
+	shortfall func(t *Target) (why string, since time.Time)
 	// podLabels are the labels the kind's controller adds to its i-th pod
 	// besides the template's and the revision's.
 	podLabels func(w *placement.Workload, name string, labels map[string]string)

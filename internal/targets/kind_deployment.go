@@ -1,6 +1,8 @@
 package targets
 
 import (
+	"time"
+
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -41,6 +43,7 @@ var deploymentKind = Kind{
 		d := obj.(*appsv1.Deployment)
 		return countsFrom(d, d.Spec.Replicas, d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.ObservedGeneration)
 	},
+	shortfall:       deploymentShortfall,
 	paused:          func(obj client.Object) bool { return obj.(*appsv1.Deployment).Spec.Paused },
 	partitioned:     func(client.Object) bool { return false },
 	interchangeable: true,
@@ -99,4 +102,16 @@ func deploymentProgress(ref string, d *appsv1.Deployment, generation int64) Prog
 		return Progress{Message: fmt.Sprintf("%s: %d of %d updated replicas available", ref, st.AvailableReplicas, st.UpdatedReplicas)}
 	}
 	return Progress{Done: true, Message: fmt.Sprintf("%s: %d of %d replicas updated and available", ref, st.UpdatedReplicas, want)}
+}
+
+// deploymentShortfall is the Deployment's ReplicaFailure condition, which
+// its controller copies from the ReplicaSet that failed to create a pod
+// (a quota exceeded, a PodSecurity or admission refusal).
+func deploymentShortfall(t *Target) (string, time.Time) {
+	for _, c := range t.obj.(*appsv1.Deployment).Status.Conditions {
+		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
+			return fmt.Sprintf("its ReplicaSet cannot create pods (%s: %s)", c.Reason, c.Message), c.LastTransitionTime.Time
+		}
+	}
+	return "", time.Time{}
 }

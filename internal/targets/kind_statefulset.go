@@ -1,6 +1,8 @@
 package targets
 
 import (
+	"time"
+
 	"fmt"
 	"sort"
 	"strconv"
@@ -41,7 +43,8 @@ var statefulSetKind = Kind{
 		s := obj.(*appsv1.StatefulSet)
 		return countsFrom(s, s.Spec.Replicas, s.Status.Replicas, s.Status.UpdatedReplicas, s.Status.ObservedGeneration)
 	},
-	paused: func(client.Object) bool { return false },
+	shortfall: statefulSetShortfall,
+	paused:    func(client.Object) bool { return false },
 	partitioned: func(obj client.Object) bool {
 		ru := obj.(*appsv1.StatefulSet).Spec.UpdateStrategy.RollingUpdate
 		return ru != nil && ru.Partition != nil && *ru.Partition > 0
@@ -139,4 +142,21 @@ func (t *Target) podsNotAt(revision string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// statefulSetShortfall says why a StatefulSet has fewer pods than it is
+// asked for: an OrderedReady one makes the next ordinal only once every
+// pod before it is Ready, so a pod that never becomes Ready stops it
+// there. Anything else (a quota, a PodSecurity refusal) its controller
+// says only in FailedCreate Events.
+func statefulSetShortfall(t *Target) (string, time.Time) {
+	s := t.obj.(*appsv1.StatefulSet)
+	if s.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+		for _, p := range t.Pods {
+			if !podReady(p) {
+				return fmt.Sprintf("pod %s is not Ready, and an OrderedReady StatefulSet makes the next ordinal only once it is", p.Name), p.CreationTimestamp.Time
+			}
+		}
+	}
+	return fmt.Sprintf("its controller says why in its FailedCreate Events (kubectl describe statefulset %s): a quota or an admission refusal, most often", s.Name), time.Time{}
 }

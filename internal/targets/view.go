@@ -2,6 +2,7 @@ package targets
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,6 +52,17 @@ func (t *Target) ViewGap() string {
 		return fmt.Sprintf("%d of the %d pods of %s's live template that its status counts are seen so far", current, c.current, t)
 	}
 	return ""
+}
+
+// Shortfall says, when the target's controller has made fewer pods than it
+// is asked for, why (as its own status or pods tell; a generic word when
+// they do not) and since when (zero when they do not tell); "" when it
+// has made them all.
+func (t *Target) Shortfall() (why string, since time.Time) {
+	if c := t.kind.counts(t.obj); !c.observed || c.existing >= c.asked {
+		return "", time.Time{}
+	}
+	return t.kind.shortfall(t)
 }
 
 // active reports a pod its workload's controller counts: not terminating,
