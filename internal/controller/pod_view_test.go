@@ -28,7 +28,7 @@ var _ = Describe("A target whose controller cannot make its pods", func() {
 		d = fc.get("web")
 		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3,
 			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate",
-				Message: `pods "web-7d4b9c-x2" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=3, limited: pods=3`,
+				Message:            `pods "web-7d4b9c-x2" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=3, limited: pods=3`,
 				LastTransitionTime: now(), LastUpdateTime: now()}}}
 		Expect(k8sClient.Status().Update(ctx, d)).To(Succeed())
 	}
