@@ -198,6 +198,9 @@ func (s *scope) keepRequest(recorded *pgv1.CapacityRequestStatus) {
 // CapacityBuffer graphdb-apart-capacity; provisioning".
 func (s *scope) describeRequest(o outcome, r *pgv1.CapacityRequestStatus) outcome {
 	what := fmt.Sprintf("asked the autoscaler through %s %s: %d placeholder(s) for %d missing node(s)", r.Kind, r.Name, r.Replicas, r.Shortfall)
+	if s.request != nil && s.request.Sizing != "" {
+		what += " (" + s.request.Sizing + ")"
+	}
 	if c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionCapacityRequested); c != nil && c.Reason == pgv1.ReasonRequestCapped {
 		what += ", capped by maxNodes"
 	}

@@ -39,6 +39,9 @@ type CapacityRequest struct {
 	Replicas int
 	// Why says in a person's words what the nodes are for.
 	Why string
+	// Sizing says, when the nodes asked for must hold more than one pod
+	// of the target, or no size tried is enough, why (sizeForStages).
+	Sizing string
 }
 
 // Capped reports whether MaxNodes cut the request short of the shortfall.
@@ -147,12 +150,15 @@ func (s *Snapshot) sizeForStages(req *CapacityRequest, template *corev1.PodTempl
 	}
 	switch {
 	case !fits:
-		req.Why += fmt.Sprintf("; a node that holds one pod of %s, or up to %d, still leaves its %s stage's rollout a pod it cannot place (its surge beside the pod it replaces): more nodes than the shortfall, or a strategy with maxUnavailable, will be needed",
+		req.Sizing = fmt.Sprintf("a node that holds one pod of %s, or up to %d, still leaves its %s stage's rollout a pod it cannot place (its surge beside the pod it replaces): more nodes than the shortfall, or a strategy with maxUnavailable, will be needed",
 			workloads[0].Ref(), maxPodsPerRequestedNode, final)
 	case k > 1:
 		container.Resources.Requests = scaledRequests(container.Resources.Requests, int64(k))
-		req.Why += fmt.Sprintf("; each node asked for holds %d pods of %s, as its %s stage's rollout surges a pod beside the one it replaces there", k, workloads[0].Ref(), final)
+		req.Sizing = fmt.Sprintf("each node asked for holds %d pods of %s, as its %s stage's rollout surges a pod beside the one it replaces there", k, workloads[0].Ref(), final)
+	default:
+		return nil
 	}
+	req.Why += "; " + req.Sizing
 	return nil
 }
 
