@@ -143,6 +143,11 @@ const (
 	// stage timeout. The migration waits, Stalled, naming the cause, and
 	// goes on by itself once the pods exist.
 	ReasonTargetPodsMissing = "TargetPodsMissing"
+	// ReasonAdoptionTakenBack: another writer took an adopted constraint
+	// out of its workload where the admission check did not see it (its
+	// namespace Off or Warn, or the check down): the adoption ends, the
+	// constraint is not written back, and the migration is deleted.
+	ReasonAdoptionTakenBack = "AdoptionTakenBack"
 	// ReasonTargetPaused: a target is paused (a Deployment's spec.paused):
 	// no stage is written, and no stage timeout runs, until it resumes.
 	ReasonTargetPaused = "TargetPaused"

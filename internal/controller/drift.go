@@ -2,16 +2,20 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/adoption"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/workloadpatch"
@@ -42,6 +46,9 @@ func (s *scope) watchDrift(ctx context.Context) (outcome, bool, error) {
 	writer, err := s.r.lastWriter(ctx, first.Object(), s.manager)
 	if err != nil {
 		return outcome{}, true, err
+	}
+	if o, taken, err := s.takenBack(ctx, first, writer); taken || err != nil {
+		return o, true, err
 	}
 	what := fmt.Sprintf("%s no longer carries the %s constraint; last changed by field manager %q", first, stage, writer)
 	if pm.Status.DriftCorrections >= maxDriftCorrections {
@@ -144,6 +151,55 @@ func (s *scope) releaseRemoved(gone []pgv1.TargetStatus) outcome {
 	}
 	return s.recordIntent(op, outcome{reason: pgv1.ReasonTargetRemoved,
 		message: fmt.Sprintf("%s no longer selected; removing the constraint from it (onDelete: Revert)", strings.Join(names, ", "))})
+}
+
+// takenBack ends the adoption of a constraint its author took out of the
+// workload where the admission check did not see it (the namespace Off or
+// Warn at the time, the check down): the constraint is the workload's
+// own, and its removal by another writer is the author's word, never
+// drift to write back. The record is marked ended on the workload, in a
+// write locked to the workload as read; the adoption controller then
+// deletes this migration. taken is false for a migration that adopted
+// nothing on t.
+func (s *scope) takenBack(ctx context.Context, t *target, writer string) (o outcome, taken bool, err error) {
+	obj := t.Object()
+	rec, err := adoption.Find(obj.GetAnnotations(), s.pm.Name)
+	if err != nil || rec == nil || !rec.Active() || !metav1.IsControlledBy(s.pm, obj) {
+		return outcome{}, false, nil
+	}
+	why := fmt.Sprintf("taken back by %s", writer)
+	records, err := adoption.Records(obj.GetAnnotations())
+	if err != nil {
+		return outcome{}, false, nil
+	}
+	value, err := adoption.Encode(adoption.Ending(records, []adoption.Record{*rec}, why))
+	if err != nil {
+		return outcome{}, true, err
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": obj.GetResourceVersion(), "annotations": map[string]string{adoption.Annotation: value}}})
+	if err != nil {
+		return outcome{}, true, err
+	}
+	if err := s.r.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(s.manager)); err != nil {
+		if apierrors.IsConflict(err) {
+			return outcome{}, true, errStale
+		}
+		return outcome{}, true, fmt.Errorf("end the adoption on %s: %w", t, err)
+	}
+	msg := fmt.Sprintf("%s no longer carries its adopted %s: field manager %q took it out, which ends the adoption. It is not written back, and this migration is deleted; the workload stays as its author left it",
+		t, describeAdopted(rec), writer)
+	setCondition(s.pm, s.now, pgv1.ConditionConstraintInSync, metav1.ConditionFalse, pgv1.ReasonAdoptionTakenBack, msg)
+	return outcome{reason: pgv1.ReasonAdoptionTakenBack, message: msg,
+		events: []note{{kind: corev1.EventTypeNormal, reason: pgv1.ReasonAdoptionTakenBack, message: msg}}}, true, nil
+}
+
+// describeAdopted names an adopted constraint in a few words.
+func describeAdopted(rec *adoption.Record) string {
+	if rec.Term != nil {
+		return "required anti-affinity on " + rec.Term.TopologyKey
+	}
+	return "DoNotSchedule spread on " + rec.Spread.TopologyKey
 }
 
 // lastWriter names the field manager that changed the workload last, from

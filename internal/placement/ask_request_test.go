@@ -321,6 +321,7 @@ func TestLaunchedForCountsNodesTheRequestCouldLandOnSinceItWasMade(t *testing.T)
 		{"a data node from before the request", func() { joined("data-0", made.Add(-time.Hour), "role", "data") }, 0},
 		{"a data node registering, tainted and not Ready", func() { joined("data-2", made.Add(2*time.Second), "role", "data") }, 1},
 		{"a second one", func() { joined("data-3", made.Add(3*time.Second), "role", "data") }, 2},
+		{"one launched within the request's own second", func() { joined("data-4", made.Add(400*time.Millisecond).Truncate(time.Second), "role", "data") }, 3},
 	} {
 		c.join()
 		if got := len(s.LaunchedFor(req, made)); got != c.want {

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -112,5 +113,33 @@ var _ = Describe("Adopt mode: a person stops an adopted change", Label("operator
 		}).Should(BeTrue(), "the operator deletes the migration of an ended adoption")
 		Expect(getDeployment(ctx, env.Namespace, "graphdb").Spec.Template.Spec.Affinity).To(BeNil(), "the undo is kept as it left the template")
 		staysSoftAndUnadopted(ctx, env)
+	})
+
+	It("ends the adoption of a verified soft stage taken back where the check did not see it: the operator never writes it back", func(ctx SpecContext) {
+		env := newEnv(ctx, "adopt-unseen")
+		name := adoptSeed000(ctx, env)
+		Eventually(func() metav1.ConditionStatus {
+			return conditionOf(ctx, env.Namespace, name, pgv1.ConditionSoftApplied).Status
+		}).Should(Equal(metav1.ConditionTrue), "the adopted soft stage is verified")
+
+		By("with the namespace Off, kubectl rollout undo takes the constraint back unseen by the check")
+		labelNamespace(ctx, env.Namespace, "Off")
+		out, err := kubectl(ctx, "-n", env.Namespace, "rollout", "undo", "deployment/graphdb")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).NotTo(ContainSubstring("its adoption ended"), "the check did not see it")
+
+		By("the reconciler ends the adoption, the migration goes, and nothing writes the constraint back")
+		Eventually(func() string {
+			if rec := recordOf(ctx, env.Namespace, name); rec != nil {
+				return rec.Ended
+			}
+			return ""
+		}).Should(HavePrefix("taken back by"))
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, &pgv1.PlacementMigration{}))
+		}).Should(BeTrue(), "the operator deletes the migration of an ended adoption")
+		Expect(getDeployment(ctx, env.Namespace, "graphdb").Spec.Template.Spec.Affinity).To(BeNil(), "the undo is kept as it left the template")
+		staysSoftAndUnadopted(ctx, env)
+		Expect(getDeployment(ctx, env.Namespace, "graphdb").Spec.Template.Spec.Affinity).To(BeNil(), "nothing wrote the soft form back")
 	})
 })
