@@ -288,7 +288,9 @@ var _ = Describe("Asking a real Karpenter for the capacity a migration waits for
 
 		Eventually(phaseOf(ctx, env.Namespace, "graphdb-apart")).WithTimeout(4*time.Minute).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, "graphdb-apart"))
 		By("the request was sized for the graph DB and its surge beside it, and said so")
-		Eventually(func() []string { return migrationEventNotes(ctx, env.Namespace, "graphdb-apart", pgv1.ReasonWaitingForCapacity) }).Should(
+		Eventually(func() []string {
+			return migrationEventNotes(ctx, env.Namespace, "graphdb-apart", pgv1.ReasonWaitingForCapacity)
+		}).Should(
 			ContainElement(ContainSubstring("each node asked for holds 2 pods of Deployment/graphdb")))
 		pm := getMigration(ctx, env.Namespace, "graphdb-apart")
 		Expect(pm.Status.Targets[0].Stages).To(HaveLen(2), "soft, then hard")

@@ -75,4 +75,3 @@ var _ = Describe("F20: a tenant's Deployment of twenty million replicas, its pod
 		Expect(k8sClient.Delete(ctx, bulk)).To(Succeed())
 	}, NodeTimeout(4*time.Minute))
 })
-
