@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -212,7 +213,9 @@ func (s *scope) evaluate(ctx context.Context, group []*target, stage pgv1.Stage)
 		}
 		s.request = v.Request
 		if s.asked != nil {
-			s.launched = snap.LaunchedFor(*v.Request, s.asked.Since.Time)
+			s.launched = snap.LaunchedFor(*v.Request, s.asked.Since.Time, s.r.baselines.existed(client.ObjectKeyFromObject(s.pm), s.asked.Since.Time))
+		} else if v.Request.Shortfall > 0 {
+			s.nodes = snap.NodeNames()
 		}
 		return nil
 	})

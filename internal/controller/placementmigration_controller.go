@@ -74,6 +74,9 @@ type PlacementMigrationReconciler struct {
 	// disruptions remembers each migration's last disruption verdict and
 	// what it was computed from.
 	disruptions verdictMemo
+	// baselines remember the nodes there were when each migration's
+	// capacity request was recorded.
+	baselines requestBaselines
 	// router maps a change to the migrations it can affect, and keeps
 	// the feeds up with events while a migration is at work.
 	router clusterstate.Router
@@ -118,6 +121,7 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 			r.inflight.track(req.Namespace, req.Name, nil)
 			r.own.forget(req.NamespacedName)
 			r.pace.forget(req.NamespacedName)
+			r.baselines.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get PlacementMigration %s: %w", req.NamespacedName, err)

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/placement"
@@ -77,6 +78,7 @@ func (s *scope) provision(ctx context.Context, o outcome) (outcome, error) {
 		// Record the intent; the next reconcile creates what it names.
 		recorded = &pgv1.CapacityRequestStatus{Kind: kind, Name: provision.Name(pm.Name), Since: metav1.NewTime(s.now),
 			Replicas: int32(req.Replicas), Shortfall: int32(req.Shortfall), BaselineNodes: qualifying, Autoscaler: "recorded; creating it next"}
+		s.r.baselines.remember(client.ObjectKeyFromObject(pm), s.now, s.nodes)
 		setCondition(pm, s.now, pgv1.ConditionCapacityRequested, metav1.ConditionTrue, pgv1.ReasonCapacityRequested,
 			fmt.Sprintf("Asking for %d node(s) through %s %s", req.Replicas, kind, recorded.Name))
 		o.after = staleRetry

@@ -41,8 +41,10 @@ type scope struct {
 	asked   *pgv1.CapacityRequestStatus
 	request *placement.CapacityRequest
 	// launched names the nodes created since the request was made that
-	// its placeholders could land on.
+	// its placeholders could land on; nodes are the nodes there are, read
+	// when a request may be recorded in this reconcile.
 	launched []string
+	nodes    []string
 	// retained are the former targets that keep the migration's entry,
 	// and retainedKept their records.
 	retained     []*targets.Target

@@ -62,15 +62,21 @@ func (r CapacityRequest) Sized(launched, maxNodes int) (placeholders, nodes int)
 // qualify and before the migration's own pods can take them, so that the
 // request shrinks while the autoscaler still counts the node as the
 // request's. Times are compared as the API server records them, to the
-// second: a node of the request's own second is named too, since an
-// autoscaler can launch one within it, and a node someone else made in
-// that second only makes the request ask for less.
-func (s *Snapshot) LaunchedFor(req CapacityRequest, since time.Time) []string {
+// second: an autoscaler can launch a node within the request's own
+// second, and a node of that second is named when existed says it was not
+// there when the request was made; with no word of what was (existed
+// nil: the request was made before the operator's restart), such a node
+// is not named, and is counted once it qualifies.
+func (s *Snapshot) LaunchedFor(req CapacityRequest, since time.Time, existed func(node string) bool) []string {
 	affinity := nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: req.Template.Spec})
 	since = since.Truncate(time.Second)
 	var out []string
 	for _, info := range s.nodes {
-		if info == nil || info.node == nil || info.node.CreationTimestamp.Time.Before(since) {
+		if info == nil || info.node == nil {
+			continue
+		}
+		created := info.node.CreationTimestamp.Time
+		if created.Before(since) || created.Equal(since) && (existed == nil || existed(info.node.Name)) {
 			continue
 		}
 		if ok, _ := affinity.Match(info.node); ok {

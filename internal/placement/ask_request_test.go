@@ -322,13 +322,17 @@ func TestLaunchedForCountsNodesTheRequestCouldLandOnSinceItWasMade(t *testing.T)
 		{"a data node registering, tainted and not Ready", func() { joined("data-2", made.Add(2*time.Second), "role", "data") }, 1},
 		{"a second one", func() { joined("data-3", made.Add(3*time.Second), "role", "data") }, 2},
 		{"one launched within the request's own second", func() { joined("data-4", made.Add(400*time.Millisecond).Truncate(time.Second), "role", "data") }, 3},
+		{"one of the request's own second that was there when it was made", func() { joined("data-5", made, "role", "data") }, 3},
 	} {
 		c.join()
-		if got := len(s.LaunchedFor(req, made)); got != c.want {
+		if got := len(s.LaunchedFor(req, made, func(n string) bool { return n == "data-1" || n == "app-1" || n == "data-5" })); got != c.want {
 			t.Errorf("%s: %d nodes launched for the request, want %d", c.name, got, c.want)
 		}
 	}
-	if placeholders, nodes := req.Sized(len(s.LaunchedFor(req, made)), 1); placeholders != 0 || nodes != 0 {
+	if n := len(s.LaunchedFor(req, made, nil)); n != 2 {
+		t.Fatalf("with no word of the nodes there were, one of the request's own second is not named: %d named", n)
+	}
+	if placeholders, nodes := req.Sized(len(s.LaunchedFor(req, made, nil)), 1); placeholders != 0 || nodes != 0 {
 		t.Fatalf("maxNodes 1 with nodes launched asks for nothing more: %d placeholders, %d nodes", placeholders, nodes)
 	}
 }
