@@ -7,6 +7,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -168,6 +169,33 @@ var _ = Describe("A succeeded migration", func() {
 		leaving.Finalizers = nil
 		Expect(k8sClient.Update(ctx, leaving)).To(Succeed())
 		Eventually(disruption).Should(And(HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring("3 replicas fit"))))
+	})
+
+	It("draws no first verdict while a pod of the last rollout is still leaving, and draws it once the pod has gone", func() {
+		fc.node("n3", nil)
+		softApplied(nil)
+		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseApplyingHard), fc.explain("web-apart"))
+		By("the hard rollout's last old pod holds n3, the spare node, while it terminates")
+		var old corev1.PodList
+		Expect(k8sClient.List(ctx, &old, client.InNamespace(fc.ns), client.MatchingFields{"spec.nodeName": fc.ns + "-n2"})).To(Succeed())
+		Expect(old.Items).To(HaveLen(1))
+		leaving := &old.Items[0]
+		leaving.Spec.NodeName = fc.ns + "-n3"
+		leaving.Finalizers = []string{"placementguard.io/test-hold"}
+		leaving.Name, leaving.ResourceVersion, leaving.UID = leaving.Name+"-on-n3", "", ""
+		Expect(k8sClient.Create(ctx, leaving)).To(Succeed())
+		fc.rollOut("web", "n1", "n2")
+		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("web-apart"))
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(leaving), leaving)).To(Succeed())
+		Expect(leaving.DeletionTimestamp).NotTo(BeNil(), "the rollout deleted it")
+
+		disruption := func() *metav1.Condition {
+			return meta.FindStatusCondition(fc.pm("web-apart").Status.Conditions, pgv1.ConditionDisruptionReady)
+		}
+		Consistently(disruption, "2s").Should(BeNil(), "judged with the leaving pod on n3, a drain of n1 or n2 has no node")
+		leaving.Finalizers = nil
+		Expect(k8sClient.Update(ctx, leaving)).To(Succeed())
+		Eventually(disruption).Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionTrue)), "the spare node takes a drained pod")
 	})
 
 	It("records the loss of a zone that a zone spread's pods cannot survive, and its end once a third zone has room", func() {

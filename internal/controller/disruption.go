@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,10 @@ import (
 	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
+// settleRecheck is how soon a workload between pods is looked at again
+// for its DisruptionReady verdict.
+const settleRecheck = 5 * time.Second
+
 // checkDisruptions records in DisruptionReady whether the targets of a
 // succeeded migration survive what the cluster will bring under the
 // constraint: their autoscaler at its maximum, a PodDisruptionBudget that
@@ -26,12 +31,15 @@ func (s *scope) checkDisruptions(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionDisruptionReady); c != nil &&
-		c.ObservedGeneration == s.pm.Generation && !s.targetsSettled(ctx) {
+	if !s.targetsSettled(ctx) {
 		// A pod deleted and not yet replaced makes every verdict about the
-		// workload one pod short: judged then, a zone loss that strands a
-		// pod looks survivable, and pod churn would flip the condition.
-		// The last verdict on the settled workload stands.
+		// workload one pod short, and a pod of the last rollout still
+		// leaving one pod long: judged then, a zone loss that strands a
+		// pod looks survivable, a drain that has room looks stranded, and
+		// pod churn would flip the condition. The last verdict on the
+		// settled workload stands, and the workload is looked at again
+		// soon: the event that settles it may have come before this read.
+		s.lookAgainIn(settleRecheck)
 		return nil
 	}
 	key := s.disruptionInputs(policies)

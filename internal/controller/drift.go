@@ -2,8 +2,8 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -159,39 +158,59 @@ func (s *scope) releaseRemoved(gone []pgv1.TargetStatus) outcome {
 // own, and its removal by another writer is the author's word, never
 // drift to write back. The record is marked ended on the workload, in a
 // write locked to the workload as read; the adoption controller then
-// deletes this migration. taken is false for a migration that adopted
-// nothing on t.
+// deletes this migration. A take-back that removed the record with the
+// constraint (kubectl rollout undo puts back the old annotations) or
+// found it ended leaves nothing to mark: the migration waits to be
+// deleted, and writes nothing back either. taken is false for a
+// migration that adopted nothing on t.
 func (s *scope) takenBack(ctx context.Context, t *target, writer string) (o outcome, taken bool, err error) {
 	obj := t.Object()
-	rec, err := adoption.Find(obj.GetAnnotations(), s.pm.Name)
-	if err != nil || rec == nil || !rec.Active() || !metav1.IsControlledBy(s.pm, obj) {
+	if !s.adoptedFrom(obj) {
 		return outcome{}, false, nil
 	}
-	why := fmt.Sprintf("taken back by %s", writer)
 	records, err := adoption.Records(obj.GetAnnotations())
 	if err != nil {
+		// An unreadable record is not the author's word: drift as usual.
 		return outcome{}, false, nil
 	}
-	value, err := adoption.Encode(adoption.Ending(records, []adoption.Record{*rec}, why))
-	if err != nil {
-		return outcome{}, true, err
+	i := slices.IndexFunc(records, func(r adoption.Record) bool { return r.Migration == s.pm.Name })
+	what := "its adopted constraint"
+	if i >= 0 {
+		what = "its adopted " + describeAdopted(&records[i])
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": obj.GetResourceVersion(), "annotations": map[string]string{adoption.Annotation: value}}})
-	if err != nil {
-		return outcome{}, true, err
-	}
-	if err := s.r.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(s.manager)); err != nil {
-		if apierrors.IsConflict(err) {
-			return outcome{}, true, errStale
+	if i >= 0 && records[i].Active() {
+		if err := s.markEnded(ctx, t, records[i], "taken back by "+writer); err != nil {
+			return outcome{}, true, err
 		}
-		return outcome{}, true, fmt.Errorf("end the adoption on %s: %w", t, err)
 	}
-	msg := fmt.Sprintf("%s no longer carries its adopted %s: field manager %q took it out, which ends the adoption. It is not written back, and this migration is deleted; the workload stays as its author left it",
-		t, describeAdopted(rec), writer)
+	msg := fmt.Sprintf("%s no longer carries %s: field manager %q took it out, which ends the adoption. It is not written back, and this migration is deleted; the workload stays as its author left it",
+		t, what, writer)
 	setCondition(s.pm, s.now, pgv1.ConditionConstraintInSync, metav1.ConditionFalse, pgv1.ReasonAdoptionTakenBack, msg)
 	return outcome{reason: pgv1.ReasonAdoptionTakenBack, message: msg,
 		events: []note{{kind: corev1.EventTypeNormal, reason: pgv1.ReasonAdoptionTakenBack, message: msg}}}, true, nil
+}
+
+// adoptedFrom reports whether this migration is one the adoption of a
+// constraint of obj made: labelled so, and controlled by obj.
+func (s *scope) adoptedFrom(obj client.Object) bool {
+	return s.pm.Labels[adoption.AdoptedLabel] == obj.GetName() && metav1.IsControlledBy(s.pm, obj)
+}
+
+// markEnded marks rec ended on the workload for why, in a write locked
+// to the workload as read.
+func (s *scope) markEnded(ctx context.Context, t *target, rec adoption.Record, why string) error {
+	obj := t.Object().DeepCopyObject().(client.Object)
+	before := obj.DeepCopyObject().(client.Object)
+	if err := endAdoption(obj, rec, why); err != nil {
+		return err
+	}
+	if err := s.r.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(s.manager)); err != nil {
+		if apierrors.IsConflict(err) {
+			return errStale
+		}
+		return fmt.Errorf("end the adoption on %s: %w", t, err)
+	}
+	return nil
 }
 
 // describeAdopted names an adopted constraint in a few words.

@@ -122,9 +122,10 @@ var _ = Describe("Adopt mode: a person stops an adopted change", Label("operator
 			return conditionOf(ctx, env.Namespace, name, pgv1.ConditionSoftApplied).Status
 		}).Should(Equal(metav1.ConditionTrue), "the adopted soft stage is verified")
 
-		By("with the namespace Off, kubectl rollout undo takes the constraint back unseen by the check")
+		By("with the namespace Off, a JSON patch takes the constraint back unseen by the check, and keeps the record")
 		labelNamespace(ctx, env.Namespace, "Off")
-		out, err := kubectl(ctx, "-n", env.Namespace, "rollout", "undo", "deployment/graphdb")
+		out, err := kubectl(ctx, "-n", env.Namespace, "patch", "deployment/graphdb", "--type=json",
+			"-p", `[{"op":"remove","path":"/spec/template/spec/affinity"}]`)
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).NotTo(ContainSubstring("its adoption ended"), "the check did not see it")
 
