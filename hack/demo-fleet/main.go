@@ -70,11 +70,11 @@ func run(ctx context.Context) error {
 	}
 	defer os.Remove(manifest)
 
-	say("kubectl placement plan -f graphdb-apart.yaml --context eu,us   (nothing is changed)")
+	say("kubectl placement plan -f graphdb-apart.yaml --contexts eu,us   (nothing is changed)")
 	if err := waitPodsSettled(ctx, f, manifest); err != nil {
 		return err
 	}
-	kubectlPlacement(f, "--context", "eu,us", "plan", "-f", manifest)
+	kubectlPlacement(f, "--contexts", "eu,us", "plan", "-f", manifest)
 
 	say("kubectl apply -f graphdb-apart.yaml, to both clusters")
 	for _, m := range f.Members {
@@ -88,8 +88,8 @@ func run(ctx context.Context) error {
 	if err := waitPhase(ctx, f.Member("eu"), pgv1.PhaseWaitingForCapacity); err != nil {
 		return err
 	}
-	say("kubectl placement status graphdb-apart-from-search --context eu,us")
-	kubectlPlacement(f, "--context", "eu,us", "status", "graphdb-apart-from-search")
+	say("kubectl placement status graphdb-apart-from-search --contexts eu,us")
+	kubectlPlacement(f, "--contexts", "eu,us", "status", "graphdb-apart-from-search")
 	var graph appsv1.Deployment
 	if err := f.Member("eu").Client.Get(ctx, client.ObjectKey{Namespace: localfleet.Namespace, Name: "graphdb"}, &graph); err != nil {
 		return err
@@ -106,7 +106,7 @@ func run(ctx context.Context) error {
 	if err := waitPhase(ctx, f.Member("eu"), pgv1.PhaseSucceeded); err != nil {
 		return err
 	}
-	kubectlPlacement(f, "--context", "eu,us", "status", "graphdb-apart-from-search")
+	kubectlPlacement(f, "--contexts", "eu,us", "status", "graphdb-apart-from-search")
 	say("Succeeded in both: the graph DB runs apart from the search engine under a required anti-affinity in every cluster")
 	return nil
 }

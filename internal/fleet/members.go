@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -32,60 +30,44 @@ type Member struct {
 // Live reports whether the member is reached through an API server.
 func (m Member) Live() bool { return m.config != nil }
 
-// RESTConfig is the client configuration of a live member.
-func (m Member) RESTConfig() (*rest.Config, error) {
-	if m.config == nil {
-		return nil, fmt.Errorf("%s is a snapshot, not a cluster", m.Name)
-	}
-	cfg, err := clientcmd.NewNonInteractiveClientConfig(*m.config, m.context, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig context %q: %w", m.context, err)
-	}
-	return cfg, nil
-}
+// Context is the name of the kubeconfig context the member is reached
+// through, "" for a snapshot.
+func (m Member) Context() string { return m.context }
 
 // Namespace is the namespace the member's context names, "" for none.
 func (m Member) Namespace() string {
-	if m.config == nil {
-		return ""
-	}
-	if c := m.config.Contexts[m.context]; c != nil {
+	if c := m.contextOf(); c != nil {
 		return c.Namespace
 	}
 	return ""
 }
 
-// Contexts are the members the named contexts of config reach, in the
-// order given, each once; all takes every context of config, by name.
-// A name config lacks is a member with its error.
-func Contexts(config *clientcmdapi.Config, names []string, all bool) []Member {
-	if all {
-		names = make([]string, 0, len(config.Contexts))
-		for name := range config.Contexts {
-			names = append(names, name)
-		}
-		slices.Sort(names)
+// Server is the URL of the member's API server, "" for a snapshot or a
+// context without a cluster.
+func (m Member) Server() string {
+	c := m.contextOf()
+	if c == nil {
+		return ""
 	}
-	var out []Member
-	seen := map[string]bool{}
-	for _, name := range names {
-		name = strings.TrimSpace(name)
-		if name == "" || seen[name] {
-			continue
-		}
-		seen[name] = true
-		m := Member{Name: name, config: config, context: name}
-		if config.Contexts[name] == nil {
-			m.Err = fmt.Errorf("context %q is not in the kubeconfig", name)
-		}
-		out = append(out, m)
+	if cl := m.config.Clusters[c.Cluster]; cl != nil {
+		return cl.Server
 	}
-	return out
+	return ""
+}
+
+func (m Member) contextOf() *clientcmdapi.Context {
+	if m.config == nil {
+		return nil
+	}
+	return m.config.Contexts[m.context]
 }
 
 // KubeconfigDir are the members of a directory of kubeconfig files, one per
 // file through its current context, named by the file's base name without
 // its extension, in name order. Hidden files and directories are skipped.
+// Relative paths in a file (certificates, keys, token files, an exec
+// plugin given with a directory) are read from the file's directory, as
+// kubectl reads them.
 func KubeconfigDir(dir string) ([]Member, error) {
 	files, err := entries(dir, false)
 	if err != nil {
@@ -94,7 +76,7 @@ func KubeconfigDir(dir string) ([]Member, error) {
 	var out []Member
 	for _, f := range files {
 		m := Member{Name: strings.TrimSuffix(f, filepath.Ext(f))}
-		config, err := clientcmd.LoadFromFile(filepath.Join(dir, f))
+		config, err := loadKubeconfig(filepath.Join(dir, f))
 		switch {
 		case err != nil:
 			m.Err = fmt.Errorf("read kubeconfig %s: %w", f, err)
@@ -109,6 +91,19 @@ func KubeconfigDir(dir string) ([]Member, error) {
 		return nil, fmt.Errorf("%s holds no kubeconfig file", dir)
 	}
 	return out, nil
+}
+
+// loadKubeconfig reads one kubeconfig file with its relative paths made
+// absolute against the file's directory.
+func loadKubeconfig(path string) (*clientcmdapi.Config, error) {
+	config, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := clientcmd.ResolveLocalPaths(config); err != nil {
+		return nil, err
+	}
+	return config, nil
 }
 
 // SnapshotDir are the members of a directory of cluster snapshots, one per

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,28 +33,77 @@ func names(ms []Member) string {
 }
 
 func TestContexts(t *testing.T) {
-	c := kubeconfig("prod-eu", "prod-us", "dev")
+	c := kubeconfig("prod-eu", "prod-us", "dev", "a,b")
 	tests := []struct {
 		name  string
 		given []string
 		all   bool
 		want  string
+		err   string
 	}{
-		{"in the order given, each once", []string{"prod-us", " prod-eu", "prod-us", ""}, false, "prod-us,prod-eu"},
-		{"a context the kubeconfig lacks is a member with its error", []string{"prod-eu", "staging"}, false, "prod-eu,staging!"},
-		{"all, by name", nil, true, "dev,prod-eu,prod-us"},
+		{"in the order given, each once", []string{"prod-us", " prod-eu", "prod-us", ""}, false, "prod-us,prod-eu", ""},
+		{"a context the kubeconfig lacks is a member with its error", []string{"prod-eu", "staging"}, false, "prod-eu,staging!", ""},
+		{"all, by name", nil, true, "a,b,dev,prod-eu,prod-us", ""},
+		{"a pattern, its matches in name order", []string{"dev", "prod-*"}, false, "dev,prod-eu,prod-us", ""},
+		{"a name with a comma is a name", []string{"a,b"}, false, "a,b", ""},
+		{"a pattern that matches nothing is an error", []string{"prod-eu", "stag*"}, false, "", `"stag*" matches no context of the kubeconfig (it has a,b, dev, prod-eu, prod-us)`},
+		{"a pattern that does not parse is an error", []string{"prod-[eu"}, false, "", "syntax error in pattern"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := names(Contexts(c, tt.given, tt.all)); got != tt.want {
+			ms, err := Contexts(c, tt.given, tt.all)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one saying %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := names(ms); got != tt.want {
 				t.Errorf("got %s, want %s", got, tt.want)
 			}
 		})
 	}
-	ms := Contexts(c, []string{"prod-us"}, false)
-	cfg, err := ms[0].RESTConfig()
+	ms, _ := Contexts(c, []string{"prod-us"}, false)
+	cfg, err := ms[0].RESTConfig(context.Background(), Connect{})
 	if err != nil || cfg.Host != "https://prod-us.example:6443" || ms[0].Namespace() != "ns-prod-us" || !ms[0].Live() {
 		t.Errorf("prod-us reaches %v (%v), namespace %q", cfg, err, ms[0].Namespace())
+	}
+}
+
+func TestExclude(t *testing.T) {
+	ms, _ := Contexts(kubeconfig("prod-eu", "prod-us", "prod-canary", "dev"), nil, true)
+	kept, err := Exclude(ms, []string{"*-canary", "dev"})
+	if err != nil || names(kept) != "prod-eu,prod-us" {
+		t.Errorf("kept %s, %v", names(kept), err)
+	}
+	if _, err := Exclude(ms, []string{"[x"}); err == nil {
+		t.Error("a pattern that does not parse: want an error")
+	}
+}
+
+// Two contexts that reach one API server as one user with one scope ask
+// one question: the second is named, not asked; another namespace or
+// another user is a question of its own.
+func TestDistinct(t *testing.T) {
+	c := kubeconfig("eu", "eu-alias", "eu-web", "eu-viewer", "us")
+	c.Contexts["eu-alias"].Cluster, c.Contexts["eu-alias"].AuthInfo = "eu", "eu"
+	c.Contexts["eu-alias"].Namespace = "ns-eu"
+	c.Clusters["eu-web"].Server = "https://eu.example:6443/"
+	c.Contexts["eu-web"].AuthInfo = "eu"
+	c.Clusters["eu-viewer"].Server = "https://eu.example:6443"
+	c.AuthInfos["eu-viewer"] = &clientcmdapi.AuthInfo{Token: "t", Impersonate: "viewer"}
+	ms, _ := Contexts(c, []string{"eu", "eu-alias", "eu-web", "eu-viewer", "us", "gone"}, false)
+	byNamespace := func(m Member) string { return m.Namespace() }
+	kept, repeats := Distinct(ms, byNamespace)
+	if names(kept) != "eu,eu-web,eu-viewer,us,gone!" || len(repeats) != 1 || repeats[0].Member.Name != "eu-alias" || repeats[0].Of != "eu" {
+		t.Errorf("kept %s, repeats %+v", names(kept), repeats)
+	}
+	kept, repeats = Distinct(ms, func(Member) string { return "" })
+	if names(kept) != "eu,eu-viewer,us,gone!" || len(repeats) != 2 {
+		t.Errorf("every namespace: kept %s, repeats %+v", names(kept), repeats)
 	}
 }
 
@@ -89,7 +139,7 @@ current-context: other
 	if got := names(ms); got != "broken!,eu,us!" {
 		t.Fatalf("members %s, want broken!,eu,us!", got)
 	}
-	if cfg, err := ms[1].RESTConfig(); err != nil || cfg.Host != "https://eu.example:6443" {
+	if cfg, err := ms[1].RESTConfig(context.Background(), Connect{}); err != nil || cfg.Host != "https://eu.example:6443" {
 		t.Errorf("eu reaches %v, %v", cfg, err)
 	}
 	if !strings.Contains(ms[2].Err.Error(), "no current context") {
@@ -123,7 +173,7 @@ func TestSnapshotDir(t *testing.T) {
 	if ms[0].Live() || ms[0].SnapshotDir != filepath.Join(dir, "ap-south") {
 		t.Errorf("ap-south: %+v", ms[0])
 	}
-	if _, err := ms[0].RESTConfig(); err == nil {
+	if _, err := ms[0].RESTConfig(context.Background(), Connect{}); err == nil {
 		t.Error("a snapshot has no API server")
 	}
 	if _, err := SnapshotDir(filepath.Join(dir, "missing")); err == nil {

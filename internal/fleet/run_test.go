@@ -7,10 +7,12 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 func TestAskKeepsOrderAndBound(t *testing.T) {
-	ms := Contexts(kubeconfig("a", "b", "c", "d", "e"), []string{"e", "d", "c", "b", "a", "gone"}, false)
+	ms := members(t, kubeconfig("a", "b", "c", "d", "e"), []string{"e", "d", "c", "b", "a", "gone"}, false)
 	var running, most atomic.Int32
 	res := Ask(context.Background(), ms, Options{Parallel: 2}, func(_ context.Context, m Member) (string, error) {
 		n := running.Add(1)
@@ -44,7 +46,7 @@ func TestAskKeepsOrderAndBound(t *testing.T) {
 }
 
 func TestAskTimesOutAHungMember(t *testing.T) {
-	ms := Contexts(kubeconfig("fast", "hung", "slow-but-polite"), []string{"fast", "hung", "slow-but-polite"}, false)
+	ms := members(t, kubeconfig("fast", "hung", "slow-but-polite"), []string{"fast", "hung", "slow-but-polite"}, false)
 	release := make(chan struct{})
 	defer close(release)
 	res := Ask(context.Background(), ms, Options{Parallel: 3, Timeout: 50 * time.Millisecond}, func(ctx context.Context, m Member) (int, error) {
@@ -71,7 +73,7 @@ func TestAskTimesOutAHungMember(t *testing.T) {
 func TestAskCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	res := Ask(ctx, Contexts(kubeconfig("a"), []string{"a"}, false), Options{Timeout: time.Second}, func(ctx context.Context, _ Member) (int, error) {
+	res := Ask(ctx, members(t, kubeconfig("a"), []string{"a"}, false), Options{Timeout: time.Second}, func(ctx context.Context, _ Member) (int, error) {
 		<-ctx.Done()
 		return 0, ctx.Err()
 	})
@@ -106,4 +108,14 @@ func TestLevels(t *testing.T) {
 	if b, _ := Unknown.MarshalText(); string(b) != "Unknown" {
 		t.Errorf("%s", b)
 	}
+}
+
+// members are the named contexts of config, which must all parse.
+func members(t *testing.T, config *clientcmdapi.Config, names []string, all bool) []Member {
+	t.Helper()
+	ms, err := Contexts(config, names, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
 }

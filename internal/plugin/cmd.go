@@ -14,6 +14,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placement-guard/placement-guard/internal/fleet"
 )
 
 // Exit codes CI can act on.
@@ -34,6 +36,7 @@ const (
 	outputJSON   = "json"
 	outputYAML   = "yaml"
 	outputGitHub = "github"
+	outputWide   = "wide"
 )
 
 var errHazardsFound = errors.New("hazards found")
@@ -98,13 +101,15 @@ Exit codes: 0 nothing found, 1 hazards found, 2 usage, input or access error.`,
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	root.AddCommand(newPlanCommand(o), newLintCommand(o), newStatusCommand(o))
+	root.AddCommand(newPlanCommand(o), newLintCommand(o), newStatusCommand(o), newWaitCommand(o))
 	root.AddCommand(newControlCommands(o)...)
 	return root
 }
 
 // Main runs the command line and returns the process's exit code.
 func Main(args []string, streams genericiooptions.IOStreams) int {
+	// No credential plugin started for a fleet outlives the command.
+	defer fleet.StopPlugins()
 	cmd := NewCommand(streams)
 	cmd.SetArgs(args)
 	err := cmd.Execute()
@@ -112,6 +117,9 @@ func Main(args []string, streams genericiooptions.IOStreams) int {
 	case err == nil:
 		return ExitOK
 	case errors.Is(err, errHazardsFound):
+		return ExitHazards
+	case isFailed(err):
+		fmt.Fprintln(streams.ErrOut, "error:", err)
 		return ExitHazards
 	}
 	fmt.Fprintln(streams.ErrOut, "error:", err)

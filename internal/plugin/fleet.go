@@ -4,91 +4,97 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"strings"
+	"slices"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placement-guard/placement-guard/internal/fleet"
 )
 
 // fleetFlags choose the clusters a command asks instead of the current
-// context: several contexts, every context, a directory of kubeconfigs or
-// (for plan) a directory of snapshots.
+// context: several contexts (by name or glob pattern), every context, a
+// directory of kubeconfigs or (for plan and lint) a directory of
+// snapshots.
 type fleetFlags struct {
+	contexts      []string
+	exclude       []string
 	allContexts   bool
 	kubeconfigDir string
 	snapshotDir   string
+	listClusters  bool
 	parallel      int
 	timeout       time.Duration
 	failOn        string
 }
 
-func (f *fleetFlags) add(fl *pflag.FlagSet, snapshots bool) {
+func (f *fleetFlags) add(cmd *cobra.Command, o *Options, snapshots bool) {
+	fl := cmd.Flags()
+	defer func() { _ = cmd.RegisterFlagCompletionFunc("contexts", completeContexts(o)) }()
+	fl.StringSliceVar(&f.contexts, "contexts", nil, "ask these contexts of the kubeconfig, one row per cluster: names or glob patterns (prod-*), comma-separated or repeated")
+	fl.StringSliceVar(&f.exclude, "exclude-contexts", nil, "leave out the clusters whose name (context, or kubeconfig file) matches one of these glob patterns")
 	fl.BoolVar(&f.allContexts, "all-contexts", false, "ask every context of the kubeconfig, one row per cluster")
 	fl.StringVar(&f.kubeconfigDir, "kubeconfig-dir", "", "ask the cluster of every kubeconfig file in this directory (its current context), one row per file")
 	if snapshots {
 		fl.StringVar(&f.snapshotDir, "snapshot-dir", "", "plan against every snapshot in this directory, one subdirectory per cluster, offline")
 	}
+	fl.BoolVar(&f.listClusters, "list-clusters", false, "list the clusters the command would ask, and ask none")
 	fl.IntVar(&f.parallel, "parallel", 0, "clusters asked at once, with a fleet (default 4 clusters, or 1 snapshot: each snapshot's read already uses every core, and one at a time bounds the memory to one snapshot's)")
 	fl.DurationVar(&f.timeout, "cluster-timeout", 30*time.Second, "how long one cluster of a fleet may take before its row says it did not answer")
 }
 
-// contextList is --context split at commas: more than one name asks a
-// fleet.
-func contextList(o *Options) []string {
-	if o.Config.Context == nil {
-		return nil
-	}
-	var out []string
-	for _, name := range strings.Split(*o.Config.Context, ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
 // fleetMode reports whether the command asks a fleet rather than one
 // cluster.
-func (f *fleetFlags) fleetMode(o *Options) bool {
-	return f.allContexts || f.kubeconfigDir != "" || f.snapshotDir != "" || len(contextList(o)) > 1
+func (f *fleetFlags) fleetMode() bool {
+	return len(f.contexts) > 0 || f.allContexts || f.kubeconfigDir != "" || f.snapshotDir != ""
 }
 
-// members are the clusters the flags name; giving two ways at once is a
-// usage error.
+// members are the clusters the flags name, less the excluded; giving two
+// ways at once is a usage error, and so is a flag that names one cluster
+// or one user (--context, --user, --server, ...), which the members'
+// own kubeconfig contexts decide.
 func (f *fleetFlags) members(o *Options) ([]fleet.Member, error) {
 	ways := 0
-	for _, set := range []bool{f.allContexts, f.kubeconfigDir != "", f.snapshotDir != "", len(contextList(o)) > 1} {
+	for _, set := range []bool{f.allContexts, f.kubeconfigDir != "", f.snapshotDir != "", len(f.contexts) > 0} {
 		if set {
 			ways++
 		}
 	}
 	if ways > 1 {
-		return nil, usagef("name the fleet one way: --context a,b, --all-contexts, --kubeconfig-dir or --snapshot-dir")
+		return nil, usagef("name the fleet one way: --contexts, --all-contexts, --kubeconfig-dir or --snapshot-dir")
 	}
+	if err := refuseSingleClusterFlags(o); err != nil {
+		return nil, err
+	}
+	if _, err := o.connect(); err != nil {
+		return nil, err
+	}
+	var ms []fleet.Member
+	var err error
 	switch {
 	case f.snapshotDir != "":
-		ms, err := fleet.SnapshotDir(f.snapshotDir)
-		if err != nil {
-			return nil, usageError{err}
-		}
-		return ms, nil
+		ms, err = fleet.SnapshotDir(f.snapshotDir)
 	case f.kubeconfigDir != "":
-		ms, err := fleet.KubeconfigDir(f.kubeconfigDir)
-		if err != nil {
-			return nil, usageError{err}
+		ms, err = fleet.KubeconfigDir(f.kubeconfigDir)
+	default:
+		raw, rerr := o.Config.ToRawKubeConfigLoader().RawConfig()
+		if rerr != nil {
+			return nil, usageError{fmt.Errorf("read the kubeconfig: %w", rerr)}
 		}
-		return ms, nil
+		ms, err = fleet.Contexts(&raw, f.contexts, f.allContexts)
 	}
-	raw, err := o.Config.ToRawKubeConfigLoader().RawConfig()
 	if err != nil {
-		return nil, usageError{fmt.Errorf("read the kubeconfig: %w", err)}
+		return nil, usageError{err}
 	}
-	return fleet.Contexts(&raw, contextList(o), f.allContexts), nil
+	if ms, err = fleet.Exclude(ms, f.exclude); err != nil {
+		return nil, usageError{err}
+	}
+	if len(ms) == 0 {
+		return nil, usagef("no cluster left to ask: --exclude-contexts left out every one")
+	}
+	return ms, nil
 }
 
 // options are the bounds of a fleet run.
@@ -114,14 +120,20 @@ func (f *fleetFlags) threshold() (fleet.Level, error) {
 }
 
 // memberClient connects to a live member, each request bounded by the
-// fleet's timeout, and reads the version its API server runs.
-func memberClient(m fleet.Member, timeout time.Duration) (client.Client, string, error) {
-	cfg, err := m.RESTConfig()
+// fleet's timeout (or --request-timeout), and reads the version its API
+// server runs.
+func memberClient(ctx context.Context, o *Options, m fleet.Member, timeout time.Duration) (client.Client, string, error) {
+	connect, err := o.connect()
 	if err != nil {
 		return nil, "", err
 	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.Timeout = timeout
+	if connect.RequestTimeout == 0 {
+		connect.RequestTimeout = timeout
+	}
+	cfg, err := m.RESTConfig(ctx, connect)
+	if err != nil {
+		return nil, "", err
+	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, "", fmt.Errorf("connect to the cluster: %w", err)
@@ -149,16 +161,19 @@ func fleetNamespace(o *Options, m fleet.Member) string {
 	return "default"
 }
 
-// askFleet asks every member of the fleet the flags name.
-func askFleet[T any](ctx context.Context, o *Options, f *fleetFlags, ask func(context.Context, fleet.Member) (T, error)) ([]fleet.Result[T], error) {
+// askFleet asks every member of the fleet the flags name, once per API
+// server and scope (the namespace the question is about, "" for all):
+// a context that repeats another's is named on standard error, not asked.
+func askFleet[T any](ctx context.Context, o *Options, f *fleetFlags, opts fleet.Options, scope func(fleet.Member) string, ask func(context.Context, fleet.Member) (T, error)) ([]fleet.Result[T], error) {
 	ms, err := f.members(o)
 	if err != nil {
 		return nil, err
 	}
-	if len(ms) == 0 {
-		return nil, usagef("the kubeconfig has no context")
+	ms, repeats := fleet.Distinct(ms, scope)
+	for _, r := range repeats {
+		fmt.Fprintf(o.ErrOut, "%s reaches the API server %s as %s does: asked once, as %s\n", r.Member.Name, r.Member.Server(), r.Of, r.Of)
 	}
-	return fleet.Ask(ctx, ms, f.options(), func(ctx context.Context, m fleet.Member) (T, error) {
+	return fleet.Ask(ctx, ms, opts, func(ctx context.Context, m fleet.Member) (T, error) {
 		v, err := ask(ctx, m)
 		if !m.Live() {
 			// The snapshot is garbage now: collect it before the next one
@@ -173,15 +188,32 @@ func askFleet[T any](ctx context.Context, o *Options, f *fleetFlags, ask func(co
 // readMember reads what a plan or a lint needs of one member: the
 // cluster's objects (the workloads of namespaces) and the version its API
 // server runs, or its snapshot.
-func readMember(ctx context.Context, m fleet.Member, timeout time.Duration, namespaces []string) (*Cluster, string, error) {
+func readMember(ctx context.Context, o *Options, m fleet.Member, timeout time.Duration, namespaces []string) (*Cluster, string, error) {
 	if !m.Live() {
 		c, err := ReadClusterDir(m.SnapshotDir)
 		return c, "", err
 	}
-	c, version, err := memberClient(m, timeout)
+	c, version, err := memberClient(ctx, o, m, timeout)
 	if err != nil {
 		return nil, "", err
 	}
 	cluster, err := ReadCluster(ctx, c, namespaces...)
 	return cluster, version, err
+}
+
+// completeContexts completes --contexts with the kubeconfig's context
+// names.
+func completeContexts(o *Options) cobra.CompletionFunc {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		raw, err := o.Config.ToRawKubeConfigLoader().RawConfig()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		names := make([]string, 0, len(raw.Contexts))
+		for name := range raw.Contexts {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
 }

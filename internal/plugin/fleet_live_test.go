@@ -112,7 +112,7 @@ func TestFleetAcrossLiveClusters(t *testing.T) {
 	}
 	kubeconfig := fleetKubeconfig(t, map[string]*rest.Config{"alpha": alphaCfg, "beta": betaCfg})
 
-	out, stderr, code := run(t, "", "--kubeconfig", kubeconfig, "--context", "alpha,beta,gone,down,nobody",
+	out, stderr, code := run(t, "", "--kubeconfig", kubeconfig, "--contexts", "alpha,beta,gone,down,nobody",
 		"plan", "-f", "testdata/000/migration.yaml", "-o", "json", "--cluster-timeout", "20s")
 	if code != ExitHazards {
 		t.Fatalf("exit %d, want 1 (clusters that could not be asked); stderr %s\n%s", code, stderr, out)
@@ -155,7 +155,7 @@ func TestFleetAcrossLiveClusters(t *testing.T) {
 	}
 
 	// lint: the same manifests against each cluster, and --live against one.
-	out, stderr, code = run(t, "", "--kubeconfig", kubeconfig, "--context", "alpha,beta,nobody", "lint", "-o", "json", "testdata/000/manifests.yaml")
+	out, stderr, code = run(t, "", "--kubeconfig", kubeconfig, "--contexts", "alpha,beta,nobody", "lint", "-o", "json", "testdata/000/manifests.yaml")
 	var fl FleetLint
 	if err := json.Unmarshal([]byte(out), &fl); err != nil {
 		t.Fatalf("lint: %v\n%s\n%s", err, out, stderr)
@@ -173,7 +173,7 @@ func TestFleetAcrossLiveClusters(t *testing.T) {
 		t.Errorf("lint --live on beta: exit %d\n%s\nfleet row\n%s", code, single, mustJSON(t, fl.Rows[1].Findings))
 	}
 
-	out, stderr, code = run(t, "", "--kubeconfig", kubeconfig, "--context", "alpha,beta,down", "status", "-l", "team=db", "-o", "json")
+	out, stderr, code = run(t, "", "--kubeconfig", kubeconfig, "--contexts", "alpha,beta,down", "status", "-l", "team=db", "-o", "json")
 	if code != ExitHazards {
 		t.Fatalf("status: exit %d, want 1 (a cluster that could not be read); %s", code, stderr)
 	}
@@ -185,12 +185,12 @@ func TestFleetAcrossLiveClusters(t *testing.T) {
 		!strings.HasPrefix(st.Rows[1].Note, "not installed") || !strings.Contains(st.Rows[2].Error, "connection refused") {
 		t.Errorf("status rows:\n%s", out)
 	}
-	out, _, code = run(t, "", "--kubeconfig", kubeconfig, "--context", "alpha,beta", "status", "graphdb-apart-from-search")
-	if code != ExitOK || !hasRow(out, "alpha", want[0].version, "db", "graphdb-apart-from-search", "None", "None", "no") ||
+	out, _, code = run(t, "", "--kubeconfig", kubeconfig, "--contexts", "alpha,beta", "status", "graphdb-apart-from-search")
+	if code != ExitOK || !hasRow(out, "alpha", want[0].version, "db", "graphdb-apart-from-search", "<none>", "<none>", "no") ||
 		!strings.Contains(out, "not installed") {
 		t.Errorf("status table: exit %d\n%s", code, out)
 	}
-	out, _, _ = run(t, "", "--kubeconfig", kubeconfig, "--context", "alpha,beta", "status", "-l", "team=web")
+	out, _, _ = run(t, "", "--kubeconfig", kubeconfig, "--contexts", "alpha,beta", "status", "-l", "team=web")
 	if !hasRow(out, "alpha", want[0].version, "none", "found") {
 		t.Errorf("a selector that matches nothing:\n%s", out)
 	}

@@ -71,7 +71,7 @@ func runFleetPlan(ctx context.Context, o *Options, f *planFlags, profile *placem
 	if f.snapshot != "" {
 		return usagef("--snapshot reads one cluster; use --snapshot-dir for a fleet of snapshots")
 	}
-	results, err := askFleet(ctx, o, &f.fleet, func(ctx context.Context, m fleet.Member) ([]FleetRow, error) {
+	results, err := askFleet(ctx, o, &f.fleet, f.fleet.options(), func(m fleet.Member) string { return fleetNamespace(o, m) }, func(ctx context.Context, m fleet.Member) ([]FleetRow, error) {
 		return planMember(ctx, o, f, profile, m)
 	})
 	if err != nil {
@@ -93,7 +93,7 @@ func planMember(ctx context.Context, o *Options, f *planFlags, profile *placemen
 	if err != nil {
 		return nil, err
 	}
-	cluster, version, err := readMember(ctx, m, f.fleet.timeout, namespacesOf(migrations))
+	cluster, version, err := readMember(ctx, o, m, f.fleet.timeout, namespacesOf(migrations))
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -41,6 +40,10 @@ type FleetStatusRow struct {
 	// for one without a matching migration; Error why it was not read.
 	Note  string `json:"note,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Level ranks the row for --fail-on: OK when Ready for the current
+	// spec, Blocked when Stalled for it, Warn otherwise (working, or no
+	// migration there), Unknown when the cluster could not be read.
+	Level fleet.Level `json:"level"`
 }
 
 // statusQuery is what status asks each cluster: one name, or every
@@ -51,35 +54,74 @@ type statusQuery struct {
 	allNamespaces bool
 }
 
+// statusPrint is how status prints: the format, wide or not, headers or
+// not, and the level from which it exits 1 ("" for only clusters it could
+// not read).
+type statusPrint struct {
+	output    string
+	noHeaders bool
+	failOn    string
+}
+
+// threshold is --fail-on: nil when only unreadable clusters fail.
+func (p statusPrint) threshold() (*fleet.Level, error) {
+	if p.failOn == "" {
+		return nil, nil
+	}
+	l, err := fleet.ParseThreshold(p.failOn)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return &l, nil
+}
+
 // runFleetStatus lists the migrations the query matches on every cluster.
-func runFleetStatus(ctx context.Context, o *Options, f *fleetFlags, q statusQuery, output string) error {
-	if err := checkOutput(output, outputTable, outputYAML, outputJSON); err != nil {
+func runFleetStatus(ctx context.Context, o *Options, f *fleetFlags, q statusQuery, p statusPrint) error {
+	if err := checkOutput(p.output, outputTable, outputWide, outputYAML, outputJSON); err != nil {
+		return err
+	}
+	threshold, err := p.threshold()
+	if err != nil {
 		return err
 	}
 	now := time.Now()
-	results, err := askFleet(ctx, o, f, func(ctx context.Context, m fleet.Member) ([]FleetStatusRow, error) {
+	results, err := askFleet(ctx, o, f, f.options(), q.scope(o), func(ctx context.Context, m fleet.Member) ([]FleetStatusRow, error) {
 		return memberStatus(ctx, o, f, q, m, now)
 	})
 	if err != nil {
 		return err
 	}
 	var st FleetStatus
-	failed := false
+	worst := fleet.OK
 	for _, res := range results {
+		rows := res.Value
 		if res.Err != nil {
-			failed = true
-			st.Rows = append(st.Rows, FleetStatusRow{Cluster: res.Member.Name, Error: res.Err.Error()})
-			continue
+			rows = []FleetStatusRow{{Cluster: res.Member.Name, Error: res.Err.Error(), Level: fleet.Unknown}}
 		}
-		st.Rows = append(st.Rows, res.Value...)
+		for _, r := range rows {
+			worst = fleet.Worst(worst, r.Level)
+		}
+		st.Rows = append(st.Rows, rows...)
 	}
-	if err := printFleetStatus(o.Out, output, st); err != nil {
+	if err := printFleetStatus(o.Out, p, st); err != nil {
 		return err
 	}
-	if failed {
+	if worst == fleet.Unknown || (threshold != nil && fleet.Fails(worst, *threshold)) {
 		return errHazardsFound
 	}
 	return nil
+}
+
+// scope is the namespace a status question is about on a member, "" for
+// every namespace: two contexts to one server with one scope are asked
+// once.
+func (q statusQuery) scope(o *Options) func(fleet.Member) string {
+	return func(m fleet.Member) string {
+		if q.allNamespaces {
+			return ""
+		}
+		return fleetNamespace(o, m)
+	}
 }
 
 // memberStatus reads one cluster's matching migrations.
@@ -87,11 +129,11 @@ func memberStatus(ctx context.Context, o *Options, f *fleetFlags, q statusQuery,
 	if !m.Live() {
 		return nil, fmt.Errorf("status reads clusters, not snapshots")
 	}
-	c, version, err := memberClient(m, f.timeout)
+	c, version, err := memberClient(ctx, o, m, f.timeout)
 	if err != nil {
 		return nil, err
 	}
-	cluster := FleetStatusRow{Cluster: m.Name, KubernetesVersion: version}
+	cluster := FleetStatusRow{Cluster: m.Name, KubernetesVersion: version, Level: fleet.Warn}
 	var opts []client.ListOption
 	ns := fleetNamespace(o, m)
 	if !q.allNamespaces {
@@ -133,6 +175,7 @@ func statusRow(cluster FleetStatusRow, pm *pgv1.PlacementMigration, now time.Tim
 	row.Phase, row.Stage = string(pm.Status.Phase), string(pm.Status.Stage)
 	row.Current = pm.Status.ObservedGeneration == pm.Generation
 	row.Age = ago(pm.CreationTimestamp.Time, now)
+	row.Level = migrationLevel(pm)
 	if ready := meta.FindStatusCondition(pm.Status.Conditions, pgv1.ConditionReady); ready != nil {
 		row.Reason, row.Message = ready.Reason, ready.Message
 		row.Current = row.Current && ready.ObservedGeneration == pm.Generation
@@ -140,27 +183,35 @@ func statusRow(cluster FleetStatusRow, pm *pgv1.PlacementMigration, now time.Tim
 	return row
 }
 
-func printFleetStatus(w io.Writer, format string, st FleetStatus) error {
-	if format == outputJSON || format == outputYAML {
-		return encode(w, format, st)
+func printFleetStatus(w io.Writer, p statusPrint, st FleetStatus) error {
+	if p.output == outputJSON || p.output == outputYAML {
+		return encode(w, p.output, st)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTER\tVERSION\tNAMESPACE\tNAME\tPHASE\tSTAGE\tCURRENT\tAGE\tREASON")
+	wide := p.output == outputWide
+	t := newTable(w, p.noHeaders)
+	columns := []string{"CLUSTER", "VERSION", "NAMESPACE", "NAME", "PHASE", "STAGE", "CURRENT", "AGE", "REASON"}
+	if wide {
+		columns = append(columns, "LEVEL", "MESSAGE")
+	}
+	t.header(columns...)
 	for _, r := range st.Rows {
+		cells := []string{r.Cluster, r.KubernetesVersion, r.Namespace, r.Name, r.Phase, r.Stage, yesNo(r.Current), r.Age, r.Reason}
 		if r.Name == "" {
 			detail := r.Note
 			if r.Error != "" {
 				detail = "error: " + r.Error
 			}
-			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\t\t%s\n", r.Cluster, orNone(r.KubernetesVersion), detail)
+			cells = []string{r.Cluster, orNoneCell(r.KubernetesVersion), "", "", "", "", "", "", detail}
+			if wide {
+				cells = append(cells, r.Level.String(), "")
+			}
+			t.line(cells...)
 			continue
 		}
-		reason := r.Reason
-		if r.Message != "" {
-			reason += ": " + r.Message
+		if wide {
+			cells = append(cells, r.Level.String(), r.Message)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Cluster, orNone(r.KubernetesVersion), r.Namespace, r.Name,
-			orNone(r.Phase), orNone(r.Stage), yesNo(r.Current), r.Age, orNone(reason))
+		t.row(cells...)
 	}
-	return tw.Flush()
+	return t.flush()
 }

@@ -34,7 +34,7 @@ the operator's engine:
   - a hard constraint the cluster lacks the capacity for (--snapshot, --live).
 
 --live judges against the current context's cluster (get and list only).
-Across a fleet (--context a,b,c, --all-contexts, --kubeconfig-dir or
+Across a fleet (--contexts a,b,c, --all-contexts, --kubeconfig-dir or
 --snapshot-dir) it judges the same manifests against every cluster, one
 row each, and exits 1 when the worst row reaches --fail-on.
 
@@ -53,10 +53,13 @@ standard error what it assumed. Exits 1 when a blocking hazard is found.`,
   kubectl placement lint --snapshot snap/ deploy/*.yaml
 
   # Against every cluster the chart goes to
-  helm template web ./chart | kubectl placement lint --context eu-1,us-1 -`,
+  helm template web ./chart | kubectl placement lint --contexts eu-1,us-1 -`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output, outputTable, outputJSON, outputYAML, outputGitHub); err != nil {
 				return err
+			}
+			if fleetFl.listClusters {
+				return listFleet(o, &fleetFl)
 			}
 			if len(args) == 0 {
 				return usagef("name the manifests to lint, or - for standard input")
@@ -65,7 +68,7 @@ standard error what it assumed. Exits 1 when a blocking hazard is found.`,
 				return usagef("--nodes must not be negative")
 			}
 			sources := 0
-			for _, set := range []bool{nodes > 0, snapshot != "", live, fleetFl.fleetMode(o)} {
+			for _, set := range []bool{nodes > 0, snapshot != "", live, fleetFl.fleetMode()} {
 				if set {
 					sources++
 				}
@@ -96,7 +99,7 @@ standard error what it assumed. Exits 1 when a blocking hazard is found.`,
 				}
 				docs = append(docs, d...)
 			}
-			if fleetFl.fleetMode(o) {
+			if fleetFl.fleetMode() {
 				return runFleetLint(cmd.Context(), o, &fleetFl, docs, ns, output)
 			}
 			opts := LintOptions{Namespace: ns, Nodes: nodes, Zones: zones}
@@ -139,7 +142,7 @@ standard error what it assumed. Exits 1 when a blocking hazard is found.`,
 	cmd.Flags().StringSliceVar(&zones, "zones", nil, "spread the assumed nodes over these zones (topology.kubernetes.io/zone), round robin")
 	cmd.Flags().StringVar(&snapshot, "snapshot", "", "judge against this directory of cluster YAML")
 	cmd.Flags().BoolVar(&live, "live", false, "judge against the current context's cluster")
-	fleetFl.add(cmd.Flags(), true)
+	fleetFl.add(cmd, o, true)
 	cmd.Flags().StringVar(&fleetFl.failOn, "fail-on", "Blocked", "across a fleet, the level from which lint exits 1: Blocked, or Warn")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputTable, outputJSON, outputYAML, outputGitHub}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagDirname("snapshot")

@@ -59,9 +59,9 @@ func runFleetLint(ctx context.Context, o *Options, f *fleetFlags, docs []Documen
 	if err != nil {
 		return err
 	}
-	results, err := askFleet(ctx, o, f, func(ctx context.Context, m fleet.Member) (FleetLintRow, error) {
+	results, err := askFleet(ctx, o, f, f.options(), func(fleet.Member) string { return "" }, func(ctx context.Context, m fleet.Member) (FleetLintRow, error) {
 		row := FleetLintRow{Cluster: m.Name}
-		cluster, version, err := readMember(ctx, m, f.timeout, manifestNamespaces(docs, ns))
+		cluster, version, err := readMember(ctx, o, m, f.timeout, manifestNamespaces(docs, ns))
 		if err != nil {
 			return row, err
 		}

@@ -50,7 +50,7 @@ the pods its rollout recreates, in order, and where each new pod would land.
 Nothing is created or changed. With --snapshot it reads a directory of YAML
 instead of the cluster, so it runs in CI without cluster access.
 
-Across a fleet (--context a,b,c, --all-contexts, --kubeconfig-dir or
+Across a fleet (--contexts a,b,c, --all-contexts, --kubeconfig-dir or
 --snapshot-dir) it plans the same migration on every cluster, a few at a
 time, and prints a matrix: one row per cluster with its capacity, the
 operator's outcome, the first hazard and its fix, the pods each stage
@@ -73,7 +73,7 @@ would wait), or a cluster could not be asked.`,
   kubectl placement plan -f web-apart.yaml --snapshot snap/ -o json
 
   # Across three clusters, failing CI when any of them would even wait
-  kubectl placement plan -f graphdb-apart.yaml --context eu-1,us-1,ap-1 --fail-on Warn`,
+  kubectl placement plan -f graphdb-apart.yaml --contexts eu-1,us-1,ap-1 --fail-on Warn`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.file != "" {
@@ -86,7 +86,7 @@ would wait), or a cluster could not be asked.`,
 			return runPlan(cmd.Context(), o, f)
 		},
 	}
-	f.fleet.add(cmd.Flags(), true)
+	f.fleet.add(cmd, o, true)
 	cmd.Flags().StringVar(&f.fleet.failOn, "fail-on", "Blocked", "across a fleet, the level from which plan exits 1: Blocked, or Warn")
 	fl := cmd.Flags()
 	fl.StringVarP(&f.file, "filename", "f", "", "PlacementMigration manifest to plan (- for standard input)")
@@ -113,6 +113,9 @@ would wait), or a cluster could not be asked.`,
 }
 
 func runPlan(ctx context.Context, o *Options, f *planFlags) error {
+	if f.fleet.listClusters {
+		return listFleet(o, &f.fleet)
+	}
 	profile := placement.DefaultProfile()
 	if f.schedConfig != "" {
 		var err error
@@ -120,7 +123,7 @@ func runPlan(ctx context.Context, o *Options, f *planFlags) error {
 			return usagef("--scheduler-config: %v", err)
 		}
 	}
-	if f.fleet.fleetMode(o) {
+	if f.fleet.fleetMode() {
 		return runFleetPlan(ctx, o, f, profile)
 	}
 	if err := checkOutput(f.output, outputTable, outputYAML, outputJSON); err != nil {

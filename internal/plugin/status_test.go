@@ -94,9 +94,9 @@ func TestMigrationTable(t *testing.T) {
 			Spec: pgv1.PlacementMigrationSpec{FinalStage: pgv1.StageSoft}},
 	}
 	var out bytes.Buffer
-	printMigrationTable(&out, items, true, now)
+	printMigrationTable(&out, items, true, false, false, now)
 	golden(t, "status-list.txt", out.String())
-	if !strings.Contains(out.String(), "shop         web-apart    Blocked  None   Hard   1        RolloutDeadlock  120m") {
+	if !strings.Contains(out.String(), "shop         web-apart    Blocked  <none>  Hard   1        RolloutDeadlock  120m") {
 		t.Errorf("table:\n%s", out.String())
 	}
 }

@@ -45,7 +45,7 @@ func placement(t *testing.T, f *localfleet.Fleet, args ...string) (string, int) 
 
 func planFleet(t *testing.T, f *localfleet.Fleet, manifest string) (plugin.FleetPlan, int) {
 	t.Helper()
-	out, code := placement(t, f, "--context", "eu,us,down", "plan", "-f", manifest, "-o", "json", "--cluster-timeout", "20s")
+	out, code := placement(t, f, "--contexts", "eu,us,down", "plan", "-f", manifest, "-o", "json", "--cluster-timeout", "20s")
 	var plan plugin.FleetPlan
 	if err := json.Unmarshal([]byte(out), &plan); err != nil {
 		t.Fatalf("plan: %v\n%s", err, out)
@@ -189,7 +189,7 @@ func TestIncident000AcrossAFleet(t *testing.T) {
 		}
 	}
 
-	out, code := placement(t, f, "--context", "eu,us,down", "status", "graphdb-apart-from-search", "-o", "json", "--cluster-timeout", "20s")
+	out, code := placement(t, f, "--contexts", "eu,us,down", "status", "graphdb-apart-from-search", "-o", "json", "--cluster-timeout", "20s")
 	var st plugin.FleetStatus
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatalf("status: %v\n%s", err, out)
