@@ -120,12 +120,12 @@ verify: verify-tools verify-generated verify-lint ## Lint, regenerate code, mani
 # committed files differ; verify-lint reads the sources without writing
 # any. .ci/run runs the second beside the tests, at the lowest priority.
 .PHONY: verify-generated
-verify-generated: generator-tools manifests generate chart api-docs
+verify-generated: generator-tools manifests generate chart bundle api-docs
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
 	@cd test/schedulerfidelity && $(GO) mod tidy -diff || { echo "test/schedulerfidelity's go.mod/go.sum are not tidy: run 'go mod tidy' there"; exit 1; }
 	@test -z "$$(gofmt -l api cmd internal test hack)" || { echo "not gofmt'ed:"; gofmt -l api cmd internal test hack; exit 1; }
-	@git diff --exit-code -- api config internal cmd dist/chart docs/reference || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- api config dist/chart docs/reference)" || { echo "untracked generated files:"; git status --porcelain -- api config dist/chart docs/reference; exit 1; }
+	@git diff --exit-code -- api config internal cmd dist/chart bundle docs/reference || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api config dist/chart bundle docs/reference)" || { echo "untracked generated files:"; git status --porcelain -- api config dist/chart bundle docs/reference; exit 1; }
 
 .PHONY: generator-tools
 generator-tools:

@@ -599,7 +599,11 @@ type PlacementMigration struct {
 	// +required
 	Spec PlacementMigrationSpec `json:"spec"`
 
-	// status is what the operator observed and did.
+	// status is what the operator observed and did. It defaults to empty so
+	// that a tool reading a migration the operator has not seen yet (a
+	// fleet gate's expression on status) finds a status to read, not a
+	// missing field.
+	// +kubebuilder:default={}
 	// +optional
 	Status PlacementMigrationStatus `json:"status,omitempty"`
 }

@@ -7,8 +7,9 @@
 --   success; Stalled)                    -> Degraded
 --   Paused                               -> Suspended
 --   everything else (RollingBack included: a rollback is still at work),
---   or a status that does not yet describe the current
---   generation                           -> Progressing
+--   a status that does not yet describe the current generation, or a
+--   migration being deleted (its revert finalizer undoes what it
+--   applied)                             -> Progressing
 local hs = {}
 
 local function condition(obj, type)
@@ -21,6 +22,12 @@ local function condition(obj, type)
     end
   end
   return nil
+end
+
+if obj.metadata.deletionTimestamp ~= nil then
+  hs.status = "Progressing"
+  hs.message = "Being deleted: placement-guard reverts what the migration applied before it goes"
+  return hs
 end
 
 if obj.status == nil or obj.status.observedGeneration == nil

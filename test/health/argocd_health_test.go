@@ -1,6 +1,3 @@
-// Package health checks the health checks placement-guard ships for the
-// tools that watch it: Argo CD's Lua health script and the kstatus verdict
-// Flux and kubectl wait rely on.
 package health
 
 import (
@@ -14,32 +11,6 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
-
-// migrationIn builds a migration as the operator leaves it in a phase: the
-// kstatus conditions per docs/how-it-works.md.
-func migrationIn(phase pgv1.Phase, observed int64) *pgv1.PlacementMigration {
-	pm := &pgv1.PlacementMigration{
-		TypeMeta:   metav1.TypeMeta{APIVersion: pgv1.GroupVersion.String(), Kind: "PlacementMigration"},
-		ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", Generation: 2},
-	}
-	pm.Status.ObservedGeneration = observed
-	pm.Status.Phase = phase
-	cond := func(t string, s metav1.ConditionStatus, reason string) metav1.Condition {
-		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: "what the operator says about " + string(phase), ObservedGeneration: observed}
-	}
-	switch phase {
-	case pgv1.PhaseSucceeded, pgv1.PhasePlanned:
-		pm.Status.Conditions = []metav1.Condition{cond(pgv1.ConditionReady, metav1.ConditionTrue, string(phase))}
-	case pgv1.PhaseBlocked, pgv1.PhaseRolledBack, pgv1.PhaseFailed:
-		pm.Status.Conditions = []metav1.Condition{cond(pgv1.ConditionReady, metav1.ConditionFalse, "RolloutDeadlock"), cond(pgv1.ConditionStalled, metav1.ConditionTrue, "RolloutDeadlock")}
-	case pgv1.PhaseDegraded:
-		pm.Status.Conditions = []metav1.Condition{cond(pgv1.ConditionReady, metav1.ConditionFalse, pgv1.ReasonConstraintUnsatisfied),
-			cond(pgv1.ConditionStalled, metav1.ConditionTrue, pgv1.ReasonConstraintUnsatisfied)}
-	default:
-		pm.Status.Conditions = []metav1.Condition{cond(pgv1.ConditionReady, metav1.ConditionFalse, string(phase)), cond(pgv1.ConditionReconciling, metav1.ConditionTrue, string(phase))}
-	}
-	return pm
-}
 
 func TestArgoCDHealthOfEveryPhase(t *testing.T) {
 	script, err := os.ReadFile(filepath.Join("..", "..", "config", "argocd", "health.lua"))
@@ -70,7 +41,7 @@ func TestArgoCDHealthOfEveryPhase(t *testing.T) {
 		{"", 0, "Progressing"},
 	} {
 		t.Run(string(tc.phase)+"/observed-"+string(rune('0'+tc.observed)), func(t *testing.T) {
-			pm := migrationIn(tc.phase, tc.observed)
+			pm := MigrationIn(tc.phase, tc.observed)
 			if tc.phase == "" {
 				pm.Status = pgv1.PlacementMigrationStatus{}
 			}
@@ -132,5 +103,24 @@ func toLua(L *lua.LState, v any) lua.LValue {
 		return lua.LNil
 	default:
 		return lua.LString("")
+	}
+}
+
+// A migration being deleted reverts what it applied (its revert finalizer)
+// before it goes: Argo CD must not call it Healthy or Degraded meanwhile,
+// whatever its last status says.
+func TestArgoCDHealthOfAMigrationBeingDeleted(t *testing.T) {
+	script, err := os.ReadFile(filepath.Join("..", "..", "config", "argocd", "health.lua"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, phase := range []pgv1.Phase{pgv1.PhaseSucceeded, pgv1.PhaseRolledBack, pgv1.PhaseApplyingHard} {
+		pm := MigrationIn(phase, 2)
+		now := metav1.Now()
+		pm.DeletionTimestamp = &now
+		pm.Finalizers = []string{pgv1.RevertFinalizer}
+		if got, msg := runHealth(t, string(script), pm); got != "Progressing" {
+			t.Errorf("%s being deleted: %s (%s), want Progressing", phase, got, msg)
+		}
 	}
 }

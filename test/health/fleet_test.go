@@ -23,11 +23,15 @@ import (
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 )
 
-// The fleet tools' views of one migration: what gates a wave.
+// The fleet tools' views of one migration: what gates a wave. Flux's view
+// comes from Flux's own evaluator in test/gates. OCM's and Karmada's come
+// from cel-go and gopher-lua, the libraries their agents evaluate rules
+// and scripts with: their own Go modules (open-cluster-management.io/*,
+// github.com/karmada-io/*) are not served by the module proxy this project
+// builds from.
 type views struct {
 	argo        string        // Argo CD health, by config/argocd/health.lua
-	kstatus     status.Status // kubectl wait, Helm, Flux without expressions
-	flux        status.Status // Flux's healthChecks with the shipped healthCheckExprs
+	kstatus     status.Status // kubectl wait, Helm
 	progressing bool          // OCM's manifest condition, by the ManifestWork's rules
 	degraded    bool
 	karmada     bool // Karmada's health interpretation
@@ -37,15 +41,14 @@ type views struct {
 type readers struct {
 	argoScript    string
 	karmadaScript string
-	ocmRules      map[string]cel.Program
-	ocmPaths      map[string]string
-	// fluxExprs are inProgress, failed and current.
-	fluxExprs map[string]cel.Program
+	karmadaAggregation string
+	ocmRules           map[string]cel.Program
+	ocmPaths           map[string]string
 }
 
 func loadReaders(t *testing.T) *readers {
 	t.Helper()
-	r := &readers{ocmRules: map[string]cel.Program{}, ocmPaths: map[string]string{}, fluxExprs: map[string]cel.Program{}}
+	r := &readers{ocmRules: map[string]cel.Program{}, ocmPaths: map[string]string{}}
 	script, err := os.ReadFile(filepath.Join("..", "..", "config", "argocd", "health.lua"))
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +65,9 @@ func loadReaders(t *testing.T) *readers {
 				HealthInterpretation struct {
 					LuaScript string `json:"luaScript"`
 				} `json:"healthInterpretation"`
+				StatusAggregation struct {
+					LuaScript string `json:"luaScript"`
+				} `json:"statusAggregation"`
 			} `json:"customizations"`
 		} `json:"spec"`
 	}
@@ -70,6 +76,7 @@ func loadReaders(t *testing.T) *readers {
 		t.Fatalf("the Karmada customization targets %+v", karmada.Spec.Target)
 	}
 	r.karmadaScript = karmada.Spec.Customizations.HealthInterpretation.LuaScript
+	r.karmadaAggregation = karmada.Spec.Customizations.StatusAggregation.LuaScript
 
 	var work struct {
 		Spec struct {
@@ -84,10 +91,8 @@ func loadReaders(t *testing.T) *readers {
 					JSONPaths []struct{ Name, Path string } `json:"jsonPaths"`
 				} `json:"feedbackRules"`
 				ConditionRules []struct {
-					Condition      string `json:"condition"`
-					CELExpressions []struct {
-						Expression string `json:"expression"`
-					} `json:"celExpressions"`
+					Condition      string   `json:"condition"`
+					CELExpressions []string `json:"celExpressions"`
 				} `json:"conditionRules"`
 			} `json:"manifestConfigs"`
 		} `json:"spec"`
@@ -109,7 +114,7 @@ func loadReaders(t *testing.T) *readers {
 		if len(rule.CELExpressions) != 1 {
 			t.Fatalf("rule %s: one expression expected", rule.Condition)
 		}
-		ast, iss := env.Compile(rule.CELExpressions[0].Expression)
+		ast, iss := env.Compile(rule.CELExpressions[0])
 		if iss.Err() != nil {
 			t.Fatalf("rule %s: %v", rule.Condition, iss.Err())
 		}
@@ -122,64 +127,7 @@ func loadReaders(t *testing.T) *readers {
 	if r.ocmRules["Progressing"] == nil || r.ocmRules["Degraded"] == nil {
 		t.Fatalf("the ManifestWork sets %v, want Progressing and Degraded", r.ocmRules)
 	}
-	r.loadFluxExprs(t)
 	return r
-}
-
-// loadFluxExprs compiles the first Kustomization's healthCheckExprs as Flux
-// does: the object's top-level fields are the variables.
-func (r *readers) loadFluxExprs(t *testing.T) {
-	t.Helper()
-	ks := fluxKustomizations(t)
-	if len(ks[0].Spec.HealthCheckExprs) != 1 {
-		t.Fatalf("want one healthCheckExprs entry, got %+v", ks[0].Spec.HealthCheckExprs)
-	}
-	e := ks[0].Spec.HealthCheckExprs[0]
-	if e.APIVersion != pgv1.GroupVersion.String() || e.Kind != "PlacementMigration" {
-		t.Fatalf("healthCheckExprs for %s %s", e.APIVersion, e.Kind)
-	}
-	var vars []cel.EnvOption
-	for _, name := range []string{"apiVersion", "kind", "metadata", "spec", "status"} {
-		vars = append(vars, cel.Variable(name, cel.DynType))
-	}
-	env, err := cel.NewEnv(append(vars, cel.OptionalTypes())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, expr := range map[string]string{"inProgress": e.InProgress, "failed": e.Failed, "current": e.Current} {
-		ast, iss := env.Compile(expr)
-		if iss.Err() != nil {
-			t.Fatalf("healthCheckExprs %s: %v", name, iss.Err())
-		}
-		prg, err := env.Program(ast)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.fluxExprs[name] = prg
-	}
-}
-
-// fluxStatus is Flux's reading with the expressions: in progress first,
-// then failed, then current, else still in progress.
-func (r *readers) fluxStatus(t *testing.T, raw map[string]any) status.Status {
-	t.Helper()
-	vars := map[string]any{"status": map[string]any{}}
-	for k, v := range raw {
-		vars[k] = v
-	}
-	for _, step := range []struct {
-		expr string
-		is   status.Status
-	}{{"inProgress", status.InProgressStatus}, {"failed", status.FailedStatus}, {"current", status.CurrentStatus}} {
-		out, _, err := r.fluxExprs[step.expr].Eval(vars)
-		if err != nil {
-			t.Fatalf("healthCheckExprs %s: %v", step.expr, err)
-		}
-		if out.Value() == true {
-			return step.is
-		}
-	}
-	return status.InProgressStatus
 }
 
 func readFleetYAML(t *testing.T, name string, into any) {
@@ -207,7 +155,6 @@ func (r *readers) of(t *testing.T, pm *pgv1.PlacementMigration) views {
 		t.Fatal(err)
 	}
 	v.kstatus = res.Status
-	v.flux = r.fluxStatus(t, raw)
 	v.progressing = r.rule(t, "Progressing", raw)
 	v.degraded = r.rule(t, "Degraded", raw)
 	v.karmada = r.karmadaHealth(t, raw)
@@ -246,15 +193,16 @@ func (r *readers) karmadaHealth(t *testing.T, raw map[string]any) bool {
 	return bool(b)
 }
 
-// feedback is what OCM's work agent reports for a path: the value under
-// .status, when it is one scalar.
+// feedback is what OCM's work agent reports for a path: kubectl's JSONPath
+// from the object's root, one scalar (open-cluster-management-io/ocm,
+// pkg/work/spoke/statusfeedback/reader.go).
 func feedback(t *testing.T, path string, raw map[string]any) string {
 	t.Helper()
 	j := jsonpath.New("feedback").AllowMissingKeys(true)
 	if err := j.Parse("{" + path + "}"); err != nil {
 		t.Fatalf("path %s: %v", path, err)
 	}
-	results, err := j.FindResults(raw["status"])
+	results, err := j.FindResults(raw)
 	if err != nil {
 		t.Fatalf("path %s: %v", path, err)
 	}
@@ -284,7 +232,7 @@ func TestFleetToolsAgreeOnEveryPhase(t *testing.T) {
 		{pgv1.PhaseSucceeded, 1}, {pgv1.PhaseBlocked, 1}, {"", 0},
 	} {
 		t.Run(fmt.Sprintf("%s/observed-%d", tc.phase, tc.observed), func(t *testing.T) {
-			pm := migrationIn(tc.phase, tc.observed)
+			pm := MigrationIn(tc.phase, tc.observed)
 			if tc.phase == "" {
 				pm.Status = pgv1.PlacementMigrationStatus{}
 			}
@@ -292,36 +240,57 @@ func TestFleetToolsAgreeOnEveryPhase(t *testing.T) {
 			current := tc.observed == pm.Generation
 			healthy := current && (tc.phase == pgv1.PhaseSucceeded || tc.phase == pgv1.PhasePlanned)
 			stalled := current && (tc.phase == pgv1.PhaseBlocked || tc.phase == pgv1.PhaseRolledBack || tc.phase == pgv1.PhaseFailed || tc.phase == pgv1.PhaseDegraded)
-			want := views{argo: "Progressing", kstatus: status.InProgressStatus, flux: status.InProgressStatus, progressing: true}
+			want := views{argo: "Progressing", kstatus: status.InProgressStatus, progressing: true}
 			switch {
 			case healthy:
-				want = views{argo: "Healthy", kstatus: status.CurrentStatus, flux: status.CurrentStatus, karmada: true}
+				want = views{argo: "Healthy", kstatus: status.CurrentStatus, karmada: true}
 			case stalled:
-				want = views{argo: "Degraded", kstatus: status.FailedStatus, flux: status.FailedStatus, degraded: true}
+				// Progressing stays True beside Degraded: a
+				// ManifestWorkReplicaSet calls that Failed and stops.
+				want = views{argo: "Degraded", kstatus: status.FailedStatus, progressing: true, degraded: true}
 			case current && tc.phase == pgv1.PhasePaused:
 				want.argo = "Suspended"
 			case tc.phase == "":
-				// kstatus alone takes a resource without status for
-				// Current: the shipped healthCheckExprs are why Flux waits.
+				// kstatus alone takes a resource without conditions for
+				// Current: the Flux expressions are why Flux waits.
 				want.kstatus = status.CurrentStatus
 			}
 			if v != want {
 				t.Errorf("views %+v, want %+v", v, want)
 			}
+			if got, wantRollout := ocmRollout(v), map[bool]string{true: "Succeeded", false: map[bool]string{true: "Failed", false: "Progressing"}[stalled]}[healthy]; got != wantRollout {
+				t.Errorf("a ManifestWorkReplicaSet reads the cluster as %s, want %s", got, wantRollout)
+			}
 		})
+	}
+}
+
+// ocmRollout is a cluster's status in a ManifestWorkReplicaSet's rollout
+// from its work's Progressing and Degraded conditions, as OCM v1.1.0 and
+// later decide it (open-cluster-management-io/ocm,
+// manifestworkreplicaset_deploy_reconcile.go, clusterRolloutStatusFunc).
+// Restated here because OCM's module is not served by the module proxy.
+func ocmRollout(v views) string {
+	switch {
+	case v.progressing && v.degraded:
+		return "Failed"
+	case v.progressing:
+		return "Progressing"
+	default:
+		return "Succeeded"
 	}
 }
 
 // The ManifestWork's feedback paths each give one scalar the hub shows.
 func TestOCMFeedbackPaths(t *testing.T) {
 	r := loadReaders(t)
-	pm := migrationIn(pgv1.PhaseWaitingForCapacity, 2)
+	pm := MigrationIn(pgv1.PhaseWaitingForCapacity, 2)
 	pm.Status.Stage = pgv1.StageSoft
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"phase": "WaitingForCapacity", "stage": "Soft", "observedGeneration": "2", "ready": "False",
+	want := map[string]string{"phase": "WaitingForCapacity", "stage": "Soft", "generation": "2", "observedGeneration": "2", "ready": "False",
 		"reason": "WaitingForCapacity", "message": "what the operator says about WaitingForCapacity", "stalled": ""}
 	if len(r.ocmPaths) != len(want) {
 		t.Errorf("paths %v, want those of %v", r.ocmPaths, want)
@@ -331,7 +300,7 @@ func TestOCMFeedbackPaths(t *testing.T) {
 			t.Errorf("%s (%s) = %q, want %q", name, path, got, want[name])
 		}
 	}
-	raw, _ = runtime.DefaultUnstructuredConverter.ToUnstructured(migrationIn(pgv1.PhaseBlocked, 2))
+	raw, _ = runtime.DefaultUnstructuredConverter.ToUnstructured(MigrationIn(pgv1.PhaseBlocked, 2))
 	if got := feedback(t, r.ocmPaths["stalled"], raw); got != "True" {
 		t.Errorf("stalled of a Blocked migration: %q", got)
 	}
@@ -427,12 +396,12 @@ func TestGenerationBumpAfterSuccessReopensTheGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Not yet seen by the operator: no tool may call it done.
-	if v := r.of(t, pm); v.argo != "Progressing" || v.flux != status.InProgressStatus || !v.progressing || v.karmada {
+	if v := r.of(t, pm); v.argo != "Progressing" || !v.progressing || v.karmada {
 		t.Errorf("before the operator's first status: %+v", v)
 	}
 	succeed := func() {
 		t.Helper()
-		done := migrationIn(pgv1.PhaseSucceeded, pm.Generation)
+		done := MigrationIn(pgv1.PhaseSucceeded, pm.Generation)
 		for i := range done.Status.Conditions {
 			done.Status.Conditions[i].LastTransitionTime = metav1.Now()
 		}
@@ -442,7 +411,7 @@ func TestGenerationBumpAfterSuccessReopensTheGate(t *testing.T) {
 		}
 	}
 	succeed()
-	healthy := views{argo: "Healthy", kstatus: status.CurrentStatus, flux: status.CurrentStatus, karmada: true}
+	healthy := views{argo: "Healthy", kstatus: status.CurrentStatus, karmada: true}
 	if v := r.of(t, pm); v != healthy {
 		t.Fatalf("after success at generation %d: %+v", pm.Generation, v)
 	}
@@ -454,7 +423,7 @@ func TestGenerationBumpAfterSuccessReopensTheGate(t *testing.T) {
 	if pm.Generation != before+1 || pm.Status.ObservedGeneration != before {
 		t.Fatalf("the spec change made generation %d (observed %d), want %d", pm.Generation, pm.Status.ObservedGeneration, before+1)
 	}
-	if v := r.of(t, pm); v != (views{argo: "Progressing", kstatus: status.InProgressStatus, flux: status.InProgressStatus, progressing: true}) {
+	if v := r.of(t, pm); v != (views{argo: "Progressing", kstatus: status.InProgressStatus, progressing: true}) {
 		t.Errorf("after the spec changed, on the old success: %+v", v)
 	}
 	succeed()
@@ -500,5 +469,41 @@ func TestArgoCDRollingSyncWaves(t *testing.T) {
 	}
 	if _, ok := appset.Spec.Template.Metadata.Labels["placementguard.io/wave"]; !ok {
 		t.Error("the Applications carry no wave label for the steps to select")
+	}
+}
+
+// The ManifestWorkReplicaSet rolls out exactly the ManifestWork's spec, one
+// cluster at a time, stopping at the first failure and never timing out a
+// cluster that waits for capacity.
+func TestOCMReplicaSetRollsOutTheManifestWork(t *testing.T) {
+	var work struct {
+		Spec map[string]any `json:"spec"`
+	}
+	readFleetYAML(t, "ocm-manifestwork.yaml", &work)
+	var set struct {
+		Spec struct {
+			PlacementRefs []struct {
+				RolloutStrategy struct {
+					Type        string `json:"type"`
+					Progressive struct {
+						MaxConcurrency   any    `json:"maxConcurrency"`
+						MaxFailures      any    `json:"maxFailures"`
+						ProgressDeadline string `json:"progressDeadline"`
+					} `json:"progressive"`
+				} `json:"rolloutStrategy"`
+			} `json:"placementRefs"`
+			ManifestWorkTemplate map[string]any `json:"manifestWorkTemplate"`
+		} `json:"spec"`
+	}
+	readFleetYAML(t, "ocm-manifestworkreplicaset.yaml", &set)
+	if !reflect.DeepEqual(set.Spec.ManifestWorkTemplate, work.Spec) {
+		t.Error("the ManifestWorkReplicaSet's template differs from ocm-manifestwork.yaml's spec")
+	}
+	if len(set.Spec.PlacementRefs) != 1 {
+		t.Fatalf("%d placementRefs", len(set.Spec.PlacementRefs))
+	}
+	st := set.Spec.PlacementRefs[0].RolloutStrategy
+	if st.Type != "Progressive" || fmt.Sprint(st.Progressive.MaxConcurrency) != "1" || fmt.Sprint(st.Progressive.MaxFailures) != "0" || st.Progressive.ProgressDeadline != "None" {
+		t.Errorf("rollout strategy %+v", st)
 	}
 }

@@ -37,7 +37,7 @@ func TestKstatusVerdictOfEveryPhase(t *testing.T) {
 		{pgv1.PhaseSucceeded, 1, status.InProgressStatus},
 	} {
 		t.Run(string(tc.phase), func(t *testing.T) {
-			raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(migrationIn(tc.phase, tc.observed))
+			raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(MigrationIn(tc.phase, tc.observed))
 			if err != nil {
 				t.Fatal(err)
 			}
