@@ -123,6 +123,7 @@ verify: verify-tools verify-generated verify-lint ## Lint, regenerate code, mani
 verify-generated: generator-tools manifests generate chart bundle api-docs
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
 	@cd test/schedulerfidelity && $(GO) mod tidy -diff || { echo "test/schedulerfidelity's go.mod/go.sum are not tidy: run 'go mod tidy' there"; exit 1; }
+	@cd test/gates && $(GO) mod tidy -diff || { echo "test/gates' go.mod/go.sum are not tidy: run 'go mod tidy' there"; exit 1; }
 	@test -z "$$(gofmt -l api cmd internal test hack)" || { echo "not gofmt'ed:"; gofmt -l api cmd internal test hack; exit 1; }
 	@git diff --exit-code -- api config internal cmd dist/chart bundle docs/reference || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api config dist/chart bundle docs/reference)" || { echo "untracked generated files:"; git status --porcelain -- api config dist/chart bundle docs/reference; exit 1; }
@@ -158,6 +159,8 @@ test: $(if $(SKIP_GENERATE),,manifests generate) fmt ## Run every test: unit, en
 	$(MAKE) --no-print-directory -j2 test-main test-late-builds
 	$(call phase,the fidelity comparison and the API suite on the oldest Kubernetes)
 	cd test/schedulerfidelity && $(GO) test ./... -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
+	$(call phase,the fleet gates on the tools' own code and CRDs)
+	cd test/gates && $(GO) test ./... -timeout $(GOTEST_TIMEOUT) $(GOTEST_FLAGS)
 	KUBEBUILDER_ASSETS=$(OLDEST_KUBE) PLACEMENT_GUARD_EXPECT_KUBE_MINOR=$(OLDEST_KUBE_MINOR) $(GO) test ./api/... $(GOTEST_FLAGS)
 	PLACEMENT_GUARD_OLDEST_KUBE=$(OLDEST_KUBE) $(GO) test ./internal/plugin -run '^TestFleetAcrossLiveClusters$$' -count=1 $(GOTEST_FLAGS)
 	$(call phase,done)

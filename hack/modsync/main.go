@@ -38,6 +38,7 @@ type buildSet struct {
 var buildSets = []buildSet{
 	{".", []string{"-test", "./..."}},
 	{"test/schedulerfidelity", []string{"-test", "./..."}},
+	{"test/gates", []string{"-test", "./..."}},
 	{"hack/tools/kubernetes", []string{
 		"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager",
 		"k8s.io/kubernetes/cmd/kube-scheduler", "k8s.io/kubernetes/cmd/kubectl",

@@ -255,9 +255,14 @@ var _ = Describe("F8: another field manager owns the anti-affinity terms before 
 		generation := s.workload(ctx).GetGeneration()
 		s.addCapacity(ctx)
 		s.waitFor(ctx, pgv1.PhaseBlocked)
-		reason, msg := s.readyReason(ctx)
-		Expect(reason).To(BeElementOf(placement.HazardAffinityClobber, pgv1.ReasonFieldConflict))
-		Expect(msg).To(ContainSubstring(`"helm"`))
+		// The chart's own rollout may still be replacing pods: the
+		// migration then waits for its view of them before it says again
+		// who owns the terms.
+		Eventually(func(g Gomega) {
+			reason, msg := s.readyReason(ctx)
+			g.Expect(reason).To(BeElementOf(placement.HazardAffinityClobber, pgv1.ReasonFieldConflict))
+			g.Expect(msg).To(ContainSubstring(`"helm"`))
+		}).WithTimeout(time.Minute).Should(Succeed())
 		Consistently(func() int64 { return s.workload(ctx).GetGeneration() }, "5s").Should(Equal(generation))
 		Expect(deploymentWrites(proxy, env.Namespace)).To(BeZero())
 	})
