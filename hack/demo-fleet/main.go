@@ -103,8 +103,9 @@ func run(ctx context.Context) error {
 	if err := f.Member("eu").AddDataNode(ctx, "data-2"); err != nil {
 		return err
 	}
-	if err := waitPhase(ctx, f.Member("eu"), pgv1.PhaseSucceeded); err != nil {
-		return err
+	say("kubectl placement wait graphdb-apart-from-search --contexts eu,us --timeout 3m")
+	if code := kubectlPlacement(f, "--contexts", "eu,us", "wait", "graphdb-apart-from-search", "--timeout", "3m"); code != plugin.ExitOK {
+		return fmt.Errorf("kubectl placement wait across eu and us exited %d", code)
 	}
 	kubectlPlacement(f, "--contexts", "eu,us", "status", "graphdb-apart-from-search")
 	say("Succeeded in both: the graph DB runs apart from the search engine under a required anti-affinity in every cluster")
@@ -141,8 +142,9 @@ func placementOutput(f *localfleet.Fleet, args ...string) (string, int) {
 	return out.String(), code
 }
 
-// kubectlPlacement runs the plugin and prints its output indented.
-func kubectlPlacement(f *localfleet.Fleet, args ...string) {
+// kubectlPlacement runs the plugin, prints its output indented and returns
+// its exit code.
+func kubectlPlacement(f *localfleet.Fleet, args ...string) int {
 	out, code := placementOutput(f, args...)
 	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 		fmt.Printf("           %s\n", line)
@@ -150,6 +152,7 @@ func kubectlPlacement(f *localfleet.Fleet, args ...string) {
 	if code != plugin.ExitOK {
 		fmt.Printf("           (exit %d)\n", code)
 	}
+	return code
 }
 
 func writeManifest(pm *pgv1.PlacementMigration) (string, error) {

@@ -507,3 +507,19 @@ func TestOCMReplicaSetRollsOutTheManifestWork(t *testing.T) {
 		t.Errorf("rollout strategy %+v", st)
 	}
 }
+
+// The Flux example of docs/gitops.md waits with the same expressions as
+// the shipped Kustomizations, which test/gates runs through Flux.
+func TestGitOpsDocsShowTheShippedFluxExpressions(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "gitops.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := fluxKustomizations(t)[0].Spec.HealthCheckExprs[0]
+	for name, expr := range map[string]string{"inProgress": e.InProgress, "failed": e.Failed, "current": e.Current} {
+		folded := strings.Join(strings.Fields(string(doc)), " ")
+		if !strings.Contains(folded, strings.Join(strings.Fields(expr), " ")) {
+			t.Errorf("docs/gitops.md does not show the %s expression of config/fleet/flux-kustomizations.yaml: %s", name, expr)
+		}
+	}
+}
