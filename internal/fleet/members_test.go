@@ -46,6 +46,7 @@ func TestContexts(t *testing.T) {
 		{"all, by name", nil, true, "a,b,dev,prod-eu,prod-us", ""},
 		{"a pattern, its matches in name order", []string{"dev", "prod-*"}, false, "dev,prod-eu,prod-us", ""},
 		{"a name with a comma is a name", []string{"a,b"}, false, "a,b", ""},
+		{"comma-separated names and patterns", []string{"dev,prod-*", "a,b"}, false, "dev,prod-eu,prod-us,a,b", ""},
 		{"a pattern that matches nothing is an error", []string{"prod-eu", "stag*"}, false, "", `"stag*" matches no context of the kubeconfig (it has a,b, dev, prod-eu, prod-us)`},
 		{"a pattern that does not parse is an error", []string{"prod-[eu"}, false, "", "syntax error in pattern"},
 	}
@@ -75,7 +76,7 @@ func TestContexts(t *testing.T) {
 
 func TestExclude(t *testing.T) {
 	ms, _ := Contexts(kubeconfig("prod-eu", "prod-us", "prod-canary", "dev"), nil, true)
-	kept, err := Exclude(ms, []string{"*-canary", "dev"})
+	kept, err := Exclude(ms, []string{"*-canary,dev"})
 	if err != nil || names(kept) != "prod-eu,prod-us" {
 		t.Errorf("kept %s, %v", names(kept), err)
 	}

@@ -39,7 +39,7 @@ func Contexts(config *clientcmdapi.Config, names []string, all bool) ([]Member, 
 		}
 		out = append(out, m)
 	}
-	for _, name := range names {
+	for _, name := range SplitNames(names, func(n string) bool { return config.Contexts[n] != nil }) {
 		name = strings.TrimSpace(name)
 		if name == "" {
 			continue
@@ -64,6 +64,9 @@ func Contexts(config *clientcmdapi.Config, names []string, all bool) ([]Member, 
 
 // Exclude leaves out the members whose name one of patterns matches.
 func Exclude(members []Member, patterns []string) ([]Member, error) {
+	patterns = SplitNames(patterns, func(n string) bool {
+		return slices.ContainsFunc(members, func(m Member) bool { return m.Name == n })
+	})
 	for _, p := range patterns {
 		if _, err := path.Match(p, ""); err != nil {
 			return nil, fmt.Errorf("--exclude-contexts %q: %w", p, err)
@@ -75,6 +78,21 @@ func Exclude(members []Member, patterns []string) ([]Member, error) {
 			return ok
 		})
 	}), nil
+}
+
+// SplitNames splits each value of a repeated flag at its commas, as kubectl
+// splits a list flag, except a value that is itself a name (a context may
+// hold a comma in its name): that one is kept whole.
+func SplitNames(values []string, isName func(string) bool) []string {
+	var out []string
+	for _, v := range values {
+		if isName(v) {
+			out = append(out, v)
+			continue
+		}
+		out = append(out, strings.Split(v, ",")...)
+	}
+	return out
 }
 
 // IsPattern reports whether name is a glob pattern rather than a name.

@@ -33,8 +33,8 @@ type fleetFlags struct {
 func (f *fleetFlags) add(cmd *cobra.Command, o *Options, snapshots bool) {
 	fl := cmd.Flags()
 	defer func() { _ = cmd.RegisterFlagCompletionFunc("contexts", completeContexts(o)) }()
-	fl.StringSliceVar(&f.contexts, "contexts", nil, "ask these contexts of the kubeconfig, one row per cluster: names or glob patterns (prod-*), comma-separated or repeated")
-	fl.StringSliceVar(&f.exclude, "exclude-contexts", nil, "leave out the clusters whose name (context, or kubeconfig file) matches one of these glob patterns")
+	fl.StringArrayVar(&f.contexts, "contexts", nil, "ask these contexts of the kubeconfig, one row per cluster: names or glob patterns (prod-*), comma-separated or repeated")
+	fl.StringArrayVar(&f.exclude, "exclude-contexts", nil, "leave out the clusters whose name (context, or kubeconfig file) matches one of these glob patterns")
 	fl.BoolVar(&f.allContexts, "all-contexts", false, "ask every context of the kubeconfig, one row per cluster")
 	fl.StringVar(&f.kubeconfigDir, "kubeconfig-dir", "", "ask the cluster of every kubeconfig file in this directory (its current context), one row per file")
 	if snapshots {
