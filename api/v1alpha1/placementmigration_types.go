@@ -605,7 +605,7 @@ type PlacementMigration struct {
 	// missing field.
 	// +kubebuilder:default={}
 	// +optional
-	Status PlacementMigrationStatus `json:"status,omitempty"`
+	Status PlacementMigrationStatus `json:"status,omitzero"`
 }
 
 // PlacementMigrationList is a list of PlacementMigrations.

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	fluxcel "github.com/fluxcd/pkg/runtime/cel"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/yaml"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"

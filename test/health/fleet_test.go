@@ -39,8 +39,8 @@ type views struct {
 
 // readers loads the shipped configurations once.
 type readers struct {
-	argoScript    string
-	karmadaScript string
+	argoScript         string
+	karmadaScript      string
 	karmadaAggregation string
 	ocmRules           map[string]cel.Program
 	ocmPaths           map[string]string

@@ -35,4 +35,3 @@ func MigrationIn(phase pgv1.Phase, observed int64) *pgv1.PlacementMigration {
 	}
 	return pm
 }
-
