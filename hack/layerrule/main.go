@@ -5,6 +5,7 @@
 //	         resources, affinity terms, hazards, the pods it tells apart
 //	index_   the snapshot of the cluster and what it keeps between questions
 //	filter_  the scheduler's filters, evaluating one pod over the snapshot
+//	score_   the scheduler's scores, ranking the nodes the filters left
 //	sim_     the simulations: placing a template, rollouts, end states,
 //	         scale-downs, drains; each kind's rollout in sim_kind_<name>.go
 //	ask_     the questions the operator asks: analysis, hazards, capacity

@@ -1,7 +1,10 @@
-// Package controller holds the reconcilers of placement-guard. They read the
-// cluster, ask the domain packages what to do, act and record; the judgement
-// itself lives in those packages (planning asks the engine the one
-// question), and the engine's view of the cluster in internal/clusterstate.
+// Package controller holds the PlacementMigration reconciler; the other
+// reconcilers have a package each beneath it (adopt, findings,
+// namespacemode, rebalance) and setup wires them into a manager. They read
+// the cluster, ask the domain packages what to do, act and record; the
+// judgement itself lives in those packages (planning asks the engine the
+// one question), and the engine's view of the cluster in
+// internal/clusterstate.
 // No controller here switches on a workload's kind (internal/targets knows
 // the kinds; make verify holds it).
 package controller
