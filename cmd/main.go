@@ -30,6 +30,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/admission"
 	"github.com/placement-guard/placement-guard/internal/clusterstate"
 	"github.com/placement-guard/placement-guard/internal/controller"
 	"github.com/placement-guard/placement-guard/internal/controller/setup"
@@ -109,7 +110,7 @@ func main() {
 	flag.Float64Var(&memoryRatio, "memory-limit-ratio", 0.9, "The share of the container's memory limit set as the Go runtime's soft memory limit (0 leaves it unset; GOMEMLIMIT in the environment wins).")
 	flag.IntVar(&gcPercent, "gc-percent", defaultGCPercent, "The garbage collector's target (GOGC): how far the heap grows past the live heap before a collection. The live heap is mostly the manager's steady index of the cluster, and each judgement of the admission check allocates a burst; a collection that begins during one makes it help mark the whole index (judgements above 10 ms on a 150,000-pod cluster were all such). The default of 200 halves how often that happens and the help asked, for a heap up to three times the live one, still bounded by the memory limit. 0 keeps Go's 100; GOGC in the environment wins.")
 	opts := zap.Options{Development: false}
-	flag.StringVar(&admissionMode, "admission-mode", string(webhook.ModeWarn), "What the admission check of Deployments and StatefulSets does with a change that would strand pods or deadlock its rollout: Warn (admit it with warnings), Deny (refuse it with the same words), Adopt (admit the hard constraints it adds in their soft form, for a PlacementMigration the operator makes to harden once safe) or Off; a namespace's placementguard.io/admission label overrides it.")
+	flag.StringVar(&admissionMode, "admission-mode", string(admission.ModeWarn), "What the admission check of Deployments and StatefulSets does with a change that would strand pods or deadlock its rollout: Warn (admit it with warnings), Deny (refuse it with the same words), Adopt (admit the hard constraints it adds in their soft form, for a PlacementMigration the operator makes to harden once safe) or Off; a namespace's placementguard.io/admission label overrides it.")
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "The port the admission webhook is served on.")
 	flag.StringVar(&webhookHost, "webhook-host", "", "The address the admission webhook is served on; every interface when empty. 127.0.0.1 for a manager run outside the cluster beside a local API server.")
 	flag.StringVar(&certPath, "webhook-cert-path", "", "The directory of the webhook's serving certificate and key (watched and reloaded when they change); controller-runtime's default directory when empty.")
@@ -131,7 +132,7 @@ func main() {
 	flag.StringVar(&schedName, "scheduler-name", "default-scheduler", "The profile of --scheduler-config the engine predicts with: the schedulerName of the targets' pods.")
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
-	mode, err := webhook.ParseMode(admissionMode)
+	mode, err := admission.ParseMode(admissionMode)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "--admission-mode:", err)
 		os.Exit(2)

@@ -46,9 +46,9 @@ var _ admission.Handler = &Adopter{}
 func (a *Adopter) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
 	resp, adopted := a.handle(ctx, req)
-	mode := ModeOff
+	mode := pgadmission.ModeOff
 	if adopted {
-		mode = ModeAdopt
+		mode = pgadmission.ModeAdopt
 	}
 	metrics.ObserveAdmission(kindLabel(req), string(mode), resp.Allowed, time.Since(start))
 	return resp
@@ -64,7 +64,7 @@ func (a *Adopter) Handle(ctx context.Context, req admission.Request) admission.R
 // constraint either, and ends the adoption; the soft forms count here, as
 // a rollback that takes one away changes no judged field.
 func mayAdopt(req admission.Request, oldFields, newFields placementFields, authored bool) bool {
-	if !newFields.mayBeHard() && !authored && oldFields.adopted == "" || newFields.admissionLabel == string(ModeOff) {
+	if !newFields.mayBeHard() && !authored && oldFields.adopted == "" || newFields.admissionLabel == string(pgadmission.ModeOff) {
 		return false
 	}
 	return req.Operation != admissionv1.Update || !unchanged(oldFields, newFields) || !bytes.Equal(oldFields.preferred, newFields.preferred) || authored
@@ -90,7 +90,7 @@ func (a *Adopter) handle(ctx context.Context, req admission.Request) (admission.
 		return admission.Allowed(""), false
 	}
 	mode, err := v.mode(ctx, req.Namespace)
-	if mode != ModeAdopt {
+	if mode != pgadmission.ModeAdopt {
 		return admission.Allowed(""), false
 	}
 	// A namespace the cache does not know is no metric label: a request
@@ -216,7 +216,7 @@ func (a *Adopter) why(ctx context.Context, req admission.Request, obj *unstructu
 		return out
 	}
 	for _, f := range judged.Findings {
-		metrics.CountFinding(namespaceLabel, kindLabel(req), f.Type, string(ModeAdopt))
+		metrics.CountFinding(namespaceLabel, kindLabel(req), f.Type, string(pgadmission.ModeAdopt))
 	}
 	return append(out, pgadmission.Warnings(judged.Findings)...)
 }

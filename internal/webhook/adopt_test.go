@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	pgadmission "github.com/placement-guard/placement-guard/internal/admission"
 	"github.com/placement-guard/placement-guard/internal/adoption"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/workloadpatch"
@@ -47,7 +48,7 @@ func admitted(t *testing.T, req admission.Request, resp admission.Response) *app
 }
 
 func adopter(t *testing.T, namespaceMode string) *Adopter {
-	v, _ := validator(t, namespaceMode, ModeWarn)
+	v, _ := validator(t, namespaceMode, pgadmission.ModeWarn)
 	return &Adopter{Validator: v}
 }
 

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	pgadmission "github.com/placement-guard/placement-guard/internal/admission"
 	"github.com/placement-guard/placement-guard/internal/certs"
 )
 
@@ -149,7 +150,7 @@ func TestTheAPIServerIsKnownByItsCertificate(t *testing.T) {
 // write is judged beside it.
 func TestOneUserCannotTakeEverySlot(t *testing.T) {
 	ctx := context.WithValue(context.Background(), callerKey{}, caller{apiServer: true, source: "10.0.0.1"})
-	v, _ := validator(t, "Deny", ModeWarn)
+	v, _ := validator(t, "Deny", pgadmission.ModeWarn)
 	v.Judging = NewSlots(4)
 	server := callerOf(ctx)
 	for range 2 {
@@ -187,7 +188,7 @@ func TestDenyRefusesWhatItCouldNotJudgeWhereAsked(t *testing.T) {
 		{"busy, an autoscaler's scale in Deny, the namespace refuses", "Deny", "Refuse", "", true, false, true, true},
 		{"a label that names nothing is the default", "Deny", "Refuze", "", true, false, false, true},
 	} {
-		v, cluster := validator(t, c.mode, ModeWarn)
+		v, cluster := validator(t, c.mode, pgadmission.ModeWarn)
 		if c.unjudged != "" {
 			v.Namespaces = namespaces(t, map[string]string{pgv1.AdmissionLabel: c.mode, pgv1.AdmissionUnjudgedLabel: c.unjudged})
 		}
@@ -221,7 +222,7 @@ func TestDenyRefusesWhatItCouldNotJudgeWhereAsked(t *testing.T) {
 // default mode.
 func TestANamespaceTheCacheHasNotHeardOfIsReadLive(t *testing.T) {
 	ctx := context.Background()
-	v, _ := validator(t, "", ModeWarn)
+	v, _ := validator(t, "", pgadmission.ModeWarn)
 	v.Namespaces = namespaces(t, nil, "elsewhere")
 	v.LiveNamespaces = namespaces(t, map[string]string{pgv1.AdmissionLabel: "Deny"})
 	if resp := v.Handle(ctx, request(t, admissionv1.Update, web(), web(apart), "kubectl")); resp.Allowed {

@@ -6,6 +6,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	pgadmission "github.com/placement-guard/placement-guard/internal/admission"
 )
 
 // DefaultBudget bounds one judgement: well inside the webhook's timeout,
@@ -15,7 +17,7 @@ const DefaultBudget = 2 * time.Second
 
 // Options configure the check as the manager's flags say.
 type Options struct {
-	Mode   Mode
+	Mode   pgadmission.Mode
 	Skip   []string
 	Budget time.Duration
 	// Operator is the user the operator's own requests come as (OwnUser).

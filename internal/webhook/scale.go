@@ -28,35 +28,35 @@ import (
 // server says it comes as) is judged as in Warn, so that autoscaling is
 // never refused: a workload that cannot take the replicas is told so in
 // warnings, and by the Event the operator records once it lands.
-func (v *Validator) handleScale(ctx context.Context, req admission.Request) (admission.Response, Mode, string) {
+func (v *Validator) handleScale(ctx context.Context, req admission.Request) (admission.Response, pgadmission.Mode, string) {
 	kind := kindLabel(req)
 	if req.Operation != admissionv1.Update {
-		return admission.Allowed(""), ModeOff, kind
+		return admission.Allowed(""), pgadmission.ModeOff, kind
 	}
 	k := targets.KindOfResource(req.Resource.Resource)
 	if k == nil {
-		return admission.Allowed(""), ModeOff, kind
+		return admission.Allowed(""), pgadmission.ModeOff, kind
 	}
 	replicas, err := scaleReplicas(req.Object.Raw)
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the Scale: %w", err)), ModeOff, kind
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the Scale: %w", err)), pgadmission.ModeOff, kind
 	}
 	if before, err := scaleReplicas(req.OldObject.Raw); err == nil && before == replicas {
-		return admission.Allowed(""), ModeOff, kind
+		return admission.Allowed(""), pgadmission.ModeOff, kind
 	}
 	live, err := v.Cluster.Workload(ctx, k, req.Namespace, req.Name)
 	if err != nil {
 		if !apierrors.IsNotFound(err) {
 			logf.FromContext(ctx).Info("Admitted a scale that was not judged", "kind", k.Name, "namespace", req.Namespace, "name", req.Name, "reason", err.Error())
 		}
-		return admission.Allowed(""), ModeOff, kind
+		return admission.Allowed(""), pgadmission.ModeOff, kind
 	}
-	if live.GetLabels()[pgv1.AdmissionLabel] == string(ModeOff) || len(planning.HardConstraints(&targets.TemplateOf(live).Spec)) == 0 {
-		return admission.Allowed(""), ModeOff, kind
+	if live.GetLabels()[pgv1.AdmissionLabel] == string(pgadmission.ModeOff) || len(planning.HardConstraints(&targets.TemplateOf(live).Spec)) == 0 {
+		return admission.Allowed(""), pgadmission.ModeOff, kind
 	}
 	scaled := k.Scaled(live, replicas)
 	if !pgadmission.Relevant(targets.WorkloadOf(live), targets.WorkloadOf(scaled)) {
-		return admission.Allowed(""), ModeOff, kind
+		return admission.Allowed(""), pgadmission.ModeOff, kind
 	}
 	change := aScale
 	if v.autoscaler(req.UserInfo.Username) {

@@ -35,22 +35,6 @@ import (
 // Path is where the manager serves the check.
 const Path = "/validate-workloads"
 
-// Mode is what the check does with a finding.
-type Mode string
-
-const (
-	// ModeWarn admits the change with warnings (the default).
-	ModeWarn Mode = "Warn"
-	// ModeDeny refuses a change with a blocking finding, in the same words.
-	ModeDeny Mode = "Deny"
-	// ModeAdopt admits the hard constraints a change adds in their soft
-	// form, for a PlacementMigration to harden (Adopter); what it cannot
-	// adopt is judged as in Warn mode.
-	ModeAdopt Mode = "Adopt"
-	// ModeOff judges nothing.
-	ModeOff Mode = "Off"
-)
-
 // Unjudged is what Deny mode does with a change it could not judge: the
 // check was busy, the judgement ran out of its budget, or what it is
 // judged with could not be read.
@@ -73,15 +57,6 @@ func ParseUnjudged(s string) (Unjudged, error) {
 		return u, nil
 	}
 	return "", fmt.Errorf("unjudged changes %q: want Admit or Refuse", s)
-}
-
-// ParseMode reads a mode as the flag and the label write it.
-func ParseMode(s string) (Mode, error) {
-	switch m := Mode(s); m {
-	case ModeWarn, ModeDeny, ModeAdopt, ModeOff:
-		return m, nil
-	}
-	return "", fmt.Errorf("admission mode %q: want Warn, Deny, Adopt or Off", s)
 }
 
 // Cluster is what the check reads: the engine's snapshot, kept warm by the
@@ -113,7 +88,7 @@ type Validator struct {
 	LiveNamespaces client.Reader
 	Decoder        admission.Decoder
 	// Default is the mode of a namespace without the label.
-	Default Mode
+	Default pgadmission.Mode
 	// Unjudged is what Deny mode does with a change it could not judge in
 	// a namespace without the label AdmissionUnjudgedLabel (Admit when
 	// empty).
@@ -177,13 +152,13 @@ func kindLabel(req admission.Request) string {
 	return "Other"
 }
 
-func (v *Validator) handle(ctx context.Context, req admission.Request) (admission.Response, Mode, string) {
+func (v *Validator) handle(ctx context.Context, req admission.Request) (admission.Response, pgadmission.Mode, string) {
 	kind := req.Kind.Kind
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return admission.Allowed(""), ModeOff, kind
+		return admission.Allowed(""), pgadmission.ModeOff, kind
 	}
 	if v.skipped(req) {
-		return admission.Allowed(""), ModeOff, kind
+		return admission.Allowed(""), pgadmission.ModeOff, kind
 	}
 	if borrowed, ok := v.borrowedManager(req); ok {
 		if resp, mode, refused := v.refuseBorrowed(ctx, req, borrowed); refused {
@@ -198,32 +173,32 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 	// before the objects are decoded.
 	newFields, err := readPlacement(req.Object.Raw)
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s: %w", kind, err)), ModeOff, kind
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s: %w", kind, err)), pgadmission.ModeOff, kind
 	}
-	if !newFields.mayBeHard() || newFields.admissionLabel == string(ModeOff) {
-		return admission.Allowed(""), ModeOff, kind
+	if !newFields.mayBeHard() || newFields.admissionLabel == string(pgadmission.ModeOff) {
+		return admission.Allowed(""), pgadmission.ModeOff, kind
 	}
 	if req.Operation == admissionv1.Update {
 		if oldFields, err := readPlacement(req.OldObject.Raw); err == nil && unchanged(oldFields, newFields) {
-			return admission.Allowed(""), ModeOff, kind
+			return admission.Allowed(""), pgadmission.ModeOff, kind
 		}
 	}
 	newObj, newW, err := v.decode(req.Object)
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s: %w", kind, err)), ModeOff, kind
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s: %w", kind, err)), pgadmission.ModeOff, kind
 	}
-	if newObj.GetLabels()[pgv1.AdmissionLabel] == string(ModeOff) {
-		return admission.Allowed(""), ModeOff, kind
+	if newObj.GetLabels()[pgv1.AdmissionLabel] == string(pgadmission.ModeOff) {
+		return admission.Allowed(""), pgadmission.ModeOff, kind
 	}
 	var oldObj client.Object
 	var oldW *placement.Workload
 	if req.Operation == admissionv1.Update {
 		if oldObj, oldW, err = v.decode(req.OldObject); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s replaced: %w", kind, err)), ModeOff, kind
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("read the %s replaced: %w", kind, err)), pgadmission.ModeOff, kind
 		}
 	}
 	if !pgadmission.Relevant(oldW, newW) {
-		return admission.Allowed(""), ModeOff, kind
+		return admission.Allowed(""), pgadmission.ModeOff, kind
 	}
 	resp, mode := v.answer(ctx, req, newObj, oldObj, aWrite)
 	return resp, mode, kind
@@ -249,7 +224,7 @@ const (
 
 // answer judges newObj, replacing oldObj (nil for a create), in the
 // namespace's mode, as the kind of change it is.
-func (v *Validator) answer(ctx context.Context, req admission.Request, newObj, oldObj client.Object, change changeOf) (admission.Response, Mode) {
+func (v *Validator) answer(ctx context.Context, req admission.Request, newObj, oldObj client.Object, change changeOf) (admission.Response, pgadmission.Mode) {
 	warnOnly := change == anAutoscale
 	kind := kindLabel(req)
 	policy, err := v.policy(ctx, req.Namespace)
@@ -262,8 +237,8 @@ func (v *Validator) answer(ctx context.Context, req admission.Request, newObj, o
 		// Nor is it a metric label: a request names any namespace it likes.
 		namespaceLabel = ""
 	}
-	if mode == ModeOff {
-		return admission.Allowed(""), ModeOff
+	if mode == pgadmission.ModeOff {
+		return admission.Allowed(""), pgadmission.ModeOff
 	}
 	var before *corev1.PodSpec
 	if oldObj != nil {
@@ -272,7 +247,7 @@ func (v *Validator) answer(ctx context.Context, req admission.Request, newObj, o
 	h := callerOf(ctx).holderFor(req.UserInfo.Username)
 	// In Deny, what an unsatisfiable workload's change does to it is
 	// weighed by how many of its replicas can be placed (noWorse).
-	weigh := mode == ModeDeny && !warnOnly && oldObj != nil
+	weigh := mode == pgadmission.ModeDeny && !warnOnly && oldObj != nil
 	after, err := v.judge(ctx, h, newObj, before, weigh)
 	if err != nil {
 		return v.unjudged(ctx, req, policy, warnOnly, err), mode
@@ -285,7 +260,7 @@ func (v *Validator) answer(ctx context.Context, req admission.Request, newObj, o
 	if manager, ok := v.borrowedManager(req); ok {
 		warnings = append([]string{borrowedWarning(req, manager)}, warnings...)
 	}
-	if mode != ModeDeny || warnOnly || !after.Blocking() {
+	if mode != pgadmission.ModeDeny || warnOnly || !after.Blocking() {
 		return admission.Allowed("").WithWarnings(warnings...), mode
 	}
 	if oldObj != nil {
@@ -357,12 +332,12 @@ func (v *Validator) borrowedManager(req admission.Request) (string, bool) {
 // it is refused whatever it changes, since it would pass in managedFields
 // as a migration's own write and take or release that migration's fields;
 // in the other modes it is judged as any other write (refused is false).
-func (v *Validator) refuseBorrowed(ctx context.Context, req admission.Request, manager string) (admission.Response, Mode, bool) {
+func (v *Validator) refuseBorrowed(ctx context.Context, req admission.Request, manager string) (admission.Response, pgadmission.Mode, bool) {
 	policy, _ := v.policy(ctx, req.Namespace)
 	mode := policy.mode
 	logf.FromContext(ctx).Info("A write names a migration's field manager but does not come from the operator",
 		"kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "fieldManager", manager, "user", req.UserInfo.Username, "mode", mode)
-	if mode != ModeDeny {
+	if mode != pgadmission.ModeDeny {
 		return admission.Response{}, mode, false
 	}
 	return deny([]string{borrowedWarning(req, manager)}), mode, true
@@ -395,7 +370,7 @@ func (v *Validator) decode(raw runtime.RawExtension) (client.Object, *placement.
 
 // namespacePolicy is what a namespace's labels ask of the check.
 type namespacePolicy struct {
-	mode     Mode
+	mode     pgadmission.Mode
 	unjudged Unjudged
 }
 
@@ -415,8 +390,8 @@ func (v *Validator) policy(ctx context.Context, namespace string) (namespacePoli
 		return p, err
 	}
 	if label, ok := ns.Labels[pgv1.AdmissionLabel]; ok {
-		if p.mode, err = ParseMode(label); err != nil {
-			p.mode = ModeWarn
+		if p.mode, err = pgadmission.ParseMode(label); err != nil {
+			p.mode = pgadmission.ModeWarn
 		}
 	}
 	if u, err := ParseUnjudged(ns.Labels[pgv1.AdmissionUnjudgedLabel]); err == nil {
@@ -426,7 +401,7 @@ func (v *Validator) policy(ctx context.Context, namespace string) (namespacePoli
 }
 
 // mode is the namespace's mode (policy).
-func (v *Validator) mode(ctx context.Context, namespace string) (Mode, error) {
+func (v *Validator) mode(ctx context.Context, namespace string) (pgadmission.Mode, error) {
 	p, err := v.policy(ctx, namespace)
 	return p.mode, err
 }
@@ -459,7 +434,7 @@ func (v *Validator) namespace(ctx context.Context, name string) (*corev1.Namespa
 // what cannot be judged, refused in the same words.
 func (v *Validator) unjudged(ctx context.Context, req admission.Request, p namespacePolicy, warnOnly bool, why error) admission.Response {
 	log := logf.FromContext(ctx).WithValues("kind", kindLabel(req), "namespace", req.Namespace, "name", req.Name, "reason", why.Error())
-	if p.mode == ModeDeny && p.unjudged == UnjudgedRefuse && !warnOnly {
+	if p.mode == pgadmission.ModeDeny && p.unjudged == UnjudgedRefuse && !warnOnly {
 		log.Info("Refused a change that was not judged")
 		return deny([]string{pgadmission.ClipWarning(fmt.Sprintf("the change was not judged (%v), and namespace %s refuses what is not judged (%s: %s): try again, or ask kubectl placement lint why",
 			why, req.Namespace, pgv1.AdmissionUnjudgedLabel, UnjudgedRefuse))})

@@ -7,6 +7,8 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
+
+	pgadmission "github.com/placement-guard/placement-guard/internal/admission"
 )
 
 // BenchmarkImageChange is the common request: a change that touches no
@@ -14,7 +16,7 @@ import (
 // without asking the engine (docs/performance.md: ≤ 50 µs).
 func BenchmarkImageChange(b *testing.B) {
 	t := &testing.T{}
-	v, _ := validator(t, "Deny", ModeDeny)
+	v, _ := validator(t, "Deny", pgadmission.ModeDeny)
 	req := request(t, admissionv1.Update, web(apart), web(apart, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "x:2" }), "")
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -28,7 +30,7 @@ func BenchmarkImageChange(b *testing.B) {
 // BenchmarkSeed001 is a judged request: seed 001's shape on two nodes.
 func BenchmarkSeed001(b *testing.B) {
 	t := &testing.T{}
-	v, _ := validator(t, "Deny", ModeDeny)
+	v, _ := validator(t, "Deny", pgadmission.ModeDeny)
 	req := request(t, admissionv1.Update, web(), web(apart), "")
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -44,7 +46,7 @@ func BenchmarkSeed001(b *testing.B) {
 // last-applied annotation, three times the bytes, all of them skipped.
 func BenchmarkImageChangeServed(b *testing.B) {
 	t := &testing.T{}
-	v, _ := validator(t, "Deny", ModeDeny)
+	v, _ := validator(t, "Deny", pgadmission.ModeDeny)
 	old := servedDeployment(b)
 	changed := bytes.Replace(old, []byte(`"image":"`), []byte(`"image":"2`), 1)
 	if bytes.Equal(old, changed) {

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	pgadmission "github.com/placement-guard/placement-guard/internal/admission"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/targets"
 	"github.com/placement-guard/placement-guard/internal/workloadpatch"
@@ -144,7 +145,7 @@ func request(t *testing.T, op admissionv1.Operation, old, obj client.Object, fie
 	return req
 }
 
-func validator(t *testing.T, namespaceMode string, mode Mode) (*Validator, *twoNodes) {
+func validator(t *testing.T, namespaceMode string, mode pgadmission.Mode) (*Validator, *twoNodes) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -175,60 +176,60 @@ func TestWhatTheCheckAnswers(t *testing.T) {
 	for _, c := range []struct {
 		name          string
 		namespaceMode string
-		mode          Mode
+		mode          pgadmission.Mode
 		req           func(t *testing.T) admission.Request
 		allowed       bool
 		says          string
 	}{
-		{"seed 001 in Warn: admitted with the deadlock and its fix", "", ModeWarn,
+		{"seed 001 in Warn: admitted with the deadlock and its fix", "", pgadmission.ModeWarn,
 			func(t *testing.T) admission.Request {
 				return request(t, admissionv1.Update, web(), web(apart), "kubectl")
 			}, true, "maxUnavailable: 1"},
-		{"seed 001 in a Deny namespace: refused with the same words", "Deny", ModeWarn,
+		{"seed 001 in a Deny namespace: refused with the same words", "Deny", pgadmission.ModeWarn,
 			func(t *testing.T) admission.Request {
 				return request(t, admissionv1.Update, web(), web(apart), "kubectl")
 			}, false, "RolloutDeadlock"},
-		{"a namespace labelled with a typo in an Off cluster: judged as Warn, never Off", "Denny", ModeOff,
+		{"a namespace labelled with a typo in an Off cluster: judged as Warn, never Off", "Denny", pgadmission.ModeOff,
 			func(t *testing.T) admission.Request {
 				return request(t, admissionv1.Update, web(), web(apart), "kubectl")
 			}, true, "RolloutDeadlock"},
-		{"a namespace labelled with a typo in a Deny cluster: judged as Warn", "deny", ModeDeny,
+		{"a namespace labelled with a typo in a Deny cluster: judged as Warn", "deny", pgadmission.ModeDeny,
 			func(t *testing.T) admission.Request {
 				return request(t, admissionv1.Update, web(), web(apart), "kubectl")
 			}, true, "RolloutDeadlock"},
-		{"a namespace Off in a Deny cluster: admitted silently", "Off", ModeDeny,
+		{"a namespace Off in a Deny cluster: admitted silently", "Off", pgadmission.ModeDeny,
 			func(t *testing.T) admission.Request { return request(t, admissionv1.Update, web(), web(apart), "") }, true, ""},
-		{"an image change: admitted silently, never judged", "Deny", ModeDeny,
+		{"an image change: admitted silently, never judged", "Deny", pgadmission.ModeDeny,
 			func(t *testing.T) admission.Request {
 				return request(t, admissionv1.Update, web(apart), web(apart, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "x:2" }), "")
 			}, true, ""},
-		{"a workload that opts out", "Deny", ModeDeny,
+		{"a workload that opts out", "Deny", pgadmission.ModeDeny,
 			func(t *testing.T) admission.Request {
 				return request(t, admissionv1.Update, web(), web(apart, func(d *appsv1.Deployment) { d.Labels = map[string]string{pgv1.AdmissionLabel: "Off"} }), "")
 			}, true, ""},
-		{"a migration's own write: its field manager, from the operator", "Deny", ModeDeny,
+		{"a migration's own write: its field manager, from the operator", "Deny", pgadmission.ModeDeny,
 			func(t *testing.T) admission.Request {
 				return asUser(request(t, admissionv1.Update, web(), web(apart), workloadpatch.FieldManager("web-apart")), operatorUser)
 			}, true, ""},
-		{"a migration's field manager from another user in Deny: refused, whatever it changes", "Deny", ModeWarn,
+		{"a migration's field manager from another user in Deny: refused, whatever it changes", "Deny", pgadmission.ModeWarn,
 			func(t *testing.T) admission.Request {
 				return asUser(request(t, admissionv1.Update, web(), web(apart, surgeFree), workloadpatch.FieldManager("x")), "jane")
 			}, false, `field manager "placement-guard/x" is reserved for placement-guard's migrations, and jane is not the operator`},
-		{"a migration's field manager from another user in Warn: judged as any write", "", ModeWarn,
+		{"a migration's field manager from another user in Warn: judged as any write", "", pgadmission.ModeWarn,
 			func(t *testing.T) admission.Request {
 				return asUser(request(t, admissionv1.Update, web(), web(apart), workloadpatch.FieldManager("web-apart")), "jane")
 			}, true, "RolloutDeadlock"},
-		{"the operator's user under another field manager: judged as any write", "Deny", ModeDeny,
+		{"the operator's user under another field manager: judged as any write", "Deny", pgadmission.ModeDeny,
 			func(t *testing.T) admission.Request {
 				return asUser(request(t, admissionv1.Update, web(), web(apart), "kubectl"), operatorUser)
 			}, false, "RolloutDeadlock"},
-		{"kube-system", "Deny", ModeDeny,
+		{"kube-system", "Deny", pgadmission.ModeDeny,
 			func(t *testing.T) admission.Request {
 				r := request(t, admissionv1.Update, web(), web(apart), "")
 				r.Namespace = "kube-system"
 				return r
 			}, true, ""},
-		{"a delete", "Deny", ModeDeny,
+		{"a delete", "Deny", pgadmission.ModeDeny,
 			func(t *testing.T) admission.Request { return request(t, admissionv1.Delete, web(apart), nil, "") }, true, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -261,7 +262,7 @@ func TestWhatTheCheckAnswers(t *testing.T) {
 // the same: a second writer never makes seed 001's deadlock admissible.
 func TestAChangeOverAMigrationsFieldNamesIt(t *testing.T) {
 	ctx := context.Background()
-	v, cluster := validator(t, "Deny", ModeWarn)
+	v, cluster := validator(t, "Deny", pgadmission.ModeWarn)
 	cluster.migrations = []pgv1.PlacementMigration{webApart(pgv1.StageSoft)}
 	claim := "TargetClaimed: the change writes the pod anti-affinity term lists, which PlacementMigration web-apart writes"
 
@@ -285,7 +286,7 @@ func TestAChangeOverAMigrationsFieldNamesIt(t *testing.T) {
 // the engine cannot give within the budget admits the change and says so.
 func TestTheCheckCannotHurtTheCluster(t *testing.T) {
 	ctx := context.Background()
-	v, cluster := validator(t, "Deny", ModeDeny)
+	v, cluster := validator(t, "Deny", pgadmission.ModeDeny)
 	for _, raw := range []string{
 		`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":"many","template":{"spec":{"topologySpreadConstraints":[{"whenUnsatisfiable":"DoNotSchedule"}]}}}}`,
 		`{"apiVersion":"apps/v1","kind":"Deployment","spec":`,
@@ -315,7 +316,7 @@ func TestTheCheckCannotHurtTheCluster(t *testing.T) {
 // is answered at once, not queued.
 func TestATenantCannotGrowTheRegistryNorQueueTheCheck(t *testing.T) {
 	ctx := context.Background()
-	v, _ := validator(t, "", ModeWarn)
+	v, _ := validator(t, "", pgadmission.ModeWarn)
 	for i := range 300 {
 		req := request(t, admissionv1.Update, web(), web(apart), "kubectl")
 		req.Namespace = fmt.Sprintf("ghost-%d", i)
@@ -424,7 +425,7 @@ func TestAScaleIsRefusedOnlyWhenAPersonsScaleLeavesReplicasUnplaceable(t *testin
 		mode, user string
 		allowed    bool
 	}{{"Warn", "alice", true}, {"Warn", hpa, true}, {"Deny", hpa, true}, {"Deny", "alice", false}} {
-		v, cluster := validator(t, c.mode, ModeWarn)
+		v, cluster := validator(t, c.mode, pgadmission.ModeWarn)
 		cluster.workload = web(apart)
 		resp := v.Handle(ctx, asUser(scaleRequest(t, 2, 5), c.user))
 		said := strings.Join(append(resp.Warnings, resp.Result.Message), "\n")
@@ -432,7 +433,7 @@ func TestAScaleIsRefusedOnlyWhenAPersonsScaleLeavesReplicasUnplaceable(t *testin
 			t.Fatalf("%s, %s: 5 replicas apart on 2 nodes: want allowed %v with the capacity named; got allowed %v, %q", c.mode, c.user, c.allowed, resp.Allowed, said)
 		}
 	}
-	v, cluster := validator(t, "Deny", ModeWarn)
+	v, cluster := validator(t, "Deny", pgadmission.ModeWarn)
 	cluster.workload = web()
 	if resp := v.Handle(ctx, scaleRequest(t, 2, 5)); !resp.Allowed || len(resp.Warnings) != 0 {
 		t.Fatalf("a workload without a hard constraint scales silently: %+v", resp)
@@ -458,7 +459,7 @@ func TestAScaleIsRefusedOnlyWhenAPersonsScaleLeavesReplicasUnplaceable(t *testin
 // change that adds to it is refused.
 func TestDenyRefusesOnlyWhatAChangeMakesWorse(t *testing.T) {
 	ctx := context.Background()
-	v, _ := validator(t, "Deny", ModeWarn)
+	v, _ := validator(t, "Deny", pgadmission.ModeWarn)
 	five := func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }
 	four := func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](4) }
 	for _, c := range []struct {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	pgadmission "github.com/placement-guard/placement-guard/internal/admission"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/targets"
 )
@@ -86,7 +87,7 @@ func (c *pools) Workload(context.Context, *targets.Kind, string, string) (client
 // admitted, and the way back (fewer replicas) always is.
 func TestDenyCannotBeWalkedAroundByScalingFirst(t *testing.T) {
 	ctx := context.Background()
-	v, _ := validator(t, "Deny", ModeWarn)
+	v, _ := validator(t, "Deny", pgadmission.ModeWarn)
 	cluster := newPools(t)
 	v.Cluster = cluster
 	update := func(old, new *appsv1.Deployment) admission.Response {

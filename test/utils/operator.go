@@ -22,6 +22,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/admission"
 	"github.com/placement-guard/placement-guard/internal/clusterstate"
 	"github.com/placement-guard/placement-guard/internal/controller/setup"
 	"github.com/placement-guard/placement-guard/internal/webhook"
@@ -44,7 +45,7 @@ type OperatorOptions struct {
 	// CertValidity, its authority given to WebhookConfiguration.
 	WebhookPort          int
 	CertDir              string
-	AdmissionMode        webhook.Mode
+	AdmissionMode        admission.Mode
 	CertSecret           types.NamespacedName
 	WebhookConfiguration string
 	// MutatingConfiguration is Adopt mode's, told the same authority.
@@ -120,9 +121,9 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 	}
 	// Without a webhook the check is Off, and so are its findings, as in
 	// a manager that serves none.
-	mode := webhook.ModeOff
+	mode := admission.ModeOff
 	if opts.WebhookPort != 0 {
-		mode = cmp.Or(opts.AdmissionMode, webhook.ModeWarn)
+		mode = cmp.Or(opts.AdmissionMode, admission.ModeWarn)
 	}
 	if _, err := setup.Operator(ctx, mgr, cfg, setup.Options{
 		FeedReadInterval:   clusterstate.DefaultFeedReadInterval,

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/admission"
 	"github.com/placement-guard/placement-guard/internal/metrics"
-	"github.com/placement-guard/placement-guard/internal/webhook"
 )
 
 // ReasonUnknownAdmissionMode is the Event of a label that names no mode.
@@ -43,7 +43,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("read namespace %s: %w", req.Name, err)
 	}
 	label, labelled := ns.Labels[pgv1.AdmissionLabel]
-	if _, err := webhook.ParseMode(label); !labelled || err == nil {
+	if _, err := admission.ParseMode(label); !labelled || err == nil {
 		metrics.RecordUnknownMode(ns.Name, false)
 		return ctrl.Result{}, nil
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/placement-guard/placement-guard/internal/admission"
 	"github.com/placement-guard/placement-guard/internal/clusterstate"
 	"github.com/placement-guard/placement-guard/internal/clusterview"
 	"github.com/placement-guard/placement-guard/internal/controller"
@@ -137,7 +138,7 @@ func admissionCheck(ctx context.Context, mgr manager.Manager, cfg *rest.Config, 
 // reconcilers sets up the reconcilers beside the migrations': the
 // admission check's findings, the namespaces' modes and adoption.
 func reconcilers(mgr manager.Manager, cluster clusterview.View, o Options) error {
-	if o.Admission.Mode != webhook.ModeOff {
+	if o.Admission.Mode != admission.ModeOff {
 		r := &findings.Reconciler{Client: mgr.GetClient(), Events: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(EventSource),
 			Cluster: cluster, Skip: o.Admission.Skip, Budget: o.FindingsBudget}
 		if err := r.SetupWithManager(mgr); err != nil {
