@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
@@ -156,7 +157,7 @@ func (s *scope) record(v planning.Verdict, d planning.Decision) {
 	}
 	for _, m := range []*planning.Milestone{d.Capacity, d.Feasible} {
 		if m != nil {
-			setCondition(pm, s.now, m.Type, m.Status, m.Reason, truncate(m.Message, 2048))
+			setCondition(pm, s.now, m.Type, m.Status, m.Reason, brief.Truncate(m.Message, 2048))
 		}
 	}
 	if d.Plan != nil {
@@ -168,9 +169,9 @@ func (s *scope) record(v planning.Verdict, d planning.Decision) {
 func outcomeOf(d planning.Decision) outcome {
 	switch d.Kind {
 	case planning.Blocked:
-		return outcome{blocked: true, reason: d.Reason, message: truncate(d.Message, 2048)}
+		return outcome{blocked: true, reason: d.Reason, message: brief.Truncate(d.Message, 2048)}
 	case planning.WaitingForCapacity:
-		return outcome{reason: pgv1.ReasonWaitingForCapacity, message: truncate(d.Message, 2048)}
+		return outcome{reason: pgv1.ReasonWaitingForCapacity, message: brief.Truncate(d.Message, 2048)}
 	}
 	return outcome{reason: d.Reason, message: d.Message}
 }

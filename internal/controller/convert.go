@@ -4,7 +4,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
-	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
 // beforeOf records what a template carries of the fields the migration
@@ -16,6 +15,3 @@ func beforeOf(spec *corev1.PodSpec) *pgv1.PlacementSnapshot {
 	}
 	return snap
 }
-
-// truncate keeps a message within the API's bound, on a rune boundary.
-func truncate(s string, n int) string { return planning.Truncate(s, n) }

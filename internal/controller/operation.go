@@ -14,6 +14,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/workloadpatch"
 )
@@ -230,7 +231,7 @@ func (s *scope) refusal(ref pgv1.TargetRef, stage pgv1.Stage, err error) (outcom
 			ref.String(), stage, strings.Join(c.Fields, ", "), quoteAll(c.Managers), ref.String())}, true
 	}
 	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
-		return outcome{blocked: true, reason: pgv1.ReasonApplyFailed, message: truncate(err.Error(), 2048)}, true
+		return outcome{blocked: true, reason: pgv1.ReasonApplyFailed, message: brief.Truncate(err.Error(), 2048)}, true
 	}
 	return outcome{}, false
 }

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 	"github.com/placement-guard/placement-guard/internal/clusterstate"
 	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/planning"
@@ -255,10 +256,10 @@ func (r *PlacementMigrationReconciler) announce(before, after *pgv1.PlacementMig
 		if o.health == stalled {
 			kind = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(after, nil, kind, o.reason, string(after.Status.Phase), "%s", truncate(o.message, 1000))
+		r.Recorder.Eventf(after, nil, kind, o.reason, string(after.Status.Phase), "%s", brief.Truncate(o.message, 1000))
 	}
 	for _, e := range o.events {
-		r.Recorder.Eventf(after, nil, e.kind, e.reason, string(after.Status.Phase), "%s", truncate(e.message, 1000))
+		r.Recorder.Eventf(after, nil, e.kind, e.reason, string(after.Status.Phase), "%s", brief.Truncate(e.message, 1000))
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/provision"
 )
@@ -112,20 +113,20 @@ func (s *scope) provision(ctx context.Context, o outcome) (outcome, error) {
 		setCondition(pm, s.now, pgv1.ConditionCapacityRequested, metav1.ConditionFalse, pgv1.ReasonAutoscalerAPIMissing,
 			"spec.capacity.provision.mode is CapacityBuffer, but the cluster serves no CapacityBuffer API (autoscaling.x-k8s.io/v1beta1): nothing was asked for, and the migration waits for nodes as with mode None. Install an autoscaler that serves it, or use mode PlaceholderPods")
 	case err != nil:
-		recorded.Autoscaler = truncate("the request could not be made: "+err.Error(), 1024)
+		recorded.Autoscaler = brief.Truncate("the request could not be made: "+err.Error(), 1024)
 		s.warnRequest(&o, pgv1.ReasonRequestFailed, fmt.Sprintf(
 			"%s %s could not be created or updated: %v%s", kind, recorded.Name, err, forbiddenHint(err, kind, pm.Namespace)))
 	case failing:
-		recorded.Autoscaler = truncate(word, 1024)
+		recorded.Autoscaler = brief.Truncate(word, 1024)
 		s.warnRequest(&o, pgv1.ReasonRequestFailed, fmt.Sprintf(
 			"%s %s stands but asks for nothing: %s", kind, recorded.Name, word))
 	case nodes < req.Shortfall:
-		recorded.Autoscaler = truncate(word, 1024)
+		recorded.Autoscaler = brief.Truncate(word, 1024)
 		setCondition(pm, s.now, pgv1.ConditionCapacityRequested, metav1.ConditionTrue, pgv1.ReasonRequestCapped,
 			fmt.Sprintf("Asked for %d of the %d node(s) missing through %s %s: spec.capacity.provision.maxNodes is %d over the whole migration, and %d node(s) were launched for its requests",
 				nodes, req.Shortfall, kind, recorded.Name, s.requestSpec().MaxNodes, max(0, launched)))
 	default:
-		recorded.Autoscaler = truncate(word, 1024)
+		recorded.Autoscaler = brief.Truncate(word, 1024)
 		setCondition(pm, s.now, pgv1.ConditionCapacityRequested, metav1.ConditionTrue, pgv1.ReasonCapacityRequested,
 			fmt.Sprintf("Asked for %d node(s) through %s %s", nodes, kind, recorded.Name))
 	}
@@ -176,7 +177,7 @@ func (s *scope) boundReached(o outcome, kind string) outcome {
 		o.events = append(o.events, note{kind: corev1.EventTypeNormal, reason: pgv1.ReasonMaxNodesReached, message: msg})
 	}
 	setCondition(s.pm, s.now, pgv1.ConditionCapacityRequested, metav1.ConditionFalse, pgv1.ReasonMaxNodesReached, msg)
-	o.message = truncate(o.message+"; "+fmt.Sprintf("nothing asked of the autoscaler (%s): maxNodes %d reached", kind, s.requestSpec().MaxNodes), 2048)
+	o.message = brief.Truncate(o.message+"; "+fmt.Sprintf("nothing asked of the autoscaler (%s): maxNodes %d reached", kind, s.requestSpec().MaxNodes), 2048)
 	return o
 }
 
@@ -209,7 +210,7 @@ func (s *scope) describeRequest(o outcome, r *pgv1.CapacityRequestStatus) outcom
 	if r.Autoscaler != "" {
 		what += "; " + r.Autoscaler
 	}
-	o.message = truncate(o.message+"; "+what, 2048)
+	o.message = brief.Truncate(o.message+"; "+what, 2048)
 	if c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionCapacityAvailable); c != nil && c.Status == metav1.ConditionFalse {
 		setCondition(s.pm, s.now, pgv1.ConditionCapacityAvailable, metav1.ConditionFalse, c.Reason, c.Message+"; "+what)
 	}
@@ -220,7 +221,7 @@ func (s *scope) describeRequest(o outcome, r *pgv1.CapacityRequestStatus) outcom
 // CapacityRequested condition and, when that changes, in a Warning Event.
 func (s *scope) warnRequest(o *outcome, reason, msg string) {
 	c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionCapacityRequested)
-	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != reason || c.Message != truncate(msg, 4096) {
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != reason || c.Message != brief.Truncate(msg, 4096) {
 		o.events = append(o.events, note{kind: corev1.EventTypeWarning, reason: reason, message: msg})
 	}
 	setCondition(s.pm, s.now, pgv1.ConditionCapacityRequested, metav1.ConditionFalse, reason, msg)

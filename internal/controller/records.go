@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
@@ -145,7 +146,5 @@ func protectedChanged(rec *pgv1.ProtectedPodsRecord, live []*corev1.Pod) string 
 		return ""
 	}
 	sort.Strings(changes)
-	return firstFew(changes, 3)
+	return brief.FirstFew(changes, 3, "; ")
 }
-
-func firstFew(items []string, n int) string { return planning.FirstFew(items, n) }

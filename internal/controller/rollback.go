@@ -13,6 +13,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 	"github.com/placement-guard/placement-guard/internal/controller/rebalance"
 	"github.com/placement-guard/placement-guard/internal/metrics"
 )
@@ -22,7 +23,7 @@ import (
 // write, the rollback is recorded first and made by the next reconcile.
 func (s *scope) startRollback(op *pgv1.Operation, reason, cause string) outcome {
 	back := s.newOperation(pgv1.ActionRollBack, op.Stage, op.From)
-	back.Reason, back.Message = reason, truncate(cause, 1024)
+	back.Reason, back.Message = reason, brief.Truncate(cause, 1024)
 	for _, ot := range op.Targets {
 		if ot.AppliedGeneration == 0 {
 			continue
@@ -65,7 +66,7 @@ func (s *scope) verifyRollback(ctx context.Context, op *pgv1.Operation) (outcome
 	if paused := s.pauseClock(op); len(paused) > 0 {
 		return outcome{reason: pgv1.ReasonTargetPaused, message: fmt.Sprintf(
 			"Rolling the %s stage back (%s): %s is paused (spec.paused), and the restored template rolls out once it resumes (kubectl rollout resume)",
-			op.From, op.Message, firstFew(paused, 3))}, nil
+			op.From, op.Message, brief.FirstFew(paused, 3, "; "))}, nil
 	}
 	var waiting, pending []string
 	failed := false
@@ -119,15 +120,15 @@ func (s *scope) rollbackWaits(op *pgv1.Operation, waiting, pending []string, fai
 	deadline := s.deadline(op)
 	if !failed && s.now.Before(deadline) {
 		return outcome{reason: pgv1.ReasonRollingBack, after: deadline.Sub(s.now),
-			message: fmt.Sprintf("Rolling the %s stage back (%s): %s", op.From, op.Message, firstFew(waiting, 3))}
+			message: fmt.Sprintf("Rolling the %s stage back (%s): %s", op.From, op.Message, brief.FirstFew(waiting, 3, "; "))}
 	}
 	why := "its rollout gave up"
 	if !failed {
 		why = fmt.Sprintf("it has not rolled out within stageTimeout %s", s.pm.Spec.Timeout())
 	}
-	held := firstFew(waiting, 3)
+	held := brief.FirstFew(waiting, 3, "; ")
 	if len(pending) > 0 {
-		held = firstFew(pending, 3)
+		held = brief.FirstFew(pending, 3, "; ")
 	}
 	return outcome{reason: pgv1.ReasonRollbackStalled, stalled: true, message: fmt.Sprintf(
 		"The rollback of the %s stage (%s) cannot finish by itself: %s; %s. The restored template does not carry the %s stage, so that stage is not what holds it; fix the cause and the rollback completes",

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/targets"
@@ -188,7 +189,7 @@ func targetNames(ts []*target) string {
 	for i, t := range ts {
 		names[i] = t.String()
 	}
-	return firstFew(names, 5)
+	return brief.FirstFew(names, 5, "; ")
 }
 
 func missingMessage(missing []pgv1.TargetRef, ns string) string {

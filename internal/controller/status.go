@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 )
 
 // outcome is what one reconcile concluded, in words a person can act on,
@@ -97,7 +98,7 @@ func summarize(pm *pgv1.PlacementMigration, o outcome, phase pgv1.Phase, h healt
 // transition time from the reconciler's clock.
 func setCondition(pm *pgv1.PlacementMigration, now time.Time, t string, s metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&pm.Status.Conditions, metav1.Condition{
-		Type: t, Status: s, Reason: reason, Message: truncate(msg, 4096),
+		Type: t, Status: s, Reason: reason, Message: brief.Truncate(msg, 4096),
 		ObservedGeneration: pm.Generation, LastTransitionTime: metav1.NewTime(now),
 	})
 }
@@ -133,7 +134,7 @@ func adoptLegacyHalt(pm *pgv1.PlacementMigration) {
 	if pm.Status.Phase == pgv1.PhaseFailed {
 		outcome = pgv1.HaltFailed
 	}
-	pm.Status.Halt = &pgv1.Halt{Outcome: outcome, Reason: c.Reason, Message: truncate(c.Message, 2048), Generation: pm.Generation, At: c.LastTransitionTime}
+	pm.Status.Halt = &pgv1.Halt{Outcome: outcome, Reason: c.Reason, Message: brief.Truncate(c.Message, 2048), Generation: pm.Generation, At: c.LastTransitionTime}
 }
 
 // hold repeats the outcome the halt records.
@@ -146,6 +147,6 @@ func hold(pm *pgv1.PlacementMigration) outcome {
 // the spec changes or a retry is asked for: RolledBack after a rollback
 // rolled out, Failed after giving up on a write.
 func (s *scope) halt(how pgv1.HaltOutcome, o outcome) outcome {
-	s.pm.Status.Halt = &pgv1.Halt{Outcome: how, Reason: o.reason, Message: truncate(o.message, 2048), Generation: s.pm.Generation, At: metav1.NewTime(s.now)}
+	s.pm.Status.Halt = &pgv1.Halt{Outcome: how, Reason: o.reason, Message: brief.Truncate(o.message, 2048), Generation: s.pm.Generation, At: metav1.NewTime(s.now)}
 	return o
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
@@ -28,7 +29,7 @@ func (s *scope) verifyStage(ctx context.Context, op *pgv1.Operation) (outcome, e
 	if paused := s.pauseClock(op); len(paused) > 0 {
 		return outcome{reason: pgv1.ReasonTargetPaused, message: fmt.Sprintf(
 			"%s is paused (spec.paused): the %s stage rolls out once it resumes (kubectl rollout resume); the stage timeout waits for it",
-			firstFew(paused, 3), stage)}, nil
+			brief.FirstFew(paused, 3, "; "), stage)}, nil
 	}
 	deadline := s.deadline(op)
 	grace := s.r.UnschedulableGrace
@@ -64,13 +65,13 @@ func (s *scope) verifyStage(ctx context.Context, op *pgv1.Operation) (outcome, e
 	}
 	if len(waiting) > 0 {
 		if !s.now.Before(deadline) {
-			cause := fmt.Sprintf("the %s stage did not complete within stageTimeout %s: %s", stage, s.pm.Spec.Timeout(), firstFew(waiting, 2))
+			cause := fmt.Sprintf("the %s stage did not complete within stageTimeout %s: %s", stage, s.pm.Spec.Timeout(), brief.FirstFew(waiting, 2, "; "))
 			if why := s.pendingOf(op); why != "" {
 				cause += "; " + why
 			}
 			return s.startRollback(op, pgv1.ReasonStageTimedOut, cause), nil
 		}
-		return outcome{reason: pgv1.ReasonRolloutInProgress, message: firstFew(waiting, 3), after: next.Sub(s.now)}, nil
+		return outcome{reason: pgv1.ReasonRolloutInProgress, message: brief.FirstFew(waiting, 3, "; "), after: next.Sub(s.now)}, nil
 	}
 	summary, holds, err := s.measure(ctx, op)
 	if err != nil {

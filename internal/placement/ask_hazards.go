@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 )
 
 // selectorOverlap finds pods that the constraint's selector, scoped by its
@@ -65,7 +66,7 @@ func (s *Snapshot) selectorOverlap(w *Workload, c Constraint, targets map[types.
 	return withFix(&Hazard{
 		Type: HazardSelectorOverlap, Blocking: true, Workload: w.Ref(),
 		Message: fmt.Sprintf("%s: the constraint's selector %s also selects %d pod(s) of other workloads or revisions (%s); they would be counted with %s's own pods, as blue and green were in one zone.",
-			w.Ref(), describeSelector(term), len(strangers)-min(elsewhere, 1)+elsewhere, firstFew(strangers), w.Name),
+			w.Ref(), describeSelector(term), len(strangers)-min(elsewhere, 1)+elsewhere, brief.FirstFew(strangers, 3, ", "), w.Name),
 	}, fix)
 }
 
@@ -230,13 +231,4 @@ func describeHostPorts(ports []hostPort) string {
 
 func describeSelector(t affinityTerm) string {
 	return "{" + t.selector.String() + "}"
-}
-
-// firstFew lists the first three items and counts the rest.
-func firstFew(items []string) string {
-	const n = 3
-	if len(items) <= n {
-		return strings.Join(items, ", ")
-	}
-	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 )
 
 // Measurement is how the running pods of a workload stand against the
@@ -89,7 +90,7 @@ func (s *Snapshot) measureAntiAffinity(w *Workload, a *AntiAffinity, own []podID
 	if m.Holds {
 		m.Summary = fmt.Sprintf("every pod of %s is alone among the selected pods in its %s domain", w.Ref(), a.TopologyKey)
 	} else {
-		m.Summary = fmt.Sprintf("%s: %s", w.Ref(), firstFew(crowded))
+		m.Summary = fmt.Sprintf("%s: %s", w.Ref(), brief.FirstFew(crowded, 3, ", "))
 	}
 	return m, nil
 }

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/placement-guard/placement-guard/internal/brief"
 )
 
 // A spread the scheduler could only honour as well as the nodes of its
@@ -102,9 +104,9 @@ func (s *Snapshot) PlanMove(w *Workload, c Constraint, movable func(*corev1.Pod)
 	}
 	switch {
 	case len(nowhere) > 0:
-		plan.Even, plan.Why = true, fmt.Sprintf("no move makes the placement more even (%s): %s", DescribeCounts(m.Counts), firstFew(nowhere))
+		plan.Even, plan.Why = true, fmt.Sprintf("no move makes the placement more even (%s): %s", DescribeCounts(m.Counts), brief.FirstFew(nowhere, 3, ", "))
 	default:
-		plan.Why = fmt.Sprintf("the placement could be more even (%s), but no pod of the crowded domains may move: %s", DescribeCounts(m.Counts), firstFew(kept))
+		plan.Why = fmt.Sprintf("the placement could be more even (%s), but no pod of the crowded domains may move: %s", DescribeCounts(m.Counts), brief.FirstFew(kept, 3, ", "))
 	}
 	return plan, nil
 }

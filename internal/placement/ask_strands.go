@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/placement-guard/placement-guard/internal/brief"
 )
 
 // A required anti-affinity term is a wall both ways: the scheduler keeps
@@ -75,7 +77,7 @@ func (s *Snapshot) strandsOthers(w *Workload, c Constraint, r Rollout) (*Hazard,
 	return withFixes(&Hazard{
 		Type: HazardStrandsOthers, Blocking: true, Workload: w.Ref(),
 		Message: fmt.Sprintf("%s: %s could not be placed once recreated. Its required anti-affinity term on %s selects pods of other namespaces, and the scheduler keeps them off every domain its pods would hold.",
-			w.Ref(), firstFew(stranded), a.TopologyKey),
+			w.Ref(), brief.FirstFew(stranded, 3, ", "), a.TopologyKey),
 	}, "aim the term at its own namespace's pods", "aim the term at the workload's own namespace's pods (drop its namespaces and namespaceSelector), or select a label only they carry"), nil
 }
 

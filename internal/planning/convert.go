@@ -1,11 +1,10 @@
 package planning
 
 import (
-	"unicode/utf8"
-
 	corev1 "k8s.io/api/core/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
@@ -122,19 +121,7 @@ func HazardsFromAnswer(hs []placement.Hazard) []pgv1.Hazard {
 		if h.Blocking {
 			sev = pgv1.SeverityBlocking
 		}
-		out = append(out, pgv1.Hazard{Type: h.Type, Severity: sev, Target: h.Workload.String(), Message: Truncate(h.Message, MaxHazardMessage)})
+		out = append(out, pgv1.Hazard{Type: h.Type, Severity: sev, Target: h.Workload.String(), Message: brief.Truncate(h.Message, MaxHazardMessage)})
 	}
 	return out
-}
-
-// Truncate keeps a message within n bytes, on a rune boundary.
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("...")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
@@ -89,7 +90,7 @@ func Decide(sit Situation, v Verdict, f Facts) Decision {
 	case len(f.Paused) > 0:
 		return decided(Waiting, pgv1.ReasonTargetPaused, fmt.Sprintf(
 			"%s is paused (spec.paused): the %s stage is not written while it is, since it would not roll out; it is written once the target resumes (kubectl rollout resume)",
-			FirstFew(f.Paused, 3), stage))
+			brief.FirstFew(f.Paused, 3, "; "), stage))
 	case v.Lowers:
 		return Decision{}.plan(sit, v, f)
 	case len(v.Answers) == 0:
@@ -221,7 +222,7 @@ func recreatesProtected(recreated map[string][]string, protected map[string]bool
 		}
 	}
 	sort.Strings(hits)
-	return FirstFew(hits, 5)
+	return brief.FirstFew(hits, 5, "; ")
 }
 
 // Observe gathers the facts plan and lint can read from a cluster read at

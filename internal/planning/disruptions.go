@@ -3,7 +3,6 @@ package planning
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
@@ -69,7 +69,7 @@ func Disruptions(snap *placement.Snapshot, in Intent, ts []*Target, p Policies) 
 		cleared = append(cleared, got.Message)
 	}
 	v := Tolerated
-	v.Message = FirstFew(cleared, 3)
+	v.Message = brief.FirstFew(cleared, 3, "; ")
 	return v, nil
 }
 
@@ -132,7 +132,7 @@ func disruptionsOf(snap *placement.Snapshot, c placement.Constraint, t *Target, 
 		b := &p.Budgets[i]
 		if blocks, why := budgetBlocksEveryEviction(b, t); blocks && len(nodes) > 0 {
 			return failed(pgv1.ReasonDrainBlockedByBudget, fmt.Sprintf("PodDisruptionBudget %s %s, so a drain of a node %s runs on (%s) never completes",
-				b.Name, why, t, FirstFew(nodes, 3)), "allow at least one disruption (lower minAvailable, raise maxUnavailable), with a qualifying node for the evicted pod"), nil
+				b.Name, why, t, brief.FirstFew(nodes, 3, "; ")), "allow at least one disruption (lower minAvailable, raise maxUnavailable), with a qualifying node for the evicted pod"), nil
 		}
 	}
 	drained := nodes[:min(len(nodes), maxDrainsSimulated)]
@@ -189,7 +189,7 @@ func drains(snap *placement.Snapshot, t *Target, final pgv1.Stage, drained []str
 				return DisruptionVerdict{}, err
 			}
 			return failed(pgv1.ReasonEvictedPodUnplaceable, fmt.Sprintf("a drain of node %s evicts %s of %s, which no other node admits under the %s constraint (%s); %s",
-				node, FirstFew(d.Unplaced, 3), t, final, d.Message, upgradeVerdict(up)), "add a qualifying node (N+1)"+softerFix(final)), nil
+				node, brief.FirstFew(d.Unplaced, 3, "; "), t, final, d.Message, upgradeVerdict(up)), "add a qualifying node (N+1)"+softerFix(final)), nil
 		}
 	}
 	up, err := snap.SimulateNodeUpgrade(t.Workload, drained)
@@ -198,7 +198,7 @@ func drains(snap *placement.Snapshot, t *Target, final pgv1.Stage, drained []str
 	}
 	if len(up.Unplaced) > 0 {
 		return failed(pgv1.ReasonEvictedPodUnplaceable, fmt.Sprintf("a surge upgrade replacing %s in turn stops at node %s: %s of %s, evicted there after the pods moved before it, finds no node under the %s constraint (%s)",
-			FirstFew(drained, 3), up.StuckAt, FirstFew(up.Unplaced, 3), t, final, up.Message), "add a qualifying node (N+1)"+softerFix(final)), nil
+			brief.FirstFew(drained, 3, "; "), up.StuckAt, brief.FirstFew(up.Unplaced, 3, "; "), t, final, up.Message), "add a qualifying node (N+1)"+softerFix(final)), nil
 	}
 	return Tolerated, nil
 }
@@ -257,12 +257,4 @@ func budgetBlocksEveryEviction(b *policyv1.PodDisruptionBudget, t *Target) (bool
 		}
 	}
 	return false, ""
-}
-
-// FirstFew joins the first n items and counts the rest.
-func FirstFew(items []string, n int) string {
-	if len(items) <= n {
-		return strings.Join(items, "; ")
-	}
-	return strings.Join(items[:n], "; ") + fmt.Sprintf(" and %d more", len(items)-n)
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
@@ -102,7 +103,7 @@ func DescribePending(final pgv1.Stage, found []PendingPods) PendingVerdict {
 		t := pp.Target
 		if n := len(pp.ByConstraint); n > 0 {
 			v.ByConstraint += n
-			msg := fmt.Sprintf("%d of %d pods of %s Pending because of the %s constraint (%s)", n, t.Workload.Replicas, t, final, FirstFew(pp.ByConstraint, 3))
+			msg := fmt.Sprintf("%d of %d pods of %s Pending because of the %s constraint (%s)", n, t.Workload.Replicas, t, final, brief.FirstFew(pp.ByConstraint, 3, "; "))
 			if pp.Shortfall != "" {
 				msg += fmt.Sprintf(": it needs more qualifying capacity, %s; add nodes or lower the replicas", pp.Shortfall)
 			}
@@ -111,7 +112,7 @@ func DescribePending(final pgv1.Stage, found []PendingPods) PendingVerdict {
 		if n := len(pp.Other); n > 0 {
 			v.Other += n
 			theirs = append(theirs, fmt.Sprintf("%d of %d pods of %s Pending for a reason the constraint does not cause (%s): %s",
-				n, t.Workload.Replicas, t, FirstFew(pp.Other, 3), pp.Why))
+				n, t.Workload.Replicas, t, brief.FirstFew(pp.Other, 3, "; "), pp.Why))
 		}
 	}
 	v.Reason, v.Message = pgv1.ReasonTargetPodsPending, strings.Join(theirs, "; ")

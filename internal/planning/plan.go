@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
@@ -53,7 +54,7 @@ func UniqueHazards(answers []placement.Answer) []placement.Hazard {
 func TargetPlan(t *Target, stage pgv1.Stage, answers []placement.Answer) (pgv1.TargetPlan, []string) {
 	key := t.Ref
 	from := t.Rendered.StageOf(&t.Template().Spec, t.Selector())
-	entry := pgv1.TargetPlan{Kind: t.Ref.Kind, Name: t.Ref.Name, Stage: stage, Change: Truncate(t.Rendered.Describe(from, stage), MaxChange)}
+	entry := pgv1.TargetPlan{Kind: t.Ref.Kind, Name: t.Ref.Name, Stage: stage, Change: brief.Truncate(t.Rendered.Describe(from, stage), MaxChange)}
 	var recreated []string
 	for _, a := range answers {
 		if r, ok := a.Rollouts[key]; ok && a.Templates[key] != nil && from != stage && entry.RecreatesCount == 0 {
@@ -62,7 +63,7 @@ func TargetPlan(t *Target, stage pgv1.Stage, answers []placement.Answer) (pgv1.T
 			recreated = r.Recreates
 		}
 		if es, ok := a.EndStates[key]; ok {
-			entry.PredictedPlacement = Truncate("After the Hard stage, "+es.Summary(), MaxPlacement)
+			entry.PredictedPlacement = brief.Truncate("After the Hard stage, "+es.Summary(), MaxPlacement)
 		}
 	}
 	return entry, recreated

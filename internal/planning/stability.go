@@ -6,6 +6,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/placement-guard/placement-guard/internal/brief"
+	"github.com/placement-guard/placement-guard/internal/targets"
 )
 
 // Whether the targets' pods are fit for a stage: a fact of the decision
@@ -26,16 +29,6 @@ func LastStart(p *corev1.Pod) time.Time {
 	return t
 }
 
-// PodReady reports whether the pod is Ready, and since when.
-func PodReady(p *corev1.Pod) (bool, time.Time) {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue, c.LastTransitionTime.Time
-		}
-	}
-	return false, time.Time{}
-}
-
 // Unstable says why pods are not yet fit for a stage and when that can
 // change; "" when they are. A pod must be Ready and its containers must
 // have run without a restart for minAge: a crash-looping pod that is Ready
@@ -45,7 +38,7 @@ func Unstable(pods []*corev1.Pod, minAge time.Duration, now time.Time) (string, 
 	var reasons []string
 	var next time.Time
 	for _, p := range pods {
-		ready, since := PodReady(p)
+		ready, since := targets.PodReady(p)
 		if !ready {
 			reasons = append(reasons, p.Name+" is not Ready")
 			continue
@@ -66,5 +59,5 @@ func Unstable(pods []*corev1.Pod, minAge time.Duration, now time.Time) (string, 
 		return "", time.Time{}
 	}
 	sort.Strings(reasons)
-	return "Waiting for stable target pods: " + FirstFew(reasons, 3), next
+	return "Waiting for stable target pods: " + brief.FirstFew(reasons, 3, "; "), next
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
@@ -38,7 +39,7 @@ func zoneLoss(snap *placement.Snapshot, c placement.Constraint, t *Target, final
 			}
 			if len(l.Unplaced) > 0 {
 				return failed(pgv1.ReasonZoneLossUnplaceable, fmt.Sprintf("the loss of %s=%s (%d nodes unreachable, their pods gone) leaves %s of %s Pending until it returns, under the %s constraint (%s)",
-					key, domain, l.Nodes, FirstFew(l.Unplaced, 3), t, final, l.Message), zoneLossFix(c, l, final)), nil
+					key, domain, l.Nodes, brief.FirstFew(l.Unplaced, 3, "; "), t, final, l.Message), zoneLossFix(c, l, final)), nil
 			}
 		}
 		if len(domains) > 0 {

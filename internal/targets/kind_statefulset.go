@@ -17,6 +17,7 @@ import (
 	"github.com/placement-guard/placement-guard/internal/placement"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 )
 
 // statefulSetKind is a StatefulSet: pods it controls itself, the revision
@@ -98,7 +99,7 @@ func (t *Target) statefulSetProgress(generation int64) Progress {
 		if st.UpdatedReplicas < want || st.ReadyReplicas < want {
 			old := t.podsNotAt(st.UpdateRevision)
 			return Progress{StuckPod: stuck, Message: fmt.Sprintf("%s uses the OnDelete update strategy: %d of %d pods run the new revision; each takes it only when deleted (%s)",
-				ref, st.UpdatedReplicas, want, firstFew(old, 3))}
+				ref, st.UpdatedReplicas, want, brief.FirstFew(old, 3, ", "))}
 		}
 		return Progress{Done: true, Message: fmt.Sprintf("%s: every pod runs the new revision", ref)}
 	}
@@ -126,7 +127,7 @@ func (t *Target) stuckPod() string {
 		return ""
 	}
 	for _, p := range t.Pods {
-		if p.Labels[appsv1.ControllerRevisionHashLabelKey] != s.Status.UpdateRevision && !podReady(p) {
+		if isReady, _ := PodReady(p); p.Labels[appsv1.ControllerRevisionHashLabelKey] != s.Status.UpdateRevision && !isReady {
 			return p.Name
 		}
 	}
@@ -153,7 +154,7 @@ func statefulSetShortfall(t *Target) (string, time.Time) {
 	s := t.obj.(*appsv1.StatefulSet)
 	if s.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
 		for _, p := range t.Pods {
-			if !podReady(p) {
+			if isReady, _ := PodReady(p); !isReady {
 				return fmt.Sprintf("pod %s is not Ready, and an OrderedReady StatefulSet makes the next ordinal only once it is", p.Name), p.CreationTimestamp.Time
 			}
 		}

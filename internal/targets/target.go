@@ -1,9 +1,8 @@
 package targets
 
 import (
-	"fmt"
 	"sort"
-	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,18 +112,12 @@ func podsOf(w *placement.Workload, pods []*corev1.Pod) []*corev1.Pod {
 	return out
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady reports whether the pod is Ready, and since when.
+func PodReady(p *corev1.Pod) (bool, time.Time) {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
+			return c.Status == corev1.ConditionTrue, c.LastTransitionTime.Time
 		}
 	}
-	return false
-}
-
-func firstFew(items []string, n int) string {
-	if len(items) <= n {
-		return strings.Join(items, ", ")
-	}
-	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
+	return false, time.Time{}
 }

@@ -15,9 +15,11 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
+	"github.com/placement-guard/placement-guard/internal/targets"
 )
 
 // Mode Evict moves the pods of a spread that sit more unevenly than the
@@ -207,7 +209,7 @@ func (s *Step) evict(ctx context.Context, rb *pgv1.RebalanceStatus, t *planning.
 			if apierrors.IsForbidden(err) {
 				why += ". " + EvictRoleHint(s.Migration.Namespace)
 			}
-			mv.Result, mv.Message, mv.At = moveRefused, planning.Truncate(why, 1024), metav1.NewTime(s.Now)
+			mv.Result, mv.Message, mv.At = moveRefused, brief.Truncate(why, 1024), metav1.NewTime(s.Now)
 			s.finishMove(rb)
 			metrics.CountMove(s.Migration.Namespace, s.Migration.Name, "refused")
 			s.lookAgainIn(refusalBackoff)
@@ -301,7 +303,7 @@ func (s *Step) landing(ctx context.Context, t *planning.Target, replacement *cor
 // generation.
 func (s *Step) stopMoves(rb *pgv1.RebalanceStatus, why string) moveVerdict {
 	s.finishMove(rb)
-	rb.Stopped, rb.StoppedGeneration = planning.Truncate("Moves stopped: "+why, 1024), s.Migration.Generation
+	rb.Stopped, rb.StoppedGeneration = brief.Truncate("Moves stopped: "+why, 1024), s.Migration.Generation
 	return moveVerdict{status: metav1.ConditionFalse, reason: pgv1.ReasonRebalanceStopped, message: rb.Stopped + "; no pod is moved until the spec changes",
 		event: &Event{Type: corev1.EventTypeWarning, Reason: pgv1.ReasonRebalanceStopped, Message: rb.Stopped}}
 }
@@ -325,6 +327,6 @@ func podOf(t *planning.Target, uid types.UID) *corev1.Pod {
 }
 
 func isReady(p *corev1.Pod) bool {
-	ready, _ := planning.PodReady(p)
+	ready, _ := targets.PodReady(p)
 	return ready
 }

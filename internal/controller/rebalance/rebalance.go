@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/brief"
 	"github.com/placement-guard/placement-guard/internal/clusterstate"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
@@ -76,7 +77,7 @@ func (s *Step) tell(kind, reason, message string) {
 // setBalanced records the Balanced condition.
 func (s *Step) setBalanced(status metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&s.Migration.Status.Conditions, metav1.Condition{
-		Type: pgv1.ConditionBalanced, Status: status, Reason: reason, Message: planning.Truncate(msg, 4096),
+		Type: pgv1.ConditionBalanced, Status: status, Reason: reason, Message: brief.Truncate(msg, 4096),
 		ObservedGeneration: s.Migration.Generation, LastTransitionTime: metav1.NewTime(s.Now),
 	})
 }
