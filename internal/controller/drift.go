@@ -185,9 +185,14 @@ func (s *scope) takenBack(ctx context.Context, t *target, writer string) (o outc
 	}
 	msg := fmt.Sprintf("%s no longer carries %s: field manager %q took it out, which ends the adoption. It is not written back, and this migration is deleted; the workload stays as its author left it",
 		t, what, writer)
+	o = outcome{reason: pgv1.ReasonAdoptionTakenBack, message: msg}
+	if c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionConstraintInSync); c == nil || c.Reason != pgv1.ReasonAdoptionTakenBack {
+		// Told once: the migration waits here for its deletion, and every
+		// look until then would say it again.
+		o.events = []note{{kind: corev1.EventTypeNormal, reason: pgv1.ReasonAdoptionTakenBack, message: msg}}
+	}
 	setCondition(s.pm, s.now, pgv1.ConditionConstraintInSync, metav1.ConditionFalse, pgv1.ReasonAdoptionTakenBack, msg)
-	return outcome{reason: pgv1.ReasonAdoptionTakenBack, message: msg,
-		events: []note{{kind: corev1.EventTypeNormal, reason: pgv1.ReasonAdoptionTakenBack, message: msg}}}, true, nil
+	return o, true, nil
 }
 
 // adoptedFrom reports whether this migration is one the adoption of a

@@ -71,12 +71,10 @@ func (s *scope) verifyRollback(ctx context.Context, op *pgv1.Operation) (outcome
 	var waiting, pending []string
 	failed := false
 	for _, ot := range op.Targets {
-		t := s.target(ot.Kind, ot.Name)
-		if t.Generation() < ot.AppliedGeneration {
-			return outcome{reason: pgv1.ReasonRollingBack,
-				message: fmt.Sprintf("%s: waiting to observe generation %d", t, ot.AppliedGeneration)}, nil
+		t, progress, seen := s.rolloutOf(ot)
+		if !seen {
+			return outcome{reason: pgv1.ReasonRollingBack, message: notSeenYet(t, ot)}, nil
 		}
-		progress := t.Progress(ot.AppliedGeneration)
 		if progress.Done {
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/placement-guard/placement-guard/internal/metrics"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
+	"github.com/placement-guard/placement-guard/internal/targets"
 )
 
 // verifyStage watches a written stage: it rolls the stage back on the first
@@ -36,14 +37,10 @@ func (s *scope) verifyStage(ctx context.Context, op *pgv1.Operation) (outcome, e
 	var waiting, notes []string
 	next := deadline
 	for _, ot := range op.Targets {
-		t := s.target(ot.Kind, ot.Name)
-		if t.Generation() < ot.AppliedGeneration {
-			// The cache has not seen the write yet; its event brings the
-			// next look.
-			return outcome{reason: pgv1.ReasonRolloutInProgress,
-				message: fmt.Sprintf("%s: waiting to observe generation %d", t, ot.AppliedGeneration)}, nil
+		t, progress, seen := s.rolloutOf(ot)
+		if !seen {
+			return outcome{reason: pgv1.ReasonRolloutInProgress, message: notSeenYet(t, ot)}, nil
 		}
-		progress := t.Progress(ot.AppliedGeneration)
 		if progress.Failed {
 			return s.startRollback(op, pgv1.ReasonProgressDeadline, progress.Message), nil
 		}
@@ -208,3 +205,19 @@ func minTime(a, b time.Time) time.Time {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// rolloutOf is an operation's target and the progress of the rollout the
+// operation's write started; seen is false while the cache has not seen
+// that write yet (its event brings the next look).
+func (s *scope) rolloutOf(ot pgv1.OperationTarget) (*target, targets.Progress, bool) {
+	t := s.target(ot.Kind, ot.Name)
+	if t.Generation() < ot.AppliedGeneration {
+		return t, targets.Progress{}, false
+	}
+	return t, t.Progress(ot.AppliedGeneration), true
+}
+
+// notSeenYet says what a rollout not seen yet waits for.
+func notSeenYet(t *target, ot pgv1.OperationTarget) string {
+	return fmt.Sprintf("%s: waiting to observe generation %d", t, ot.AppliedGeneration)
+}
