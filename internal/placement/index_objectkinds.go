@@ -34,23 +34,34 @@ type ObjectKind struct {
 	// Upsert indexes an object of the kind, Delete forgets it.
 	Upsert func(s *Snapshot, obj runtime.Object) error
 	Delete func(s *Snapshot, obj runtime.Object)
-	// collect adds an object of the kind to Objects.
-	collect func(objs *Objects, obj runtime.Object)
+	// collect adds an object of the kind to Objects; upsertAll indexes
+	// every object of the kind that Objects holds.
+	collect   func(objs *Objects, obj runtime.Object)
+	upsertAll func(s *Snapshot, objs *Objects) error
 	// is says whether obj is of the kind.
 	is func(obj any) bool
 }
 
 // objectKind builds the ObjectKind of the Go type T.
+// field is where Objects holds the objects of the kind.
 func objectKind[T runtime.Object, L runtime.Object](group, resource string, fed bool,
-	upsert func(*Snapshot, T) error, del func(*Snapshot, T), collect func(*Objects, T)) ObjectKind {
+	upsert func(*Snapshot, T) error, del func(*Snapshot, T), field func(*Objects) *[]T) ObjectKind {
 	return ObjectKind{
 		Group: group, Resource: resource, Fed: fed,
 		New:     func() runtime.Object { return newOf[T]() },
 		NewList: func() runtime.Object { return newOf[L]() },
 		Upsert:  func(s *Snapshot, obj runtime.Object) error { return upsert(s, obj.(T)) },
 		Delete:  func(s *Snapshot, obj runtime.Object) { del(s, obj.(T)) },
-		collect: func(objs *Objects, obj runtime.Object) { collect(objs, obj.(T)) },
-		is:      func(obj any) bool { _, ok := obj.(T); return ok },
+		collect: func(objs *Objects, obj runtime.Object) { f := field(objs); *f = append(*f, obj.(T)) },
+		upsertAll: func(s *Snapshot, objs *Objects) error {
+			for _, obj := range *field(objs) {
+				if err := upsert(s, obj); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		is: func(obj any) bool { _, ok := obj.(T); return ok },
 	}
 }
 
@@ -67,72 +78,71 @@ func selecting[T runtime.Object](k ObjectKind, selector func(T) any) ObjectKind 
 	return k
 }
 
-// ObjectKinds are the kinds the engine reads.
+// ObjectKinds are the kinds the engine reads, in the order NewSnapshot
+// indexes them: nodes before the pods bound to them.
 var ObjectKinds = []ObjectKind{
 	objectKind[*corev1.Node, *corev1.NodeList]("", "nodes", true,
 		func(s *Snapshot, n *corev1.Node) error { s.UpsertNode(n); return nil },
 		func(s *Snapshot, n *corev1.Node) { s.DeleteNode(n.Name) },
-		func(o *Objects, n *corev1.Node) { o.Nodes = append(o.Nodes, n) }),
+		func(o *Objects) *[]*corev1.Node { return &o.Nodes }),
 	objectKind[*corev1.Pod, *corev1.PodList]("", "pods", true,
 		(*Snapshot).UpsertPod,
 		func(s *Snapshot, p *corev1.Pod) { s.DeletePod(p.UID) },
-		func(o *Objects, p *corev1.Pod) { o.Pods = append(o.Pods, p) }),
+		func(o *Objects) *[]*corev1.Pod { return &o.Pods }),
 	objectKind[*corev1.Namespace, *corev1.NamespaceList]("", "namespaces", false,
 		func(s *Snapshot, ns *corev1.Namespace) error { s.UpsertNamespace(ns); return nil },
 		func(s *Snapshot, ns *corev1.Namespace) { s.DeleteNamespace(ns.Name) },
-		func(o *Objects, ns *corev1.Namespace) { o.Namespaces = append(o.Namespaces, ns) }),
+		func(o *Objects) *[]*corev1.Namespace { return &o.Namespaces }),
 	objectKind[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList]("", "persistentvolumeclaims", false,
 		func(s *Snapshot, c *corev1.PersistentVolumeClaim) error { s.UpsertClaim(c); return nil },
 		func(s *Snapshot, c *corev1.PersistentVolumeClaim) { s.DeleteClaim(c.Namespace, c.Name) },
-		func(o *Objects, c *corev1.PersistentVolumeClaim) { o.Claims = append(o.Claims, c) }),
+		func(o *Objects) *[]*corev1.PersistentVolumeClaim { return &o.Claims }),
 	objectKind[*corev1.PersistentVolume, *corev1.PersistentVolumeList]("", "persistentvolumes", false,
 		func(s *Snapshot, v *corev1.PersistentVolume) error { s.UpsertVolume(v); return nil },
 		func(s *Snapshot, v *corev1.PersistentVolume) { s.DeleteVolume(v.Name) },
-		func(o *Objects, v *corev1.PersistentVolume) { o.Volumes = append(o.Volumes, v) }),
+		func(o *Objects) *[]*corev1.PersistentVolume { return &o.Volumes }),
 	objectKind[*storagev1.StorageClass, *storagev1.StorageClassList]("storage.k8s.io", "storageclasses", false,
 		func(s *Snapshot, sc *storagev1.StorageClass) error { s.UpsertStorageClass(sc); return nil },
 		func(s *Snapshot, sc *storagev1.StorageClass) { s.DeleteStorageClass(sc.Name) },
-		func(o *Objects, sc *storagev1.StorageClass) { o.StorageClasses = append(o.StorageClasses, sc) }),
+		func(o *Objects) *[]*storagev1.StorageClass { return &o.StorageClasses }),
 	objectKind[*storagev1.CSINode, *storagev1.CSINodeList]("storage.k8s.io", "csinodes", false,
 		func(s *Snapshot, cn *storagev1.CSINode) error { s.UpsertCSINode(cn); return nil },
 		func(s *Snapshot, cn *storagev1.CSINode) { s.DeleteCSINode(cn.Name) },
-		func(o *Objects, cn *storagev1.CSINode) { o.CSINodes = append(o.CSINodes, cn) }),
+		func(o *Objects) *[]*storagev1.CSINode { return &o.CSINodes }),
 	objectKind[*storagev1.VolumeAttachment, *storagev1.VolumeAttachmentList]("storage.k8s.io", "volumeattachments", false,
 		func(s *Snapshot, va *storagev1.VolumeAttachment) error { s.UpsertVolumeAttachment(va); return nil },
 		func(s *Snapshot, va *storagev1.VolumeAttachment) { s.DeleteVolumeAttachment(va.Name) },
-		func(o *Objects, va *storagev1.VolumeAttachment) { o.Attachments = append(o.Attachments, va) }),
+		func(o *Objects) *[]*storagev1.VolumeAttachment { return &o.Attachments }),
 	objectKind[*storagev1.CSIDriver, *storagev1.CSIDriverList]("storage.k8s.io", "csidrivers", false,
 		func(s *Snapshot, d *storagev1.CSIDriver) error { s.UpsertCSIDriver(d); return nil },
 		func(s *Snapshot, d *storagev1.CSIDriver) { s.DeleteCSIDriver(d.Name) },
-		func(o *Objects, d *storagev1.CSIDriver) { o.CSIDrivers = append(o.CSIDrivers, d) }),
+		func(o *Objects) *[]*storagev1.CSIDriver { return &o.CSIDrivers }),
 	objectKind[*storagev1.CSIStorageCapacity, *storagev1.CSIStorageCapacityList]("storage.k8s.io", "csistoragecapacities", false,
 		func(s *Snapshot, c *storagev1.CSIStorageCapacity) error { s.UpsertStorageCapacity(c); return nil },
 		func(s *Snapshot, c *storagev1.CSIStorageCapacity) { s.DeleteStorageCapacity(c.Namespace, c.Name) },
-		func(o *Objects, c *storagev1.CSIStorageCapacity) { o.Capacities = append(o.Capacities, c) }),
+		func(o *Objects) *[]*storagev1.CSIStorageCapacity { return &o.Capacities }),
 	// What PodTopologySpread's system default constraints spread a pod by.
 	selecting(objectKind[*corev1.Service, *corev1.ServiceList]("", "services", false,
 		func(s *Snapshot, svc *corev1.Service) error { s.UpsertService(svc); return nil },
 		func(s *Snapshot, svc *corev1.Service) { s.DeleteService(svc.Namespace, svc.Name) },
-		func(o *Objects, svc *corev1.Service) { o.Services = append(o.Services, svc) }),
+		func(o *Objects) *[]*corev1.Service { return &o.Services }),
 		func(svc *corev1.Service) any { return svc.Spec.Selector }),
 	selecting(objectKind[*corev1.ReplicationController, *corev1.ReplicationControllerList]("", "replicationcontrollers", false,
 		(*Snapshot).UpsertReplicationController,
 		func(s *Snapshot, rc *corev1.ReplicationController) {
 			s.DeleteController(kindReplicationController, rc.Namespace, rc.Name)
 		},
-		func(o *Objects, rc *corev1.ReplicationController) {
-			o.ReplicationControllers = append(o.ReplicationControllers, rc)
-		}),
+		func(o *Objects) *[]*corev1.ReplicationController { return &o.ReplicationControllers }),
 		func(rc *corev1.ReplicationController) any { return rc.Spec.Selector }),
 	selecting(objectKind[*appsv1.ReplicaSet, *appsv1.ReplicaSetList]("apps", "replicasets", false,
 		(*Snapshot).UpsertReplicaSet,
 		func(s *Snapshot, rs *appsv1.ReplicaSet) { s.DeleteController(kindReplicaSet, rs.Namespace, rs.Name) },
-		func(o *Objects, rs *appsv1.ReplicaSet) { o.ReplicaSets = append(o.ReplicaSets, rs) }),
+		func(o *Objects) *[]*appsv1.ReplicaSet { return &o.ReplicaSets }),
 		func(rs *appsv1.ReplicaSet) any { return rs.Spec.Selector }),
 	selecting(objectKind[*appsv1.StatefulSet, *appsv1.StatefulSetList]("apps", "statefulsets", false,
 		(*Snapshot).UpsertStatefulSet,
 		func(s *Snapshot, ss *appsv1.StatefulSet) { s.DeleteController(kindStatefulSet, ss.Namespace, ss.Name) },
-		func(o *Objects, ss *appsv1.StatefulSet) { o.StatefulSets = append(o.StatefulSets, ss) }),
+		func(o *Objects) *[]*appsv1.StatefulSet { return &o.StatefulSets }),
 		func(ss *appsv1.StatefulSet) any { return ss.Spec.Selector }),
 }
 

@@ -138,25 +138,3 @@ func ownedByAppsOrCore(ref *metav1.OwnerReference) bool {
 	}
 	return false
 }
-
-func (s *Snapshot) upsertOwners(objs Objects) error {
-	for _, svc := range objs.Services {
-		s.UpsertService(svc)
-	}
-	for _, rs := range objs.ReplicaSets {
-		if err := s.UpsertReplicaSet(rs); err != nil {
-			return err
-		}
-	}
-	for _, ss := range objs.StatefulSets {
-		if err := s.UpsertStatefulSet(ss); err != nil {
-			return err
-		}
-	}
-	for _, rc := range objs.ReplicationControllers {
-		if err := s.UpsertReplicationController(rc); err != nil {
-			return err
-		}
-	}
-	return nil
-}

@@ -158,40 +158,11 @@ func NewSnapshot(objs Objects) (*Snapshot, error) {
 		owners:           newOwners(),
 		profile:          DefaultProfile(),
 	}
-	for _, n := range objs.Nodes {
-		s.UpsertNode(n)
-	}
-	for _, p := range objs.Pods {
-		if err := s.UpsertPod(p); err != nil {
+	// In ObjectKinds' order: a pod is indexed on its node.
+	for _, k := range ObjectKinds {
+		if err := k.upsertAll(s, &objs); err != nil {
 			return nil, err
 		}
-	}
-	for _, ns := range objs.Namespaces {
-		s.UpsertNamespace(ns)
-	}
-	for _, c := range objs.Claims {
-		s.UpsertClaim(c)
-	}
-	for _, v := range objs.Volumes {
-		s.UpsertVolume(v)
-	}
-	for _, sc := range objs.StorageClasses {
-		s.UpsertStorageClass(sc)
-	}
-	for _, cn := range objs.CSINodes {
-		s.UpsertCSINode(cn)
-	}
-	for _, va := range objs.Attachments {
-		s.UpsertVolumeAttachment(va)
-	}
-	for _, d := range objs.CSIDrivers {
-		s.UpsertCSIDriver(d)
-	}
-	for _, c := range objs.Capacities {
-		s.UpsertStorageCapacity(c)
-	}
-	if err := s.upsertOwners(objs); err != nil {
-		return nil, err
 	}
 	return s, nil
 }
