@@ -18,6 +18,9 @@ type Connect struct {
 	// Impersonate is who every request acts as (--as, --as-group,
 	// --as-uid), on every member.
 	Impersonate rest.ImpersonationConfig
+	// DisableCompression asks every member for uncompressed responses
+	// (--disable-compression).
+	DisableCompression bool
 	// Terminal is the command's standard input when it is a terminal,
 	// nil when it is not: a credential plugin that asks a person gets
 	// it, one plugin at a time.
@@ -41,8 +44,11 @@ func (m Member) RESTConfig(ctx context.Context, c Connect) (*rest.Config, error)
 	if c.RequestTimeout > 0 {
 		cfg.Timeout = c.RequestTimeout
 	}
-	if c.Impersonate.UserName != "" || len(c.Impersonate.Groups) > 0 || c.Impersonate.UID != "" {
+	if c.Impersonate.UserName != "" {
 		cfg.Impersonate = c.Impersonate
+	}
+	if c.DisableCompression {
+		cfg.DisableCompression = true
 	}
 	if cfg.ExecProvider != nil {
 		if err := runCredentialPlugin(ctx, cfg, c); err != nil {

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
@@ -179,5 +181,33 @@ func TestSnapshotDir(t *testing.T) {
 	}
 	if _, err := SnapshotDir(filepath.Join(dir, "missing")); err == nil {
 		t.Error("want an error for a directory that does not exist")
+	}
+}
+
+// What the command line sets for every member reaches each member's
+// client: the request timeout, who it acts as, and compression.
+func TestConnectReachesEveryMember(t *testing.T) {
+	ms, err := Contexts(kubeconfig("eu", "us"), nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Connect{
+		RequestTimeout:     7 * time.Second,
+		Impersonate:        rest.ImpersonationConfig{UserName: "auditor", Groups: []string{"sre"}, Extra: map[string][]string{"team": {"db"}}},
+		DisableCompression: true,
+	}
+	for _, m := range ms {
+		cfg, err := m.RESTConfig(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Timeout != 7*time.Second || cfg.Impersonate.UserName != "auditor" || cfg.Impersonate.Groups[0] != "sre" ||
+			cfg.Impersonate.Extra["team"][0] != "db" || !cfg.DisableCompression {
+			t.Errorf("%s: timeout %v, impersonate %+v, compression off %v", m.Name, cfg.Timeout, cfg.Impersonate, cfg.DisableCompression)
+		}
+	}
+	cfg, err := ms[0].RESTConfig(context.Background(), Connect{})
+	if err != nil || cfg.Impersonate.UserName != "" || cfg.DisableCompression || cfg.Timeout != 0 {
+		t.Errorf("nothing set on the command line changed the member: %+v %v", cfg, err)
 	}
 }

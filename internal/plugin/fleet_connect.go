@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"golang.org/x/term"
-	"k8s.io/client-go/rest"
 
 	"github.com/placement-guard/placement-guard/internal/fleet"
 )
@@ -53,8 +52,9 @@ func refuseSingleClusterFlags(o *Options) error {
 }
 
 // connect is what the command line sets for every member of a fleet:
-// --request-timeout and impersonation (--as, --as-group, --as-uid), which
-// mean the same on every cluster.
+// --request-timeout, impersonation (--as, --as-group, --as-uid,
+// --as-user-extra) and --disable-compression, which mean the same on
+// every cluster.
 func (o *Options) connect() (fleet.Connect, error) {
 	c := fleet.Connect{Stderr: o.ErrOut}
 	if f, ok := o.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -76,10 +76,24 @@ func (o *Options) connect() (fleet.Connect, error) {
 	if o.Config.ImpersonateGroup != nil {
 		c.Impersonate.Groups = *o.Config.ImpersonateGroup
 	}
-	if c.Impersonate.UserName == "" && (c.Impersonate.UID != "" || len(c.Impersonate.Groups) > 0) {
-		return c, usagef("--as-group and --as-uid need --as, as in kubectl")
+	if o.Config.ImpersonateUserExtra != nil {
+		for _, extra := range *o.Config.ImpersonateUserExtra {
+			key, value, ok := strings.Cut(extra, "=")
+			if !ok {
+				return c, usagef("--as-user-extra %q: give key=value, as in kubectl", extra)
+			}
+			if c.Impersonate.Extra == nil {
+				c.Impersonate.Extra = map[string][]string{}
+			}
+			c.Impersonate.Extra[key] = append(c.Impersonate.Extra[key], value)
+		}
 	}
-	c.Impersonate = rest.ImpersonationConfig{UserName: c.Impersonate.UserName, UID: c.Impersonate.UID, Groups: c.Impersonate.Groups}
+	if c.Impersonate.UserName == "" && (c.Impersonate.UID != "" || len(c.Impersonate.Groups) > 0 || len(c.Impersonate.Extra) > 0) {
+		return c, usagef("--as-group, --as-uid and --as-user-extra need --as, as in kubectl")
+	}
+	if o.Config.DisableCompression != nil {
+		c.DisableCompression = *o.Config.DisableCompression
+	}
 	return c, nil
 }
 

@@ -220,6 +220,14 @@ func TestWaitAndStatusAcrossAFleet(t *testing.T) {
 		if out, _, code := placement("status", "graphdb", "--contexts", "eu", "--request-timeout", "20s"); code != ExitOK || !hasRow(out, "eu") {
 			t.Errorf("--request-timeout is honoured: exit %d\n%s", code, out)
 		}
+		for _, wrong := range [][]string{{"--as-user-extra", "team=db"}, {"--as", "auditor", "--as-user-extra", "team"}} {
+			if _, stderr, code := placement(append([]string{"status", "graphdb", "--contexts", "eu"}, wrong...)...); code != ExitUsage || !strings.Contains(stderr, "--as-user-extra") {
+				t.Errorf("%v across a fleet: exit %d\n%s", wrong, code, stderr)
+			}
+		}
+		if out, _, code := placement("status", "graphdb", "--contexts", "eu,us", "--disable-compression"); code != ExitOK || !hasRow(out, "eu") || !hasRow(out, "us") {
+			t.Errorf("--disable-compression across a fleet: exit %d\n%s", code, out)
+		}
 	})
 
 	t.Run("a credential plugin that hangs costs its cluster a row, and outlives nothing", func(t *testing.T) {
