@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -125,10 +126,14 @@ var _ = Describe("The admission check of changes that strand pods without touchi
 		Expect(k8sClient.Create(ctx, rates)).To(Succeed())
 		allRunning(ctx, env.Namespace, map[string]string{"app": "rates"}, 3)
 		labelNamespace(ctx, env.Namespace, "Deny")
+		// Read again when the Deployment controller wrote the status in
+		// between: the answer wanted is the check's, not a conflict.
 		toPoolB := func() error {
-			d := getDeployment(ctx, env.Namespace, "rates")
-			d.Spec.Template.Spec.NodeSelector["tier"] = "b"
-			return k8sClient.Update(ctx, d, client.DryRunAll)
+			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				d := getDeployment(ctx, env.Namespace, "rates")
+				d.Spec.Template.Spec.NodeSelector["tier"] = "b"
+				return k8sClient.Update(ctx, d, client.DryRunAll)
+			})
 		}
 		Eventually(func(g Gomega) {
 			err := toPoolB()
