@@ -128,8 +128,8 @@ func main() {
 	flag.StringVar(&clientNames, "admission-client-names", "", "Comma-separated common names the API server's client certificate may have, with --admission-client-ca; any certificate the authority signs when empty.")
 	flag.StringVar(&autoscalers, "admission-autoscalers", strings.Join(webhook.DefaultAutoscalers, ","), "Comma-separated users whose writes to a workload's scale subresource are autoscaling, which no mode refuses (a HorizontalPodAutoscaler's writes come as the controller manager or its horizontal-pod-autoscaler ServiceAccount). In Deny, anyone else's scale that leaves more replicas unplaceable than before is refused.")
 	flag.StringVar(&skipNS, "admission-skip-namespaces", "kube-system", "Comma-separated namespaces whose workloads the admission check never judges; the operator's own namespace is always skipped.")
-	flag.StringVar(&schedConfig, "scheduler-config", "", "The KubeSchedulerConfiguration file the cluster's kube-scheduler runs (kubescheduler.config.k8s.io/v1): the engine filters and scores with its --scheduler-name profile's plugins, weights and arguments, skipping the filters it turns off. Empty: kube-scheduler's default profile. What the engine cannot predict as the scheduler would (an out-of-tree plugin, an extender, a preFilter turned off) is refused, and the manager does not start.")
-	flag.StringVar(&schedName, "scheduler-name", "default-scheduler", "The profile of --scheduler-config the engine predicts with: the schedulerName of the targets' pods.")
+	flag.StringVar(&schedConfig, "scheduler-config", "", "The KubeSchedulerConfiguration file the cluster's kube-scheduler runs (kubescheduler.config.k8s.io/v1), read whole: each pod is filtered and scored with the profile its spec.schedulerName names (its plugins, weights and arguments, skipping the filters it turns off), and pods naming a scheduler it does not describe are said to be unpredicted (UnknownScheduler). Empty: kube-scheduler's default profile alone. What the engine cannot predict as the scheduler would (an out-of-tree plugin, an extender, a preFilter turned off) is refused when the configuration has it everywhere or in the --scheduler-name profile, and the manager does not start; in another profile it makes that profile's pods unpredicted.")
+	flag.StringVar(&schedName, "scheduler-name", "default-scheduler", "The profile of --scheduler-config for a pod that names no scheduler; every other pod is predicted with the profile its schedulerName names.")
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	mode, err := admission.ParseMode(admissionMode)
@@ -156,7 +156,7 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	// Read before anything starts: a configuration the engine cannot
 	// predict with stops the manager here.
-	profile := schedulerProfile(schedConfig, schedName)
+	profiles := schedulerProfiles(schedConfig, schedName)
 	log := ctrl.Log.WithName("setup")
 	setMemoryLimit(log, memoryRatio)
 	setGCPercent(log, gcPercent)
@@ -240,7 +240,7 @@ func main() {
 	ctx := ctrl.SetupSignalHandler()
 	if _, err := setup.Operator(ctx, mgr, cfg, setup.Options{
 		FeedReadInterval:   feedRead,
-		Profile:            profile,
+		Profiles:           profiles,
 		UnschedulableGrace: grace,
 		WriteBudget:        &controller.WriteBudget{Max: budgetWrites, Window: budgetWindow},
 		Admission: webhook.Options{Mode: mode, Skip: skippedNamespaces(skipNS), Budget: budget, MaxJudgements: maxJudgements,
@@ -350,18 +350,18 @@ func setMemoryLimit(log logr.Logger, ratio float64) {
 	log.Info("Go runtime memory limit", "bytes", debug.SetMemoryLimit(-1), "reason", d.Reason)
 }
 
-// schedulerProfile is the profile --scheduler-config names, or the
-// default one; a configuration the engine cannot predict with ends the
-// manager before it starts.
-func schedulerProfile(file, name string) *placement.Profile {
+// schedulerProfiles are the profiles --scheduler-config describes, or
+// the default one; a configuration the engine cannot predict with ends
+// the manager before it starts.
+func schedulerProfiles(file, fallback string) *placement.Profiles {
 	if file == "" {
-		return placement.DefaultProfile()
+		return placement.DefaultProfiles()
 	}
-	profile, err := schedulerprofile.Load(file, name)
+	profiles, err := schedulerprofile.Load(file, fallback)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "--scheduler-config:", err)
 		os.Exit(2)
 	}
-	ctrl.Log.WithName("setup").Info("Predicting with the cluster's scheduler profile", "profile", profile.Name, "config", file)
-	return profile
+	ctrl.Log.WithName("setup").Info("Predicting each pod with the cluster's scheduler profile it names", "profiles", profiles.Names(), "fallback", profiles.Fallback().Name, "config", file)
+	return profiles
 }

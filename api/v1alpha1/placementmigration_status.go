@@ -107,9 +107,11 @@ type PlacementMigrationStatus struct {
 	Hazards []Hazard `json:"hazards,omitempty"`
 
 	// schedulerProfile is the kube-scheduler profile (its schedulerName)
-	// whose filters and scores the last analysis predicted with: the
-	// default profile unless the operator was given the cluster's own
-	// (--scheduler-config).
+	// whose filters and scores the last analysis predicted every target's
+	// pods with: the profile their spec.schedulerName names in the
+	// operator's --scheduler-config (kube-scheduler's default profile
+	// without one). Empty when the targets' pods name different profiles:
+	// each entry of plan then names its own.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	SchedulerProfile string `json:"schedulerProfile,omitempty"`
@@ -622,6 +624,12 @@ type TargetPlan struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	PredictedPlacement string `json:"predictedPlacement,omitempty"`
+	// schedulerProfile is the kube-scheduler profile (its schedulerName)
+	// the workload's pods were predicted with: the one their
+	// spec.schedulerName names in the operator's --scheduler-config.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	SchedulerProfile string `json:"schedulerProfile,omitempty"`
 }
 
 // RebalanceStatus is the journal of mode Evict: the move in flight,

@@ -330,3 +330,36 @@ func TestFixesAreWordedForTheKind(t *testing.T) {
 		}
 	}
 }
+
+// A change to pods that name a scheduler the check has no profile of is
+// judged all the same, with the fallback profile, and told so: naming a
+// scheduler neither walks around Deny nor is refused for itself.
+func TestJudgeAChangeOfPodsNamingAnUnknownScheduler(t *testing.T) {
+	a, b := runningPod("web-a", "n1", map[string]string{"app": "web"}), runningPod("web-b", "n2", map[string]string{"app": "web"})
+	snap, err := placement.NewSnapshot(placement.Objects{Nodes: []*corev1.Node{node("n1", nil), node("n2", nil)}, Pods: []*corev1.Pod{a, b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := func(d *appsv1.Deployment) { d.Spec.Template.Spec.SchedulerName = "nobody" }
+	deadlock := deployment("web", 2, requiredApart(map[string]string{"app": "web"}), named, func(d *appsv1.Deployment) {
+		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+			MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}}
+	})
+	fs, err := Judge(snap, changeOf(deadlock, a, b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]bool{}
+	for _, f := range fs {
+		types[f.Type] = f.Blocking
+		if f.Type == placement.HazardUnknownScheduler && !strings.Contains(f.Message, `"nobody"`) {
+			t.Errorf("the note names the scheduler: %q", f.Message)
+		}
+	}
+	if blocking, ok := types[placement.HazardUnknownScheduler]; !ok || blocking {
+		t.Errorf("want a note, not a stop, of the unknown scheduler: %+v", fs)
+	}
+	if !types[placement.HazardRolloutDeadlock] {
+		t.Errorf("the deadlock is judged with the fallback profile all the same: %+v", fs)
+	}
+}

@@ -85,14 +85,12 @@ func NewClusterState() *ClusterState {
 	return &ClusterState{mu: newSnapshotLock(), snap: snap}
 }
 
-// UseProfile makes the engine predict with the scheduler profile p, which
-// schedulerprofile.Load or placement.DefaultProfile made and validated.
-func (c *ClusterState) UseProfile(p *placement.Profile) {
+// UseProfiles makes the engine predict with the scheduler profiles ps
+// (schedulerprofile.Load), each pod with the one it names.
+func (c *ClusterState) UseProfiles(ps *placement.Profiles) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.snap.SetProfile(p); err != nil {
-		panic(fmt.Sprintf("a validated profile was refused: %v", err))
-	}
+	c.snap.SetProfiles(ps)
 }
 
 // With runs f with the snapshot, holding it still: events wait until f

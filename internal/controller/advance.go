@@ -130,10 +130,8 @@ func (s *scope) checkOthers(group []*target) (outcome, bool) {
 // the decision reached it.
 func (s *scope) record(v planning.Verdict, d planning.Decision) {
 	pm := s.pm
-	if v.Profile != "" {
-		pm.Status.SchedulerProfile = v.Profile
-	}
 	if len(v.Answers) > 0 {
+		pm.Status.SchedulerProfile = v.Profile
 		c := v.Answers[0].Capacity
 		nodes := c.Nodes
 		if len(nodes) > 10 {

@@ -2,6 +2,8 @@ package placement
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,7 +36,10 @@ type Answer struct {
 	// EndStates holds, for a hard spread, where each workload's rollout
 	// can leave its pods, by "Kind/name".
 	EndStates map[pgv1.TargetRef]EndStates
-	Hazards   []Hazard
+	// Profiles holds the scheduler profile each workload's pods were
+	// predicted with: the one their schedulerName names.
+	Profiles map[pgv1.TargetRef]string
+	Hazards  []Hazard
 	// Duration is how long the analysis took.
 	Duration time.Duration
 }
@@ -66,7 +71,11 @@ func (a Answer) FirstBlocking() *Hazard {
 // it every rollout fails for a reason that fixes itself when nodes arrive.
 func (s *Snapshot) Analyze(q Question) (Answer, error) {
 	start := time.Now()
-	a := Answer{Rollouts: map[pgv1.TargetRef]Rollout{}, Templates: map[pgv1.TargetRef]*corev1.PodSpec{}, EndStates: map[pgv1.TargetRef]EndStates{}}
+	a := Answer{Rollouts: map[pgv1.TargetRef]Rollout{}, Templates: map[pgv1.TargetRef]*corev1.PodSpec{}, EndStates: map[pgv1.TargetRef]EndStates{}, Profiles: map[pgv1.TargetRef]string{}}
+	for _, w := range q.Workloads {
+		p, _ := s.profiles.Of(w.Template.Spec.SchedulerName)
+		a.Profiles[w.Ref()] = p.Name
+	}
 	capacity, err := s.CapacityFor(q.Workloads, q.Constraint, q.Capacity)
 	if err != nil {
 		return a, err
@@ -83,6 +92,9 @@ func (s *Snapshot) Analyze(q Question) (Answer, error) {
 	targets := podsOf(q.Workloads, q.Companions)
 	for _, w := range q.Workloads {
 		c := q.Constraint.RenderFor(w, q.Workloads)
+		if h := s.unknownScheduler(w); h != nil {
+			a.Hazards = append(a.Hazards, *h)
+		}
 		if h := unpredicted(w); h != nil {
 			a.Hazards = append(a.Hazards, *h)
 		}
@@ -162,6 +174,27 @@ func unpredicted(w *Workload) *Hazard {
 	return &Hazard{Type: HazardNotPredicted, Workload: w.Ref(), Message: fmt.Sprintf(
 		"%s: its pods claim devices (resourceClaims), which kube-scheduler's DynamicResources plugin allocates and placement-guard does not model: where they fit is not predicted, only the other filters are",
 		w.Ref())}
+}
+
+// unknownScheduler blocks a workload whose pods name a scheduler no
+// profile the engine was given describes: another scheduler, or a profile
+// of the cluster's configuration the engine was not told of, places them,
+// and what the engine would answer is its fallback profile's guess. The
+// answers still come, with the fallback's filters and scores, for a
+// person to read beside this.
+func (s *Snapshot) unknownScheduler(w *Workload) *Hazard {
+	name, described := s.SchedulerOf(w)
+	if described {
+		return nil
+	}
+	why := fmt.Sprintf("which the scheduler configuration given does not describe (it has %s)", strings.Join(s.profiles.Names(), ", "))
+	if reason := s.profiles.Unpredictable(name); reason != "" {
+		why = "whose profile the engine cannot predict (" + reason + ")"
+	}
+	return withFixes(&Hazard{Type: HazardUnknownScheduler, Blocking: true, Workload: w.Ref(), Message: fmt.Sprintf(
+		"%s: its pods name schedulerName %q, %s: where they land is not predicted", w.Ref(), name, why)},
+		"describe profile "+strconv.Quote(name)+" in --scheduler-config",
+		"give --scheduler-config the KubeSchedulerConfiguration whose profile "+strconv.Quote(name)+" schedules these pods, in terms the engine predicts")
 }
 
 // staticHazard is the first of a workload's findings that need no

@@ -104,7 +104,7 @@ func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec Capacit
 	vols := make([]map[string]string, len(workloads))
 	for i, w := range workloads {
 		pods[i] = newPod(w, w.Name+"-capacity", nil)
-		filters[i] = s.nodeFiltersOf(pods[i], nil)
+		filters[i] = s.nodeFiltersOf(pods[i], s.profileOf(pods[i]), nil)
 		reqs[i] = podRequests(pods[i])
 		vols[i] = map[string]string{}
 		s.attachableVolumes(pods[i], vols[i])

@@ -29,20 +29,20 @@ type Landing struct {
 	Zone     string
 }
 
-// Land answers where the pod lands, scoring with the snapshot's profile;
+// Land answers where the pod lands, scoring with the profile it names;
 // no node when none passes the filters (Schedule says why).
 func (s *Snapshot) Land(pod *corev1.Pod) (Landing, error) {
 	e, err := s.newEvaluator(pod)
 	if err != nil {
 		return Landing{}, err
 	}
-	sc, err := newScorer(e, s.profile, nil)
+	sc, err := newScorer(e, e.profile, nil)
 	if err != nil {
 		return Landing{}, fmt.Errorf("scoring %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	feasible := e.feasible()
 	totals, shares := sc.totals(feasible, true)
-	out := Landing{Profile: s.profile.Name, Sampled: s.profile.sampled(len(e.order), len(feasible))}
+	out := Landing{Profile: e.profile.Name, Sampled: e.profile.sampled(len(e.order), len(feasible))}
 	for _, i := range best(feasible, totals) {
 		out.Best = append(out.Best, e.nodeName(i))
 	}
@@ -51,7 +51,7 @@ func (s *Snapshot) Land(pod *corev1.Pod) (Landing, error) {
 	}
 	sort.SliceStable(out.Ranking, func(a, b int) bool { return out.Ranking[a].Total > out.Ranking[b].Total })
 	if out.Sampled {
-		out.Possible, out.Zone = s.possibleUnderSampling(out.Ranking, s.profile.feasibleNodesToFind(len(e.order)))
+		out.Possible, out.Zone = s.possibleUnderSampling(out.Ranking, e.profile.feasibleNodesToFind(len(e.order)))
 	}
 	return out, nil
 }

@@ -13,8 +13,10 @@ import (
 // the pod and the nodes is computed once; everything that depends on other
 // pods is kept as counts per topology domain and updated incrementally.
 type evaluator struct {
-	s        *Snapshot
-	pod      *corev1.Pod
+	s   *Snapshot
+	pod *corev1.Pod
+	// profile is the scheduler profile the pod names (Profiles.Of).
+	profile  *Profile
 	nsLabels labels.Set
 
 	// order are the evaluated nodes in name order; posOf maps a nodeID to
@@ -152,6 +154,7 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 	e := &evaluator{
 		s:           s,
 		pod:         pod,
+		profile:     s.profileOf(pod),
 		nsLabels:    namespaceLabels(s, pod.Namespace),
 		order:       s.liveNodes(),
 		posOf:       s.livePositions(),
@@ -163,9 +166,9 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 	e.extras = newNodeExtras(n)
 
 	// PreFilters in the scheduler's order: NodeAffinity, then VolumeBinding.
-	filters := s.nodeFiltersOf(pod, opts.altered)
+	filters := s.nodeFiltersOf(pod, e.profile, opts.altered)
 	vols, pre := s.volumePreFilter(pod)
-	if !s.profile.filters(FilterVolumeBinding) {
+	if !e.profile.filters(FilterVolumeBinding) {
 		pre = ""
 	}
 	e.volumes = vols
@@ -184,11 +187,11 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 	e.shareNoVolumeReasons()
 	if pre == "" {
 		for i, id := range e.order {
-			reason, also := volumeFilter(s.profile, vols, e.node(id))
+			reason, also := volumeFilter(e.profile, vols, e.node(id))
 			e.setVolumeReasons(i, reason, also)
 		}
 	}
-	p := s.profile
+	p := e.profile
 	e.gated = len(pod.Spec.SchedulingGates) > 0 && p.filters(FilterSchedulingGates)
 	e.skipResources = !p.filters(FilterNodeResourcesFit)
 	if p.filters(FilterNodePorts) {

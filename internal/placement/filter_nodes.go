@@ -6,21 +6,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// nodeFiltersOf returns pod's node filters over the live nodes, as the
-// nodes are in the snapshot, or as altered replaces some of them. The
-// answer is shared: callers must not change it.
-func (s *Snapshot) nodeFiltersOf(pod *corev1.Pod, altered map[nodeID]*corev1.Node) *nodeFilters {
+// nodeFiltersOf returns pod's node filters under profile p over the live
+// nodes, as the nodes are in the snapshot, or as altered replaces some of
+// them. The answer is shared: callers must not change it.
+func (s *Snapshot) nodeFiltersOf(pod *corev1.Pod, p *Profile, altered map[nodeID]*corev1.Node) *nodeFilters {
 	if len(altered) > 0 {
-		return s.computeNodeFilters(pod, altered)
+		return s.computeNodeFilters(pod, p, altered)
 	}
-	key, err := nodeFilterKey(pod)
+	key, err := nodeFilterKey(pod, p)
 	if err != nil {
-		return s.computeNodeFilters(pod, nil)
+		return s.computeNodeFilters(pod, p, nil)
 	}
 	if f, ok := s.filters[key]; ok {
 		return f
 	}
-	f := s.computeNodeFilters(pod, nil)
+	f := s.computeNodeFilters(pod, p, nil)
 	if s.filters == nil || len(s.filters) >= maxNodeFilters {
 		s.filters = map[string]*nodeFilters{}
 	}
@@ -28,29 +28,31 @@ func (s *Snapshot) nodeFiltersOf(pod *corev1.Pod, altered map[nodeID]*corev1.Nod
 	return f
 }
 
-// nodeFilterKey is what the node filters read of a pod.
-func nodeFilterKey(pod *corev1.Pod) (string, error) {
+// nodeFilterKey is what the node filters read of a pod and its profile:
+// the profile's added affinity and the filters it turns off are its own.
+func nodeFilterKey(pod *corev1.Pod, p *Profile) (string, error) {
 	var required *corev1.NodeSelector
 	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil {
 		required = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 	}
 	b, err := json.Marshal(struct {
+		Profile     string
 		NodeName    string
 		Selector    map[string]string
 		Required    *corev1.NodeSelector
 		Tolerations []corev1.Toleration
-	}{pod.Spec.NodeName, pod.Spec.NodeSelector, required, pod.Spec.Tolerations})
+	}{p.Name, pod.Spec.NodeName, pod.Spec.NodeSelector, required, pod.Spec.Tolerations})
 	return string(b), err
 }
 
-func (s *Snapshot) computeNodeFilters(pod *corev1.Pod, altered map[nodeID]*corev1.Node) *nodeFilters {
+func (s *Snapshot) computeNodeFilters(pod *corev1.Pod, p *Profile, altered map[nodeID]*corev1.Node) *nodeFilters {
 	order := s.liveNodes()
 	f := &nodeFilters{reason: make([]reasonCode, len(order)), text: []string{""}, affinityOK: make([]bool, len(order))}
 	codes := map[string]reasonCode{}
 	aff := newNodeMatcher(pod)
 	// NodeAffinity's PreFilter: a node it leaves out is not filtered.
 	var names map[string]bool
-	if s.profile.filters(FilterNodeAffinity) {
+	if p.filters(FilterNodeAffinity) {
 		names, f.conflict = affinityNodeNames(pod)
 	}
 	for i, id := range order {
@@ -59,7 +61,7 @@ func (s *Snapshot) computeNodeFilters(pod *corev1.Pod, altered map[nodeID]*corev
 			node = n
 		}
 		f.affinityOK[i] = aff.Match(node)
-		reason := nodeFilterMatched(s.profile, pod, node, f.affinityOK[i])
+		reason := nodeFilterMatched(p, pod, node, f.affinityOK[i])
 		if names != nil && !names[node.Name] {
 			reason = ReasonNodeAffinityPreFilter
 		}

@@ -86,8 +86,9 @@ type Snapshot struct {
 
 	// owners are the selectors the system default spread reads.
 	owners owners
-	// profile is the scheduler profile the engine predicts for.
-	profile *Profile
+	// profiles are the scheduler profiles the engine predicts with, each
+	// pod with the one it names.
+	profiles *Profiles
 	// images are the nodes' images as ImageLocality reads them; nil once
 	// the nodes or their images change.
 	images *imageIndex
@@ -156,7 +157,7 @@ func NewSnapshot(objs Objects) (*Snapshot, error) {
 		trimmer:          NewPodTrimmer(DefaultSharedParts),
 		byController:     map[types.UID]map[podID]struct{}{},
 		owners:           newOwners(),
-		profile:          DefaultProfile(),
+		profiles:         DefaultProfiles(),
 	}
 	// In ObjectKinds' order: a pod is indexed on its node.
 	for _, k := range ObjectKinds {

@@ -29,6 +29,10 @@ const (
 	// HazardNotPredicted is for information: a filter the engine does not
 	// model decides where the workload's pods go.
 	HazardNotPredicted = "NotPredicted"
+	// HazardUnknownScheduler is a workload whose pods name a scheduler
+	// the engine was given no profile of: nothing it predicts of them
+	// is the scheduler's.
+	HazardUnknownScheduler = "UnknownScheduler"
 )
 
 // Hazard is one finding. Blocking findings stop a migration; the others are

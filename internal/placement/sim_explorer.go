@@ -74,7 +74,7 @@ func (s *Snapshot) newExplorer(w *Workload, c Constraint, budget int) (*explorer
 	if err != nil {
 		return nil, err
 	}
-	sc, err := newScorer(e, s.profile, ownerSelector(w, template))
+	sc, err := newScorer(e, e.profile, ownerSelector(w, template))
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (x *explorer) placements() []int {
 // of the feasible nodes, the one it picks depends on where its cycle
 // starts, and every feasible node stays a choice.
 func (x *explorer) choices(feasible []int) []int {
-	if len(feasible) <= 1 || x.s.profile.sampled(len(x.e.order), len(feasible)) {
+	if len(feasible) <= 1 || x.e.profile.sampled(len(x.e.order), len(feasible)) {
 		return feasible
 	}
 	totals, _ := x.sc.totals(feasible, false)

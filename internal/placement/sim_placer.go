@@ -43,7 +43,7 @@ func (s *Snapshot) newPlacerWith(w *Workload, pod *corev1.Pod, opts evalOptions)
 	if err != nil {
 		return nil, err
 	}
-	sc, err := newScorer(e, s.profile, ownerSelector(w, pod))
+	sc, err := newScorer(e, e.profile, ownerSelector(w, pod))
 	if err != nil {
 		return nil, err
 	}

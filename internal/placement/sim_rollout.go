@@ -90,9 +90,11 @@ func (r Rollout) LeftPending() []string {
 //
 // The workload's pods already being deleted (the end of its last rollout, a
 // scale-down) hold their nodes until they go, and the scheduler counts them
-// until then; the controller's new pods wait for them, Pending, and are
-// placed once they are gone. The simulation starts without them: they
-// delay a rollout, they do not stop it.
+// until then. A Deployment's first new pods are created at once, and
+// placed as the scheduler places them then, beside those pods (or left
+// Pending where none fits); the controller waits for its new pods to run
+// before it goes on, by which time they are gone, and every later pod is
+// placed without them. They delay a rollout, they do not stop it.
 func (s *Snapshot) SimulateRollout(w *Workload) (Rollout, error) {
 	if r, over := s.overSlots(w); over {
 		return r, nil
@@ -194,7 +196,6 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 		return r, fmt.Errorf("simulate rollout of %s: %w", w.Ref(), err)
 	}
 	defer pl.release()
-	pl.forget(leaving)
 	replicas := int(w.Replicas)
 	maxSurge, maxUnavailable := 0, replicas
 	if w.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
@@ -251,6 +252,10 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 			r.Steps = append(r.Steps, Step{Action: StepCreate, Pod: name})
 			pending = append(pending, name)
 		}
+		// The first wave was placed beside the pods being deleted; they
+		// are gone before the next.
+		pl.forget(leaving)
+		leaving = nil
 		// Scale down the old revision as far as availability allows: the
 		// controller works out how many, then deletes that many in its
 		// order of preference.

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -498,4 +499,60 @@ func actions(r Rollout) []string {
 
 func oneGPU(p *corev1.Pod) {
 	p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{"example.com/gpu": resource.MustParse("1")}
+}
+
+// The first new pods of a Deployment's rollout are placed as the scheduler
+// places them when they are created: beside the workload's pods still being
+// deleted, which hold their nodes (or left Pending where none fits); the
+// pods after them once those are gone.
+func TestARolloutsFirstPodsSeeTheWorkloadsPodsBeingDeleted(t *testing.T) {
+	sized := func(cpu string) nodeOpt { return alloc(cpu, "8Gi", "110") }
+	for _, tc := range []struct {
+		name      string
+		liveCPU   string
+		wantSteps []string
+	}{
+		// Without the pod being deleted node0 is the emptier node; beside
+		// it, node0 is full and node1 takes the first pod.
+		{"the first pod lands where the leaving pod leaves room", "500m", []string{"create 0 node1", "delete web-a"}},
+		// No room anywhere beside it: the first pod waits, Pending, and
+		// is placed once the pod has gone.
+		{"the first pod waits while the leaving pod holds the only room", "1", []string{"create 0 -", "schedule 0 node0", "delete web-a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := Objects{
+				Nodes: []*corev1.Node{mkNode("node0", sized("1")), mkNode("node1", sized("1"))},
+				Pods: []*corev1.Pod{
+					mkPod("ns", "web-a", on("node1"), withLabels("app", "web"), requests(tc.liveCPU, "1Gi")),
+					mkPod("ns", "web-old", on("node0"), withLabels("app", "web"), requests("1", "1Gi"), terminating()),
+				},
+			}
+			s, err := NewSnapshot(objs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := deployment(objs, "web", 1, unavailable(0), requests("500m", "1Gi"))
+			w.Pods = w.Pods[:1]
+			w.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+			r, err := s.SimulateRollout(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, st := range r.Steps {
+				node := cmp.Or(st.Node, "-")
+				if st.Action == StepDelete {
+					got = append(got, fmt.Sprintf("%s %s", st.Action, st.Pod))
+					continue
+				}
+				got = append(got, fmt.Sprintf("%s %s %s", st.Action, strings.TrimPrefix(st.Pod, "web-"+newRevisionHash+"-"), node))
+			}
+			if !slices.Equal(got, tc.wantSteps) {
+				t.Errorf("steps %v, want %v", got, tc.wantSteps)
+			}
+			if !r.Completes {
+				t.Errorf("the leaving pod delays the rollout, it does not stop it: %+v", r)
+			}
+		})
+	}
 }

@@ -253,7 +253,7 @@ func ordinalOf(set, pod string) (int, bool) {
 // evaluated one only in its claims, as the pods of a StatefulSet do.
 func (e *evaluator) useVolumesOf(pod *corev1.Pod) {
 	vols, pre := e.s.volumePreFilter(pod)
-	if !e.s.profile.filters(FilterVolumeBinding) {
+	if !e.profile.filters(FilterVolumeBinding) {
 		pre = ""
 	}
 	e.volumes, e.preFilterMsg = vols, pre
@@ -263,7 +263,7 @@ func (e *evaluator) useVolumesOf(pod *corev1.Pod) {
 	}
 	if pre == "" {
 		for i, id := range e.order {
-			reason, also := volumeFilter(e.s.profile, vols, e.s.nodes[id].node)
+			reason, also := volumeFilter(e.profile, vols, e.s.nodes[id].node)
 			e.setVolumeReasons(i, reason, also)
 		}
 	}

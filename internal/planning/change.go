@@ -83,9 +83,23 @@ func JudgeChange(snap *placement.Snapshot, ch Change, withNodes func(placement.C
 		if err != nil {
 			return nil, fmt.Errorf("judge the %s of %s: %w", c.Short(), ch.Target, err)
 		}
+		toldOnly(found, placement.HazardUnknownScheduler)
 		out = append(out, ConstraintFinding{Constraint: c, Hazards: append(hs, found...)})
 	}
 	return out, nil
+}
+
+// toldOnly makes the findings of type a note, not a stop. A change whose
+// pods name a scheduler the engine has no profile of is judged with the
+// fallback profile all the same, and told so: refusing it for that alone
+// would refuse every change to those workloads, and letting it through
+// unjudged would let a tenant walk around Deny by naming a scheduler.
+func toldOnly(found []placement.Hazard, hazard string) {
+	for i := range found {
+		if found[i].Type == hazard {
+			found[i].Blocking = false
+		}
+	}
 }
 
 // situation is the one question's situation for the migration that would

@@ -62,6 +62,9 @@ func TargetPlan(t *Target, stage pgv1.Stage, answers []placement.Answer) (pgv1.T
 			entry.Recreates = r.Recreates[:min(len(r.Recreates), MaxListedRecreate)]
 			recreated = r.Recreates
 		}
+		if name, ok := a.Profiles[key]; ok && entry.SchedulerProfile == "" {
+			entry.SchedulerProfile = name
+		}
 		if es, ok := a.EndStates[key]; ok {
 			entry.PredictedPlacement = brief.Truncate("After the Hard stage, "+es.Summary(), MaxPlacement)
 		}

@@ -36,7 +36,9 @@ type Situation struct {
 // Verdict is the answer about one stage.
 type Verdict struct {
 	Stage pgv1.Stage
-	// Profile is the kube-scheduler profile the answers assumed.
+	// Profile is the kube-scheduler profile the answers predicted every
+	// target's pods with; "" when the targets' pods name different ones
+	// (each plan entry names its own).
 	Profile string
 	// Claim is another migration holding the field the targets would
 	// get; when set, nothing else was asked.
@@ -82,7 +84,7 @@ func Evaluate(snap *placement.Snapshot, sit Situation, stage pgv1.Stage) (Verdic
 // migration waiting for its pods is looked at on every pod change.
 func AskStage(snap *placement.Snapshot, sit Situation, stage pgv1.Stage) (Verdict, error) {
 	in := sit.Intent
-	v := Verdict{Stage: stage, Disruptions: Tolerated, Profile: snap.Profile().Name}
+	v := Verdict{Stage: stage, Disruptions: Tolerated}
 	refs := make([]pgv1.TargetRef, len(sit.Targets))
 	for i, t := range sit.Targets {
 		refs[i] = t.Ref
@@ -104,6 +106,7 @@ func AskStage(snap *placement.Snapshot, sit Situation, stage pgv1.Stage) (Verdic
 	if v.Answers, err = Ask(snap, q, v.Stages); err != nil {
 		return v, err
 	}
+	v.Profile = sharedProfile(v.Answers[0])
 	if in.Provision == pgv1.ProvisionNone {
 		return v, nil
 	}
@@ -197,4 +200,17 @@ func EvaluateStages(snap *placement.Snapshot, sit Situation) ([]Verdict, error) 
 		}
 	}
 	return out, nil
+}
+
+// sharedProfile is the profile an answer predicted every workload with,
+// "" when they name different ones.
+func sharedProfile(a placement.Answer) string {
+	shared := ""
+	for _, name := range a.Profiles {
+		if shared != "" && name != shared {
+			return ""
+		}
+		shared = name
+	}
+	return shared
 }

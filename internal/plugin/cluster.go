@@ -43,31 +43,24 @@ type Cluster struct {
 	// snap is the engine's index of the objects, when it was built while
 	// they were read.
 	snap *placement.Snapshot
-	// profile is the scheduler profile the engine predicts with; nil for
-	// the default one.
-	profile *placement.Profile
+	// profiles are the scheduler profiles the engine predicts with; nil
+	// for the default one alone.
+	profiles *placement.Profiles
 }
 
-// UseProfile makes every snapshot of the cluster predict with the
-// scheduler profile p.
-func (c *Cluster) UseProfile(p *placement.Profile) error {
-	if err := p.Validate(); err != nil {
-		return err
-	}
-	c.profile = p
+// UseProfiles makes every snapshot of the cluster predict with the
+// scheduler profiles ps, each pod with the one it names.
+func (c *Cluster) UseProfiles(ps *placement.Profiles) {
+	c.profiles = ps
 	if c.snap != nil {
-		return c.snap.SetProfile(p)
+		c.snap.SetProfiles(ps)
 	}
-	return nil
 }
 
-// withProfile sets the cluster's profile on a snapshot of it.
+// withProfile sets the cluster's profiles on a snapshot of it.
 func (c *Cluster) withProfile(snap *placement.Snapshot) (*placement.Snapshot, error) {
-	if c.profile == nil {
-		return snap, nil
-	}
-	if err := snap.SetProfile(c.profile); err != nil {
-		return nil, err
+	if c.profiles != nil {
+		snap.SetProfiles(c.profiles)
 	}
 	return snap, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/placement"
 )
 
 // Mistakes in the command line or the input exit 2 with a message that
@@ -286,5 +287,85 @@ profiles:
 	}
 	if len(spread) != 3 || spread[0] == spread[1] {
 		t.Errorf("the default profile spreads the soft stage's pods by their preferred anti-affinity, got %v", spread)
+	}
+}
+
+// A configuration with several profiles predicts each target with the one
+// its pods name, without --scheduler-name; a pod naming a scheduler the
+// configuration does not describe is said to be unpredicted and blocks.
+func TestPlanPredictsEachTargetWithItsPodsProfile(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join(dir, "scheduler.yaml")
+	if err := os.WriteFile(config, []byte(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: packer
+  plugins:
+    score:
+      disabled: [{name: InterPodAffinity}, {name: PodTopologySpread}]
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {scoringStrategy: {type: MostAllocated}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("testdata/001/cluster/cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := func(scheduler string) Report {
+		snapshot := filepath.Join(dir, scheduler)
+		named := strings.ReplaceAll(string(raw), "    spec:\n      containers:", "    spec:\n      schedulerName: "+scheduler+"\n      containers:")
+		if err := os.MkdirAll(snapshot, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(snapshot, "cluster.yaml"), []byte(named), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := run(t, "", "plan", "-f", "testdata/001/migration.yaml", "--snapshot", snapshot, "--scheduler-config", config, "-o", "json")
+		if code != ExitHazards {
+			t.Fatalf("%s: exit %d: %s", scheduler, code, errOut)
+		}
+		var r Report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	landing := func(r Report) []string {
+		var nodes []string
+		for _, s := range r.Stages[0].Targets[0].Steps {
+			if s.Node != "" {
+				nodes = append(nodes, s.Node)
+			}
+		}
+		return nodes
+	}
+	packed, spread := plan("packer"), plan("default-scheduler")
+	for _, c := range []struct {
+		r    Report
+		want string
+	}{{packed, "packer"}, {spread, "default-scheduler"}} {
+		if c.r.SchedulerProfile != c.want || c.r.Stages[0].Targets[0].SchedulerProfile != c.want {
+			t.Errorf("pods naming %s: the plan says %q, its target %q", c.want, c.r.SchedulerProfile, c.r.Stages[0].Targets[0].SchedulerProfile)
+		}
+	}
+	if nodes := landing(packed); len(nodes) != 3 || nodes[0] != nodes[1] || nodes[1] != nodes[2] {
+		t.Errorf("pods naming packer: bin-packing puts the soft stage's pods on one node, got %v", nodes)
+	}
+	if nodes := landing(spread); len(nodes) != 3 || nodes[0] == nodes[1] {
+		t.Errorf("pods naming default-scheduler: spread by their preferred anti-affinity, got %v", nodes)
+	}
+	unknown := plan("batch")
+	var found *pgv1.Hazard
+	for i, h := range unknown.Stages[0].Hazards {
+		if h.Type == placement.HazardUnknownScheduler {
+			found = &unknown.Stages[0].Hazards[i]
+		}
+	}
+	if found == nil || found.Severity != pgv1.SeverityBlocking || unknown.Stages[0].Feasible ||
+		!strings.Contains(found.Message, `"batch"`) || !strings.Contains(found.Message, "default-scheduler, packer") {
+		t.Errorf("pods naming an undescribed scheduler: hazards %+v", unknown.Stages[0].Hazards)
 	}
 }

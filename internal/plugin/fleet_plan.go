@@ -60,7 +60,7 @@ type StageRecreates struct {
 }
 
 // runFleetPlan plans the migrations on every cluster of the fleet.
-func runFleetPlan(ctx context.Context, o *Options, f *planFlags, profile *placement.Profile) error {
+func runFleetPlan(ctx context.Context, o *Options, f *planFlags, profiles *placement.Profiles) error {
 	if err := checkOutput(f.output, outputTable, outputYAML, outputJSON, outputGitHub); err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func runFleetPlan(ctx context.Context, o *Options, f *planFlags, profile *placem
 		return usagef("--snapshot reads one cluster; use --snapshot-dir for a fleet of snapshots")
 	}
 	results, err := askFleet(ctx, o, &f.fleet, f.fleet.options(), func(m fleet.Member) string { return fleetNamespace(o, m) }, func(ctx context.Context, m fleet.Member) ([]FleetRow, error) {
-		return planMember(ctx, o, f, profile, m)
+		return planMember(ctx, o, f, profiles, m)
 	})
 	if err != nil {
 		return err
@@ -88,7 +88,7 @@ func runFleetPlan(ctx context.Context, o *Options, f *planFlags, profile *placem
 }
 
 // planMember plans the migrations on one cluster of the fleet.
-func planMember(ctx context.Context, o *Options, f *planFlags, profile *placement.Profile, m fleet.Member) ([]FleetRow, error) {
+func planMember(ctx context.Context, o *Options, f *planFlags, profiles *placement.Profiles, m fleet.Member) ([]FleetRow, error) {
 	migrations, err := f.migrations(o, fleetNamespace(o, m))
 	if err != nil {
 		return nil, err
@@ -97,9 +97,7 @@ func planMember(ctx context.Context, o *Options, f *planFlags, profile *placemen
 	if err != nil {
 		return nil, err
 	}
-	if err := cluster.UseProfile(profile); err != nil {
-		return nil, fmt.Errorf("--scheduler-config: %w", err)
-	}
+	cluster.UseProfiles(profiles)
 	rows := make([]FleetRow, 0, len(migrations))
 	for _, pm := range migrations {
 		r, err := Plan(cluster, pm)

@@ -16,7 +16,8 @@ type Report struct {
 	Namespace  string `json:"namespace"`
 	Constraint string `json:"constraint"`
 	// SchedulerProfile is the kube-scheduler profile the plan predicted
-	// with.
+	// every target's pods with; "" when they name different profiles, each
+	// target's entry naming its own.
 	SchedulerProfile string        `json:"schedulerProfile"`
 	Missing          []string      `json:"missingTargets,omitempty"`
 	Stages           []StageReport `json:"stages"`
@@ -157,12 +158,12 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 	if err != nil {
 		return report, err
 	}
-	report.SchedulerProfile = snap.Profile().Name
 	sit := planning.Situation{Intent: planning.IntentOf(pm), Targets: found, Others: c.migrationsIn(ns), Policies: c.policiesIn(ns)}
 	verdicts, err := planning.EvaluateStages(snap, sit)
 	if err != nil {
 		return report, err
 	}
+	report.SchedulerProfile = verdicts[0].Profile
 	protected, err := c.protectedPods(pm)
 	if err != nil {
 		return report, err

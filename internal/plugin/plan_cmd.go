@@ -103,8 +103,8 @@ would wait), or a cluster could not be asked.`,
 	fl.StringVar(&f.finalStage, "final-stage", "Hard", "Soft or Hard")
 	fl.StringVar(&f.nodeSelector, "node-selector", "", "label selector of the nodes that qualify")
 	fl.Int32Var(&f.minNodes, "min-nodes", 0, "qualifying nodes the hard stage needs (default: derived)")
-	fl.StringVar(&f.schedConfig, "scheduler-config", "", "the cluster's KubeSchedulerConfiguration file: predict with its profile's plugins and weights instead of kube-scheduler's default profile")
-	fl.StringVar(&f.schedName, "scheduler-name", "default-scheduler", "the profile of --scheduler-config to predict with")
+	fl.StringVar(&f.schedConfig, "scheduler-config", "", "the cluster's KubeSchedulerConfiguration file, read whole: predict each pod with the profile its schedulerName names instead of kube-scheduler's default profile")
+	fl.StringVar(&f.schedName, "scheduler-name", "default-scheduler", "the profile of --scheduler-config for pods that name no scheduler (each other pod is predicted with the profile its schedulerName names)")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputTable, outputYAML, outputJSON, outputGitHub}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{"Blocked", "Warn"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("final-stage", cobra.FixedCompletions([]string{"Soft", "Hard"}, cobra.ShellCompDirectiveNoFileComp))
@@ -116,15 +116,15 @@ func runPlan(ctx context.Context, o *Options, f *planFlags) error {
 	if f.fleet.listClusters {
 		return listFleet(o, &f.fleet)
 	}
-	profile := placement.DefaultProfile()
+	profiles := placement.DefaultProfiles()
 	if f.schedConfig != "" {
 		var err error
-		if profile, err = schedulerprofile.Load(f.schedConfig, f.schedName); err != nil {
+		if profiles, err = schedulerprofile.Load(f.schedConfig, f.schedName); err != nil {
 			return usagef("--scheduler-config: %v", err)
 		}
 	}
 	if f.fleet.fleetMode() {
-		return runFleetPlan(ctx, o, f, profile)
+		return runFleetPlan(ctx, o, f, profiles)
 	}
 	if err := checkOutput(f.output, outputTable, outputYAML, outputJSON); err != nil {
 		return err
@@ -141,9 +141,7 @@ func runPlan(ctx context.Context, o *Options, f *planFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := cluster.UseProfile(profile); err != nil {
-		return usagef("--scheduler-config: %v", err)
-	}
+	cluster.UseProfiles(profiles)
 	var reports []Report
 	blocked := false
 	for _, pm := range migrations {

@@ -37,9 +37,7 @@ func printPlanTable(w io.Writer, r Report) {
 		name = "plan"
 	}
 	fmt.Fprintf(w, "PlacementMigration %s/%s: %s\n", r.Namespace, name, r.Constraint)
-	if r.SchedulerProfile != "" {
-		fmt.Fprintf(w, "Scheduler profile: %s\n", r.SchedulerProfile)
-	}
+	printProfiles(w, r)
 	for _, m := range r.Missing {
 		fmt.Fprintf(w, "Target not found: %s\n", m)
 	}
@@ -185,4 +183,21 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// printProfiles says which scheduler profile the targets' pods were
+// predicted with: one line when they share one, else one per target.
+func printProfiles(w io.Writer, r Report) {
+	if r.SchedulerProfile != "" {
+		fmt.Fprintf(w, "Scheduler profile: %s\n", r.SchedulerProfile)
+		return
+	}
+	if len(r.Stages) == 0 {
+		return
+	}
+	for _, t := range r.Stages[0].Targets {
+		if t.SchedulerProfile != "" {
+			fmt.Fprintf(w, "Scheduler profile of %s/%s: %s\n", t.Kind, t.Name, t.SchedulerProfile)
+		}
+	}
 }

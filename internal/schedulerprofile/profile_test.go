@@ -99,11 +99,11 @@ profiles:
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := Parse([]byte(tc.yaml), tc.scheduler)
+			ps, err := Parse([]byte(tc.yaml), tc.scheduler)
 			if err != nil {
 				t.Fatal(err)
 			}
-			tc.check(t, p)
+			tc.check(t, ps.Fallback())
 		})
 	}
 }
@@ -126,6 +126,8 @@ func TestWhatCannotBePredictedIsRefusedByName(t *testing.T) {
 		{"added required affinity", header + "profiles:\n- pluginConfig:\n  - name: NodeAffinity\n    args: {addedAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Exists}]}]}}}\n", "", "addedAffinity's required terms"},
 		{"a volume shape that falls back", header + "profiles:\n- pluginConfig:\n  - name: VolumeBinding\n    args: {shape: [{utilization: 50, score: 2}, {utilization: 10, score: 8}]}\n", "", "utilization must rise"},
 		{"a percentage out of range", header + "percentageOfNodesToScore: 140\n", "", "140"},
+		{"two profiles of one name", header + "profiles:\n- schedulerName: a\n- schedulerName: a\n", "a", `two profiles named "a"`},
+		{"the fallback cannot be predicted", header + twoProfiles + gpuProfile, "gpu", "NetworkAware"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.yaml), tc.scheduler)
@@ -133,5 +135,69 @@ func TestWhatCannotBePredictedIsRefusedByName(t *testing.T) {
 				t.Fatalf("err %v, want one that says %q", err, tc.says)
 			}
 		})
+	}
+}
+
+const twoProfiles = `profiles:
+- schedulerName: default-scheduler
+- schedulerName: packer
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {scoringStrategy: {type: MostAllocated}}
+`
+
+const gpuProfile = `- schedulerName: gpu
+  plugins:
+    score:
+      enabled: [{name: NetworkAware}]
+`
+
+// A configuration is read whole: each pod is predicted with the profile
+// its schedulerName names, the fallback (--scheduler-name) is only for a
+// pod naming none, and a profile the configuration does not describe is
+// not silently the fallback's.
+func TestEveryProfileOfAConfigurationIsRead(t *testing.T) {
+	for _, fallback := range []string{"", "packer"} {
+		ps, err := Parse([]byte(header+twoProfiles), fallback)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ps.Names(); strings.Join(got, ",") != "default-scheduler,packer" {
+			t.Errorf("profiles %v", got)
+		}
+		for name, fit := range map[string]string{"default-scheduler": placement.LeastAllocated, "packer": placement.MostAllocated} {
+			p, described := ps.Of(name)
+			if !described || p.Name != name || p.Fit.Type != fit {
+				t.Errorf("fallback %q: pods of %s predicted with %s (%s), described %v", fallback, name, p.Name, p.Fit.Type, described)
+			}
+		}
+		want := fallback
+		if want == "" {
+			want = corev1.DefaultSchedulerName
+		}
+		if p, described := ps.Of(""); !described || p.Name != want {
+			t.Errorf("fallback %q: a pod naming no scheduler predicted with %s", fallback, p.Name)
+		}
+		if _, described := ps.Of("batch"); described {
+			t.Errorf("fallback %q: an undescribed scheduler is said to be described", fallback)
+		}
+	}
+}
+
+// A profile the engine cannot predict stops the manager only when it is
+// the fallback; otherwise its pods are said to be unpredicted, with why.
+func TestAnUnpredictableProfileIsKeptWithWhy(t *testing.T) {
+	ps, err := Parse([]byte(header+twoProfiles+gpuProfile), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, described := ps.Of("gpu"); described {
+		t.Error("profile gpu, which runs an unknown plugin, is said to be predicted")
+	}
+	if why := ps.Unpredictable("gpu"); !strings.Contains(why, "NetworkAware") {
+		t.Errorf("why gpu cannot be predicted: %q", why)
+	}
+	if p, described := ps.Of("packer"); !described || p.Fit.Type != placement.MostAllocated {
+		t.Error("the other profiles are read all the same")
 	}
 }

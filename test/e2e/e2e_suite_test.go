@@ -101,6 +101,9 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 		// check judges its requests only.
 		APIServerClientCA:   cluster.WebhookClientCA,
 		APIServerClientName: localcluster.WebhookClientName,
+		// The cluster's schedulers: the default one, and the packer a
+		// spec starts (plan_profiles_test.go).
+		SchedulerConfig: clusterSchedulers,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Eventually(func(g Gomega) {

@@ -87,14 +87,12 @@ func TestEngineFiltersAsAProfileWithFiltersOff(t *testing.T) {
 }
 
 // engineUnder is the engine's verdict and landing under profile.
-func engineUnder(sc *scenario, profile *placement.Profile) (verdict, []string, error) {
+func engineUnder(sc *scenario, profile *placement.Profiles) (verdict, []string, error) {
 	s, err := sc.snapshot()
 	if err != nil {
 		return verdict{}, nil, err
 	}
-	if err := s.SetProfile(profile); err != nil {
-		return verdict{}, nil, err
-	}
+	s.SetProfiles(profile)
 	v, err := s.Schedule(sc.pending)
 	if err != nil {
 		return verdict{}, nil, err

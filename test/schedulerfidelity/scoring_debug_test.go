@@ -93,9 +93,7 @@ func TestScoringExplain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := es.SetProfile(sp.engine); err != nil {
-		t.Fatal(err)
-	}
+	es.SetProfiles(sp.engine)
 	l, err := es.Land(sc.pending)
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 // engine with internal/schedulerprofile.
 type scoringProfile struct {
 	name, config string
-	engine       *placement.Profile
+	engine       *placement.Profiles
 }
 
 // scoringProfiles are the default profile, bin-packing (MostAllocated),
@@ -82,14 +82,12 @@ func newProfileScheduler(stop <-chan struct{}, sp scoringProfile) (*scheduler, e
 }
 
 // engineLanding asks the engine where the scenario's pending pod lands.
-func engineLanding(sc *scenario, profile *placement.Profile) ([]string, error) {
+func engineLanding(sc *scenario, profile *placement.Profiles) ([]string, error) {
 	s, err := sc.snapshot()
 	if err != nil {
 		return nil, err
 	}
-	if err := s.SetProfile(profile); err != nil {
-		return nil, err
-	}
+	s.SetProfiles(profile)
 	l, err := s.Land(sc.pending)
 	if err != nil {
 		return nil, err

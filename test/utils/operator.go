@@ -25,6 +25,8 @@ import (
 	"github.com/placement-guard/placement-guard/internal/admission"
 	"github.com/placement-guard/placement-guard/internal/clusterstate"
 	"github.com/placement-guard/placement-guard/internal/controller/setup"
+	"github.com/placement-guard/placement-guard/internal/placement"
+	"github.com/placement-guard/placement-guard/internal/schedulerprofile"
 	"github.com/placement-guard/placement-guard/internal/webhook"
 )
 
@@ -65,6 +67,10 @@ type OperatorOptions struct {
 	// at that address, as --metrics-secure=false does: where a suite's
 	// processes that do not run the operator read them.
 	MetricsAddr string
+	// SchedulerConfig, when set, is the KubeSchedulerConfiguration the
+	// manager predicts with, as --scheduler-config gives it (its
+	// default-scheduler profile for a pod that names no scheduler).
+	SchedulerConfig string
 }
 
 // RunOperator installs the CRDs and runs the operator's manager, as
@@ -125,7 +131,14 @@ func RunOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (s
 	if opts.WebhookPort != 0 {
 		mode = cmp.Or(opts.AdmissionMode, admission.ModeWarn)
 	}
+	var profiles *placement.Profiles
+	if opts.SchedulerConfig != "" {
+		if profiles, err = schedulerprofile.Parse([]byte(opts.SchedulerConfig), ""); err != nil {
+			return nil, fmt.Errorf("the scheduler configuration: %w", err)
+		}
+	}
 	if _, err := setup.Operator(ctx, mgr, cfg, setup.Options{
+		Profiles:           profiles,
 		FeedReadInterval:   clusterstate.DefaultFeedReadInterval,
 		UnschedulableGrace: opts.UnschedulableGrace,
 		Admission: webhook.Options{Mode: mode, Skip: []string{"kube-system"}, Budget: webhook.DefaultBudget,

@@ -35,9 +35,9 @@ type Options struct {
 	// FeedReadInterval paces the pod and node feeds while every migration
 	// is settled (clusterstate.DefaultFeedReadInterval).
 	FeedReadInterval time.Duration
-	// Profile is the scheduler profile the engine predicts with; nil for
-	// kube-scheduler's default.
-	Profile *placement.Profile
+	// Profiles are the scheduler profiles the engine predicts with, each
+	// pod with the one it names; nil for kube-scheduler's default alone.
+	Profiles *placement.Profiles
 	// UnschedulableGrace and WriteBudget tune the migrations' reconciler;
 	// a nil budget is the default one.
 	UnschedulableGrace time.Duration
@@ -71,8 +71,8 @@ func Operator(ctx context.Context, mgr manager.Manager, cfg *rest.Config, o Opti
 	if err != nil {
 		return Parts{}, fmt.Errorf("set up the cluster state: %w", err)
 	}
-	if o.Profile != nil {
-		state.UseProfile(o.Profile)
+	if o.Profiles != nil {
+		state.UseProfiles(o.Profiles)
 	}
 	reconciler := &controller.PlacementMigrationReconciler{
 		Client:             mgr.GetClient(),
