@@ -349,17 +349,17 @@ func TestJudgeAChangeOfPodsNamingAnUnknownScheduler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	types := map[string]bool{}
+	blockingOf := map[string]bool{}
 	for _, f := range fs {
-		types[f.Type] = f.Blocking
+		blockingOf[f.Type] = f.Blocking
 		if f.Type == placement.HazardUnknownScheduler && !strings.Contains(f.Message, `"nobody"`) {
 			t.Errorf("the note names the scheduler: %q", f.Message)
 		}
 	}
-	if blocking, ok := types[placement.HazardUnknownScheduler]; !ok || blocking {
+	if blocking, ok := blockingOf[placement.HazardUnknownScheduler]; !ok || blocking {
 		t.Errorf("want a note, not a stop, of the unknown scheduler: %+v", fs)
 	}
-	if !types[placement.HazardRolloutDeadlock] {
+	if !blockingOf[placement.HazardRolloutDeadlock] {
 		t.Errorf("the deadlock is judged with the fallback profile all the same: %+v", fs)
 	}
 }

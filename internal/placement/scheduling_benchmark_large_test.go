@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/placement/benchcluster"
 
@@ -65,24 +67,57 @@ func BenchmarkAnalyzeHardSpreadAndAntiAffinity(b *testing.B) {
 	}
 }
 
-func BenchmarkUpsertPod(b *testing.B) {
+// BenchmarkAnalyzeAfterAPodEvent is the benchmark question asked as the
+// operator meets it: after a pod event, here an unrelated pod's update
+// (two versions alternating, as a status update would), which drops what
+// the snapshot keeps between questions that a pod event drops.
+func BenchmarkAnalyzeAfterAPodEvent(b *testing.B) {
 	c, s := snapshot(b)
-	// Alternate between two versions of one pod, as a status update would.
-	p1 := c.Objects.Pods[12345]
-	p2 := p1.DeepCopy()
-	p2.Spec.NodeName = c.Objects.Nodes[7].Name
-	p2.Labels = map[string]string{"app": "moved", "team": p1.Namespace}
+	q := question(benchcluster.WithHostnameAntiAffinity(c.Workload))
+	if _, err := s.Analyze(q); err != nil {
+		b.Fatal(err)
+	}
+	next := podEvents(c, false)
 	b.ReportAllocs()
-	i := 0
 	for b.Loop() {
-		p := p1
-		if i%2 == 1 {
-			p = p2
-		}
+		p := next()
 		if err := s.UpsertPod(p); err != nil {
 			b.Fatal(err)
 		}
+		if _, err := s.Analyze(q); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkUpsertPod(b *testing.B) {
+	c, s := snapshot(b)
+	next := podEvents(c, true)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.UpsertPod(next()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// podEvents returns, call after call, two versions of one pod in turn, as
+// a status update would: relabelled, and moved to another node too when
+// moved is set.
+func podEvents(c *benchcluster.Cluster, moved bool) func() *corev1.Pod {
+	p1 := c.Objects.Pods[12345]
+	p2 := p1.DeepCopy()
+	if moved {
+		p2.Spec.NodeName = c.Objects.Nodes[7].Name
+	}
+	p2.Labels = map[string]string{"app": "moved", "team": p1.Namespace}
+	i := 0
+	return func() *corev1.Pod {
 		i++
+		if i%2 == 0 {
+			return p2
+		}
+		return p1
 	}
 }
 

@@ -205,12 +205,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := c.start("kube-controller-manager", bin("kube-controller-manager"), kcmArgs); err != nil {
 		return nil, err
 	}
-	schedArgs := []string{
-		"--authentication-kubeconfig=" + c.Kubeconfig,
-		"--authorization-kubeconfig=" + c.Kubeconfig,
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(schedPort),
-	}
+	schedArgs := schedulerServing(c.Kubeconfig, schedPort)
 	if opts.SchedulerExtenderURL != "" {
 		cfg, err := writeSchedulerConfig(c.WorkDir, c.Kubeconfig, opts.SchedulerExtenderURL)
 		if err != nil {
@@ -316,6 +311,17 @@ func getOK(ctx context.Context, url string) error {
 		return fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return nil
+}
+
+// schedulerServing are a kube-scheduler's flags for its health checks:
+// served on 127.0.0.1 at port, the callers checked with kubeconfig.
+func schedulerServing(kubeconfig string, port int) []string {
+	return []string{
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+	}
 }
 
 // writeSchedulerConfig writes a KubeSchedulerConfiguration with a filter

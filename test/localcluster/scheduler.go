@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 )
 
@@ -31,13 +30,8 @@ leaderElection:
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		return nil, fmt.Errorf("write the configuration of scheduler %s: %w", name, err)
 	}
-	p, err := startProcess("kube-scheduler-"+name, filepath.Join(c.binDir, "kube-scheduler"), []string{
-		"--config=" + path,
-		"--authentication-kubeconfig=" + c.Kubeconfig,
-		"--authorization-kubeconfig=" + c.Kubeconfig,
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(ports[0]),
-	}, c.WorkDir)
+	args := append([]string{"--config=" + path}, schedulerServing(c.Kubeconfig, ports[0])...)
+	p, err := startProcess("kube-scheduler-"+name, filepath.Join(c.binDir, "kube-scheduler"), args, c.WorkDir)
 	if err != nil {
 		return nil, err
 	}
