@@ -69,12 +69,12 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 // The flags describe the same migration as its manifest: the plans agree.
 func TestPlanFromFlagsMatchesTheManifest(t *testing.T) {
 	fromFile, _, code := run(t, "", "plan", "-f", "testdata/000/migration.yaml", "--snapshot", "testdata/000/cluster", "-o", "json")
-	if code != ExitHazards {
+	if code != ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	fromFlags, errOut, code := run(t, "", "plan", "-n", "db", "--target", "deploy/graphdb", "--anti-affinity-key", "kubernetes.io/hostname",
 		"--selector", "app=search", "--node-selector", "role=data", "--min-nodes", "2", "--snapshot", "testdata/000/cluster", "-o", "json")
-	if code != ExitHazards {
+	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	var a, b Report

@@ -151,26 +151,8 @@ func fleetRow(r Report) FleetRow {
 		}
 		row.Recreates = append(row.Recreates, StageRecreates{Stage: s.Stage, Pods: pods})
 	}
-	row.Level = levelOf(r)
+	row.Level = r.Level()
 	return row
-}
-
-// levelOf ranks a plan: Blocked when a target is missing or the operator
-// would block; Warn when it waits (for capacity, for its pods to settle)
-// or a later stage cannot complete yet; OK otherwise.
-func levelOf(r Report) fleet.Level {
-	if len(r.Missing) > 0 || (r.Verdict != nil && r.Verdict.Outcome == string(planning.Blocked)) {
-		return fleet.Blocked
-	}
-	if r.Verdict != nil && r.Verdict.Outcome != string(planning.Proceeds) {
-		return fleet.Warn // it waits: for capacity, for pods, for another migration
-	}
-	for _, s := range r.Stages {
-		if !s.Feasible {
-			return fleet.Warn
-		}
-	}
-	return fleet.OK
 }
 
 // firstHazard is the first blocking finding of the plan, the verdict's

@@ -115,22 +115,6 @@ type Step struct {
 	Sampled bool `json:"sampled,omitempty"`
 }
 
-// Blocking reports whether a target is missing, any stage has a blocking
-// hazard, or the operator's decision on the next stage is Blocked (a
-// protected pod it would recreate, another migration's claim): the plan's
-// exit code.
-func (r Report) Blocking() bool {
-	if len(r.Missing) > 0 || (r.Verdict != nil && r.Verdict.Outcome == string(planning.Blocked)) {
-		return true
-	}
-	for _, s := range r.Stages {
-		if !s.Feasible {
-			return true
-		}
-	}
-	return false
-}
-
 // Plan asks the engine, as the operator would, about every stage of the
 // migration on the cluster: the same conversion, the same targets, the
 // same questions. Nothing is written anywhere.

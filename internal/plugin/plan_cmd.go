@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/fleet"
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/schedulerprofile"
 )
@@ -57,9 +58,11 @@ operator's outcome, the first hazard and its fix, the pods each stage
 recreates and the capacity a request would ask for. A cluster that cannot
 be read is a row with its error.
 
-Exits 1 when a stage is blocked or a target is missing; across a fleet,
-when the worst row reaches --fail-on (Blocked, or Warn for a cluster that
-would wait), or a cluster could not be asked.`,
+Exits 1 when the plan reaches --fail-on: Blocked (the default) when a
+target is missing or a stage is blocked, as the operator would stop at it;
+Warn also when the migration would wait, for capacity, its pods or another
+migration. Across a fleet, when the worst row reaches it, or a cluster
+could not be asked.`,
 		Example: `  # Plan a migration manifest against the current cluster
   kubectl placement plan -f graphdb-apart.yaml
 
@@ -87,7 +90,7 @@ would wait), or a cluster could not be asked.`,
 		},
 	}
 	f.fleet.add(cmd, o, true)
-	cmd.Flags().StringVar(&f.fleet.failOn, "fail-on", "Blocked", "across a fleet, the level from which plan exits 1: Blocked, or Warn")
+	cmd.Flags().StringVar(&f.fleet.failOn, "fail-on", "Blocked", "the level from which plan exits 1: Blocked, or Warn (also when the migration would wait); across a fleet, the worst row's")
 	fl := cmd.Flags()
 	fl.StringVarP(&f.file, "filename", "f", "", "PlacementMigration manifest to plan (- for standard input)")
 	fl.StringVar(&f.snapshot, "snapshot", "", "read the cluster from this directory of YAML or JSON instead of the API")
@@ -142,6 +145,10 @@ func runPlan(ctx context.Context, o *Options, f *planFlags) error {
 		return err
 	}
 	cluster.UseProfiles(profiles)
+	threshold, err := f.fleet.threshold()
+	if err != nil {
+		return err
+	}
 	var reports []Report
 	blocked := false
 	for _, pm := range migrations {
@@ -149,7 +156,7 @@ func runPlan(ctx context.Context, o *Options, f *planFlags) error {
 		if err != nil {
 			return err
 		}
-		blocked = blocked || r.Blocking()
+		blocked = blocked || fleet.Fails(r.Level(), threshold)
 		reports = append(reports, r)
 	}
 	for _, skipped := range cluster.Skipped {
