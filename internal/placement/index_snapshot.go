@@ -56,7 +56,9 @@ type Snapshot struct {
 	// of the template.
 	filters map[string]*nodeFilters
 	// existingAnti are existing pods' anti-affinity counts per incoming
-	// labels; nil once a pod is bound or removed, or a node changes.
+	// labels; nil once a pod with required anti-affinity terms is bound
+	// or removed, or a node changes. Only such pods are counted: any
+	// other pod event leaves the counts as they are.
 	existingAnti map[string]existingAntiCounts
 	// spares are count arrays simulations gave back, by length (index_spares.go).
 	spares     spares
@@ -264,7 +266,15 @@ func (s *Snapshot) bind(id podID, nid nodeID) {
 	ni.requested.add(pi.requests)
 	ni.nonZeroCPU += pi.nonZeroCPU
 	ni.nonZeroMemory += pi.nonZeroMemory
-	s.existingAnti = nil
+	s.forgetAntiCountsOf(pi)
+}
+
+// forgetAntiCountsOf drops the kept anti-affinity counts when pi is
+// counted in them: a pod with required anti-affinity terms.
+func (s *Snapshot) forgetAntiCountsOf(pi *podInfo) {
+	if len(pi.antiTerms()) > 0 {
+		s.existingAnti = nil
+	}
 }
 
 func (s *Snapshot) removePod(id podID) {
@@ -285,7 +295,7 @@ func (s *Snapshot) removePod(id podID) {
 		ni.requested.sub(pi.requests)
 		ni.nonZeroCPU -= pi.nonZeroCPU
 		ni.nonZeroMemory -= pi.nonZeroMemory
-		s.existingAnti = nil
+		s.forgetAntiCountsOf(pi)
 		pi.node = noNode
 	}
 }
