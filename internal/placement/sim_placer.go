@@ -125,6 +125,9 @@ func (p *placer) bestSet() []int {
 // with the nodes tied with it.
 func (p *placer) step(action, pod string, i int) Step {
 	st := Step{Action: action, Pod: pod, Node: p.nodeName(i), Sampled: p.sampled}
+	if len(p.best) > 1 {
+		st.Tied = make([]string, 0, len(p.best)-1)
+	}
 	for _, j := range p.best {
 		if j != i {
 			st.Tied = append(st.Tied, p.nodeName(j))
