@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -184,7 +183,7 @@ func (s *Snapshot) requiredDomains(workloads []*Workload, c Constraint) int {
 		n := 0
 		switch {
 		case c.AntiAffinity != nil:
-			own := newPod(w, w.Name+"-capacity", map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: newRevisionHash})
+			own := newRevisionPod(w, w.Name+"-capacity")
 			term, err := newAffinityTerm(own, ptrTo(c.AntiAffinity.AffinityTerm(w.Selector)))
 			if err != nil {
 				continue

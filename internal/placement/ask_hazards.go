@@ -19,7 +19,7 @@ import (
 // they belong to no target: another workload, or another release of a
 // blue/green pair. Pods of other targets are meant to be counted together.
 func (s *Snapshot) selectorOverlap(w *Workload, c Constraint, targets map[types.UID]bool) *Hazard {
-	own := newPod(w, w.Name+"-next", map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: newRevisionHash})
+	own := newRevisionPod(w, w.Name+"-next")
 	var term affinityTerm
 	var err error
 	switch {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -46,7 +45,7 @@ func (s *Snapshot) strandsOthers(w *Workload, c Constraint, r Rollout) (*Hazard,
 	if a == nil || !r.Completes || !reachesOtherNamespaces(a, w.Namespace) {
 		return nil, nil
 	}
-	owner := newPod(w, w.Name+"-strands", map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: newRevisionHash})
+	owner := newRevisionPod(w, w.Name+"-strands")
 	term, err := newAffinityTerm(owner, ptrTo(a.AffinityTerm(w.Selector)))
 	if err != nil {
 		return nil, err

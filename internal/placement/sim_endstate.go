@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -197,7 +196,7 @@ func (s *Snapshot) predictEndStates(w *Workload, c Constraint, r Rollout) (EndSt
 // endStateOf is where the simulated rollout r left the new pods.
 func (s *Snapshot) endStateOf(w *Workload, c Constraint, r Rollout) (EndStates, error) {
 	es := EndStates{TopologyKey: c.Spread.TopologyKey, MaxSkew: int(max(c.Spread.MaxSkew, 1)), Exhaustive: true, Proven: true}
-	pod := newPod(w, w.Name+"-new", map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: newRevisionHash})
+	pod := newRevisionPod(w, w.Name+"-new")
 	e, err := s.newEvaluator(pod)
 	if err != nil {
 		return es, fmt.Errorf("end state of %s: %w", w.Ref(), err)

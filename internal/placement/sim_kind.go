@@ -56,6 +56,16 @@ type rollouts interface {
 	overlapFix() string
 }
 
+// newRevisionPod is a pod of w's new revision named name, with the label
+// that tells the kind's new revision apart, when its pods carry one.
+func newRevisionPod(w *Workload, name string) *corev1.Pod {
+	label, value := rolloutsOf(w.Kind).newRevision()
+	if label == "" {
+		return newPod(w, name, nil)
+	}
+	return newPod(w, name, map[string]string{label: value})
+}
+
 // kinds are the kinds the engine simulates, each registered by its file.
 var kinds = map[pgv1.WorkloadKind]rollouts{}
 

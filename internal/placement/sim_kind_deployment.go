@@ -21,7 +21,7 @@ func (deploymentRollouts) simulate(s *Snapshot, w *Workload, old, leaving []podI
 }
 
 func (deploymentRollouts) rolledPod(_ *Snapshot, w *Workload, name string) (*corev1.Pod, error) {
-	return newPod(w, name, map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: newRevisionHash}), nil
+	return newRevisionPod(w, name), nil
 }
 
 func (deploymentRollouts) newRevision() (string, string) {

@@ -190,7 +190,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 		r.Recreates = append(r.Recreates, s.pods[id].name)
 	}
 	sort.Strings(r.Recreates)
-	template := newPod(w, w.Name+"-new", map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: newRevisionHash})
+	template := newRevisionPod(w, w.Name+"-new")
 	pl, err := s.newPlacer(w, template)
 	if err != nil {
 		return r, fmt.Errorf("simulate rollout of %s: %w", w.Ref(), err)

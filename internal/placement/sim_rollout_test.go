@@ -556,3 +556,17 @@ func TestARolloutsFirstPodsSeeTheWorkloadsPodsBeingDeleted(t *testing.T) {
 		})
 	}
 }
+
+// A simulated pod of the new revision carries the label its kind's
+// controller puts on it: pod-template-hash for a Deployment's, nothing for
+// a StatefulSet's, whose pods the API server's matchLabelKeys never scope
+// by a pod-template-hash.
+func TestANewRevisionsPodCarriesItsKindsLabel(t *testing.T) {
+	for kind, want := range map[pgv1.WorkloadKind]bool{pgv1.KindDeployment: true, pgv1.KindStatefulSet: false} {
+		w := &Workload{Kind: kind, Namespace: "ns", Name: "db", Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "db"}}}}
+		p := newRevisionPod(w, "db-next")
+		if _, has := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; has != want || p.Labels["app"] != "db" {
+			t.Errorf("%s: labels %v", kind, p.Labels)
+		}
+	}
+}
