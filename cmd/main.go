@@ -362,6 +362,6 @@ func schedulerProfiles(file, fallback string) *placement.Profiles {
 		fmt.Fprintln(os.Stderr, "--scheduler-config:", err)
 		os.Exit(2)
 	}
-	ctrl.Log.WithName("setup").Info("Predicting each pod with the cluster's scheduler profile it names", "profiles", profiles.Names(), "fallback", profiles.Fallback().Name, "config", file)
+	ctrl.Log.WithName("setup").Info("Predicting each pod with the cluster's scheduler profile it names", "profiles", profiles.Names(), "unpredictable", profiles.UnpredictableNames(), "fallback", profiles.Fallback().Name, "config", file)
 	return profiles
 }

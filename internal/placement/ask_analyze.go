@@ -192,7 +192,7 @@ func (s *Snapshot) unknownScheduler(w *Workload) *Hazard {
 		why = "whose profile the engine cannot predict (" + reason + ")"
 	}
 	return withFixes(&Hazard{Type: HazardUnknownScheduler, Blocking: true, Workload: w.Ref(), Message: fmt.Sprintf(
-		"%s: its pods name schedulerName %q, %s: where they land is not predicted", w.Ref(), name, why)},
+		"%s: its pods name schedulerName %q, %s: where they land is not predicted.", w.Ref(), name, why)},
 		"describe profile "+strconv.Quote(name)+" in --scheduler-config",
 		"give --scheduler-config the KubeSchedulerConfiguration whose profile "+strconv.Quote(name)+" schedules these pods, in terms the engine predicts")
 }

@@ -63,6 +63,16 @@ func (ps *Profiles) MarkUnpredictable(name, why string) {
 // it can or the configuration does not describe it.
 func (ps *Profiles) Unpredictable(name string) string { return ps.unpredictable[name] }
 
+// UnpredictableNames are the profiles the engine cannot predict, sorted.
+func (ps *Profiles) UnpredictableNames() []string {
+	out := make([]string, 0, len(ps.unpredictable))
+	for name := range ps.unpredictable {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Names are the described schedulerNames, sorted.
 func (ps *Profiles) Names() []string {
 	out := make([]string, 0, len(ps.byName))

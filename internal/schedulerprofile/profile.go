@@ -135,7 +135,7 @@ func noProfile(fallback string, profiles []named) error {
 	for i, n := range profiles {
 		names[i] = n.name
 	}
-	return fmt.Errorf("has no profile %q (it has %v)", fallback, names)
+	return fmt.Errorf("has no profile %q (it has %v): name the one for pods that name no scheduler with --scheduler-name", fallback, names)
 }
 
 // profileOf is the engine's Profile of one of the configuration's

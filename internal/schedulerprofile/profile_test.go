@@ -194,6 +194,9 @@ func TestAnUnpredictableProfileIsKeptWithWhy(t *testing.T) {
 	if _, described := ps.Of("gpu"); described {
 		t.Error("profile gpu, which runs an unknown plugin, is said to be predicted")
 	}
+	if names := ps.UnpredictableNames(); len(names) != 1 || names[0] != "gpu" {
+		t.Errorf("unpredictable profiles %v", names)
+	}
 	if why := ps.Unpredictable("gpu"); !strings.Contains(why, "NetworkAware") {
 		t.Errorf("why gpu cannot be predicted: %q", why)
 	}
