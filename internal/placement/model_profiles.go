@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -64,24 +65,10 @@ func (ps *Profiles) MarkUnpredictable(name, why string) {
 func (ps *Profiles) Unpredictable(name string) string { return ps.unpredictable[name] }
 
 // UnpredictableNames are the profiles the engine cannot predict, sorted.
-func (ps *Profiles) UnpredictableNames() []string {
-	out := make([]string, 0, len(ps.unpredictable))
-	for name := range ps.unpredictable {
-		out = append(out, name)
-	}
-	slices.Sort(out)
-	return out
-}
+func (ps *Profiles) UnpredictableNames() []string { return slices.Sorted(maps.Keys(ps.unpredictable)) }
 
 // Names are the described schedulerNames, sorted.
-func (ps *Profiles) Names() []string {
-	out := make([]string, 0, len(ps.byName))
-	for name := range ps.byName {
-		out = append(out, name)
-	}
-	slices.Sort(out)
-	return out
-}
+func (ps *Profiles) Names() []string { return slices.Sorted(maps.Keys(ps.byName)) }
 
 // Fallback is the profile of a pod that names no scheduler.
 func (ps *Profiles) Fallback() *Profile { return ps.fallback }

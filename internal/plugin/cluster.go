@@ -57,12 +57,12 @@ func (c *Cluster) UseProfiles(ps *placement.Profiles) {
 	}
 }
 
-// withProfile sets the cluster's profiles on a snapshot of it.
-func (c *Cluster) withProfile(snap *placement.Snapshot) (*placement.Snapshot, error) {
+// withProfiles sets the cluster's profiles on a snapshot of it.
+func (c *Cluster) withProfiles(snap *placement.Snapshot) *placement.Snapshot {
 	if c.profiles != nil {
 		snap.SetProfiles(c.profiles)
 	}
-	return snap, nil
+	return snap
 }
 
 // ReadClusterDir reads a snapshot directory into a Cluster, indexing the
@@ -113,10 +113,7 @@ func (c *Cluster) Snapshot() (*placement.Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("index the cluster: %w", err)
 	}
-	if snap, err = c.withProfile(snap); err != nil {
-		return nil, err
-	}
-	c.snap = snap
+	c.snap = c.withProfiles(snap)
 	for _, p := range c.Pods {
 		c.index(p)
 	}
@@ -137,7 +134,7 @@ func (c *Cluster) freshSnapshot() (*placement.Snapshot, error) {
 		// Snapshot already.
 		_ = snap.UpsertPod(p)
 	}
-	return c.withProfile(snap)
+	return c.withProfiles(snap), nil
 }
 
 // ClusterOf sorts documents into a Cluster; other kinds are ignored.

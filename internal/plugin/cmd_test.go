@@ -257,31 +257,13 @@ profiles:
 		t.Fatal(err)
 	}
 	plan := func(extra ...string) Report {
-		args := append([]string{"plan", "-f", "testdata/001/migration.yaml", "--snapshot", "testdata/001/cluster", "-o", "json"}, extra...)
-		out, errOut, code := run(t, "", args...)
-		if code != ExitHazards {
-			t.Fatalf("exit %d: %s", code, errOut)
-		}
-		var r Report
-		if err := json.Unmarshal([]byte(out), &r); err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	landing := func(r Report) []string {
-		var nodes []string
-		for _, s := range r.Stages[0].Targets[0].Steps {
-			if s.Node != "" {
-				nodes = append(nodes, s.Node)
-			}
-		}
-		return nodes
+		return planReport(t, append([]string{"plan", "-f", "testdata/001/migration.yaml", "--snapshot", "testdata/001/cluster", "-o", "json"}, extra...)...)
 	}
 	def, packed := plan(), plan("--scheduler-config", packing, "--scheduler-name", "packer")
 	if def.SchedulerProfile != "default-scheduler" || packed.SchedulerProfile != "packer" {
 		t.Errorf("profiles said: %q and %q", def.SchedulerProfile, packed.SchedulerProfile)
 	}
-	spread, stacked := landing(def), landing(packed)
+	spread, stacked := landedOn(def), landedOn(packed)
 	if len(stacked) != 3 || stacked[0] != stacked[1] || stacked[1] != stacked[2] {
 		t.Errorf("bin-packing without spreading puts the soft stage's pods on one node, got %v", stacked)
 	}
@@ -323,24 +305,7 @@ profiles:
 		if err := os.WriteFile(filepath.Join(snapshot, "cluster.yaml"), []byte(named), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out, errOut, code := run(t, "", "plan", "-f", "testdata/001/migration.yaml", "--snapshot", snapshot, "--scheduler-config", config, "-o", "json")
-		if code != ExitHazards {
-			t.Fatalf("%s: exit %d: %s", scheduler, code, errOut)
-		}
-		var r Report
-		if err := json.Unmarshal([]byte(out), &r); err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	landing := func(r Report) []string {
-		var nodes []string
-		for _, s := range r.Stages[0].Targets[0].Steps {
-			if s.Node != "" {
-				nodes = append(nodes, s.Node)
-			}
-		}
-		return nodes
+		return planReport(t, "plan", "-f", "testdata/001/migration.yaml", "--snapshot", snapshot, "--scheduler-config", config, "-o", "json")
 	}
 	packed, spread := plan("packer"), plan("default-scheduler")
 	for _, c := range []struct {
@@ -351,10 +316,10 @@ profiles:
 			t.Errorf("pods naming %s: the plan says %q, its target %q", c.want, c.r.SchedulerProfile, c.r.Stages[0].Targets[0].SchedulerProfile)
 		}
 	}
-	if nodes := landing(packed); len(nodes) != 3 || nodes[0] != nodes[1] || nodes[1] != nodes[2] {
+	if nodes := landedOn(packed); len(nodes) != 3 || nodes[0] != nodes[1] || nodes[1] != nodes[2] {
 		t.Errorf("pods naming packer: bin-packing puts the soft stage's pods on one node, got %v", nodes)
 	}
-	if nodes := landing(spread); len(nodes) != 3 || nodes[0] == nodes[1] {
+	if nodes := landedOn(spread); len(nodes) != 3 || nodes[0] == nodes[1] {
 		t.Errorf("pods naming default-scheduler: spread by their preferred anti-affinity, got %v", nodes)
 	}
 	unknown := plan("batch")
@@ -368,4 +333,30 @@ profiles:
 		!strings.Contains(found.Message, `"batch"`) || !strings.Contains(found.Message, "default-scheduler, packer") {
 		t.Errorf("pods naming an undescribed scheduler: hazards %+v", unknown.Stages[0].Hazards)
 	}
+}
+
+// planReport runs a plan that finds hazards (exit 1) and reads its JSON.
+func planReport(t *testing.T, args ...string) Report {
+	t.Helper()
+	out, errOut, code := run(t, "", args...)
+	if code != ExitHazards {
+		t.Fatalf("%v: exit %d: %s", args, code, errOut)
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// landedOn are the nodes the first stage's first target's new pods land
+// on, in order.
+func landedOn(r Report) []string {
+	var nodes []string
+	for _, s := range r.Stages[0].Targets[0].Steps {
+		if s.Node != "" {
+			nodes = append(nodes, s.Node)
+		}
+	}
+	return nodes
 }

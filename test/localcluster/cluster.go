@@ -325,24 +325,29 @@ func schedulerServing(kubeconfig string, port int) []string {
 }
 
 // writeSchedulerConfig writes a KubeSchedulerConfiguration with a filter
-// extender; the kubeconfig and leader election move into it, as flags are
-// ignored for what a config file sets.
+// extender.
 func writeSchedulerConfig(dir, kubeconfig, extenderURL string) (string, error) {
+	return writeSchedulerFile(filepath.Join(dir, "kube-scheduler.yaml"), kubeconfig, fmt.Sprintf(`extenders:
+  - urlPrefix: %q
+    filterVerb: filter
+    nodeCacheCapable: true
+    ignorable: false
+`, extenderURL))
+}
+
+// writeSchedulerFile writes a KubeSchedulerConfiguration of body (YAML at
+// its top level) to path; the kubeconfig and leader election move into
+// it, as flags are ignored for what a config file sets.
+func writeSchedulerFile(path, kubeconfig, body string) (string, error) {
 	cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 clientConnection:
   kubeconfig: %q
 leaderElection:
   leaderElect: false
-extenders:
-  - urlPrefix: %q
-    filterVerb: filter
-    nodeCacheCapable: true
-    ignorable: false
-`, kubeconfig, extenderURL)
-	path := filepath.Join(dir, "kube-scheduler.yaml")
+%s`, kubeconfig, body)
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		return "", fmt.Errorf("write scheduler configuration: %w", err)
+		return "", fmt.Errorf("write scheduler configuration %s: %w", path, err)
 	}
 	return path, nil
 }

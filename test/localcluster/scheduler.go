@@ -3,7 +3,6 @@ package localcluster
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 )
@@ -19,16 +18,9 @@ func (c *Cluster) StartScheduler(ctx context.Context, name, profiles string) (st
 	if err != nil {
 		return nil, err
 	}
-	cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: %q
-leaderElection:
-  leaderElect: false
-%s`, c.Kubeconfig, profiles)
-	path := filepath.Join(c.WorkDir, "kube-scheduler-"+name+".yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		return nil, fmt.Errorf("write the configuration of scheduler %s: %w", name, err)
+	path, err := writeSchedulerFile(filepath.Join(c.WorkDir, "kube-scheduler-"+name+".yaml"), c.Kubeconfig, profiles)
+	if err != nil {
+		return nil, err
 	}
 	args := append([]string{"--config=" + path}, schedulerServing(c.Kubeconfig, ports[0])...)
 	p, err := startProcess("kube-scheduler-"+name, filepath.Join(c.binDir, "kube-scheduler"), args, c.WorkDir)
