@@ -4,7 +4,7 @@
 // a switch case or comparison on a kind's name). Such code asks the
 // targets.Kind instead, so that adding a kind is one file and its tests.
 // Inside the engine (internal/placement), a kind is named only by its own
-// file (sim_kind_<name>.go): any other use of the API's KindDeployment or
+// files (sim_kind_<name>*.go): any other use of the API's KindDeployment or
 // KindStatefulSet there (a map key, an argument) asks the kind's rollouts
 // instead.
 // Tests are exempt: they build fixtures of a given kind.

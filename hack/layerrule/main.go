@@ -7,7 +7,7 @@
 //	filter_  the scheduler's filters, evaluating one pod over the snapshot
 //	score_   the scheduler's scores, ranking the nodes the filters left
 //	sim_     the simulations: placing a template, rollouts, end states,
-//	         scale-downs, drains; each kind's rollout in sim_kind_<name>.go
+//	         scale-downs, drains; each kind's rollout in sim_kind_<name>*.go
 //	ask_     the questions the operator asks: analysis, hazards, capacity
 //	         and its request, moves, deletion costs, measurements, Pending
 //

@@ -2,7 +2,6 @@ package placement
 
 import (
 	"sort"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -162,93 +161,6 @@ func (x *explorer) restoreOld(k int, marked bool) {
 	if pos := x.old[k].pos; pos >= 0 {
 		pi := x.s.pods[x.old[k].id]
 		x.e.account(pi.common(), pi.terminating(), pi.antiTerms(), pi.requests, pos, 1)
-	}
-}
-
-// visitStatefulSet replaces the pods from the highest ordinal down to the
-// partition, one at a time, as the StatefulSet controller does: the old
-// pod goes, and its successor, with the same name and claims, is placed on
-// any node that admits it.
-func (x *explorer) visitStatefulSet(ord int) {
-	if !x.enter(ord) {
-		return
-	}
-	if ord < x.partition || ord < 0 {
-		x.record()
-		return
-	}
-	name := x.w.Name + "-" + strconv.Itoa(ord)
-	pod := statefulSetPod(x.s, x.w, ord)
-	k, existed := x.oldBy[name]
-	if existed {
-		x.removeOld(k)
-		defer x.restoreOld(k, false)
-	}
-	x.e.useVolumesOf(pod)
-	nodes := x.placements()
-	if len(nodes) == 0 && !x.cut {
-		x.stuck = true
-		return
-	}
-	for _, i := range nodes {
-		x.bindNew(i, pod)
-		x.visitStatefulSet(ord - 1)
-		x.unbindNew(i, pod)
-		x.e.useVolumesOf(pod)
-	}
-}
-
-// visitDeployment takes, from the current state, every event that can come
-// next: the scheduler seeing an old pod's deletion, the scheduler placing a
-// Pending new pod, or the Deployment controller scaling.
-func (x *explorer) visitDeployment() {
-	if !x.enter(-1) {
-		return
-	}
-	if x.created == x.replicas && x.pending == 0 && x.oldLeft() == 0 {
-		x.record()
-		return
-	}
-	var moved bool
-	defer x.markStuck(&moved)
-	for k := range x.old {
-		// Deletions are independent of each other: the first marked pod
-		// stands for all of them, which keeps every interleaving with
-		// placements while not permuting the deletions themselves.
-		if x.marked[k] && !x.gone[k] {
-			moved = true
-			x.removeOld(k)
-			x.visitDeployment()
-			x.restoreOld(k, true)
-			break
-		}
-	}
-	if x.pending > 0 {
-		for _, i := range x.placements() {
-			moved = true
-			x.pending--
-			x.bindNew(i, x.pod)
-			x.visitDeployment()
-			x.unbindNew(i, x.pod)
-			x.pending++
-		}
-	}
-	create, victims := x.scale()
-	if create > 0 || victims > 0 {
-		for _, chosen := range x.victimChoices(victims) {
-			moved = true
-			x.created += create
-			x.pending += create
-			for _, k := range chosen {
-				x.setOld(k, false, true)
-			}
-			x.visitDeployment()
-			for _, k := range chosen {
-				x.setOld(k, false, false)
-			}
-			x.created -= create
-			x.pending -= create
-		}
 	}
 }
 

@@ -14,9 +14,9 @@ import (
 // rollouts is what the engine knows of how one kind of workload rolls
 // out: how its controller replaces pods, the pods of its new revision,
 // how the end-state search walks its rollout, and the words of the
-// findings that differ by kind. Each kind implements it in a file of its
-// own (sim_kind_deployment.go, sim_kind_statefulset.go); nothing else in the
-// engine names a kind (`make verify` holds it: hack/kindrule).
+// findings that differ by kind. Each kind implements it in files of its
+// own (sim_kind_<name>.go, with its _rollout and _search files); nothing
+// else in the engine names a kind (`make verify` holds it: hack/kindrule).
 type rollouts interface {
 	// simulate plays the kind's controller and the scheduler through a
 	// rollout of w's template, old being its pods and leaving those the

@@ -4,9 +4,64 @@ import (
 	"sort"
 )
 
-// What the Deployment and ReplicaSet controllers do in one sync of an
-// explored rollout: how many pods to create and delete, and which old pods
-// may go.
+// The end-state search's steps through a Deployment's rollout: every
+// event that can come next, and what the Deployment and ReplicaSet
+// controllers do in one sync (how many pods to create and delete, which
+// old pods may go).
+
+// visitDeployment takes, from the current state, every event that can come
+// next: the scheduler seeing an old pod's deletion, the scheduler placing a
+// Pending new pod, or the Deployment controller scaling.
+func (x *explorer) visitDeployment() {
+	if !x.enter(-1) {
+		return
+	}
+	if x.created == x.replicas && x.pending == 0 && x.oldLeft() == 0 {
+		x.record()
+		return
+	}
+	var moved bool
+	defer x.markStuck(&moved)
+	for k := range x.old {
+		// Deletions are independent of each other: the first marked pod
+		// stands for all of them, which keeps every interleaving with
+		// placements while not permuting the deletions themselves.
+		if x.marked[k] && !x.gone[k] {
+			moved = true
+			x.removeOld(k)
+			x.visitDeployment()
+			x.restoreOld(k, true)
+			break
+		}
+	}
+	if x.pending > 0 {
+		for _, i := range x.placements() {
+			moved = true
+			x.pending--
+			x.bindNew(i, x.pod)
+			x.visitDeployment()
+			x.unbindNew(i, x.pod)
+			x.pending++
+		}
+	}
+	create, victims := x.scale()
+	if create > 0 || victims > 0 {
+		for _, chosen := range x.victimChoices(victims) {
+			moved = true
+			x.created += create
+			x.pending += create
+			for _, k := range chosen {
+				x.setOld(k, false, true)
+			}
+			x.visitDeployment()
+			for _, k := range chosen {
+				x.setOld(k, false, false)
+			}
+			x.created -= create
+			x.pending -= create
+		}
+	}
+}
 
 // scale is one sync of the Deployment controller: how many new pods it
 // creates and how many old ones it scales down, from the replica counts
