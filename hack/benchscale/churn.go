@@ -42,6 +42,8 @@ type churn struct {
 	// writes are what the settled migrations wrote, from their creation
 	// to the churn's end.
 	writes writes
+	// recreation is what replacing the apps' pods cost after the churn.
+	recreation recreation
 }
 
 func (c churn) markdown() string {
@@ -59,6 +61,7 @@ func (c churn) markdown() string {
 	for _, verb := range []string{"GET", "LIST", "PATCH", "PUT", "POST"} {
 		fmt.Fprintf(&b, "| API requests %s | %.1f a minute |\n", verb, c.requests["rest_client_requests_total/"+verb]*60/c.seconds)
 	}
+	b.WriteString(c.recreation.markdown())
 	b.WriteString(c.writes.markdown())
 	b.WriteString(latencyMarkdown(c.latencies))
 	return b.String()
@@ -76,7 +79,7 @@ const (
 // measureChurn settles the migrations (a soft hostname anti-affinity on a
 // two-replica Deployment each), then creates and deletes unrelated pods in
 // their namespaces at the churn rate and reads what the manager spent.
-func measureChurn(ctx context.Context, o options, cluster *localcluster.Cluster, cs kubernetes.Interface) (churn, error) {
+func measureChurn(ctx context.Context, o options, cluster *localcluster.Cluster, cs kubernetes.Interface, apps []app) (churn, error) {
 	c, err := benchClient(cluster.Config)
 	if err != nil {
 		return churn{}, err
@@ -127,48 +130,71 @@ func measureChurn(ctx context.Context, o options, cluster *localcluster.Cluster,
 		return churn{}, err
 	}
 	logf("%d migrations Succeeded, %.3f cores without churn; churning for %s", len(migrations), idle, o.churnFor)
-	before, err := m.counters(ctx, requestsMetric, reconcilesMetric, podEventsMetric)
+	var podWrites int
+	spent, err := whileRunning(ctx, m, o.cpuProfile, o.churnFor, func() (err error) {
+		podWrites, err = churnPods(ctx, cs, o, migrations)
+		return err
+	})
 	if err != nil {
 		return churn{}, err
 	}
-	cpuBefore, err := m.cpuSeconds()
+	rec, err := measureRecreation(ctx, o, m, cs, apps)
 	if err != nil {
-		return churn{}, err
-	}
-	start := time.Now()
-	profiled := make(chan error, 1)
-	go func() { profiled <- m.cpuProfile(ctx, o.cpuProfile, o.churnFor-5*time.Second) }()
-	podWrites, err := churnPods(ctx, cs, o, migrations)
-	if err != nil {
-		return churn{}, err
-	}
-	seconds := time.Since(start).Seconds()
-	cpuAfter, err := m.cpuSeconds()
-	if err != nil {
-		return churn{}, err
-	}
-	after, err := m.counters(ctx, requestsMetric, reconcilesMetric, podEventsMetric)
-	if err != nil {
-		return churn{}, err
-	}
-	if err := <-profiled; err != nil {
-		return churn{}, err
+		return churn{}, fmt.Errorf("recreation: %w", err)
 	}
 	w, err := watched.stop()
 	if err != nil {
 		return churn{}, err
 	}
-	w.conflicts = after[conflictsKey] - conflictsBefore[conflictsKey]
-	out := churn{writes: w, podWrites: podWrites, seconds: seconds, cpu: cpuAfter - cpuBefore, idleCPU: idle, requests: map[string]float64{},
-		reconciles: after[reconcilesMetric] - before[reconcilesMetric], podEvents: after[podEventsMetric] - before[podEventsMetric]}
-	for k, v := range after {
-		out.requests[k] = v - before[k]
-	}
-	logf("churn: %.3f cores, %.1f reconciles and %.0f pod events a second", out.cpu/seconds, out.reconciles/seconds, out.podEvents/seconds)
+	w.conflicts = spent.after[conflictsKey] - conflictsBefore[conflictsKey]
+	out := churn{writes: w, podWrites: podWrites, seconds: spent.seconds, cpu: spent.cpu, idleCPU: idle, requests: spent.counts,
+		reconciles: spent.counts[reconcilesMetric], podEvents: spent.counts[podEventsMetric], recreation: rec}
+	logf("churn: %.3f cores, %.1f reconciles and %.0f pod events a second", out.cpu/out.seconds, out.reconciles/out.seconds, out.podEvents/out.seconds)
 	if out.latencies, err = measureLatency(ctx, c, cs, liveCluster{c: c, cs: cs}, o.latencyMigrations); err != nil {
 		return churn{}, fmt.Errorf("%w\n%s", err, m.logTail())
 	}
 	return out, nil
+}
+
+// spent is what the manager spent while work ran: its CPU, in seconds,
+// and how far its counters of requests, reconciles and pod events moved.
+type spent struct {
+	seconds, cpu float64
+	counts       map[string]float64
+	// after are the counters as they stood at the end.
+	after map[string]float64
+}
+
+// whileRunning runs work and reads what the manager spent meanwhile,
+// profiling its CPU to profile, if set, over d.
+func whileRunning(ctx context.Context, m *manager, profile string, d time.Duration, work func() error) (spent, error) {
+	before, err := m.counters(ctx, requestsMetric, reconcilesMetric, podEventsMetric)
+	if err != nil {
+		return spent{}, err
+	}
+	cpuBefore, err := m.cpuSeconds()
+	if err != nil {
+		return spent{}, err
+	}
+	start := time.Now()
+	profiled := make(chan error, 1)
+	go func() { profiled <- m.cpuProfile(ctx, profile, d-5*time.Second) }()
+	if err := work(); err != nil {
+		return spent{}, err
+	}
+	out := spent{seconds: time.Since(start).Seconds(), counts: map[string]float64{}}
+	cpuAfter, err := m.cpuSeconds()
+	if err != nil {
+		return spent{}, err
+	}
+	out.cpu = cpuAfter - cpuBefore
+	if out.after, err = m.counters(ctx, requestsMetric, reconcilesMetric, podEventsMetric); err != nil {
+		return spent{}, err
+	}
+	for k, v := range out.after {
+		out.counts[k] = v - before[k]
+	}
+	return out, <-profiled
 }
 
 // idleCPU is the manager's CPU, in cores, over the next d, profiled to

@@ -37,6 +37,11 @@ type options struct {
 	latencyMigrations       int
 	churnRate               int
 	churnFor, settle        time.Duration
+	// recreateRate pods of the apps a second are deleted and created
+	// again for recreateFor once the churn is over; 0 replaces none.
+	recreateRate            int
+	recreateFor             time.Duration
+	recreateProfile         string
 	idleFor                 time.Duration
 	idleProfile             string
 	manager                 string
@@ -86,6 +91,9 @@ func main() {
 	flag.StringVar(&o.kustomize, "kustomize", "", "the kustomize binary that renders -install-config; bin/kustomize when empty")
 	flag.StringVar(&o.installConfig, "install-config", "config/default", "the kustomization whose ValidatingWebhookConfiguration registers the admission stream's manager (by URL)")
 	flag.DurationVar(&o.churnFor, "churn-for", time.Minute, "how long the churn lasts")
+	flag.IntVar(&o.recreateRate, "recreate-rate", 100, "pods of the apps deleted and created again a second after the churn, owners and labels kept; 0 replaces none")
+	flag.DurationVar(&o.recreateFor, "recreate-for", time.Minute, "how long the recreation lasts")
+	flag.StringVar(&o.recreateProfile, "recreate-cpuprofile", "", "write the manager's CPU profile during the recreation here")
 	flag.StringVar(&o.idleProfile, "idle-cpuprofile", "", "write the manager's CPU profile without churn, just before it, here")
 	flag.DurationVar(&o.idleFor, "idle-for", 30*time.Second, "how long the manager's CPU is read without churn, just before it")
 	flag.DurationVar(&o.settle, "settle", 20*time.Second, "how long the manager runs before its memory is read")
@@ -209,7 +217,7 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("the manager with %d pods: %w", o.pods, err)
 	}
 	if o.migrations > 0 {
-		if res.churn, err = measureChurn(ctx, o, cluster, cs); err != nil {
+		if res.churn, err = measureChurn(ctx, o, cluster, cs, apps); err != nil {
 			return fmt.Errorf("churn: %w", err)
 		}
 	}
