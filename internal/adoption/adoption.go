@@ -129,8 +129,8 @@ func Soften(kind, name string, old, spec *corev1.PodSpec) Softened {
 		r.Migration = MigrationName(kind, name, r)
 		switch why := unadoptableSpread(spec.TopologySpreadConstraints, s); {
 		case why == "":
-			soft.TopologySpreadConstraints[i] = softSpread(s)
-		case containsSpread(oldSpreads, softSpread(s)) && containsSpread(spec.TopologySpreadConstraints, softSpread(s)):
+			soft.TopologySpreadConstraints[i] = placement.SoftSpread(s)
+		case containsSpread(oldSpreads, placement.SoftSpread(s)) && containsSpread(spec.TopologySpreadConstraints, placement.SoftSpread(s)):
 			// The soft form was there already, from an earlier adoption
 			// of the same spread: a manifest applied again (a sync, a dry
 			// run) brings the hard form back beside it, and it goes.
@@ -147,15 +147,6 @@ func Soften(kind, name string, old, spec *corev1.PodSpec) Softened {
 	if len(out.Records) > 0 {
 		out.Spec = soft
 	}
-	return out
-}
-
-// softSpread is a spread's soft form: ScheduleAnyway, without minDomains,
-// which the API allows only with DoNotSchedule.
-func softSpread(s corev1.TopologySpreadConstraint) corev1.TopologySpreadConstraint {
-	out := *s.DeepCopy()
-	out.WhenUnsatisfiable = corev1.ScheduleAnyway
-	out.MinDomains = nil
 	return out
 }
 

@@ -306,3 +306,31 @@ func TestTakenBackByAnyoneButTheAuthor(t *testing.T) {
 		t.Fatalf("Marked: %+v", marked)
 	}
 }
+
+// A hardened record goes back where the manifest had it, whatever form
+// the workload carries meanwhile: a GitOps tool compares the lists in
+// order, and a term or spread moved to the end is drift it would undo.
+func TestPlaceGivesTheManifestBackInItsOrder(t *testing.T) {
+	manifest := withTerms(term("kubernetes.io/hostname", "web"), term("topology.kubernetes.io/zone", "search"), term("kubernetes.io/hostname", "cache"))
+	manifest.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{
+		spread("topology.kubernetes.io/zone", corev1.DoNotSchedule), spread("kubernetes.io/hostname", corev1.ScheduleAnyway)}
+	old := withTerms(term("kubernetes.io/hostname", "web"), term("kubernetes.io/hostname", "cache"))
+	old.TopologySpreadConstraints = manifest.TopologySpreadConstraints[1:]
+	got := Soften("Deployment", "web", old, manifest)
+	if len(got.Records) != 2 {
+		t.Fatalf("records = %+v, want the zone term and the zone spread", got.Records)
+	}
+	for _, from := range []pgv1.Stage{pgv1.StageSoft, pgv1.StageNone} {
+		spec := got.Spec
+		for _, r := range got.Records {
+			spec = r.Place(spec, from)
+		}
+		for _, r := range got.Records {
+			spec = r.Place(spec, pgv1.StageHard)
+		}
+		if !equality.Semantic.DeepEqual(spec, manifest) {
+			t.Errorf("hardened from %s: terms %+v, spreads %+v; want the manifest's order", from,
+				spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, spec.TopologySpreadConstraints)
+		}
+	}
+}

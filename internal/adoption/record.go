@@ -60,21 +60,12 @@ func Dropped(have []Record, author string, spec *corev1.PodSpec) []Record {
 		if r.Author != author {
 			continue
 		}
-		if r.carriedHard(spec) {
+		if r.StageIn(spec) == pgv1.StageHard {
 			continue
 		}
 		out = append(out, r)
 	}
 	return out
-}
-
-// carriedHard reports whether spec carries the record's hard form.
-func (r Record) carriedHard(spec *corev1.PodSpec) bool {
-	if r.Term != nil {
-		return spec.Affinity != nil && spec.Affinity.PodAntiAffinity != nil &&
-			containsTerm(spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, *r.Term)
-	}
-	return containsSpread(spec.TopologySpreadConstraints, *r.Spread)
 }
 
 // Ending is records with the adoption of each of end ended for why.
@@ -122,26 +113,10 @@ func TakenBack(have []Record, writer string, old, new *corev1.PodSpec) []Record 
 // StageIn is the form of the record's constraint spec carries: hard,
 // soft, or none.
 func (r Record) StageIn(spec *corev1.PodSpec) pgv1.Stage {
-	switch {
-	case spec == nil:
-		return pgv1.StageNone
-	case r.carriedHard(spec):
-		return pgv1.StageHard
-	case r.carriedSoft(spec):
-		return pgv1.StageSoft
-	}
-	return pgv1.StageNone
-}
-
-// carriedSoft reports whether spec carries the record's soft form.
-func (r Record) carriedSoft(spec *corev1.PodSpec) bool {
 	if r.Term != nil {
-		return spec.Affinity != nil && spec.Affinity.PodAntiAffinity != nil &&
-			slices.ContainsFunc(spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution, func(t corev1.WeightedPodAffinityTerm) bool {
-				return t.Weight == placement.SoftWeight && containsTerm([]corev1.PodAffinityTerm{*r.Term}, t.PodAffinityTerm)
-			})
+		return placement.TermStage(spec, *r.Term)
 	}
-	return containsSpread(spec.TopologySpreadConstraints, softSpread(*r.Spread))
+	return placement.SpreadStage(spec, *r.Spread)
 }
 
 // Without are the records less those of the migrations in drop.
@@ -204,73 +179,14 @@ func (r Record) constraint() placement.Constraint {
 
 // Place writes the record's constraint into spec at stage: the hard form
 // back where the change had it, the soft form as Soften writes it, or
-// neither. Whatever form spec carried is removed first; everything else
-// is left as it was.
+// neither, through the engine's placing of a constraint's forms. Whatever
+// form spec carried is removed first; everything else is left as it was.
 func (r Record) Place(spec *corev1.PodSpec, stage pgv1.Stage) *corev1.PodSpec {
 	out := spec.DeepCopy()
 	if r.Term != nil {
-		placeTerm(out, *r.Term, r.Index, stage)
+		placement.PlaceTerm(out, *r.Term, stage, r.Index)
 	} else {
-		placeSpread(out, *r.Spread, r.Index, stage)
+		placement.PlaceSpread(out, *r.Spread, stage, r.Index)
 	}
 	return out
-}
-
-func placeTerm(spec *corev1.PodSpec, term corev1.PodAffinityTerm, index int, stage pgv1.Stage) {
-	if spec.Affinity == nil {
-		spec.Affinity = &corev1.Affinity{}
-	}
-	if spec.Affinity.PodAntiAffinity == nil {
-		spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{}
-	}
-	paa := spec.Affinity.PodAntiAffinity
-	soft := corev1.WeightedPodAffinityTerm{Weight: placement.SoftWeight, PodAffinityTerm: term}
-	paa.RequiredDuringSchedulingIgnoredDuringExecution = slices.DeleteFunc(paa.RequiredDuringSchedulingIgnoredDuringExecution, func(t corev1.PodAffinityTerm) bool {
-		return containsTerm([]corev1.PodAffinityTerm{term}, t)
-	})
-	paa.PreferredDuringSchedulingIgnoredDuringExecution = slices.DeleteFunc(paa.PreferredDuringSchedulingIgnoredDuringExecution, func(t corev1.WeightedPodAffinityTerm) bool {
-		return t.Weight == soft.Weight && containsTerm([]corev1.PodAffinityTerm{term}, t.PodAffinityTerm)
-	})
-	switch stage {
-	case pgv1.StageHard:
-		at := min(index, len(paa.RequiredDuringSchedulingIgnoredDuringExecution))
-		paa.RequiredDuringSchedulingIgnoredDuringExecution = slices.Insert(paa.RequiredDuringSchedulingIgnoredDuringExecution, at, term)
-	case pgv1.StageSoft:
-		paa.PreferredDuringSchedulingIgnoredDuringExecution = append(paa.PreferredDuringSchedulingIgnoredDuringExecution, soft)
-	}
-	if len(paa.RequiredDuringSchedulingIgnoredDuringExecution) == 0 {
-		paa.RequiredDuringSchedulingIgnoredDuringExecution = nil
-	}
-	if len(paa.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
-		paa.PreferredDuringSchedulingIgnoredDuringExecution = nil
-	}
-	if paa.RequiredDuringSchedulingIgnoredDuringExecution == nil && paa.PreferredDuringSchedulingIgnoredDuringExecution == nil {
-		spec.Affinity.PodAntiAffinity = nil
-	}
-	if spec.Affinity.NodeAffinity == nil && spec.Affinity.PodAffinity == nil && spec.Affinity.PodAntiAffinity == nil {
-		spec.Affinity = nil
-	}
-}
-
-func placeSpread(spec *corev1.PodSpec, hard corev1.TopologySpreadConstraint, index int, stage pgv1.Stage) {
-	soft := softSpread(hard)
-	at := slices.IndexFunc(spec.TopologySpreadConstraints, func(s corev1.TopologySpreadConstraint) bool {
-		return containsSpread([]corev1.TopologySpreadConstraint{hard, soft}, s)
-	})
-	spec.TopologySpreadConstraints = slices.DeleteFunc(spec.TopologySpreadConstraints, func(s corev1.TopologySpreadConstraint) bool {
-		return containsSpread([]corev1.TopologySpreadConstraint{hard, soft}, s)
-	})
-	if at < 0 {
-		at = index
-	}
-	at = min(at, len(spec.TopologySpreadConstraints))
-	switch stage {
-	case pgv1.StageHard:
-		spec.TopologySpreadConstraints = slices.Insert(spec.TopologySpreadConstraints, at, hard)
-	case pgv1.StageSoft:
-		spec.TopologySpreadConstraints = slices.Insert(spec.TopologySpreadConstraints, at, soft)
-	}
-	if len(spec.TopologySpreadConstraints) == 0 {
-		spec.TopologySpreadConstraints = nil
-	}
 }

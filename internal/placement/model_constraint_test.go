@@ -114,3 +114,26 @@ func TestDescribeSaysWhatChanges(t *testing.T) {
 		}
 	}
 }
+
+// A stage replaces the spread's other form where it stands: the list's
+// order, which a GitOps tool compares, moves no more than the stage does.
+func TestAStageReplacesASpreadInPlace(t *testing.T) {
+	own := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	c := Constraint{Spread: &Spread{TopologyKey: corev1.LabelTopologyZone, MaxSkew: 1}}
+	other := corev1.TopologySpreadConstraint{TopologyKey: corev1.LabelHostname, MaxSkew: 2, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: own}
+	spec := &corev1.PodSpec{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{c.Spread.SpreadConstraint(own, pgv1.StageSoft), other}}
+	hard, err := c.Apply(spec, own, pgv1.StageHard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []corev1.TopologySpreadConstraint{c.Spread.SpreadConstraint(own, pgv1.StageHard), other}
+	if !reflect.DeepEqual(hard.TopologySpreadConstraints, want) {
+		t.Fatalf("hardened in place: %+v, want %+v", hard.TopologySpreadConstraints, want)
+	}
+	if none, _ := c.Apply(hard, own, pgv1.StageNone); !reflect.DeepEqual(none.TopologySpreadConstraints, want[1:]) {
+		t.Fatalf("removed: %+v", none.TopologySpreadConstraints)
+	}
+	if again, _ := c.Apply(&corev1.PodSpec{TopologySpreadConstraints: want[1:]}, own, pgv1.StageSoft); c.StageOf(again, own) != pgv1.StageSoft || len(again.TopologySpreadConstraints) != 2 || again.TopologySpreadConstraints[1].TopologyKey != corev1.LabelTopologyZone {
+		t.Fatalf("a stage the spec lacks goes last: %+v", again.TopologySpreadConstraints)
+	}
+}
