@@ -29,20 +29,17 @@ import (
 func (s *scope) advance(ctx context.Context, group []*target, stage pgv1.Stage) (outcome, error) {
 	pm := s.pm
 	sit := s.situation(group)
-	held, facts := s.othersOn(group)
-	held.Stage, facts.Paused = stage, pausedTargets(group)
-	if d := planning.Decide(sit, held, facts); d.Kind != "" {
-		return outcomeOf(d), nil
-	}
 	lowering := stage.Rank() < s.verified(group[0]).Rank()
+	held, facts := s.othersOn(group)
+	held.Stage, facts.Paused, facts.Selected = stage, pausedTargets(group), s.selected
 	if !lowering {
-		o, stuck, recheck := s.stuckOutside(group)
-		if stuck {
-			return o, nil
-		}
-		s.lookAgainIn(recheck)
+		facts.Outside, facts.PodView = s.outsideCause(group), s.podView(group)
 	}
-	if o, ok := s.waitForCompleteView(group, lowering); ok {
+	if d := planning.Decide(sit, held, facts); d.Kind != "" {
+		o := outcomeOf(d)
+		if s.waitedForPodView(d) {
+			o.after = podViewRecheck
+		}
 		return o, nil
 	}
 	verdict := planning.Verdict{Stage: stage, Lowers: lowering}
@@ -161,6 +158,11 @@ func (s *scope) record(v planning.Verdict, d planning.Decision) {
 	if d.Plan != nil {
 		pm.Status.Plan = d.Plan
 	}
+}
+
+// stopOutcome is the reconcile's outcome of a stop.
+func stopOutcome(st planning.Stop) outcome {
+	return outcome{blocked: st.Blocked, reason: st.Reason, message: brief.Truncate(st.Message, 2048)}
 }
 
 // outcomeOf is the reconcile's outcome of a decision not to proceed.

@@ -36,62 +36,28 @@ func (s *scope) recordPods(why string, next time.Time) {
 	}
 }
 
-// waitForCompleteView waits while a target's pods, from the engine's
-// records, do not yet hold every pod its workload's status counts: the
-// plan's pods to recreate and the protected pods are judged on them, and
-// a guard judged on a view without a target's pods passes what it would
-// refuse. The next pod event brings the reconcile that goes on; a short
-// timer stands in for one that was missed.
-//
-// A view that stays short because the workload's controller cannot make
-// its pods (a quota, an admission refusal, a StatefulSet stopped at a pod
-// that is not Ready) never closes by itself: the wait names the cause as
-// the controller tells it, and once it has lasted the stage timeout the
-// migration is Stalled, writing nothing, until the pods exist. A stage
-// that only lowers the constraint asks nothing of the pods and is never
-// held.
-func (s *scope) waitForCompleteView(group []*target, lowering bool) (outcome, bool) {
-	if lowering {
-		return outcome{}, false
-	}
-	for _, t := range group {
-		gap := t.ViewGap()
-		if gap == "" {
-			continue
-		}
-		why, since := t.Shortfall()
-		if why != "" {
-			gap += ": " + why
-		}
-		if since.IsZero() {
-			since = s.viewGapSince()
-		}
-		if waited, timeout := s.now.Sub(since), s.pm.Spec.Timeout(); why != "" && waited >= timeout {
-			msg := fmt.Sprintf("%s: %s, for %s, longer than the stage timeout (%s); the migration writes nothing until the pods exist, and goes on by itself then",
-				t, gap, waited.Round(time.Second), timeout)
-			setCondition(s.pm, s.now, pgv1.ConditionPodsStable, metav1.ConditionFalse, pgv1.ReasonTargetPodsMissing, msg)
-			return outcome{blocked: true, reason: pgv1.ReasonTargetPodsMissing, message: msg, after: podViewRecheck}, true
-		}
-		msg := "Waiting for the pods of " + t.String() + ": " + gap + "; no guard is judged and nothing is written until they are"
-		if c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionPodsStable); c != nil && c.Reason != pgv1.ReasonWaitingForPodView {
-			// The wait counts from now: the condition's time is its own.
-			meta.RemoveStatusCondition(&s.pm.Status.Conditions, pgv1.ConditionPodsStable)
-		}
-		setCondition(s.pm, s.now, pgv1.ConditionPodsStable, metav1.ConditionFalse, pgv1.ReasonWaitingForPodView, msg)
-		return outcome{reason: pgv1.ReasonWaitingForPodView, message: msg, after: podViewRecheck}, true
-	}
-	return outcome{}, false
+// podView says why the group's pods, from the engine's records, do not
+// yet hold every pod its workloads' status counts (planning.PodView); nil
+// when they do. The next pod event brings the reconcile that goes on; a
+// short timer stands in for one that was missed.
+func (s *scope) podView(group []*target) *planning.Stop {
+	return planning.PodView(planned(group), s.pm.Status.Conditions, s.pm.Spec.Timeout(), s.now)
 }
 
-// viewGapSince is when the migration began to wait for its view of a
-// target's pods, as its PodsStable condition records it; now when it was
-// not waiting.
-func (s *scope) viewGapSince() time.Time {
-	if c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionPodsStable); c != nil &&
-		(c.Reason == pgv1.ReasonWaitingForPodView || c.Reason == pgv1.ReasonTargetPodsMissing) {
-		return c.LastTransitionTime.Time
+// waitedForPodView records a decision that stops at the pod view in the
+// PodsStable condition, which the wait counts from, and looks again soon;
+// it reports whether the decision stopped there.
+func (s *scope) waitedForPodView(d planning.Decision) bool {
+	if d.Reason != pgv1.ReasonWaitingForPodView && d.Reason != pgv1.ReasonTargetPodsMissing {
+		return false
 	}
-	return s.now
+	if c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionPodsStable); c != nil && d.Reason == pgv1.ReasonWaitingForPodView && c.Reason != pgv1.ReasonWaitingForPodView {
+		// The wait counts from now: the condition's time is its own.
+		meta.RemoveStatusCondition(&s.pm.Status.Conditions, pgv1.ConditionPodsStable)
+	}
+	setCondition(s.pm, s.now, pgv1.ConditionPodsStable, metav1.ConditionFalse, d.Reason, d.Message)
+	s.lookAgainIn(podViewRecheck)
+	return true
 }
 
 // podViewRecheck is how soon a migration waiting for its view of a

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
+	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/plugin"
 )
 
@@ -123,6 +124,10 @@ func generateCluster(rng *rand.Rand, hard toHard) generatedCluster {
 			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(int32(rng.IntN(2)))),
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "app"}}}})).To(Succeed())
 	}
+	outside := ""
+	if !hard {
+		outside = stopOutside(fc, rng, int(replicas))
+	}
 	key := []string{hostnameKey, corev1.LabelTopologyZone}[rng.IntN(2)]
 	var c pgv1.Constraint
 	if rng.IntN(2) == 0 {
@@ -180,8 +185,58 @@ func generateCluster(rng *rand.Rand, hard toHard) generatedCluster {
 	return generatedCluster{fc: fc, name: "guard", nodes: names, replicas: int(replicas), migrate: func() {
 		migrate()
 		fc.migration("guard", spec)
-	}, shape: fmt.Sprintf("%d nodes in %d zones, %d replicas on %v, surge %s unavailable %s, %s, final %s%s",
-		nodes, zones, replicas, placed, surge.String(), unavailable.String(), describeConstraint(c), final, others)}
+	}, shape: fmt.Sprintf("%d nodes in %d zones, %d replicas on %v, surge %s unavailable %s, %s, final %s%s%s",
+		nodes, zones, replicas, placed, surge.String(), unavailable.String(), describeConstraint(c), final, others, outside)}
+}
+
+// stopOutside gives one cluster in ten a cause outside the migration that
+// the operator and plan must both stop at, each observing it from what
+// it reads: a target pod Pending for an hour for a reason the constraint
+// does not make, the target's own rollout given up, or its controller
+// refused a pod by a quota for an hour (a view of the pods that stays
+// short beyond the stage timeout). It says which, for the shape.
+func stopOutside(fc *fakeCluster, rng *rand.Rand, replicas int) string {
+	hourAgo := metav1.NewTime(testClock.Now().Add(-time.Hour).Truncate(time.Second))
+	switch rng.IntN(30) {
+	case 0:
+		fc.pod(fc.replicaSet(fc.get("app")), "", func(p *corev1.Pod) {
+			unschedulableWith("0/5 nodes are available: 5 Insufficient example.com/gpu.")(p)
+			p.Status.Conditions[0].LastTransitionTime = hourAgo
+		})
+		return ", a pod Pending for an hour"
+	case 1:
+		d := fc.get("app")
+		d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
+			Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "app-g1" has timed out progressing.`, LastTransitionTime: hourAgo, LastUpdateTime: hourAgo}}
+		Expect(k8sClient.Status().Update(ctx, d)).To(Succeed())
+		return ", its own rollout given up"
+	case 2:
+		d := fc.get("app")
+		d.Spec.Replicas = ptr.To(int32(replicas + 1))
+		Expect(k8sClient.Update(ctx, d)).To(Succeed())
+		d = fc.get("app")
+		n := int32(replicas)
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate",
+				Message: `pods "app-g1-x2" is forbidden: exceeded quota: pods`, LastTransitionTime: hourAgo, LastUpdateTime: hourAgo}}}
+		Expect(k8sClient.Status().Update(ctx, d)).To(Succeed())
+		return ", a pod refused by a quota for an hour"
+	}
+	return ""
+}
+
+// tooManyTargets is a namespace whose migration selects one workload more
+// than a status records: both stop before anything else.
+func tooManyTargets() generatedCluster {
+	fc := newFakeCluster()
+	fc.node("n0", nil)
+	for i := range planning.MaxTargets + 1 {
+		fc.deployment(fmt.Sprintf("w%02d", i), 0, func(d *appsv1.Deployment) { d.Labels["tier"] = "web" })
+	}
+	spec := pgv1.PlacementMigrationSpec{TargetSelector: &pgv1.TargetSelector{Selector: pgv1.LabelSelector{MatchLabels: map[string]pgv1.LabelValue{"tier": "web"}}},
+		Constraint: hostnameAntiAffinity(nil), DryRun: true}
+	return generatedCluster{fc: fc, name: "guard", shape: fmt.Sprintf("%d workloads selected", planning.MaxTargets+1),
+		migrate: func() { fc.migration("guard", spec) }}
 }
 
 func describeConstraint(c pgv1.Constraint) string {
@@ -298,6 +353,8 @@ var _ = Describe("One question", func() {
 			clusters[i] = generateCluster(rng, false)
 			namespaces[i] = clusters[i].fc.ns
 		}
+		crowded := tooManyTargets()
+		clusters, namespaces = append(clusters, crowded), append(namespaces, crowded.fc.ns)
 		for _, g := range clusters {
 			g.migrate()
 		}
@@ -316,6 +373,10 @@ var _ = Describe("One question", func() {
 		Expect(outcomes).To(HaveKey("Proceeds/"))
 		Expect(outcomes).To(HaveKey("WaitingForCapacity/" + pgv1.ReasonInsufficientCapacity))
 		Expect(outcomes).To(HaveKey("Blocked/" + pgv1.ReasonProtectedPodChanged))
+		Expect(outcomes).To(HaveKey("Blocked/" + pgv1.ReasonTargetPodsPending))
+		Expect(outcomes).To(HaveKey("Blocked/" + pgv1.ReasonTargetRolloutFailed))
+		Expect(outcomes).To(HaveKey("Blocked/" + pgv1.ReasonTargetPodsMissing))
+		Expect(outcomes).To(HaveKey("Blocked/" + pgv1.ReasonTooManyTargets))
 		Expect(len(outcomes)).To(BeNumerically(">=", 5))
 	})
 })

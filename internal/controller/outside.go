@@ -11,13 +11,6 @@ import (
 	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
-// Causes outside the migration. A target can stop rolling out for a reason
-// the migration's constraint does not cause: its own template moved to
-// nodes that do not exist, its rollout gave up, a person paused it.
-// Waiting on the constraint then would tell a dashboard the wrong story:
-// the migration names the cause, says whether a person is needed, and
-// goes on by itself once the cause is gone.
-
 // pausedTargets names the targets told not to roll out.
 func pausedTargets(ts []*target) []string {
 	var out []string
@@ -29,39 +22,15 @@ func pausedTargets(ts []*target) []string {
 	return out
 }
 
-// stuckOutside reports targets of the group that cannot finish for a
-// cause the migration does not own, before it writes a stage or while a
-// stage soaks: pods the scheduler has left Pending longer than the grace
-// (a soft constraint never leaves a pod Pending), or the target's own
-// rollout given up. It is asked only with no operation in flight, so the
-// rollout it judges is not one the migration started. The migration is
-// Stalled, writes nothing, and looks again when the grace of the youngest
-// Pending pod runs out.
-func (s *scope) stuckOutside(group []*target) (outcome, bool, time.Duration) {
-	grace := s.r.UnschedulableGrace
-	var recheck time.Duration
-	for _, t := range group {
-		if p := t.Progress(t.Generation()); p.Failed {
-			return outcome{blocked: true, reason: pgv1.ReasonTargetRolloutFailed, message: fmt.Sprintf(
-				"%s: its own rollout gave up (%s), for a change the migration did not make; the migration writes nothing until it rolls out, and goes on by itself then",
-				t, p.Message)}, true, 0
-		}
-		for _, pod := range t.Pods {
-			since, msg, ok := planning.Unschedulable(pod)
-			if !ok {
-				continue
-			}
-			waited := s.now.Sub(since)
-			if waited < grace {
-				recheck = planning.Shortest(recheck, grace-waited)
-				continue
-			}
-			return outcome{blocked: true, reason: pgv1.ReasonTargetPodsPending, message: fmt.Sprintf(
-				"%s: pod %s has been Pending for %s for a reason the migration's constraint does not cause: %s. The migration writes nothing until the target's pods are placed, and goes on by itself then",
-				t, pod.Name, waited.Round(time.Second), msg)}, true, 0
-		}
+// outsideCause is a cause outside the migration that stops the group
+// (planning.OutsideCause) with the operator's grace for Pending pods; it
+// looks again when the grace of the youngest Pending pod runs out.
+func (s *scope) outsideCause(group []*target) *planning.Stop {
+	stop, recheck := planning.OutsideCause(planned(group), s.r.UnschedulableGrace, s.now)
+	if stop == nil {
+		s.lookAgainIn(recheck)
 	}
-	return outcome{}, false, recheck
+	return stop
 }
 
 // pauseClock stops an operation's stage timeout while a target is paused:

@@ -40,8 +40,10 @@ import (
 )
 
 // DefaultUnschedulableGrace is how long a target pod may stay Pending
-// because of our constraint before its stage is rolled back.
-const DefaultUnschedulableGrace = 30 * time.Second
+// because of our constraint before its stage is rolled back, and for a
+// cause outside the migration before it stops (planning's, which plan
+// observes with).
+const DefaultUnschedulableGrace = planning.DefaultUnschedulableGrace
 
 // PlacementMigrationReconciler drives PlacementMigrations through their
 // stages. It reads migrations, workloads and pods from the manager's cache

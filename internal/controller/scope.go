@@ -17,9 +17,6 @@ import (
 	"github.com/placement-guard/placement-guard/internal/workloadpatch"
 )
 
-// maxTargets is how many workloads the status can record.
-const maxTargets = 50
-
 // scope is what one reconcile of one migration read, carried from step to
 // step: the migration, its targets as they are now, and the other
 // migrations of the namespace.
@@ -91,7 +88,7 @@ func (r *PlacementMigrationReconciler) newScope(ctx context.Context, pm *pgv1.Pl
 		return nil, err
 	}
 	s.selected = len(refs)
-	if len(refs) > maxTargets {
+	if planning.TooManyTargets(len(refs)) != nil {
 		return s, nil
 	}
 	if err := s.loadTargets(ctx, refs); err != nil {

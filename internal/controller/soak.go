@@ -52,11 +52,9 @@ func (s *scope) soakOrSucceed(ctx context.Context) (outcome, error) {
 				return s.rollbackSoak(soaking, pgv1.ReasonPodsRestarted, why), nil
 			}
 		}
-		o, stuck, recheck := s.stuckOutside(soaking)
-		if stuck {
-			return o, nil
+		if stop := s.outsideCause(soaking); stop != nil {
+			return stopOutcome(*stop), nil
 		}
-		s.lookAgainIn(recheck)
 		if until := s.soakEnd(soaking); s.now.Before(until) {
 			next := "the Hard stage"
 			if final == pgv1.StageSoft {

@@ -24,9 +24,9 @@ func (s *scope) step(ctx context.Context) (outcome, error) {
 	if !pm.DeletionTimestamp.IsZero() {
 		return s.finalize(ctx)
 	}
-	if s.selected > maxTargets {
-		return outcome{blocked: true, reason: pgv1.ReasonTooManyTargets, message: fmt.Sprintf(
-			"spec.targetSelector selects %d workloads; a migration records at most %d. Narrow the selector or split the migration; nothing was changed", s.selected, maxTargets)}, nil
+	if stop := planning.TooManyTargets(s.selected); stop != nil {
+		// Before anything else: the status cannot record the targets.
+		return stopOutcome(*stop), nil
 	}
 	s.observeTargets()
 	if s.retryRequested() {

@@ -32,6 +32,18 @@ type Facts struct {
 	Unstable string
 	// Protected are the names of the pods guards.protectedPods selects.
 	Protected map[string]bool
+	// Selected is how many workloads the migration targets: more than
+	// MaxTargets stop it (TooManyTargets).
+	Selected int
+	// Outside is a cause outside the migration that stops its targets
+	// (OutsideCause); nil when none. It is not asked of a stage that
+	// only lowers the constraint.
+	Outside *Stop
+	// PodView is why the operator's view of a target's pods is not
+	// complete yet (its cache behind the workload's status, a
+	// controller that cannot make the pods); nil when it is. A plan read
+	// from the API server sees every pod and observes none.
+	PodView *Stop
 }
 
 // Waiting is a decision to wait for something outside the answer: a
@@ -69,19 +81,22 @@ type Decision struct {
 }
 
 // Decide turns a verdict and the facts into what the migration does next,
-// in the operator's order: another migration's claim or write in flight,
-// a pause, the capacity, the first blocking hazard (a wait for capacity
+// in the operator's order: too many targets, another migration's claim or
+// write in flight, a pause, a cause outside the migration, a view without
+// the targets' pods, the capacity, the first blocking hazard (a wait for capacity
 // when the migration asks an autoscaler for the nodes that would clear
 // it), stable pods, the hard stage's pre-flight as the guards weigh it,
 // and the protected pods the stage would recreate. Facts that decide
-// before the engine is asked (a claim, a write in flight, a pause) come
-// first: with the answers left out, Decide says whether one holds, and
+// before the engine is asked (the targets, a claim, a write in flight, a
+// pause, an outside cause, the pod view) come first: with the answers left out, Decide says whether one holds, and
 // otherwise gives an undecided Decision (Kind "") to ask the engine. A
 // stage that only lowers the constraint to the final stage (Verdict.Lowers)
 // needs no answer.
 func Decide(sit Situation, v Verdict, f Facts) Decision {
 	stage := v.Stage
 	switch {
+	case TooManyTargets(f.Selected) != nil:
+		return stopped(*TooManyTargets(f.Selected))
 	case v.Claim != nil:
 		return decided(Blocked, pgv1.ReasonTargetClaimed, v.Claim.Message())
 	case f.InFlight != "":
@@ -93,6 +108,10 @@ func Decide(sit Situation, v Verdict, f Facts) Decision {
 			brief.FirstFew(f.Paused, 3, "; "), stage))
 	case v.Lowers:
 		return Decision{}.plan(sit, v, f)
+	case f.Outside != nil:
+		return stopped(*f.Outside)
+	case f.PodView != nil:
+		return stopped(*f.PodView)
 	case len(v.Answers) == 0:
 		// Undecided: the engine is to be asked.
 		return Decision{}
@@ -206,6 +225,14 @@ func (d Decision) with(kind OutcomeKind, reason, message string) Decision {
 	return d
 }
 
+// stopped is the decision a Stop makes.
+func stopped(st Stop) Decision {
+	if st.Blocked {
+		return decided(Blocked, st.Reason, st.Message)
+	}
+	return decided(Waiting, st.Reason, st.Message)
+}
+
 func decided(kind OutcomeKind, reason, message string) Decision {
 	return Decision{Outcome: Outcome{Kind: kind, Reason: reason, Message: message}}
 }
@@ -226,8 +253,9 @@ func recreatesProtected(recreated map[string][]string, protected map[string]bool
 }
 
 // Observe gathers the facts plan and lint can read from a cluster read at
-// one moment: writes in flight recorded by the other migrations, paused
-// targets, the targets' pods at now, and the protected pods. The operator
+// one moment: writes in flight recorded by the other migrations, paused targets, a cause outside the
+// migration (with the operator's default grace for Pending pods), the
+// targets' pods at now, and the protected pods. The operator
 // gathers the same from its cache, its registry of writes in flight and
 // its engine's records.
 func Observe(sit Situation, protected []*corev1.Pod, now time.Time) Facts {
@@ -244,6 +272,7 @@ func Observe(sit Situation, protected []*corev1.Pod, now time.Time) Facts {
 	if name, ref := InFlight(sit.Intent, sit.Others, refs); name != "" {
 		f.InFlight, f.InFlightOn = name, ref.String()
 	}
+	f.Outside, _ = OutsideCause(sit.Targets, DefaultUnschedulableGrace, now)
 	f.Unstable, _ = Unstable(pods, sit.Intent.MinPodAge, now)
 	f.Protected = ProtectedNames(protected)
 	return f

@@ -52,6 +52,29 @@ func TestTheDecisionFollowsTheOperatorsOrder(t *testing.T) {
 			v.Claim = &Claim{Migration: "first", Target: sit.Targets[0].Ref, Field: "the pod anti-affinity term lists"}
 			return sit, v, Facts{InFlight: "other", InFlightOn: "Deployment/api"}
 		}, Blocked, pgv1.ReasonTargetClaimed, "first", nil},
+		{"too many targets come before anything", func(t *testing.T) (Situation, Verdict, Facts) {
+			sit, v := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
+			v.Claim = &Claim{Migration: "first", Target: sit.Targets[0].Ref, Field: "the pod anti-affinity term lists"}
+			return sit, v, Facts{Selected: MaxTargets + 1}
+		}, Blocked, pgv1.ReasonTooManyTargets, "selects 51 workloads; a migration records at most 50", nil},
+		{"a cause outside the migration stops it after a pause, without an answer", func(t *testing.T) (Situation, Verdict, Facts) {
+			sit, _ := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
+			return sit, Verdict{Stage: pgv1.StageSoft}, Facts{Selected: MaxTargets, Outside: &Stop{Reason: pgv1.ReasonTargetRolloutFailed, Message: "its own rollout gave up", Blocked: true},
+				PodView: &Stop{Reason: pgv1.ReasonWaitingForPodView, Message: "Waiting for the pods of Deployment/api"}}
+		}, Blocked, pgv1.ReasonTargetRolloutFailed, "its own rollout gave up", nil},
+		{"even with an answer", func(t *testing.T) (Situation, Verdict, Facts) {
+			sit, v := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
+			return sit, v, Facts{Outside: &Stop{Reason: pgv1.ReasonTargetPodsPending, Message: "pod api-1-0 has been Pending", Blocked: true}}
+		}, Blocked, pgv1.ReasonTargetPodsPending, "pod api-1-0 has been Pending", nil},
+		{"then a view without the targets' pods waits", func(t *testing.T) (Situation, Verdict, Facts) {
+			sit, v := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
+			return sit, v, Facts{PodView: &Stop{Reason: pgv1.ReasonWaitingForPodView, Message: "Waiting for the pods of Deployment/api"}}
+		}, Waiting, pgv1.ReasonWaitingForPodView, "Waiting for the pods of Deployment/api", nil},
+		{"a stage that only lowers the constraint is not held by them", func(t *testing.T) (Situation, Verdict, Facts) {
+			sit, _ := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
+			return sit, Verdict{Stage: pgv1.StageSoft, Lowers: true}, Facts{Outside: &Stop{Reason: pgv1.ReasonTargetPodsPending, Message: "Pending", Blocked: true},
+				PodView: &Stop{Reason: pgv1.ReasonWaitingForPodView, Message: "Waiting"}}
+		}, Proceeds, "", "", nil},
 		{"a write in flight holds the stage without an answer", func(t *testing.T) (Situation, Verdict, Facts) {
 			sit, _ := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
 			return sit, Verdict{Stage: pgv1.StageSoft}, Facts{InFlight: "other", InFlightOn: "Deployment/api", Paused: []string{"Deployment/api"}}

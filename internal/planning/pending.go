@@ -42,15 +42,10 @@ func Pending(snap *placement.Snapshot, spec *pgv1.PlacementMigrationSpec, ts []*
 	for _, t := range ts {
 		entry := entryOf(t)
 		pp := PendingPods{Target: t}
-		for _, p := range t.Pods {
-			since, msg, ok := Unschedulable(p)
-			if !ok {
-				continue
-			}
-			if waited := now.Sub(since); waited < grace {
-				recheck = Shortest(recheck, grace-waited)
-				continue
-			}
+		late, next := pendingBeyond(t.Pods, grace, now)
+		recheck = Shortest(recheck, next)
+		for _, lp := range late {
+			p, msg := lp.pod, lp.why
 			cause, err := snap.WhyPending(p, entry)
 			if err != nil {
 				return nil, 0, err
@@ -163,6 +158,32 @@ func Unschedulable(p *corev1.Pod) (time.Time, string, bool) {
 		}
 	}
 	return time.Time{}, "", false
+}
+
+// pendingPod is a pod the scheduler has left unschedulable, since when and
+// its word on it.
+type pendingPod struct {
+	pod   *corev1.Pod
+	since time.Time
+	why   string
+}
+
+// pendingBeyond are the pods the scheduler has left unschedulable for
+// grace or longer, in their order, and how soon the next of the others
+// will have been (0 for none).
+func pendingBeyond(pods []*corev1.Pod, grace time.Duration, now time.Time) (late []pendingPod, recheck time.Duration) {
+	for _, p := range pods {
+		since, msg, ok := Unschedulable(p)
+		if !ok {
+			continue
+		}
+		if waited := now.Sub(since); waited < grace {
+			recheck = Shortest(recheck, grace-waited)
+			continue
+		}
+		late = append(late, pendingPod{pod: p, since: since, why: msg})
+	}
+	return late, recheck
 }
 
 // Shortest is the soonest of the timers, 0 standing for none.

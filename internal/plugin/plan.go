@@ -161,7 +161,11 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 			// the constraint, as the operator judges it.
 			v = planning.Verdict{Stage: next, Lowers: true}
 		}
-		report.Verdict = verdictReport(sit, v, planning.Observe(sit, protected, time.Now()))
+		now := time.Now()
+		facts := planning.Observe(sit, protected, now)
+		facts.Selected = len(refs)
+		facts.PodView = planning.PodView(reported(found), pm.Status.Conditions, pm.Spec.Timeout(), now)
+		report.Verdict = verdictReport(sit, v, facts)
 	} else {
 		report.Reached = final
 	}
@@ -185,6 +189,18 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 	return report, nil
 }
 
+// reported are the targets whose controllers have written their status:
+// the pod view of a manifest, which has none, is not judged.
+func reported(ts []*planning.Target) []*planning.Target {
+	var out []*planning.Target
+	for _, t := range ts {
+		if t.Reported() {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // verdictAt is the verdict about a stage: a claim, which stops the
 // questions at the first stage, holds every stage alike.
 func verdictAt(verdicts []planning.Verdict, stage pgv1.Stage) planning.Verdict {
@@ -200,13 +216,16 @@ func verdictAt(verdicts []planning.Verdict, stage pgv1.Stage) planning.Verdict {
 
 // verdictReport is the operator's decision (planning.Decide) on the
 // verdict and the facts read with the cluster, and what it records: the
-// hazards once it has the capacity, the plan once the decision reaches
-// it, and the capacity request it would make.
+// hazards once the decision reached the capacity and found it, the plan
+// once the decision reaches it, and the capacity request it would make.
+// A fact that stops the stage before the engine is asked (a claim, an
+// outside cause, the pod view) leaves the hazards unsaid, as the
+// operator, which does not ask, leaves them.
 func verdictReport(sit planning.Situation, v planning.Verdict, facts planning.Facts) *VerdictReport {
 	d := planning.Decide(sit, v, facts)
 	r := &VerdictReport{Stage: v.Stage, Outcome: string(d.Kind), Reason: d.Reason, Message: d.Message,
 		Request: requestReport(sit.Intent, v.Request), Plan: d.Plan}
-	if len(v.Answers) > 0 && v.Answers[0].Capacity.Enough() {
+	if d.Capacity != nil && v.Answers[0].Capacity.Enough() {
 		r.Hazards = v.Hazards()
 	}
 	return r

@@ -14,7 +14,16 @@ import (
 type replicaCounts struct {
 	asked, existing, current int32
 	observed                 bool
+	// reported says the controller has written a status at all: a
+	// manifest read from a file has none.
+	reported bool
 }
+
+// Reported says whether the workload's controller has written its status
+// at all (it observed some generation): a workload read from a live
+// cluster has, a manifest read from a file has not, and its status says
+// nothing of its pods.
+func (t *Target) Reported() bool { return t.kind.counts(t.obj).reported }
 
 // ViewGap says why the pods this target holds cannot be trusted to be all
 // the workload has, "" when they can: its controller has not observed the
@@ -78,5 +87,5 @@ func countsFrom(obj client.Object, asked *int32, existing, current int32, observ
 	if asked != nil {
 		n = *asked
 	}
-	return replicaCounts{asked: n, existing: existing, current: current, observed: observedGeneration >= obj.GetGeneration()}
+	return replicaCounts{asked: n, existing: existing, current: current, observed: observedGeneration >= obj.GetGeneration(), reported: observedGeneration > 0}
 }
