@@ -2,6 +2,7 @@ package planning
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
@@ -63,7 +64,7 @@ func OutsideCause(ts []*Target, grace time.Duration, now time.Time) (*Stop, time
 			// one reconcile to the next, and in plan.
 			return &Stop{Reason: pgv1.ReasonTargetPodsPending, Blocked: true, Message: fmt.Sprintf(
 				"%s: pod %s has been Pending since %s for a reason the migration's constraint does not cause: %s. The migration writes nothing until the target's pods are placed, and goes on by itself then",
-				t, late[0].pod.Name, late[0].since.UTC().Format(time.RFC3339), late[0].why)}, 0
+				t, late[0].pod.Name, late[0].since.UTC().Format(time.RFC3339), strings.TrimRight(late[0].why, "."))}, 0
 		}
 		recheck = Shortest(recheck, next)
 	}
