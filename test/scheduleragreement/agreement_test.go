@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/placement-guard/placement-guard/internal/placement"
@@ -73,9 +74,12 @@ func TestEngineAgreesWithKubeScheduler(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("the engine agreed with kube-scheduler on %d of %d scenarios run (%d schedulable, %d not; %d replicas placed after the first)", agreed, ran, schedulable, ran-schedulable, replicasPlaced)
+	t.Logf("the engine agreed with kube-scheduler on %d of %d scenarios run (%d schedulable, %d not; %d replicas placed after the first; %d terminating pods decided beside)", agreed, ran, schedulable, ran-schedulable, replicasPlaced, leavingSeen)
 	if agreed != cases {
 		t.Fatalf("agreement %d/%d: every disagreement is a bug in the engine", agreed, cases)
+	}
+	if cases >= 20 && leavingSeen == 0 {
+		t.Fatal("no pod was decided beside terminating pods: the scheduler's view of them went unchecked")
 	}
 	if cases >= 20 && replicasPlaced == 0 {
 		t.Fatal("no replica was placed after a scenario's first pod: the sequences went unchecked")
@@ -109,6 +113,8 @@ func runScenario(ctx context.Context, t *testing.T, c *localcluster.Cluster, rec
 	// The scheduler's pod informer delivers events in order, so once the
 	// bound pods run, the pending pod is decided with all of them counted.
 	waitExistingRunning(ctx, t, c, seed, sc.existing)
+	defer release(t, c, sc.leaving)
+	startLeaving(ctx, t, c, seed, sc.leaving)
 
 	pending, err := cs.CoreV1().Pods(sc.pending.Namespace).Create(ctx, sc.pending, metav1.CreateOptions{})
 	if err != nil {
@@ -354,6 +360,48 @@ func waitExistingRunning(ctx context.Context, t *testing.T, c *localcluster.Clus
 	})
 	if err != nil {
 		t.Fatalf("seed %d: bound pods did not start: %v", seed, err)
+	}
+}
+
+// startLeaving deletes the leaving pods, which their finalizer keeps
+// terminating, and waits until the API server says so of each.
+func startLeaving(ctx context.Context, t *testing.T, c *localcluster.Cluster, seed int64, pods []*corev1.Pod) {
+	t.Helper()
+	for _, p := range pods {
+		if err := c.Clientset.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptrTo[int64](30)}); err != nil {
+			t.Fatalf("seed %d: delete %s: %v", seed, p.Name, err)
+		}
+	}
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, p := range pods {
+			got, err := c.Clientset.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if got.DeletionTimestamp == nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("seed %d: the leaving pods are not terminating: %v", seed, err)
+	}
+	leavingSeen += len(pods)
+}
+
+// leavingSeen counts the terminating pods the scenarios decided beside.
+var leavingSeen int
+
+// release takes the finalizer off the leaving pods, so that they go and
+// their namespace with them.
+func release(t *testing.T, c *localcluster.Cluster, pods []*corev1.Pod) {
+	t.Helper()
+	for _, p := range pods {
+		patch := []byte(`{"metadata":{"finalizers":null}}`)
+		if _, err := c.Clientset.CoreV1().Pods(p.Namespace).Patch(context.Background(), p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("release %s/%s: %v", p.Namespace, p.Name, err)
+		}
 	}
 }
 

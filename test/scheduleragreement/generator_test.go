@@ -18,7 +18,14 @@ type scenario struct {
 	nodes      []localcluster.Node
 	existing   []*corev1.Pod
 	pending    *corev1.Pod
+	// leaving are the existing pods being deleted when the pending pod
+	// is decided: a finalizer holds them, as a rollout's old pods stay
+	// while their containers stop, and the scheduler still counts them.
+	leaving []*corev1.Pod
 }
+
+// holdFinalizer keeps a leaving pod terminating until the scenario ends.
+const holdFinalizer = "placementguard.io/agreement-hold"
 
 var (
 	zones = []string{"zone-a", "zone-b", "zone-c"}
@@ -72,7 +79,32 @@ func generate(seed int64, prefix string) scenario {
 	}
 	sc.pending = randomPod(r, sc.namespaces, "pending")
 	scoring(seed, &sc)
+	leaving(seed, &sc)
 	return sc
+}
+
+// leaving, in one scenario in three, makes some existing pods terminating
+// when the pending pod is decided, from a stream of its own: a rollout's
+// first new pods are placed while the old ones they replace are still
+// being deleted. The pending pod takes the app of one of them half the
+// time, as a new revision's pod shares its old pods' labels.
+func leaving(seed int64, sc *scenario) {
+	r := rand.New(rand.NewSource(seed*104729 + 3))
+	if len(sc.existing) == 0 || r.Intn(3) != 0 {
+		return
+	}
+	for _, p := range sc.existing {
+		if r.Intn(2) == 0 {
+			p.Finalizers = append(p.Finalizers, holdFinalizer)
+			sc.leaving = append(sc.leaving, p)
+		}
+	}
+	if len(sc.leaving) > 0 && r.Intn(2) == 0 {
+		old := sc.leaving[r.Intn(len(sc.leaving))]
+		if old.Namespace == sc.pending.Namespace {
+			sc.pending.Labels["app"] = old.Labels["app"]
+		}
+	}
 }
 
 // scoring varies what the score plugins read, from a stream of its own so
