@@ -94,9 +94,10 @@ type Decision struct {
 // needs no answer.
 func Decide(sit Situation, v Verdict, f Facts) Decision {
 	stage := v.Stage
+	if crowded := TooManyTargets(f.Selected); crowded != nil {
+		return stopped(*crowded)
+	}
 	switch {
-	case TooManyTargets(f.Selected) != nil:
-		return stopped(*TooManyTargets(f.Selected))
 	case v.Claim != nil:
 		return decided(Blocked, pgv1.ReasonTargetClaimed, v.Claim.Message())
 	case f.InFlight != "":
