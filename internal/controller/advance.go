@@ -17,51 +17,37 @@ import (
 	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
-// advance orders the I/O around the one decision (planning.Decide) before
-// a stage, and records the intent to apply it when the decision is to
-// proceed: the facts that hold a stage before the engine is asked
-// (another migration's claim or write in flight, a pause), a cause
-// outside the migration and a view without the targets' pods, then the
-// question, the pods, the pre-flight and the protected pods; after the
-// decision, the server-side dry run and the write budget. A stage that
-// only lowers the constraint to the final stage (the spec lowered it)
-// needs no answer about capacity and pods.
+// advance gathers the facts the one decision (planning.Decide) hangs on
+// and asks it once about the stage, handing it the engine and the
+// pre-flight to ask only when no fact holds the stage (stageQuestion); when
+// the decision is to proceed it runs the server-side dry run and the write
+// budget, and records the intent to apply the stage. A stage that only
+// lowers the constraint to the final stage (the spec lowered it) needs no
+// answer about capacity and pods.
 func (s *scope) advance(ctx context.Context, group []*target, stage pgv1.Stage) (outcome, error) {
 	pm := s.pm
-	sit := s.situation(group)
-	lowering := stage.Rank() < s.verified(group[0]).Rank()
-	held, facts := s.othersOn(group)
-	held.Stage, facts.Paused, facts.Selected = stage, pausedTargets(group), s.selected
-	if !lowering {
-		facts.Outside, facts.PodView = s.outsideCause(group), s.podView(group)
-	}
-	if d := planning.Decide(sit, held, facts); d.Kind != "" {
-		o := outcomeOf(d)
-		if s.waitedForPodView(d) {
-			o.after = podViewRecheck
-		}
-		return o, nil
-	}
-	verdict := planning.Verdict{Stage: stage, Lowers: lowering}
+	facts := s.othersOn(group)
+	facts.Paused, facts.Selected = pausedTargets(group), s.selected
+	facts.Lowers = stage.Rank() < s.verified(group[0]).Rank()
 	var podsStableAt time.Time
-	if !lowering {
-		var err error
-		if verdict, err = s.evaluate(ctx, group, stage); err != nil {
-			return outcome{}, err
-		}
+	if !facts.Lowers {
+		facts.Outside, facts.PodView = s.outsideCause(group), s.podView(group)
 		facts.Unstable, podsStableAt = s.podsUnstable(group)
-		if facts.Unstable == "" && verdict.PreflightDue(s.intent()) {
-			if err := s.preflight(ctx, group, &verdict); err != nil {
-				return outcome{}, err
-			}
-		}
 	}
 	protected, err := s.protectedPods()
 	if err != nil {
 		return outcome{}, err
 	}
 	facts.Protected = planning.ProtectedNames(protected)
-	d := planning.Decide(sit, verdict, facts)
+	d, err := planning.Decide(s.situation(group), stage, facts, stageQuestion{s: s, ctx: ctx, group: group})
+	if err != nil {
+		return outcome{}, err
+	}
+	if s.waitedForPodView(d) {
+		o := outcomeOf(d)
+		o.after, o.capacity = podViewRecheck, holdRequest
+		return o, nil
+	}
 	if d.Blocking != nil && d.Blocking.Type == placement.HazardAffinityClobber {
 		owners, err := s.placementOwners(ctx, d.Blocking.Workload)
 		if err != nil {
@@ -71,13 +57,15 @@ func (s *scope) advance(ctx context.Context, group []*target, stage pgv1.Stage) 
 			d = d.Detailed("; those fields are written by field manager " + owners)
 		}
 	}
-	s.record(verdict, d)
+	s.record(d)
 	if d.Feasible != nil && d.Feasible.Status == metav1.ConditionTrue {
 		// The decision reached the pods.
 		s.recordPods(facts.Unstable, podsStableAt)
 	}
 	if d.Kind != planning.Proceeds {
-		return outcomeOf(d), nil
+		o := outcomeOf(d)
+		o.capacity = capacityNeedOf(d, facts.Lowers)
+		return o, nil
 	}
 	for _, t := range group {
 		if o, refused, err := s.dryRun(ctx, t, t.Entry(stage), stage); refused || err != nil {
@@ -102,21 +90,51 @@ func (s *scope) advance(ctx context.Context, group []*target, stage pgv1.Stage) 
 		message: fmt.Sprintf("Recorded the %s stage for %s; writing it next", stage, targetNames(group)), events: warningsOf(d)}), nil
 }
 
-// othersOn are what the other migrations hold of the group, as the
-// decision takes them: a claim on the field, a write in flight.
-func (s *scope) othersOn(group []*target) (planning.Verdict, planning.Facts) {
+// capacityNeedOf is what a decision not to proceed asks of the capacity
+// request: kept to the answer while it waits for capacity, left standing
+// while a fact holds the stage before the engine could be asked again,
+// let go when the decision is blocked or found the capacity.
+func capacityNeedOf(d planning.Decision, lowers bool) capacityNeed {
+	switch {
+	case d.Kind == planning.WaitingForCapacity:
+		return askForCapacity
+	case d.Kind == planning.Waiting && len(d.Verdict.Answers) == 0 && !lowers:
+		return holdRequest
+	}
+	return noCapacityNeed
+}
+
+// stageQuestion is the one question about the group, as the decision
+// asks it of the operator's warm snapshot.
+type stageQuestion struct {
+	s     *scope
+	ctx   context.Context
+	group []*target
+}
+
+func (q stageQuestion) Stage(stage pgv1.Stage) (planning.Verdict, error) {
+	return q.s.evaluate(q.ctx, q.group, stage)
+}
+
+func (q stageQuestion) Preflight(v *planning.Verdict) error {
+	return q.s.preflight(q.ctx, q.group, v)
+}
+
+// othersOn is what the other migrations hold of the group besides a
+// claim, which the decision reads from the situation: a write in flight.
+func (s *scope) othersOn(group []*target) planning.Facts {
 	var facts planning.Facts
 	if name, t := s.inFlightOn(group); name != "" {
 		facts.InFlight, facts.InFlightOn = name, t.String()
 	}
-	return planning.Verdict{Claim: planning.ClaimOf(s.intent(), s.others, refsOf(group))}, facts
+	return facts
 }
 
 // checkOthers waits for, or stops before, the other migrations of the
-// group's targets, as the decision says.
+// group's targets, as the decision says: a step that writes no new stage
+// asks only what holds one.
 func (s *scope) checkOthers(group []*target) (outcome, bool) {
-	held, facts := s.othersOn(group)
-	if d := planning.Decide(s.situation(group), held, facts); d.Kind != "" {
+	if d, held := planning.Held(s.situation(group), "", s.othersOn(group)); held {
 		return outcomeOf(d), true
 	}
 	return outcome{}, false
@@ -125,8 +143,9 @@ func (s *scope) checkOthers(group []*target) (outcome, bool) {
 // record writes into the status what the decision found: the capacity,
 // the hazards and feasibility once the capacity is there, the plan once
 // the decision reached it.
-func (s *scope) record(v planning.Verdict, d planning.Decision) {
+func (s *scope) record(d planning.Decision) {
 	pm := s.pm
+	v := d.Verdict
 	if len(v.Answers) > 0 {
 		pm.Status.SchedulerProfile = v.Profile
 		c := v.Answers[0].Capacity

@@ -24,21 +24,25 @@ import (
 // autoscaler's word on it arrives on objects the operator does not watch.
 const requestPoll = 10 * time.Second
 
-// provision keeps the migration's capacity request in step with its
-// outcome: a request stands exactly while the migration waits for capacity
-// the engine says it lacks and spec.capacity.provision asks for it. The
-// request is recorded in the status before it is created and forgotten
-// only after it is deleted, so a crash between the two never loses one.
+// provision keeps the migration's capacity request in step with the
+// step's decision (outcome.capacity): a request stands exactly while the
+// migration waits for capacity the engine says it lacks and
+// spec.capacity.provision asks for it, and stays as it is while a fact
+// holds the stage before the engine is asked again. The request is
+// recorded in the status before it is created and forgotten only after it
+// is deleted, so a crash between the two never loses one.
 func (s *scope) provision(ctx context.Context, o outcome) (outcome, error) {
 	pm := s.pm
 	recorded := s.asked
 	defer func() { s.keepRequest(recorded) }()
 	mode := pm.Spec.Capacity.ProvisionMode()
-	// A dry run changes nothing in the cluster, a capacity request included.
-	phase, _ := s.derive(o)
-	want := mode != pgv1.ProvisionNone && !pm.Spec.DryRun && pm.DeletionTimestamp.IsZero() && phase == pgv1.PhaseWaitingForCapacity &&
-		s.request != nil && s.request.Shortfall > 0
 	kind := provision.KindFor(mode)
+	// A dry run changes nothing in the cluster, a capacity request included.
+	allowed := mode != pgv1.ProvisionNone && !pm.Spec.DryRun && pm.DeletionTimestamp.IsZero()
+	if allowed && o.capacity == holdRequest && (recorded == nil || recorded.Kind == kind) {
+		return standing(o, recorded), nil
+	}
+	want := allowed && o.capacity == askForCapacity && s.request != nil && s.request.Shortfall > 0
 	// The nodes launched for the request that stands count against
 	// maxNodes from now on, whether it stays or goes in this pass.
 	before := len(s.launchedNodes())
@@ -50,9 +54,9 @@ func (s *scope) provision(ctx context.Context, o outcome) (outcome, error) {
 		if err != nil {
 			// The outcome stands; what could not be removed is said, and
 			// tried again, instead of the status freezing on the error.
-			return s.removalFailed(o, recorded, releaseReason(pm, phase), err), nil
+			return s.removalFailed(o, recorded, releaseReason(pm, o, recorded.Kind != kind), err), nil
 		}
-		o.events = append(o.events, releaseNote(recorded, releaseReason(pm, phase), leftAlone))
+		o.events = append(o.events, releaseNote(recorded, releaseReason(pm, o, recorded.Kind != kind), leftAlone))
 		recorded = nil
 		meta.RemoveStatusCondition(&pm.Status.Conditions, pgv1.ConditionCapacityRequested)
 	}
@@ -136,6 +140,15 @@ func (s *scope) provision(ctx context.Context, o outcome) (outcome, error) {
 	return s.describeRequest(o, recorded), nil
 }
 
+// standing leaves the request as it is while a fact holds the stage, and
+// says that it stands.
+func standing(o outcome, recorded *pgv1.CapacityRequestStatus) outcome {
+	if recorded != nil {
+		o.message = brief.Truncate(o.message+"; "+requestWords(recorded, nil, false), 2048)
+	}
+	return o
+}
+
 // launchedNodes are the nodes launched for the migration's requests so
 // far, as its status records them.
 func (s *scope) launchedNodes() []string {
@@ -200,21 +213,29 @@ func (s *scope) keepRequest(recorded *pgv1.CapacityRequestStatus) {
 // CapacityAvailable condition say: "asked for 1 node through
 // CapacityBuffer graphdb-apart-capacity; provisioning".
 func (s *scope) describeRequest(o outcome, r *pgv1.CapacityRequestStatus) outcome {
-	what := fmt.Sprintf("asked the autoscaler through %s %s: %d placeholder(s) for %d missing node(s)", r.Kind, r.Name, r.Replicas, r.Shortfall)
-	if s.request != nil && s.request.Sizing != "" {
-		what += " (" + s.request.Sizing + ")"
-	}
-	if c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionCapacityRequested); c != nil && c.Reason == pgv1.ReasonRequestCapped {
-		what += ", capped by maxNodes"
-	}
-	if r.Autoscaler != "" {
-		what += "; " + r.Autoscaler
-	}
+	c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionCapacityRequested)
+	what := requestWords(r, s.request, c != nil && c.Reason == pgv1.ReasonRequestCapped)
 	o.message = brief.Truncate(o.message+"; "+what, 2048)
 	if c := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionCapacityAvailable); c != nil && c.Status == metav1.ConditionFalse {
 		setCondition(s.pm, s.now, pgv1.ConditionCapacityAvailable, metav1.ConditionFalse, c.Reason, c.Message+"; "+what)
 	}
 	return o
+}
+
+// requestWords say what request r asks of the autoscaler, sized as
+// req says when the engine was asked in this pass.
+func requestWords(r *pgv1.CapacityRequestStatus, req *placement.CapacityRequest, capped bool) string {
+	what := fmt.Sprintf("asked the autoscaler through %s %s: %d placeholder(s) for %d missing node(s)", r.Kind, r.Name, r.Replicas, r.Shortfall)
+	if req != nil && req.Sizing != "" {
+		what += " (" + req.Sizing + ")"
+	}
+	if capped {
+		what += ", capped by maxNodes"
+	}
+	if r.Autoscaler != "" {
+		what += "; " + r.Autoscaler
+	}
+	return what
 }
 
 // warnRequest records that the request cannot be made or removed, in the
@@ -259,23 +280,23 @@ func forbiddenHint(err error, kind, namespace string) string {
 	return fmt.Sprintf(". Placeholder pods need the opt-in ClusterRole %s bound to the operator's ServiceAccount in namespace %s (docs/operations.md, \"Placeholder pods\")", provision.PlaceholderRole, namespace)
 }
 
-// releaseReason says why a request is let go, in the words of the phase
-// the migration is in.
-func releaseReason(pm *pgv1.PlacementMigration, phase pgv1.Phase) string {
-	if !pm.DeletionTimestamp.IsZero() {
+// releaseReason says why a request is let go, from the migration and the
+// step's outcome; changed says spec.capacity.provision names another kind.
+func releaseReason(pm *pgv1.PlacementMigration, o outcome, changed bool) string {
+	halt, halted := terminal(pm)
+	op := pm.Status.Operation
+	switch {
+	case !pm.DeletionTimestamp.IsZero():
 		return "the migration is being deleted"
-	}
-	switch phase {
-	case pgv1.PhaseWaitingForCapacity:
-		if pm.Spec.DryRun {
-			return "the migration is a dry run"
-		}
+	case pm.Spec.DryRun:
+		return "the migration is a dry run"
+	case changed || pm.Spec.Capacity.ProvisionMode() == pgv1.ProvisionNone:
 		return "spec.capacity.provision changed"
-	case pgv1.PhasePaused:
-		return "the migration is paused"
-	case pgv1.PhaseBlocked:
+	case o.blocked:
 		return "the migration is blocked"
-	case pgv1.PhaseRollingBack, pgv1.PhaseRolledBack:
+	case pm.Spec.Paused:
+		return "the migration is paused"
+	case halted && halt == pgv1.PhaseRolledBack, op != nil && op.Action == pgv1.ActionRollBack:
 		return "the migration rolled back"
 	}
 	return "the capacity qualifies"

@@ -88,6 +88,25 @@ var _ = Describe("Capacity requests", func() {
 		Expect(k8sClient.Delete(ctx, d)).To(Succeed())
 		Eventually(func() error { _, err := placeholders(); return err }, "15s").Should(Succeed())
 
+		By("a target's rollout paused holds the stage, and the request made for it stands")
+		pauseTarget := func(paused bool) {
+			g := fc.get("graphdb")
+			patch := client.MergeFrom(g.DeepCopy())
+			g.Spec.Paused = paused
+			Expect(k8sClient.Patch(ctx, g, patch)).To(Succeed())
+		}
+		pauseTarget(true)
+		Eventually(func() metav1.Condition { return fc.condition("graphdb-apart", pgv1.ConditionReady) }).Should(And(
+			HaveField("Reason", pgv1.ReasonTargetPaused), HaveField("Message", ContainSubstring("through Deployment graphdb-apart-capacity"))), fc.explain("graphdb-apart"))
+		Expect(fc.phase("graphdb-apart")()).To(Equal(pgv1.PhaseWaitingForCapacity))
+		Consistently(func() error { _, err := placeholders(); return err }, "2s").Should(Succeed())
+		Expect(request()).NotTo(BeNil())
+		Expect(fc.eventReasons("graphdb-apart")()).NotTo(ContainElement("CapacityRequestDeleted"))
+		pauseTarget(false)
+		fc.reportRolledOut("graphdb")
+		Eventually(func() metav1.Condition { return fc.condition("graphdb-apart", pgv1.ConditionReady) }).Should(
+			HaveField("Reason", pgv1.ReasonWaitingForCapacity), fc.explain("graphdb-apart"))
+
 		By("paused, the migration asks for nothing")
 		setPaused(true)
 		Eventually(gone).Should(BeTrue())

@@ -40,9 +40,30 @@ type outcome struct {
 	settling bool
 	// silent: nothing to record (a deletion without a finalizer).
 	silent bool
+	// capacity is what the migration's capacity request does in this
+	// pass, as the decision says (provision).
+	capacity capacityNeed
 	// health is what summarize derived, for the Event.
 	health health
 }
+
+// capacityNeed is what a step's decision asks of the migration's capacity
+// request.
+type capacityNeed int
+
+const (
+	// noCapacityNeed lets a standing request go: the decision found the
+	// capacity, stopped, or was not about a stage.
+	noCapacityNeed capacityNeed = iota
+	// askForCapacity keeps the request sized to the engine's answer: the
+	// decision waits for the capacity it lacks.
+	askForCapacity
+	// holdRequest leaves a standing request as it is: a fact held the
+	// stage before the engine was asked (a target's pause, another
+	// migration's write, the pod view), so the answer it was made on
+	// stands until the next one.
+	holdRequest
+)
 
 // note is one Event beyond the phase change.
 type note struct {

@@ -154,7 +154,7 @@ func judgeWithNodes(snap *placement.Snapshot, sit Situation, preflight bool) ([]
 		}
 	}
 	hs := UniqueHazards(v.Answers)
-	if h := Decide(sit, v, Facts{}).Preflight; h != nil {
+	if h := PreflightOf(sit, v); h != nil {
 		hs = append(hs, *h)
 	}
 	for i := range hs {

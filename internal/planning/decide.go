@@ -39,6 +39,10 @@ type Facts struct {
 	// (OutsideCause); nil when none. It is not asked of a stage that
 	// only lowers the constraint.
 	Outside *Stop
+	// Lowers says that the stage only lowers the constraint to the final
+	// stage (the spec lowered it): no capacity, hazard, outside cause or
+	// pod is asked about.
+	Lowers bool
 	// PodView is why the operator's view of a target's pods is not
 	// complete yet (its cache behind the workload's status, a
 	// controller that cannot make the pods); nil when it is. A plan read
@@ -78,59 +82,105 @@ type Decision struct {
 	// every pod it recreates, once the decision reaches them.
 	Plan      []pgv1.TargetPlan
 	Recreated map[string][]string
+	// Verdict is the engine's answer the decision was made on, pre-flight
+	// included when it was asked; empty when a fact held the stage first.
+	Verdict Verdict
 }
 
-// Decide turns a verdict and the facts into what the migration does next,
-// in the operator's order: too many targets, another migration's claim or
-// write in flight, a pause, a cause outside the migration, a view without
-// the targets' pods, the capacity, the first blocking hazard (a wait for capacity
-// when the migration asks an autoscaler for the nodes that would clear
-// it), stable pods, the hard stage's pre-flight as the guards weigh it,
-// and the protected pods the stage would recreate. Facts that decide
-// before the engine is asked (the targets, a claim, a write in flight, a
-// pause, an outside cause, the pod view) come first: with the answers left out, Decide says whether one holds, and
-// otherwise gives an undecided Decision (Kind "") to ask the engine. A
-// stage that only lowers the constraint to the final stage (Verdict.Lowers)
-// needs no answer.
-func Decide(sit Situation, v Verdict, f Facts) Decision {
-	stage := v.Stage
+// Question is how a decision asks the engine. Decide asks it only once no
+// fact holds the stage, and asks the pre-flight only when it is due and
+// the pods are stable: the pre-flight's drains cost many rollouts, and a
+// migration waiting for its pods is looked at on every pod change.
+type Question interface {
+	// Stage asks the first part of the one question about stage
+	// (AskStage).
+	Stage(stage pgv1.Stage) (Verdict, error)
+	// Preflight asks the hard stage's pre-flight of a verdict it is due
+	// for (Verdict.AskPreflight).
+	Preflight(v *Verdict) error
+}
+
+// Answered is a question already answered with v, pre-flight included
+// when it was due: plan asks every stage of one snapshot before it
+// decides.
+func Answered(v Verdict) Question { return answered{v} }
+
+type answered struct{ v Verdict }
+
+func (a answered) Stage(pgv1.Stage) (Verdict, error) { return a.v, nil }
+func (a answered) Preflight(*Verdict) error          { return nil }
+
+// Decide is what the migration does next about a stage, in the operator's
+// order: what holds the stage before the engine is asked (Held), then the
+// engine's answer (q): the capacity, the first blocking hazard (a wait for
+// capacity when the migration asks an autoscaler for the nodes that would
+// clear it), stable pods, the hard stage's pre-flight as the guards weigh
+// it, and the protected pods the stage would recreate. A stage that only
+// lowers the constraint to the final stage (Facts.Lowers) asks nothing of
+// the engine. The decision carries the verdict it was made on.
+func Decide(sit Situation, stage pgv1.Stage, f Facts, q Question) (Decision, error) {
+	if d, held := Held(sit, stage, f); held {
+		return d, nil
+	}
+	if f.Lowers {
+		return Decision{}.plan(sit, Verdict{Stage: stage}, f), nil
+	}
+	v, err := q.Stage(stage)
+	if err != nil {
+		return Decision{}, err
+	}
+	return judge(sit, v, f, q)
+}
+
+// Held is the decision of a fact that holds the stage before the engine
+// is asked: too many targets, another migration's claim on the field or
+// write in flight, a pause, and, unless the stage only lowers the
+// constraint, a cause outside the migration or a view without the
+// targets' pods; held is false when none does. A step that writes no new
+// stage (a drift corrected, a stage adopted) asks it alone.
+func Held(sit Situation, stage pgv1.Stage, f Facts) (_ Decision, held bool) {
 	if crowded := TooManyTargets(f.Selected); crowded != nil {
-		return stopped(*crowded)
+		return stopped(*crowded), true
+	}
+	if claim := ClaimOf(sit.Intent, sit.Others, sit.Refs()); claim != nil {
+		return decided(Blocked, pgv1.ReasonTargetClaimed, claim.Message()), true
 	}
 	switch {
-	case v.Claim != nil:
-		return decided(Blocked, pgv1.ReasonTargetClaimed, v.Claim.Message())
 	case f.InFlight != "":
 		return decided(Waiting, pgv1.ReasonWaitingForMigration, fmt.Sprintf(
-			"Waiting for PlacementMigration %s, which has a write in flight on %s: one migration changes a workload at a time", f.InFlight, f.InFlightOn))
+			"Waiting for PlacementMigration %s, which has a write in flight on %s: one migration changes a workload at a time", f.InFlight, f.InFlightOn)), true
 	case len(f.Paused) > 0:
 		return decided(Waiting, pgv1.ReasonTargetPaused, fmt.Sprintf(
 			"%s is paused (spec.paused): the %s stage is not written while it is, since it would not roll out; it is written once the target resumes (kubectl rollout resume)",
-			brief.FirstFew(f.Paused, 3, "; "), stage))
-	case v.Lowers:
-		return Decision{}.plan(sit, v, f)
+			brief.FirstFew(f.Paused, 3, "; "), stage)), true
+	case f.Lowers:
+		return Decision{}, false
 	case f.Outside != nil:
-		return stopped(*f.Outside)
+		return stopped(*f.Outside), true
 	case f.PodView != nil:
-		return stopped(*f.PodView)
-	case len(v.Answers) == 0:
-		// Undecided: the engine is to be asked.
-		return Decision{}
+		return stopped(*f.PodView), true
 	}
-	var d Decision
+	return Decision{}, false
+}
+
+// judge decides on the engine's answer about the stage, asking the
+// pre-flight of q once it is due and the pods are stable.
+func judge(sit Situation, v Verdict, f Facts, q Question) (Decision, error) {
+	stage := v.Stage
+	d := Decision{Verdict: v}
 	c := v.Answers[0].Capacity
 	if !c.Enough() {
 		msg := fmt.Sprintf("%s; waiting for them before the %s stage, nothing has been changed", c.Shortfall(sit.Intent.Constraint.TopologyKey()), stage)
 		if stage == pgv1.StageHard {
 			msg = fmt.Sprintf("%s; the Soft stage stays applied until they exist", c.Shortfall(sit.Intent.Constraint.TopologyKey()))
 		}
-		d = decided(WaitingForCapacity, pgv1.ReasonInsufficientCapacity, msg)
+		d = d.with(WaitingForCapacity, pgv1.ReasonInsufficientCapacity, msg)
 		d.Capacity = &Milestone{Type: pgv1.ConditionCapacityAvailable, Status: metav1.ConditionFalse, Reason: pgv1.ReasonInsufficientCapacity, Message: msg}
-		return d
+		return d, nil
 	}
 	d.Capacity = &Milestone{Type: pgv1.ConditionCapacityAvailable, Status: metav1.ConditionTrue, Reason: pgv1.ReasonCapacityFound, Message: c.Found()}
 	if b := v.FirstBlocking(); b != nil {
-		return d.blockedBy(b, v.Request)
+		return d.blockedBy(b, v.Request), nil
 	}
 	names := make([]string, len(v.Stages))
 	for i, st := range v.Stages {
@@ -139,16 +189,32 @@ func Decide(sit Situation, v Verdict, f Facts) Decision {
 	d.Feasible = &Milestone{Type: pgv1.ConditionFeasible, Status: metav1.ConditionTrue, Reason: pgv1.ReasonFeasible,
 		Message: fmt.Sprintf("The simulated rollout of the %s stage completes on every target", strings.Join(names, " and "))}
 	if f.Unstable != "" {
-		return d.with(Waiting, pgv1.ReasonWaitingForPods, f.Unstable)
+		return d.with(Waiting, pgv1.ReasonWaitingForPods, f.Unstable), nil
 	}
-	if v.PreflightAsked && !v.Disruptions.OK {
-		d.Preflight = preflightFinding(sit, v.Disruptions)
+	if !v.PreflightAsked && v.PreflightDue(sit.Intent) {
+		if err := q.Preflight(&v); err != nil {
+			return Decision{}, err
+		}
+		d.Verdict = v
+	}
+	if d.Preflight = PreflightOf(sit, v); d.Preflight != nil {
 		if d.Preflight.Blocking {
-			return d.with(Blocked, d.Preflight.Type, d.Preflight.Message)
+			return d.with(Blocked, d.Preflight.Type, d.Preflight.Message), nil
 		}
 		d.Warning = &Milestone{Type: corev1.EventTypeWarning, Reason: d.Preflight.Type, Message: d.Preflight.Message}
 	}
-	return d.plan(sit, v, f)
+	return d.plan(sit, v, f), nil
+}
+
+// PreflightOf is the hard stage's pre-flight finding of a verdict, worded
+// and weighed as the guards weigh it; nil when the pre-flight was not
+// asked or found nothing. Plan, lint and the admission check report it as
+// the operator's decision does.
+func PreflightOf(sit Situation, v Verdict) *placement.Hazard {
+	if !v.PreflightAsked || v.Disruptions.OK {
+		return nil
+	}
+	return preflightFinding(sit, v.Disruptions)
 }
 
 // preflightFinding is the hard stage's pre-flight as a finding, worded

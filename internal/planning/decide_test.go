@@ -1,6 +1,7 @@
 package planning
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -48,14 +49,14 @@ func TestTheDecisionFollowsTheOperatorsOrder(t *testing.T) {
 		check           func(t *testing.T, d Decision)
 	}{
 		{"another migration's claim comes first", func(t *testing.T) (Situation, Verdict, Facts) {
-			sit, v := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
-			v.Claim = &Claim{Migration: "first", Target: sit.Targets[0].Ref, Field: "the pod anti-affinity term lists"}
-			return sit, v, Facts{InFlight: "other", InFlightOn: "Deployment/api"}
-		}, Blocked, pgv1.ReasonTargetClaimed, "first", nil},
+			sit, _ := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
+			sit.Others = []pgv1.PlacementMigration{claiming("first")}
+			return sit, Verdict{Stage: pgv1.StageSoft}, Facts{InFlight: "other", InFlightOn: "Deployment/api"}
+		}, Blocked, pgv1.ReasonTargetClaimed, "PlacementMigration first", nil},
 		{"too many targets come before anything", func(t *testing.T) (Situation, Verdict, Facts) {
-			sit, v := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
-			v.Claim = &Claim{Migration: "first", Target: sit.Targets[0].Ref, Field: "the pod anti-affinity term lists"}
-			return sit, v, Facts{Selected: MaxTargets + 1}
+			sit, _ := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
+			sit.Others = []pgv1.PlacementMigration{claiming("first")}
+			return sit, Verdict{Stage: pgv1.StageSoft}, Facts{Selected: MaxTargets + 1}
 		}, Blocked, pgv1.ReasonTooManyTargets, "selects 51 workloads; a migration records at most 50", nil},
 		{"a cause outside the migration stops it after a pause, without an answer", func(t *testing.T) (Situation, Verdict, Facts) {
 			sit, _ := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
@@ -72,7 +73,7 @@ func TestTheDecisionFollowsTheOperatorsOrder(t *testing.T) {
 		}, Waiting, pgv1.ReasonWaitingForPodView, "Waiting for the pods of Deployment/api", nil},
 		{"a stage that only lowers the constraint is not held by them", func(t *testing.T) (Situation, Verdict, Facts) {
 			sit, _ := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
-			return sit, Verdict{Stage: pgv1.StageSoft, Lowers: true}, Facts{Outside: &Stop{Reason: pgv1.ReasonTargetPodsPending, Message: "Pending", Blocked: true},
+			return sit, Verdict{Stage: pgv1.StageSoft}, Facts{Lowers: true, Outside: &Stop{Reason: pgv1.ReasonTargetPodsPending, Message: "Pending", Blocked: true},
 				PodView: &Stop{Reason: pgv1.ReasonWaitingForPodView, Message: "Waiting"}}
 		}, Proceeds, "", "", nil},
 		{"a write in flight holds the stage without an answer", func(t *testing.T) (Situation, Verdict, Facts) {
@@ -83,10 +84,6 @@ func TestTheDecisionFollowsTheOperatorsOrder(t *testing.T) {
 			sit, _ := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
 			return sit, Verdict{Stage: pgv1.StageSoft}, Facts{Paused: []string{"Deployment/api"}}
 		}, Waiting, pgv1.ReasonTargetPaused, "Deployment/api is paused (spec.paused): the Soft stage is not written", nil},
-		{"without them and without an answer, the engine is to be asked", func(t *testing.T) (Situation, Verdict, Facts) {
-			sit, _ := asked(t, 3, 2, pgv1.StageSoft, nil, nil)
-			return sit, Verdict{Stage: pgv1.StageSoft}, Facts{Protected: map[string]bool{"api-1-0": true}}
-		}, "", "", "", nil},
 		{"then the capacity, before any hazard and the pods", func(t *testing.T) (Situation, Verdict, Facts) {
 			sit, v := asked(t, 2, 2, pgv1.StageSoft, &pgv1.Capacity{MinNodes: ptr.To[int32](3)}, nil)
 			return sit, v, Facts{Unstable: "Waiting for stable target pods: api-1-0 is not Ready"}
@@ -154,7 +151,7 @@ func TestTheDecisionFollowsTheOperatorsOrder(t *testing.T) {
 		}},
 		{"a stage that only lowers the constraint is judged on its protected pods alone", func(t *testing.T) (Situation, Verdict, Facts) {
 			sit, _ := asked(t, 1, 2, pgv1.StageSoft, nil, nil)
-			return sit, Verdict{Stage: pgv1.StageSoft, Lowers: true}, Facts{Unstable: "not Ready"}
+			return sit, Verdict{Stage: pgv1.StageSoft}, Facts{Lowers: true, Unstable: "not Ready"}
 		}, Proceeds, "", "", func(t *testing.T, d Decision) {
 			if d.Capacity != nil || d.Feasible != nil || len(d.Plan) != 1 {
 				t.Errorf("capacity %+v, feasible %+v, plan %+v", d.Capacity, d.Feasible, d.Plan)
@@ -171,7 +168,14 @@ func TestTheDecisionFollowsTheOperatorsOrder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sit, v, f := tc.setup(t)
-			d := Decide(sit, v, f)
+			q := &question{v: v}
+			d, err := Decide(sit, v.Stage, f, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q.stages > 0 && len(v.Answers) == 0 {
+				t.Fatalf("the engine was asked, though a fact holds the stage")
+			}
 			if d.Kind != tc.kind || d.Reason != tc.reason || !strings.Contains(d.Message, tc.message) {
 				t.Fatalf("decided %s/%s %q, want %s/%s containing %q", d.Kind, d.Reason, d.Message, tc.kind, tc.reason, tc.message)
 			}
@@ -180,6 +184,85 @@ func TestTheDecisionFollowsTheOperatorsOrder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// question is a Question answered with v, which counts what it was asked.
+type question struct {
+	v                      Verdict
+	stageErr, preflightErr error
+	stages, preflights     int
+}
+
+func (q *question) Stage(pgv1.Stage) (Verdict, error) { q.stages++; return q.v, q.stageErr }
+
+func (q *question) Preflight(v *Verdict) error {
+	q.preflights++
+	v.Disruptions, v.PreflightAsked = DisruptionVerdict{Reason: pgv1.ReasonEvictedPodUnplaceable, Message: "a drain strands a pod"}, true
+	return q.preflightErr
+}
+
+// claiming is another anti-affinity migration that has written
+// Deployment api: it holds the field.
+func claiming(name string) pgv1.PlacementMigration {
+	return pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: name},
+		Spec: pgv1.PlacementMigrationSpec{Targets: []pgv1.TargetRef{{Kind: pgv1.KindDeployment, Name: "api"}},
+			Constraint: pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname}}},
+		Status: pgv1.PlacementMigrationStatus{Targets: []pgv1.TargetStatus{{Kind: pgv1.KindDeployment, Name: "api", Stage: pgv1.StageSoft}}}}
+}
+
+// A decision asks the engine only once no fact holds the stage, and the
+// pre-flight only once it is due and the pods are stable: the pre-flight
+// costs many simulated rollouts, and a migration waiting for its pods is
+// looked at on every pod change.
+func TestADecisionAsksTheEngineOnlyWhenItMust(t *testing.T) {
+	block := &pgv1.Guards{Disruptions: pgv1.DisruptionBlock}
+	for _, tc := range []struct {
+		name               string
+		stage              pgv1.Stage
+		guards             *pgv1.Guards
+		facts              Facts
+		stages, preflights int
+		reason             string
+	}{
+		{"a pause asks nothing", pgv1.StageHard, block, Facts{Paused: []string{"Deployment/api"}}, 0, 0, pgv1.ReasonTargetPaused},
+		{"nor does a stage that lowers the constraint", pgv1.StageSoft, block, Facts{Lowers: true}, 0, 0, ""},
+		{"the Soft stage asks no pre-flight", pgv1.StageSoft, block, Facts{}, 1, 0, ""},
+		{"unstable pods hold the pre-flight", pgv1.StageHard, block, Facts{Unstable: "api-1-0 is not Ready"}, 1, 0, pgv1.ReasonWaitingForPods},
+		{"under Ignore it is not asked", pgv1.StageHard, &pgv1.Guards{Disruptions: pgv1.DisruptionIgnore}, Facts{}, 1, 0, ""},
+		{"otherwise it is asked once, and weighed", pgv1.StageHard, block, Facts{}, 1, 1, pgv1.ReasonEvictedPodUnplaceable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sit, v := asked(t, 3, 2, tc.stage, nil, tc.guards)
+			q := &question{v: v}
+			d, err := Decide(sit, tc.stage, tc.facts, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q.stages != tc.stages || q.preflights != tc.preflights || d.Reason != tc.reason {
+				t.Fatalf("asked the stage %d and the pre-flight %d time(s), decided %q; want %d, %d, %q", q.stages, q.preflights, d.Reason, tc.stages, tc.preflights, tc.reason)
+			}
+			if tc.preflights > 0 && !d.Verdict.PreflightAsked {
+				t.Errorf("the decision does not carry the pre-flight it asked")
+			}
+		})
+	}
+	t.Run("an answer already holding the pre-flight is not asked again", func(t *testing.T) {
+		sit, v := asked(t, 3, 2, pgv1.StageHard, nil, block)
+		v.Disruptions, v.PreflightAsked = Tolerated, true
+		q := &question{v: v}
+		if d, err := Decide(sit, pgv1.StageHard, Facts{}, q); err != nil || q.preflights != 0 || d.Kind != Proceeds {
+			t.Fatalf("asked the pre-flight %d time(s), decided %s (%v)", q.preflights, d.Kind, err)
+		}
+	})
+	t.Run("the engine's errors are the decision's", func(t *testing.T) {
+		sit, v := asked(t, 3, 2, pgv1.StageHard, nil, block)
+		failed := errors.New("the snapshot is gone")
+		for _, q := range []*question{{v: v, stageErr: failed}, {v: v, preflightErr: failed}} {
+			if _, err := Decide(sit, pgv1.StageHard, Facts{}, q); !errors.Is(err, failed) {
+				t.Errorf("decided with error %v, want %v", err, failed)
+			}
+		}
+	})
 }
 
 // Plan and lint observe the facts the operator observes: the other
@@ -212,7 +295,7 @@ func TestThePreflightFindingFollowsTheGuards(t *testing.T) {
 		sit, v := asked(t, 3, 2, pgv1.StageHard, nil, guards)
 		sit.Change = change
 		v.Disruptions, v.PreflightAsked = dv, wasAsked
-		return Decide(sit, v, Facts{}).Preflight
+		return PreflightOf(sit, v)
 	}
 	block := &pgv1.Guards{Disruptions: pgv1.DisruptionBlock}
 	if h := preflight(block, drain, true, false); h == nil || !h.Blocking || h.Message != drain.Message+PreflightBlocks || h.Fix != drain.Fix {

@@ -33,6 +33,15 @@ type Situation struct {
 	Change bool
 }
 
+// Refs are the situation's targets.
+func (sit Situation) Refs() []pgv1.TargetRef {
+	refs := make([]pgv1.TargetRef, len(sit.Targets))
+	for i, t := range sit.Targets {
+		refs[i] = t.Ref
+	}
+	return refs
+}
+
 // Verdict is the answer about one stage.
 type Verdict struct {
 	Stage pgv1.Stage
@@ -57,10 +66,6 @@ type Verdict struct {
 	Disruptions DisruptionVerdict
 	// PreflightAsked says whether the pre-flight was asked.
 	PreflightAsked bool
-	// Lowers says that the stage only lowers the constraint to the final
-	// stage (the spec lowered it): no capacity, hazard or pod is asked
-	// about.
-	Lowers bool
 	// Request is what the migration would ask its autoscaler for
 	// (spec.capacity.provision), sized from the final stage's answer; nil
 	// when its mode is None or another migration holds the targets.
@@ -78,18 +83,13 @@ func Evaluate(snap *placement.Snapshot, sit Situation, stage pgv1.Stage) (Verdic
 }
 
 // AskStage asks the first part of the one question: another migration's
-// claim, then the engine's answers for the stage and the final stage. The
-// operator asks the pre-flight (AskPreflight) only once the pods are
-// stable too, since the pre-flight's drains cost many rollouts and a
-// migration waiting for its pods is looked at on every pod change.
+// claim, then the engine's answers for the stage and the final stage. A
+// decision asks the pre-flight (AskPreflight) only once the pods are
+// stable too (Question).
 func AskStage(snap *placement.Snapshot, sit Situation, stage pgv1.Stage) (Verdict, error) {
 	in := sit.Intent
 	v := Verdict{Stage: stage, Disruptions: Tolerated}
-	refs := make([]pgv1.TargetRef, len(sit.Targets))
-	for i, t := range sit.Targets {
-		refs[i] = t.Ref
-	}
-	if v.Claim = ClaimOf(in, sit.Others, refs); v.Claim != nil {
+	if v.Claim = ClaimOf(in, sit.Others, sit.Refs()); v.Claim != nil {
 		return v, nil
 	}
 	v.Workloads = make([]*placement.Workload, len(sit.Targets))

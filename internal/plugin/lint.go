@@ -165,7 +165,7 @@ func lintMigration(snap *placement.Snapshot, withNodes bool, d Document, pm *pgv
 			return []Finding{{File: d.File, Line: d.Line, Object: objectName(d), Type: pgv1.ReasonTargetClaimed, Blocking: true, Message: v.Claim.Message()}}, nil
 		}
 		hs = append(hs, v.Answers[0].Hazards...)
-		if h := planning.Decide(sit, v, planning.Facts{}).Preflight; h != nil {
+		if h := planning.PreflightOf(sit, v); h != nil {
 			hs = append(hs, *h)
 		}
 	}

@@ -155,17 +155,14 @@ func Plan(c *Cluster, pm *pgv1.PlacementMigration) (Report, error) {
 	final := pm.Spec.Final()
 	weakest := planning.Weakest(pm, found)
 	if next := planning.NextStage(weakest, final); next != "" {
-		v := verdictAt(verdicts, next)
-		if next.Rank() < weakest.Rank() {
-			// The spec lowered the final stage: the stage only lowers
-			// the constraint, as the operator judges it.
-			v = planning.Verdict{Stage: next, Lowers: true}
-		}
 		now := time.Now()
 		facts := planning.Observe(sit, protected, now)
 		facts.Selected = len(refs)
 		facts.PodView = planning.PodView(reported(found), pm.Status.Conditions, pm.Spec.Timeout(), now)
-		report.Verdict = verdictReport(sit, v, facts)
+		// The spec lowered the final stage: the stage only lowers the
+		// constraint, as the operator judges it.
+		facts.Lowers = next.Rank() < weakest.Rank()
+		report.Verdict = verdictReport(sit, next, verdictAt(verdicts, next), facts)
 	} else {
 		report.Reached = final
 	}
@@ -214,19 +211,21 @@ func verdictAt(verdicts []planning.Verdict, stage pgv1.Stage) planning.Verdict {
 	return v
 }
 
-// verdictReport is the operator's decision (planning.Decide) on the
-// verdict and the facts read with the cluster, and what it records: the
-// hazards once the decision reached the capacity and found it, the plan
-// once the decision reaches it, and the capacity request it would make.
-// A fact that stops the stage before the engine is asked (a claim, an
-// outside cause, the pod view) leaves the hazards unsaid, as the
-// operator, which does not ask, leaves them.
-func verdictReport(sit planning.Situation, v planning.Verdict, facts planning.Facts) *VerdictReport {
-	d := planning.Decide(sit, v, facts)
-	r := &VerdictReport{Stage: v.Stage, Outcome: string(d.Kind), Reason: d.Reason, Message: d.Message,
-		Request: requestReport(sit.Intent, v.Request), Plan: d.Plan}
-	if d.Capacity != nil && v.Answers[0].Capacity.Enough() {
-		r.Hazards = v.Hazards()
+// verdictReport is the operator's decision (planning.Decide) about the
+// next stage, on the verdict plan asked of its snapshot and the facts read
+// with the cluster, and what it records: the hazards once the decision
+// reached the capacity and found it, the plan once the decision reaches
+// it, and the capacity request it would make. A fact that stops the stage
+// before the engine is asked (a claim, an outside cause, the pod view)
+// leaves the hazards and the request unsaid, as the operator, which does
+// not ask, leaves them.
+func verdictReport(sit planning.Situation, stage pgv1.Stage, v planning.Verdict, facts planning.Facts) *VerdictReport {
+	// An answered question cannot fail.
+	d, _ := planning.Decide(sit, stage, facts, planning.Answered(v))
+	r := &VerdictReport{Stage: stage, Outcome: string(d.Kind), Reason: d.Reason, Message: d.Message,
+		Request: requestReport(sit.Intent, d.Verdict.Request), Plan: d.Plan}
+	if d.Capacity != nil && d.Verdict.Answers[0].Capacity.Enough() {
+		r.Hazards = d.Verdict.Hazards()
 	}
 	return r
 }
@@ -260,7 +259,7 @@ func stageReport(sit planning.Situation, v planning.Verdict) StageReport {
 		Feasible: a.FirstBlocking() == nil,
 		Hazards:  planning.HazardsFromAnswer(a.Hazards),
 	}
-	if h := planning.Decide(sit, v, planning.Facts{}).Preflight; h != nil {
+	if h := planning.PreflightOf(sit, v); h != nil {
 		sr.Hazards = append(sr.Hazards, planning.HazardsFromAnswer([]placement.Hazard{*h})...)
 		sr.Feasible = sr.Feasible && !h.Blocking
 	}
