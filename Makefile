@@ -187,9 +187,9 @@ phase = @echo "=== $$(date -u +%T) $(1)"
 # 12 minutes. E2E_PROCS > 1 spreads the e2e specs over that many processes
 # (ginkgo -p; they wait on controllers far more than they compute): with 3
 # the suite took 693 s instead of 1,523 s in a cold CI run, but in another
-# two of its 94 specs timed out under the load of a cold build beside it,
-# so one process stays the default until they hold under it.
-E2E_PROCS ?= 1
+# two of its 94 specs timed out under the load of a cold build beside it.
+# Two processes share the suite's one cluster by default.
+E2E_PROCS ?= 2
 E2E_PARALLEL = $(if $(filter-out 1,$(E2E_PROCS)),-p --procs=$(E2E_PROCS))
 GOTEST_PARALLEL ?= 2
 
