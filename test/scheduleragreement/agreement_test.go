@@ -78,6 +78,29 @@ func TestEngineAgreesWithKubeScheduler(t *testing.T) {
 	if agreed != cases {
 		t.Fatalf("agreement %d/%d: every disagreement is a bug in the engine", agreed, cases)
 	}
+
+	// Then Deployments rolled out by the controller-manager, every pod of
+	// the first revision and of the next one, placed step by step beside
+	// the old pods it leaves terminating.
+	rollouts := envInt(t, "PLACEMENT_GUARD_AGREEMENT_ROLLOUTS", 24)
+	var tally rolloutTally
+	for k := range rollouts {
+		seed := int64(first + k)
+		sc := generate(seed, fmt.Sprintf("r%04d", seed))
+		removeNodes(ctx, t, cluster, previous)
+		previous = nil
+		for _, n := range sc.nodes {
+			previous = append(previous, n.Name)
+		}
+		if !runRollout(ctx, t, cluster, recorder, seed, sc, &tally) {
+			t.Logf("cluster logs:\n%s", cluster.Logs(3000))
+			t.Fatalf("seed %d: a rollout's step disagreed; rerun it alone with PLACEMENT_GUARD_AGREEMENT_SEED=%d PLACEMENT_GUARD_AGREEMENT_CASES=0 PLACEMENT_GUARD_AGREEMENT_ROLLOUTS=1", seed, seed)
+		}
+	}
+	t.Logf("%d Deployments rolled out: %d steps agreed, %d of them beside the Deployment's terminating pods, %d left Pending as the engine said", tally.rollouts, tally.steps, tally.beside, tally.pending)
+	if rollouts >= 8 && tally.beside == 0 {
+		t.Fatal("no rollout's pod was placed beside its old terminating pods: the rollouts went unchecked")
+	}
 	if cases >= 20 && leavingSeen == 0 {
 		t.Fatal("no pod was decided beside terminating pods: the scheduler's view of them went unchecked")
 	}
@@ -272,6 +295,12 @@ func engineVerdict(ctx context.Context, t *testing.T, c *localcluster.Cluster, s
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A Deployment's pods spread by their ReplicaSet under the
+	// scheduler's system default constraints.
+	sets, err := cs.AppsV1().ReplicaSets("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var objs placement.Objects
 	for i := range nodes.Items {
 		objs.Nodes = append(objs.Nodes, &nodes.Items[i])
@@ -283,6 +312,9 @@ func engineVerdict(ctx context.Context, t *testing.T, c *localcluster.Cluster, s
 	}
 	for i := range namespaces.Items {
 		objs.Namespaces = append(objs.Namespaces, &namespaces.Items[i])
+	}
+	for i := range sets.Items {
+		objs.ReplicaSets = append(objs.ReplicaSets, &sets.Items[i])
 	}
 	s, err := placement.NewSnapshot(objs)
 	if err != nil {
