@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,6 +45,9 @@ type churn struct {
 	writes writes
 	// recreation is what replacing the apps' pods cost after the churn.
 	recreation recreation
+	// gatedWrites are what the latency migrations wrote, each waiting
+	// for its node, from their creation to Succeeded.
+	gatedWrites writes
 }
 
 func (c churn) markdown() string {
@@ -63,6 +67,9 @@ func (c churn) markdown() string {
 	}
 	b.WriteString(c.recreation.markdown())
 	b.WriteString(c.writes.markdown())
+	if len(c.gatedWrites.status) > 0 {
+		b.WriteString(c.gatedWrites.markdown())
+	}
 	b.WriteString(latencyMarkdown(c.latencies))
 	return b.String()
 }
@@ -150,10 +157,36 @@ func measureChurn(ctx context.Context, o options, cluster *localcluster.Cluster,
 	out := churn{writes: w, podWrites: podWrites, seconds: spent.seconds, cpu: spent.cpu, idleCPU: idle, requests: spent.counts,
 		reconciles: spent.counts[reconcilesMetric], podEvents: spent.counts[podEventsMetric], recreation: rec}
 	logf("churn: %.3f cores, %.1f reconciles and %.0f pod events a second", out.cpu/out.seconds, out.reconciles/out.seconds, out.podEvents/out.seconds)
-	if out.latencies, err = measureLatency(ctx, c, cs, liveCluster{c: c, cs: cs}, o.latencyMigrations); err != nil {
+	if out.latencies, out.gatedWrites, err = gatedMigrations(ctx, cluster.Config, c, cs, m, o.latencyMigrations); err != nil {
 		return churn{}, fmt.Errorf("%w\n%s", err, m.logTail())
 	}
 	return out, nil
+}
+
+// gatedMigrations times the latency migrations from their node to their
+// first write and takes each to Succeeded, counting their writes.
+func gatedMigrations(ctx context.Context, cfg *rest.Config, c client.Client, cs kubernetes.Interface, m *manager, n int) ([]time.Duration, writes, error) {
+	watched, err := watchWrites(ctx, cfg, cs, latencyKeys(n))
+	if err != nil {
+		return nil, writes{}, err
+	}
+	before, err := m.counters(ctx, requestsMetric)
+	if err != nil {
+		return nil, writes{}, err
+	}
+	latencies, err := measureLatency(ctx, c, cs, liveCluster{c: c, cs: cs}, n, func(key client.ObjectKey) error {
+		return waitSucceeded(ctx, c, []client.ObjectKey{key})
+	})
+	if err != nil {
+		return nil, writes{}, err
+	}
+	after, err := m.counters(ctx, requestsMetric)
+	if err != nil {
+		return nil, writes{}, err
+	}
+	w, err := watched.stop()
+	w.about, w.conflicts = gatedAbout, after[conflictsKey]-before[conflictsKey]
+	return latencies, w, err
 }
 
 // spent is what the manager spent while work ran: its CPU, in seconds,

@@ -49,11 +49,26 @@ func (l liveCluster) addNode(ctx context.Context, n *corev1.Node) error {
 	return err
 }
 
+// latencyKeys name the n migrations measureLatency times.
+func latencyKeys(n int) []client.ObjectKey {
+	keys := make([]client.ObjectKey, n)
+	for i := range keys {
+		keys[i] = client.ObjectKey{Namespace: latencyNamespace, Name: fmt.Sprintf("waiting-%02d", i)}
+	}
+	return keys
+}
+
+// gatedAbout says what the writes of the latency migrations taken to
+// Succeeded are of.
+const gatedAbout = "capacity-gated migrations (a hostname anti-affinity on a two-replica Deployment, Soft then Hard, each waiting for a node of its own pool that then joins), from their creation to Succeeded"
+
 // measureLatency times, for each of n migrations waiting for a node of
 // their own pool, the interval between the node becoming schedulable and
 // the migration's first write to its Deployment, as both are seen
-// through watches.
-func measureLatency(ctx context.Context, c client.Client, cs kubernetes.Interface, lc latencyCluster, n int) ([]time.Duration, error) {
+// through watches. With succeed set, each migration's final stage is Hard
+// and succeed waits for it to succeed before the next is made, so that
+// its writes can be counted from creation to Succeeded.
+func measureLatency(ctx context.Context, c client.Client, cs kubernetes.Interface, lc latencyCluster, n int, succeed func(client.ObjectKey) error) ([]time.Duration, error) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: latencyNamespace}}); client.IgnoreAlreadyExists(err) != nil {
 		return nil, err
 	}
@@ -61,14 +76,16 @@ func measureLatency(ctx context.Context, c client.Client, cs kubernetes.Interfac
 		return nil, err
 	}
 	var out []time.Duration
-	for i := range n {
-		key := client.ObjectKey{Namespace: latencyNamespace, Name: fmt.Sprintf("waiting-%02d", i)}
+	for _, key := range latencyKeys(n) {
 		pool := "latency-" + key.Name
 		if err := lc.deploy(ctx, deployment(key)); err != nil {
 			return nil, err
 		}
 		pm := migration(key)
 		pm.Spec.Capacity = &pgv1.Capacity{NodeSelector: pgv1.Labels(map[string]string{"pool": pool}), MinNodes: ptr.To[int32](1), MinDomains: ptr.To[int32](1)}
+		if succeed != nil {
+			pm.Spec.FinalStage = pgv1.StageHard
+		}
 		if err := c.Create(ctx, pm); err != nil {
 			return nil, err
 		}
@@ -91,6 +108,11 @@ func measureLatency(ctx context.Context, c client.Client, cs kubernetes.Interfac
 		}
 		logf("%s: node schedulable to first apply %s", key, d.Round(time.Millisecond))
 		out = append(out, d)
+		if succeed != nil {
+			if err := succeed(key); err != nil {
+				return nil, err
+			}
+		}
 	}
 	slices.Sort(out)
 	return out, nil

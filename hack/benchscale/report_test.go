@@ -150,4 +150,8 @@ func TestWritesReportMeanMinAndMax(t *testing.T) {
 			t.Errorf("the report lacks %q:\n%s", want, md)
 		}
 	}
+	w.about = gatedAbout
+	if md := w.markdown(); !strings.Contains(md, "Writes of 3 capacity-gated migrations (") || !strings.Contains(md, "to Succeeded:") {
+		t.Errorf("the capacity-gated migrations' writes are not said to be theirs:\n%s", md)
+	}
 }

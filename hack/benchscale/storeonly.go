@@ -168,7 +168,7 @@ func measureStoreOnlyLatency(ctx context.Context, o options, cfg *rest.Config, c
 	if _, err := m.waitSynced(ctx); err != nil {
 		return nil, err
 	}
-	out, err := measureLatency(ctx, c, cs, storeCluster{cs: cs}, o.latencyMigrations)
+	out, err := measureLatency(ctx, c, cs, storeCluster{cs: cs}, o.latencyMigrations, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w\n%s", err, m.logTail())
 	}

@@ -28,6 +28,9 @@ import (
 // annotations), and each write to its Deployment's spec. The Deployment
 // controller's status writes are not the operator's and are left out.
 type writes struct {
+	// about says which migrations, and over what span; the settled
+	// migrations' when empty.
+	about                     string
 	status, other, deployment []int
 	// trail is what each status write of the migration with the most
 	// changed, and how long after the write before it (or the migration's
@@ -43,7 +46,11 @@ type writes struct {
 
 func (w writes) markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nWrites of %d migrations (a soft hostname anti-affinity on a two-replica Deployment each), from their creation to the churn's end:\n\n", len(w.status))
+	about := w.about
+	if about == "" {
+		about = "migrations (a soft hostname anti-affinity on a two-replica Deployment each), from their creation to the churn's end"
+	}
+	fmt.Fprintf(&b, "\nWrites of %d %s:\n\n", len(w.status), about)
 	b.WriteString("| figure | a migration, mean | min | max |\n|---|---|---|---|\n")
 	row := func(name string, counts []int) {
 		if len(counts) == 0 {
