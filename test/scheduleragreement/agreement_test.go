@@ -57,11 +57,7 @@ func TestEngineAgreesWithKubeScheduler(t *testing.T) {
 		ran++
 		seed := int64(first + k)
 		sc := generate(seed, fmt.Sprintf("s%04d", seed))
-		removeNodes(ctx, t, cluster, previous)
-		previous = nil
-		for _, n := range sc.nodes {
-			previous = append(previous, n.Name)
-		}
+		previous = replaceNodes(ctx, t, cluster, previous, sc)
 		ok, bound := runScenario(ctx, t, cluster, recorder, seed, sc)
 		if ok {
 			agreed++
@@ -87,11 +83,7 @@ func TestEngineAgreesWithKubeScheduler(t *testing.T) {
 	for k := range rollouts {
 		seed := int64(first + k)
 		sc := generate(seed, fmt.Sprintf("r%04d", seed))
-		removeNodes(ctx, t, cluster, previous)
-		previous = nil
-		for _, n := range sc.nodes {
-			previous = append(previous, n.Name)
-		}
+		previous = replaceNodes(ctx, t, cluster, previous, sc)
 		if !runRollout(ctx, t, cluster, recorder, seed, sc, &tally) {
 			t.Logf("cluster logs:\n%s", cluster.Logs(3000))
 			t.Fatalf("seed %d: a rollout's step disagreed; rerun it alone with PLACEMENT_GUARD_AGREEMENT_SEED=%d PLACEMENT_GUARD_AGREEMENT_CASES=0 PLACEMENT_GUARD_AGREEMENT_ROLLOUTS=1", seed, seed)
@@ -117,22 +109,7 @@ func TestEngineAgreesWithKubeScheduler(t *testing.T) {
 func runScenario(ctx context.Context, t *testing.T, c *localcluster.Cluster, rec *filterRecorder, seed int64, sc scenario) (agreed, bound bool) {
 	t.Helper()
 	cs := c.Clientset
-	for _, ns := range sc.namespaces {
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
-	}
-	defer func() {
-		for _, ns := range sc.namespaces {
-			_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{GracePeriodSeconds: ptrTo[int64](0)})
-		}
-	}()
-	addNodes(ctx, t, c, seed, sc.nodes)
-	for _, p := range sc.existing {
-		if _, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("seed %d: create %s: %v", seed, p.Name, err)
-		}
-	}
+	defer createScenario(ctx, t, c, seed, sc)()
 	// The scheduler's pod informer delivers events in order, so once the
 	// bound pods run, the pending pod is decided with all of them counted.
 	waitExistingRunning(ctx, t, c, seed, sc.existing)
@@ -329,6 +306,43 @@ func engineVerdict(ctx context.Context, t *testing.T, c *localcluster.Cluster, s
 		t.Fatalf("seed %d: %v", seed, err)
 	}
 	return v, l
+}
+
+// createScenario creates the scenario's namespaces, nodes and existing
+// pods, and returns what deletes the namespaces again.
+func createScenario(ctx context.Context, t *testing.T, c *localcluster.Cluster, seed int64, sc scenario) (deleteNamespaces func()) {
+	t.Helper()
+	cs := c.Clientset
+	for _, ns := range sc.namespaces {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+	}
+	deleteNamespaces = func() {
+		for _, ns := range sc.namespaces {
+			_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{GracePeriodSeconds: ptrTo[int64](0)})
+		}
+	}
+	addNodes(ctx, t, c, seed, sc.nodes)
+	for _, p := range sc.existing {
+		if _, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			deleteNamespaces()
+			t.Fatalf("seed %d: create %s: %v", seed, p.Name, err)
+		}
+	}
+	return deleteNamespaces
+}
+
+// replaceNodes removes the previous scenario's nodes, and returns the
+// names of the next one's, which it removes in turn.
+func replaceNodes(ctx context.Context, t *testing.T, c *localcluster.Cluster, previous []string, next scenario) []string {
+	t.Helper()
+	removeNodes(ctx, t, c, previous)
+	names := make([]string, len(next.nodes))
+	for i, n := range next.nodes {
+		names[i] = n.Name
+	}
+	return names
 }
 
 func addNodes(ctx context.Context, t *testing.T, c *localcluster.Cluster, seed int64, nodes []localcluster.Node) {

@@ -47,23 +47,11 @@ type rolloutTally struct {
 func runRollout(ctx context.Context, t *testing.T, c *localcluster.Cluster, rec *filterRecorder, seed int64, sc scenario, tally *rolloutTally) bool {
 	t.Helper()
 	cs := c.Clientset
-	for _, ns := range sc.namespaces {
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
-	}
-	defer func() {
-		for _, ns := range sc.namespaces {
-			_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{GracePeriodSeconds: ptrTo[int64](0)})
-		}
-	}()
-	addNodes(ctx, t, c, seed, sc.nodes)
+	// The rollout's own old pods are the ones left terminating here.
 	for _, p := range sc.existing {
 		p.Finalizers = nil
-		if _, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("seed %d: create %s: %v", seed, p.Name, err)
-		}
 	}
+	defer createScenario(ctx, t, c, seed, sc)()
 	waitExistingRunning(ctx, t, c, seed, sc.existing)
 
 	d := deploymentOf(seed, sc.pending)
