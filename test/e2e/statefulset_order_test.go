@@ -98,7 +98,11 @@ func generateOrderScenario(seed uint64) orderScenario {
 // orderScenarios is how many generated StatefulSet rollouts are replayed.
 const orderScenarios = 24
 
-var _ = Describe("Simulated StatefulSet rollouts against the real controllers", Label("differential", "statefulset"), func() {
+// Serial: with maxUnavailable above 1 and minReadySeconds, which pods the
+// controller takes down together depends on when it sees them available;
+// beside another spec's load one run in four left a pod more Pending than
+// the simulation.
+var _ = Describe("Simulated StatefulSet rollouts against the real controllers", Label("differential", "statefulset"), Serial, func() {
 	It(fmt.Sprintf("replaces the pods of %d generated StatefulSets in the order, and stops where, the simulation says", orderScenarios), func(ctx SpecContext) {
 		replaySeeds(ctx, "statefulset rollout order", orderScenarios, generateOrderScenario, replayOrder)
 	}, NodeTimeout(10*time.Minute))
