@@ -64,6 +64,9 @@ const (
 	ReasonCapacityFound        = "CapacityFound"
 	// ReasonCapacityRequested: the request stands; the autoscaler works on it.
 	ReasonCapacityRequested = "CapacityRequested"
+	// ReasonCapacityRequestDeleted (an event): the request was deleted, as
+	// it was no longer wanted or its kind changed.
+	ReasonCapacityRequestDeleted = "CapacityRequestDeleted"
 	// ReasonRequestCapped: maxNodes asks for fewer nodes than are missing.
 	ReasonRequestCapped = "RequestCappedByMaxNodes"
 	// ReasonMaxNodesReached: as many nodes as maxNodes were launched for

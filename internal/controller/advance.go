@@ -44,6 +44,7 @@ func (s *scope) advance(ctx context.Context, group []*target, stage pgv1.Stage) 
 		return outcome{}, err
 	}
 	if s.waitedForPodView(d) {
+		s.viewCatchingUp = facts.PodView != nil && facts.PodView.CatchingUp
 		o := outcomeOf(d)
 		o.after, o.capacity = podViewRecheck, holdRequest
 		return o, nil

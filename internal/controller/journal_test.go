@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -161,7 +162,7 @@ func (w *world) interceptor() interceptor.Funcs {
 				w.bumpGeneration(c)
 				w.changes = append(w.changes, templateChange{at: w.clock.Now(), stage: placement.StageOfEntry(ours(after))})
 			}
-			return nil
+			return w.answer(c, obj)
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			if err := write(); err != nil {
@@ -267,6 +268,21 @@ func (w *world) workload(c client.Client) client.Object {
 }
 
 func (w *world) template(c client.Client) *corev1.PodSpec { return templateOf(w.workload(c)) }
+
+// answer fills the apply configuration with the object's generation, as
+// the API server's answer to an apply fills the object the client sent.
+func (w *world) answer(c client.WithWatch, ac runtime.ApplyConfiguration) error {
+	generation := w.workload(c).GetGeneration()
+	switch o := ac.(type) {
+	case *appsv1ac.DeploymentApplyConfiguration:
+		o.WithGeneration(generation)
+	case *appsv1ac.StatefulSetApplyConfiguration:
+		o.WithGeneration(generation)
+	default:
+		return fmt.Errorf("the world applies Deployments and StatefulSets, not %T", ac)
+	}
+	return nil
+}
 
 func (w *world) bumpGeneration(c client.WithWatch) {
 	obj := w.workload(c)

@@ -176,7 +176,7 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	} else if !o.silent {
 		o.health = s.summarize(o)
 	}
-	held, perr := r.patchStatus(ctx, before, pm)
+	held, perr := r.patchStatus(ctx, before, pm, s.viewCatchingUp)
 	if perr != nil {
 		if apierrors.IsConflict(perr) && err == nil {
 			return ctrl.Result{RequeueAfter: staleRetry}, nil
@@ -187,7 +187,7 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 		return ctrl.Result{}, err
 	}
 	r.router.Set(req.NamespacedName, s.interestOf())
-	r.announce(before, pm, o)
+	r.announce(before, pm, o, held == 0)
 	metrics.RecordPhase(pm.Namespace, pm.Name, string(pm.Status.Phase))
 	metrics.RecordPendingPods(pm.Namespace, pm.Name, o.pendingByConstraint, o.pendingOther)
 	if c := pm.Status.Capacity; c != nil {
@@ -202,12 +202,12 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 // progress messages alone is held while the last write is recent
 // (statusPace); held is how long, and the migration is looked at again
 // then.
-func (r *PlacementMigrationReconciler) patchStatus(ctx context.Context, before, pm *pgv1.PlacementMigration) (held time.Duration, _ error) {
+func (r *PlacementMigrationReconciler) patchStatus(ctx context.Context, before, pm *pgv1.PlacementMigration, catchingUp bool) (held time.Duration, _ error) {
 	if equality.Semantic.DeepEqual(before.Status, pm.Status) || !pm.DeletionTimestamp.IsZero() && len(pm.Finalizers) == 0 {
 		return 0, nil
 	}
 	key, now := client.ObjectKeyFromObject(pm), r.Clock.Now()
-	if held := r.pace.hold(key, &before.Status, &pm.Status, now); held > 0 {
+	if held := max(firstWordWait(&before.Status, catchingUp, pm.CreationTimestamp.Time, now), r.pace.hold(key, &before.Status, &pm.Status, now)); held > 0 {
 		return held, nil
 	}
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
@@ -248,12 +248,13 @@ const staleRetry = 200 * time.Millisecond
 // announce emits an Event for every change of phase or of the reason the
 // migration gives, so `kubectl describe` tells the story in order, and
 // nothing while they stay the same.
-func (r *PlacementMigrationReconciler) announce(before, after *pgv1.PlacementMigration, o outcome) {
+func (r *PlacementMigrationReconciler) announce(before, after *pgv1.PlacementMigration, o outcome, written bool) {
 	if r.Recorder == nil {
 		return
 	}
 	old := meta.FindStatusCondition(before.Status.Conditions, pgv1.ConditionReady)
-	if !o.silent && (before.Status.Phase != after.Status.Phase || old == nil || old.Reason != o.reason) {
+	// A status held back is told when it is written, and once.
+	if written && !o.silent && (before.Status.Phase != after.Status.Phase || old == nil || old.Reason != o.reason) {
 		kind := corev1.EventTypeNormal
 		if o.health == stalled {
 			kind = corev1.EventTypeWarning

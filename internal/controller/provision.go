@@ -269,7 +269,7 @@ func releaseNote(recorded *pgv1.CapacityRequestStatus, why string, leftAlone []s
 		msg = fmt.Sprintf("Let the request %s %s go (%s) without deleting %s, which this migration did not make",
 			recorded.Kind, recorded.Name, why, strings.Join(leftAlone, ", "))
 	}
-	return note{kind: corev1.EventTypeNormal, reason: "CapacityRequestDeleted", message: msg}
+	return note{kind: corev1.EventTypeNormal, reason: pgv1.ReasonCapacityRequestDeleted, message: msg}
 }
 
 // forbiddenHint tells how to grant what a refused request lacked.

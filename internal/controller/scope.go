@@ -50,6 +50,9 @@ type scope struct {
 	// recheck asks for another look once a timer a step noticed runs out,
 	// whatever the step's outcome: a Pending pod's grace.
 	recheck time.Duration
+	// viewCatchingUp: the step waited for its view of the pods, which
+	// lags with no cause known (a new migration says so only if it lasts).
+	viewCatchingUp bool
 }
 
 // lookAgainIn asks for another look after d; 0 asks for none.

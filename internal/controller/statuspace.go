@@ -75,6 +75,24 @@ func (p *statusPace) forget(key types.NamespacedName) {
 	delete(p.last, key)
 }
 
+// firstWordGrace is how long a new migration may wait for its view of its
+// targets' pods to catch up before its status says that it waits: one
+// created in the same apply as its workload sees the workload's pods
+// within a moment, and its first word is then what it does about them.
+const firstWordGrace = 2 * time.Second
+
+// firstWordWait is how long a migration's first status (nothing was
+// written before) waits, when all it would say is that its view of the
+// pods is catching up (no cause known): until the migration is
+// firstWordGrace old. A gap with a cause, such as a quota the workload's
+// controller names, is said at once.
+func firstWordWait(before *pgv1.PlacementMigrationStatus, catchingUp bool, created, now time.Time) time.Duration {
+	if !catchingUp || len(before.Conditions) > 0 {
+		return 0
+	}
+	return max(0, created.Add(firstWordGrace).Sub(now))
+}
+
 // onlyProgress reports whether after differs from before in nothing but
 // the messages of conditions that keep a progress reason.
 func onlyProgress(before, after *pgv1.PlacementMigrationStatus) bool {

@@ -86,3 +86,27 @@ func TestStatusPaceHoldsProgressUntilTheRefresh(t *testing.T) {
 		t.Errorf("a forgotten migration is held %v", held)
 	}
 }
+
+// A new migration whose first word would be that its view of the pods is
+// catching up says nothing until it is firstWordGrace old; a gap with a
+// cause, any other first word and any later one are written at once.
+func TestANewMigrationWaitsForItsPodViewBeforeSayingSo(t *testing.T) {
+	created := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	unwritten := statusWith("")
+	written := statusWith(pgv1.PhaseWaitingForCapacity, cond(pgv1.ConditionCapacityAvailable, "False", pgv1.ReasonInsufficientCapacity, "1 of 2"))
+	for name, tc := range map[string]struct {
+		before     *pgv1.PlacementMigrationStatus
+		catchingUp bool
+		at         time.Duration
+		want       time.Duration
+	}{
+		"catching up, half a second in":        {unwritten, true, 500 * time.Millisecond, firstWordGrace - 500*time.Millisecond},
+		"catching up, at the grace's end":      {unwritten, true, firstWordGrace, 0},
+		"a gap with a cause":                   {unwritten, false, 0, 0},
+		"catching up after a word was written": {written, true, 0, 0},
+	} {
+		if got := firstWordWait(tc.before, tc.catchingUp, created, created.Add(tc.at)); got != tc.want {
+			t.Errorf("%s: waits %v, want %v", name, got, tc.want)
+		}
+	}
+}

@@ -22,6 +22,9 @@ import (
 type Stop struct {
 	Reason, Message string
 	Blocked         bool
+	// CatchingUp: a pod view that lags with no cause known, which closes
+	// by itself within moments.
+	CatchingUp bool
 }
 
 // MaxTargets is how many workloads a migration's status records.

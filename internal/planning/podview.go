@@ -42,7 +42,7 @@ func PodView(ts []*Target, conditions []metav1.Condition, timeout time.Duration,
 				"%s: %s, since %s, longer than the stage timeout (%s); the migration writes nothing until the pods exist, and goes on by itself then",
 				t, gap, since.UTC().Format(time.RFC3339), timeout)}
 		}
-		return &Stop{Reason: pgv1.ReasonWaitingForPodView,
+		return &Stop{Reason: pgv1.ReasonWaitingForPodView, CatchingUp: why == "",
 			Message: "Waiting for the pods of " + t.String() + ": " + gap + "; no guard is judged and nothing is written until they are"}
 	}
 	return nil

@@ -294,7 +294,12 @@ var _ = Describe("Asking a real Karpenter for the capacity a migration waits for
 			ContainElement(ContainSubstring("each node asked for holds 2 pods of Deployment/graphdb")))
 		pm := getMigration(ctx, env.Namespace, "graphdb-apart")
 		Expect(pm.Status.Targets[0].Stages).To(HaveLen(2), "soft, then hard")
-		Expect(pm.Status.Capacity.LaunchedNodes).To(HaveLen(1), "one node launched for the migration's requests")
+		Expect(pm.Status.Capacity).NotTo(BeNil(), explain(ctx, env.Namespace, "graphdb-apart"))
+		Expect(pm.Status.Capacity.LaunchedNodes).To(HaveLen(1), func() string {
+			return fmt.Sprintf("one node launched for the migration's requests; NodeClaims %v, pool nodes %v, capacity events %q",
+				claims(), launchedNodes(ctx, env), append(migrationEventNotes(ctx, env.Namespace, "graphdb-apart", pgv1.ReasonWaitingForCapacity),
+					migrationEventNotes(ctx, env.Namespace, "graphdb-apart", pgv1.ReasonCapacityRequestDeleted)...))
+		})
 		graphPods := allRunning(ctx, env.Namespace, map[string]string{"app": "graphdb"}, 1)
 		Expect(graphPods[0].Spec.NodeName).To(Equal(pm.Status.Capacity.LaunchedNodes[0]))
 		Consistently(claims).WithTimeout(15*time.Second).WithPolling(time.Second).Should(HaveLen(1), "maxNodes 1: one NodeClaim over the whole migration, after the hard stage too")
