@@ -65,6 +65,16 @@ func (s orderScenario) String() string {
 		s.seed, s.replicas, s.nodes, strategy, policy, s.minReady, s.stage, unready)
 }
 
+// batch is how many pods the rolling update takes down together, as the
+// StatefulSet controller reads maxUnavailable.
+func (s orderScenario) batch() int {
+	if s.maxUnavailable == "" {
+		return 1
+	}
+	n, _ := intstr.GetScaledValueFromIntOrPercent(ptr.To(intstr.Parse(s.maxUnavailable)), int(s.replicas), false)
+	return max(n, 1)
+}
+
 // generateOrderScenario draws a scenario from a seed: 2 to 4 nodes, 1 to 5
 // replicas, a partition in half of them, OnDelete in one in six, either pod
 // management policy, a hard constraint in two of three, and in three of four
@@ -98,11 +108,7 @@ func generateOrderScenario(seed uint64) orderScenario {
 // orderScenarios is how many generated StatefulSet rollouts are replayed.
 const orderScenarios = 24
 
-// Serial: with maxUnavailable above 1 and minReadySeconds, which pods the
-// controller takes down together depends on when it sees them available;
-// beside another spec's load one run in four left a pod more Pending than
-// the simulation.
-var _ = Describe("Simulated StatefulSet rollouts against the real controllers", Label("differential", "statefulset"), Serial, func() {
+var _ = Describe("Simulated StatefulSet rollouts against the real controllers", Label("differential", "statefulset"), func() {
 	It(fmt.Sprintf("replaces the pods of %d generated StatefulSets in the order, and stops where, the simulation says", orderScenarios), func(ctx SpecContext) {
 		replaySeeds(ctx, "statefulset rollout order", orderScenarios, generateOrderScenario, replayOrder)
 	}, NodeTimeout(10*time.Minute))
@@ -222,18 +228,48 @@ func replayOrder(ctx context.Context, sc orderScenario) (string, error) {
 	line := fmt.Sprintf("%s -> replaced %v, %s", sc, got, outcome)
 	// Pods deleted together (maxUnavailable above one) go in any order.
 	inOrder := func(a []string) []string { return a }
-	if n, _ := intstr.GetScaledValueFromIntOrPercent(ptr.To(intstr.Parse(sc.maxUnavailable)), int(sc.replicas), false); sc.maxUnavailable != "" && n > 1 {
+	if sc.batch() > 1 {
 		inOrder = func(a []string) []string { a = slices.Clone(a); slices.Sort(a); return a }
 	}
 	switch {
 	case completes != predicted.Completes:
 		return line, fmt.Errorf("the simulation said completes=%v (%v Pending), the controller's rollout completes=%v", predicted.Completes, wantPending, completes)
-	case !completes && !slices.Equal(pending, wantPending):
+	case !completes && !stopsAsSimulated(sc, pending, wantPending, wantDeleted):
 		return line, fmt.Errorf("the rollout stopped with %v Pending, the simulation with %v", pending, wantPending)
 	case !slices.Equal(inOrder(got), inOrder(wantDeleted)):
 		return line, fmt.Errorf("the controller replaced %v in that order, the simulation %v", got, wantDeleted)
 	}
 	return line, nil
+}
+
+// stopsAsSimulated reports whether the pods a stopped rollout left Pending
+// are the simulation's. One case is the controller's race, not the
+// simulation's error: with OrderedReady and maxUnavailable above one, the
+// StatefulSet controller deletes a batch of pods in one sync and keeps no
+// expectations for them, so a sync that sees the highest ordinal gone
+// before it sees the next one terminating recreates the highest first;
+// the rollout then stops with more of the batch Pending than the
+// simulation, which recreates in ordinal order. There the simulation's
+// Pending pods must be among the real ones, and every real one among the
+// pods the simulation replaces.
+func stopsAsSimulated(sc orderScenario, pending, wantPending, wantDeleted []string) bool {
+	if slices.Equal(pending, wantPending) {
+		return true
+	}
+	if sc.parallel || sc.batch() < 2 {
+		return false
+	}
+	for _, p := range wantPending {
+		if !slices.Contains(pending, p) {
+			return false
+		}
+	}
+	for _, p := range pending {
+		if !slices.Contains(wantDeleted, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // makeNotReady turns the scenario's not-Ready ordinals not Ready (kwok
