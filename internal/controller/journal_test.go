@@ -67,6 +67,11 @@ type world struct {
 	// stuckOnHard keeps the hard stage from ever rolling out, as a pod
 	// that no node admits would.
 	stuckOnHard bool
+	// slowRollout lets the operator look at a rollout once before it
+	// completes, as a rollout that takes a while is seen; lagged counts
+	// the looks.
+	slowRollout bool
+	lagged      int
 }
 
 type templateChange struct {
@@ -415,6 +420,11 @@ func (w *world) run() {
 		_, carried := w.ours()
 		if w.workload(w.c).GetGeneration() != w.rolledOutGeneration() && !(w.stuckOnHard && carried == pgv1.StageHard) {
 			w.clock.Step(time.Second)
+			if w.slowRollout && w.lagged == 0 {
+				w.lagged++
+				continue
+			}
+			w.lagged = 0
 			w.rollOut()
 			continue
 		}
@@ -473,24 +483,27 @@ func TestACrashAfterAnyWriteEndsTheSameWay(t *testing.T) {
 		stuck bool
 		// statusWrites is how often a migration that goes through
 		// unhindered writes its status: once per milestone (each
-		// stage's intent, its write, its verification with what
-		// follows it, the soak's end), never for nothing.
+		// stage's intent, its write with the rollout's first word, its
+		// verification with what follows it, the soak's end), never for
+		// nothing, whether the rollout is seen under way or not.
 		statusWrites int
+		slow         bool
 	}{
-		{pgv1.KindDeployment, pgv1.StageHard, false, 6},
-		{pgv1.KindDeployment, pgv1.StageSoft, false, 4},
-		{pgv1.KindStatefulSet, pgv1.StageHard, false, 6},
-		{pgv1.KindStatefulSet, pgv1.StageSoft, false, 4},
-		{pgv1.KindDeployment, pgv1.StageHard, true, 0},
+		{pgv1.KindDeployment, pgv1.StageHard, false, 6, false},
+		{pgv1.KindDeployment, pgv1.StageHard, false, 6, true},
+		{pgv1.KindDeployment, pgv1.StageSoft, false, 4, false},
+		{pgv1.KindStatefulSet, pgv1.StageHard, false, 6, false},
+		{pgv1.KindStatefulSet, pgv1.StageSoft, false, 4, true},
+		{pgv1.KindDeployment, pgv1.StageHard, true, 0, false},
 	} {
-		t.Run(fmt.Sprintf("%s to %s, stuck %v", tc.kind, tc.final, tc.stuck), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s to %s, stuck %v, slow %v", tc.kind, tc.final, tc.stuck, tc.slow), func(t *testing.T) {
 			spec := pgv1.PlacementMigrationSpec{
 				Constraint: pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname}},
 				FinalStage: tc.final, SoakDuration: &metav1.Duration{Duration: soak},
 				Guards: &pgv1.Guards{MinPodAge: &metav1.Duration{}},
 			}
 			clean := newWorld(t, tc.kind, spec)
-			clean.stuckOnHard = tc.stuck
+			clean.stuckOnHard, clean.slowRollout = tc.stuck, tc.slow
 			clean.run()
 			want := clean.endState()
 			stages := 2
@@ -512,7 +525,7 @@ func TestACrashAfterAnyWriteEndsTheSameWay(t *testing.T) {
 			}
 			for n := 1; n <= clean.writes; n++ {
 				w := newWorld(t, tc.kind, spec)
-				w.stuckOnHard = tc.stuck
+				w.stuckOnHard, w.slowRollout = tc.stuck, tc.slow
 				w.crashAfter = n
 				w.run()
 				if got := w.endState(); got != want {

@@ -15,6 +15,7 @@ import (
 
 	pgv1 "github.com/placement-guard/placement-guard/api/v1alpha1"
 	"github.com/placement-guard/placement-guard/internal/brief"
+	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
 	"github.com/placement-guard/placement-guard/internal/workloadpatch"
 )
@@ -149,6 +150,7 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 				"stage", op.Stage, "generation", generation, "fieldManager", s.manager)
 			ot.AppliedGeneration = generation
 			s.r.Budget.Record(key, s.now)
+			s.carriesWritten(op, ot)
 			written = append(written, ref.String())
 			continue
 		} else if err != nil {
@@ -175,6 +177,7 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 		}
 		ot.AppliedGeneration = max(workloadpatch.GenerationOf(ac), 1)
 		s.r.Budget.Record(key, s.now)
+		s.carriesWritten(op, ot)
 		written = append(written, ref.String())
 	}
 	applied := note{kind: corev1.EventTypeNormal, reason: pgv1.ReasonStageApplied,
@@ -191,6 +194,17 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 		return o, err
 	}
 	return outcome{reason: applied.reason, message: applied.message}, nil
+}
+
+// carriesWritten records that a target now carries the entry just
+// written into it, as the next look at its template finds: the write and
+// the stage the status shows for it share one status write. A target a
+// revert removes is forgotten instead.
+func (s *scope) carriesWritten(op *pgv1.Operation, ot *pgv1.OperationTarget) {
+	if op.Action == pgv1.ActionRevert || s.target(ot.Kind, ot.Name) == nil {
+		return
+	}
+	s.status(ot.Ref()).Stage = placement.StageOfEntry(planning.EntryOf(ot.Entry))
 }
 
 // sameWorkload reports whether the workload an operation recorded still
