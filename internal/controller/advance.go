@@ -229,16 +229,17 @@ func (s *scope) evaluate(ctx context.Context, group []*target, stage pgv1.Stage)
 	var v planning.Verdict
 	err := s.r.State.With(ctx, func(snap *placement.Snapshot) error {
 		var err error
-		if v, err = planning.AskStage(snap, s.situation(group), stage); err != nil || v.Request == nil {
+		sit := s.situation(group)
+		if v, err = planning.AskStage(snap, sit, stage); err != nil || v.Request == nil {
 			return err
 		}
 		s.request = v.Request
 		if s.asked != nil {
-			s.launched = snap.LaunchedFor(*v.Request, s.asked.Since.Time, s.r.baselines.existed(client.ObjectKeyFromObject(s.pm), s.asked.Since.Time))
+			s.launched, err = snap.LaunchedFor(v.Workloads[0], sit.Intent.Capacity, s.asked.Since.Time, s.r.baselines.existed(client.ObjectKeyFromObject(s.pm), s.asked.Since.Time))
 		} else if v.Request.Shortfall > 0 {
 			s.nodes = snap.NodeNames()
 		}
-		return nil
+		return err
 	})
 	for _, a := range v.Answers {
 		metrics.ObserveEvaluation(a.Duration)

@@ -177,7 +177,8 @@ var _ = Describe("Capacity requests", func() {
 		Expect(k8sClient.Patch(ctx, pm, patch)).To(Succeed())
 		Eventually(func() error { _, err := placeholders(); return err }).Should(Succeed(), fc.explain("graphdb-apart"))
 
-		By("the node launched for it joins and qualifies: the request goes, the node stays counted")
+		By("the node launched for it joins and qualifies: the request goes, the node stays counted, and a node of another pool that joined meanwhile is not counted")
+		fc.node("app-9", map[string]string{"role": "app"})
 		fc.node("data-2", map[string]string{"role": "data"})
 		Eventually(gone).Should(BeTrue())
 		Eventually(func() []string {

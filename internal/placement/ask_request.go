@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -56,19 +57,31 @@ func (r CapacityRequest) Sized(launched, maxNodes int) (placeholders, nodes int)
 }
 
 // LaunchedFor names the nodes created since a request was made on which
-// its placeholders could land by node selection alone, Ready or not,
-// tainted or not: the nodes an autoscaler launched for it, by name. They
-// count against maxNodes from the moment they register, before they
-// qualify and before the migration's own pods can take them, so that the
-// request shrinks while the autoscaler still counts the node as the
-// request's. Times are compared as the API server records them, to the
-// second: an autoscaler can launch a node within the request's own
-// second, and a node of that second is named when existed says it was not
-// there when the request was made; with no word of what was (existed
-// nil: the request was made before the operator's restart), such a node
-// is not named, and is counted once it qualifies.
-func (s *Snapshot) LaunchedFor(req CapacityRequest, since time.Time, existed func(node string) bool) []string {
-	affinity := nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: req.Template.Spec})
+// its placeholders could land by node selection alone (the first target's
+// node selector and required node affinity, and the capacity's node
+// selector, as the placeholders carry them), Ready or not, tainted or not:
+// the nodes an autoscaler launched for it, by name. It asks the workload,
+// not the request, so that the pass in which the capacity is found, whose
+// request asks for nothing, names the same nodes as the passes before it,
+// and no node another pool launched meanwhile. They count against maxNodes
+// from the moment they register, before they qualify and before the
+// migration's own pods can take them, so that the request shrinks while
+// the autoscaler still counts the node as the request's. Times are
+// compared as the API server records them, to the second: an autoscaler
+// can launch a node within the request's own second, and a node of that
+// second is named when existed says it was not there when the request was
+// made; with no word of what was (existed nil: the request was made before
+// the operator's restart), such a node is not named, and is counted once
+// it qualifies.
+func (s *Snapshot) LaunchedFor(w *Workload, spec CapacitySpec, since time.Time, existed func(node string) bool) ([]string, error) {
+	affinity := nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: w.Template.Spec})
+	capacity := labels.Everything()
+	if spec.NodeSelector != nil {
+		var err error
+		if capacity, err = metav1.LabelSelectorAsSelector(spec.NodeSelector); err != nil {
+			return nil, fmt.Errorf("capacity.nodeSelector: %w", err)
+		}
+	}
 	since = since.Truncate(time.Second)
 	var out []string
 	for _, info := range s.nodes {
@@ -79,12 +92,12 @@ func (s *Snapshot) LaunchedFor(req CapacityRequest, since time.Time, existed fun
 		if created.Before(since) || created.Equal(since) && (existed == nil || existed(info.node.Name)) {
 			continue
 		}
-		if ok, _ := affinity.Match(info.node); ok {
+		if ok, _ := affinity.Match(info.node); ok && capacity.Matches(labels.Set(info.node.Labels)) {
 			out = append(out, info.node.Name)
 		}
 	}
 	sort.Strings(out)
-	return out
+	return out, nil
 }
 
 // RequestCapacity computes what to ask an autoscaler for, from final, the

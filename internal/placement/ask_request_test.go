@@ -302,8 +302,17 @@ func TestLaunchedForCountsNodesTheRequestCouldLandOnSinceItWasMade(t *testing.T)
 	graph := func(o Objects) *Workload {
 		return withSelector(deployment(o, "graphdb", 1, appsv1.DeploymentStrategy{}, nodeSelector("role", "data")))
 	}
-	req, s := requestFor(t, objs, graph, apart, CapacitySpec{NodeSelector: selector("role", "data")}, 1)
+	spec := CapacitySpec{NodeSelector: selector("role", "data")}
+	req, s := requestFor(t, objs, graph, apart, spec, 1)
 	made := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	w := graph(objs)
+	launched := func(existed func(string) bool) []string {
+		names, err := s.LaunchedFor(w, spec, made, existed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
 	joined := func(name string, at time.Time, labels ...string) {
 		n := mkNode(name, label(labels[0], labels[1]))
 		n.CreationTimestamp = metav1.NewTime(at)
@@ -325,14 +334,14 @@ func TestLaunchedForCountsNodesTheRequestCouldLandOnSinceItWasMade(t *testing.T)
 		{"one of the request's own second that was there when it was made", func() { joined("data-5", made, "role", "data") }, 3},
 	} {
 		c.join()
-		if got := len(s.LaunchedFor(req, made, func(n string) bool { return n == "data-1" || n == "app-1" || n == "data-5" })); got != c.want {
+		if got := len(launched(func(n string) bool { return n == "data-1" || n == "app-1" || n == "data-5" })); got != c.want {
 			t.Errorf("%s: %d nodes launched for the request, want %d", c.name, got, c.want)
 		}
 	}
-	if n := len(s.LaunchedFor(req, made, nil)); n != 2 {
+	if n := len(launched(nil)); n != 2 {
 		t.Fatalf("with no word of the nodes there were, one of the request's own second is not named: %d named", n)
 	}
-	if placeholders, nodes := req.Sized(len(s.LaunchedFor(req, made, nil)), 1); placeholders != 0 || nodes != 0 {
+	if placeholders, nodes := req.Sized(len(launched(nil)), 1); placeholders != 0 || nodes != 0 {
 		t.Fatalf("maxNodes 1 with nodes launched asks for nothing more: %d placeholders, %d nodes", placeholders, nodes)
 	}
 }
