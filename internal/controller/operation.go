@@ -180,12 +180,12 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 		s.carriesWritten(op, ot)
 		written = append(written, ref.String())
 	}
+	if op.Action == pgv1.ActionVerify {
+		return s.continueOperation(ctx, op)
+	}
 	applied := note{kind: corev1.EventTypeNormal, reason: pgv1.ReasonStageApplied,
 		message: fmt.Sprintf("Wrote the %s stage into %s (%s); waiting for the rollout", op.Stage, strings.Join(written, ", "), op.Action)}
-	switch op.Action {
-	case pgv1.ActionVerify:
-		return s.continueOperation(ctx, op)
-	case pgv1.ActionApplyStage, pgv1.ActionReapply:
+	if op.Action == pgv1.ActionApplyStage || op.Action == pgv1.ActionReapply {
 		// The pass that writes a stage goes on to watch its rollout, so
 		// that the write and the rollout's first word share one status
 		// write; the write is told as an Event.
