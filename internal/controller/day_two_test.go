@@ -1,11 +1,14 @@
 package controller
 
 import (
+	"strings"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -177,11 +180,13 @@ var _ = Describe("A succeeded migration", func() {
 		Eventually(disruption).Should(And(HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring("3 replicas fit"))))
 	})
 
-	It("draws no first verdict while a pod of the last rollout is still leaving, and draws it once the pod has gone", func() {
+	// hardRolledOutLeavingAPod rolls the hard stage out while the rollout's
+	// last old pod, held by a finalizer, still terminates on n3 (the spare
+	// node), and gives that pod.
+	hardRolledOutLeavingAPod := func() *corev1.Pod {
 		fc.node("n3", nil)
 		softApplied(nil)
 		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseApplyingHard), fc.explain("web-apart"))
-		By("the hard rollout's last old pod holds n3, the spare node, while it terminates")
 		var old corev1.PodList
 		Expect(k8sClient.List(ctx, &old, client.InNamespace(fc.ns), client.MatchingFields{"spec.nodeName": fc.ns + "-n2"})).To(Succeed())
 		Expect(old.Items).To(HaveLen(1))
@@ -191,17 +196,54 @@ var _ = Describe("A succeeded migration", func() {
 		leaving.Name, leaving.ResourceVersion, leaving.UID = leaving.Name+"-on-n3", "", ""
 		Expect(k8sClient.Create(ctx, leaving)).To(Succeed())
 		fc.rollOut("web", "n1", "n2")
-		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("web-apart"))
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(leaving), leaving)).To(Succeed())
 		Expect(leaving.DeletionTimestamp).NotTo(BeNil(), "the rollout deleted it")
-
-		disruption := func() *metav1.Condition {
-			return meta.FindStatusCondition(fc.pm("web-apart").Status.Conditions, pgv1.ConditionDisruptionReady)
-		}
-		Consistently(disruption, "2s").Should(BeNil(), "judged with the leaving pod on n3, a drain of n1 or n2 has no node")
+		return leaving
+	}
+	release := func(leaving *corev1.Pod) {
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(leaving), leaving)).To(Succeed())
 		leaving.Finalizers = nil
 		Expect(k8sClient.Update(ctx, leaving)).To(Succeed())
-		Eventually(disruption).Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionTrue)), "the spare node takes a drained pod")
+	}
+	disruption := func(pm *pgv1.PlacementMigration) *metav1.Condition {
+		return meta.FindStatusCondition(pm.Status.Conditions, pgv1.ConditionDisruptionReady)
+	}
+
+	It("holds its success while a pod of the last rollout is still leaving, and writes it with its first verdict once the pod has gone", func() {
+		leaving := hardRolledOutLeavingAPod()
+		Consistently(fc.phase("web-apart"), "2s").Should(Equal(pgv1.PhaseApplyingHard),
+			"judged with the leaving pod on n3, a drain of n1 or n2 has no node: the success waits for it to go")
+		release(leaving)
+		var pm *pgv1.PlacementMigration
+		Eventually(func() pgv1.Phase { pm = fc.pm("web-apart"); return pm.Status.Phase }).Should(Equal(pgv1.PhaseSucceeded), fc.explain("web-apart"))
+		Expect(disruption(pm)).To(And(Not(BeNil()), HaveField("Status", metav1.ConditionTrue)),
+			"the status that says Succeeded carries the verdict: the spare node takes a drained pod")
+		By("the hard stage's verification, reached again on every pass the success was held, is told once")
+		hardVerified := func() []eventsv1.Event {
+			var list eventsv1.EventList
+			Expect(k8sClient.List(ctx, &list, client.InNamespace(fc.ns))).To(Succeed())
+			var out []eventsv1.Event
+			for _, e := range list.Items {
+				if e.Regarding.Name == "web-apart" && e.Reason == pgv1.ReasonStageVerified && strings.HasPrefix(e.Note, "The Hard stage") {
+					out = append(out, e)
+				}
+			}
+			return out
+		}
+		Eventually(hardVerified).Should(HaveLen(1))
+		Consistently(hardVerified, "1s").Should(ConsistOf(HaveField("Series", BeNil())))
+	})
+
+	It("writes its success without a verdict once the pod has been leaving for the grace, and draws the verdict once it has gone", func() {
+		leaving := hardRolledOutLeavingAPod()
+		Consistently(fc.phase("web-apart"), "1s").Should(Equal(pgv1.PhaseApplyingHard))
+		stepAndLook(fc, "web-apart", settleGrace)
+		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("web-apart"))
+		Consistently(func() *metav1.Condition { return disruption(fc.pm("web-apart")) }, "2s").Should(BeNil(),
+			"judged with the leaving pod on n3, a drain of n1 or n2 has no node")
+		release(leaving)
+		Eventually(func() *metav1.Condition { return disruption(fc.pm("web-apart")) }).Should(
+			And(Not(BeNil()), HaveField("Status", metav1.ConditionTrue)), "the spare node takes a drained pod")
 	})
 
 	It("records the loss of a zone that a zone spread's pods cannot survive, and its end once a third zone has room", func() {

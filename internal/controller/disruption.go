@@ -31,7 +31,7 @@ func (s *scope) checkDisruptions(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !s.targetsSettled(ctx) {
+	if replicasOff, leaving := s.targetsUnsettled(ctx); replicasOff || leaving {
 		// A pod deleted and not yet replaced makes every verdict about the
 		// workload one pod short, and a pod of the last rollout still
 		// leaving one pod long: judged then, a zone loss that strands a
@@ -39,6 +39,9 @@ func (s *scope) checkDisruptions(ctx context.Context) error {
 		// pod churn would flip the condition. The last verdict on the
 		// settled workload stands, and the workload is looked at again
 		// soon: the event that settles it may have come before this read.
+		// Pods only leaving are gone within their grace period: a success
+		// waits for them (settleGrace) rather than say itself twice.
+		s.settling = !replicasOff
 		s.lookAgainIn(settleRecheck)
 		return nil
 	}
@@ -68,6 +71,14 @@ func (s *scope) checkDisruptions(ctx context.Context) error {
 // targetsSettled reports whether every target runs as many pods, bound
 // and not being deleted, as it has replicas, and no pod of it is leaving.
 func (s *scope) targetsSettled(ctx context.Context) bool {
+	replicasOff, leaving := s.targetsUnsettled(ctx)
+	return !replicasOff && !leaving
+}
+
+// targetsUnsettled reports whether a target runs another number of pods,
+// bound and not being deleted, than it has replicas, and whether a pod of
+// a target is leaving.
+func (s *scope) targetsUnsettled(ctx context.Context) (replicasOff, leaving bool) {
 	for _, t := range s.targets {
 		running := int32(0)
 		for _, p := range t.Pods {
@@ -76,22 +87,22 @@ func (s *scope) targetsSettled(ctx context.Context) bool {
 			}
 		}
 		if running != t.Workload.Replicas {
-			return false
+			replicasOff = true
 		}
 	}
 	// A pod being deleted still holds its node for the scheduler, and for
 	// the simulation: judged then, a scale-out looks a node short, and the
 	// verdict's inputs (the live pods) would not change when it goes.
-	leaving := 0
 	_ = s.r.State.With(ctx, func(snap *placement.Snapshot) error {
 		for _, t := range s.targets {
-			if sel, err := metav1.LabelSelectorAsSelector(t.Selector()); err == nil {
-				leaving += snap.TerminatingSelected(t.Object().GetNamespace(), sel)
+			if sel, err := metav1.LabelSelectorAsSelector(t.Selector()); err == nil && snap.TerminatingSelected(t.Object().GetNamespace(), sel) > 0 {
+				leaving = true
+				return nil
 			}
 		}
 		return nil
 	})
-	return leaving == 0
+	return replicasOff, leaving
 }
 
 // disruptionPolicies reads the namespace's PodDisruptionBudgets and

@@ -176,7 +176,7 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	} else if !o.silent {
 		o.health = s.summarize(o)
 	}
-	held, perr := r.patchStatus(ctx, before, pm, s.viewCatchingUp)
+	held, perr := r.patchStatus(ctx, before, pm, s)
 	if perr != nil {
 		if apierrors.IsConflict(perr) && err == nil {
 			return ctrl.Result{RequeueAfter: staleRetry}, nil
@@ -200,14 +200,18 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 // migration read from a cache behind its own last write, or written by
 // another replica meanwhile, is refused and reconciled again. A change of
 // progress messages alone is held while the last write is recent
-// (statusPace); held is how long, and the migration is looked at again
-// then.
-func (r *PlacementMigrationReconciler) patchStatus(ctx context.Context, before, pm *pgv1.PlacementMigration, catchingUp bool) (held time.Duration, _ error) {
+// (statusPace), and so are a new migration's first word while its pod
+// view catches up and a success while its targets' old pods leave; held
+// is how long, and the migration is looked at again then.
+func (r *PlacementMigrationReconciler) patchStatus(ctx context.Context, before, pm *pgv1.PlacementMigration, s *scope) (held time.Duration, _ error) {
 	if equality.Semantic.DeepEqual(before.Status, pm.Status) || !pm.DeletionTimestamp.IsZero() && len(pm.Finalizers) == 0 {
 		return 0, nil
 	}
 	key, now := client.ObjectKeyFromObject(pm), r.Clock.Now()
-	if held := max(firstWordWait(&before.Status, catchingUp, pm.CreationTimestamp.Time, now), r.pace.hold(key, &before.Status, &pm.Status, now)); held > 0 {
+	held = max(firstWordWait(&before.Status, s.viewCatchingUp, pm.CreationTimestamp.Time, now),
+		r.pace.settleWait(key, &before.Status, &pm.Status, s.settling, now),
+		r.pace.hold(key, &before.Status, &pm.Status, now))
+	if held > 0 {
 		return held, nil
 	}
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
@@ -252,8 +256,12 @@ func (r *PlacementMigrationReconciler) announce(before, after *pgv1.PlacementMig
 	if r.Recorder == nil {
 		return
 	}
+	if !written && !onlyProgress(&before.Status, &after.Status) {
+		// A status held back for more than its progress is the next
+		// pass's to reach again, and to tell once it is written.
+		return
+	}
 	old := meta.FindStatusCondition(before.Status.Conditions, pgv1.ConditionReady)
-	// A status held back is told when it is written, and once.
 	if written && !o.silent && (before.Status.Phase != after.Status.Phase || old == nil || old.Reason != o.reason) {
 		kind := corev1.EventTypeNormal
 		if o.health == stalled {

@@ -40,6 +40,9 @@ var progressReasons = map[string]bool{
 type statusPace struct {
 	mu   sync.Mutex
 	last map[types.NamespacedName]time.Time
+	// settling is when each migration's success was first held for
+	// its targets' leaving pods (settleWait).
+	settling map[types.NamespacedName]time.Time
 }
 
 // hold is how long a status change from before to after waits: zero for
@@ -66,6 +69,7 @@ func (p *statusPace) wrote(key types.NamespacedName, now time.Time) {
 		p.last = map[types.NamespacedName]time.Time{}
 	}
 	p.last[key] = now
+	delete(p.settling, key)
 }
 
 // forget drops what was remembered of a migration that is gone.
@@ -73,6 +77,7 @@ func (p *statusPace) forget(key types.NamespacedName) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.last, key)
+	delete(p.settling, key)
 }
 
 // firstWordGrace is how long a new migration may wait for its view of its
@@ -91,6 +96,34 @@ func firstWordWait(before *pgv1.PlacementMigrationStatus, catchingUp bool, creat
 		return 0
 	}
 	return max(0, created.Add(firstWordGrace).Sub(now))
+}
+
+// settleGrace is how long, at most, a migration's success waits for the
+// pods its last rollout deleted to be gone: the scheduler counts them
+// until then, so the DisruptionReady verdict is drawn after them, and the
+// success written with its verdict is one status write instead of two.
+// Pods usually go within seconds; one held longer (a long grace period,
+// a finalizer) delays the success by this much, and no more.
+const settleGrace = 10 * time.Second
+
+// settleWait is how long the status that ends a migration waits while its
+// targets' pods are only leaving (settling): until settleGrace after the
+// first pass that held it. A migration already succeeded, or a status
+// that does not end one, waits for nothing.
+func (p *statusPace) settleWait(key types.NamespacedName, before, after *pgv1.PlacementMigrationStatus, settling bool, now time.Time) time.Duration {
+	if !settling || after.Phase != pgv1.PhaseSucceeded || before.Phase == pgv1.PhaseSucceeded {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	since, ok := p.settling[key]
+	if !ok {
+		if p.settling == nil {
+			p.settling = map[types.NamespacedName]time.Time{}
+		}
+		since, p.settling[key] = now, now
+	}
+	return max(0, since.Add(settleGrace).Sub(now))
 }
 
 // onlyProgress reports whether after differs from before in nothing but

@@ -110,3 +110,40 @@ func TestANewMigrationWaitsForItsPodViewBeforeSayingSo(t *testing.T) {
 		}
 	}
 }
+
+// The status that ends a migration waits while its targets' pods are only
+// leaving, from the first pass that held it until settleGrace later; a
+// write starts the wait afresh, and a migration already succeeded, or a
+// status that does not end one, waits for nothing.
+func TestASuccessWaitsForItsLeavingPodsUntilTheGrace(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "a"}
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	verifying := statusWith(pgv1.PhaseApplyingHard)
+	succeeded := statusWith(pgv1.PhaseSucceeded)
+	var p statusPace
+	if got := p.settleWait(key, verifying, verifying, true, t0); got != 0 {
+		t.Errorf("a status that does not end the migration waits %v", got)
+	}
+	if got := p.settleWait(key, verifying, succeeded, false, t0); got != 0 {
+		t.Errorf("a success with nothing leaving waits %v", got)
+	}
+	if got := p.settleWait(key, succeeded, succeeded, true, t0); got != 0 {
+		t.Errorf("a migration already succeeded waits %v", got)
+	}
+	if got := p.settleWait(key, verifying, succeeded, true, t0); got != settleGrace {
+		t.Errorf("the first pass holding a success waits %v, want %v", got, settleGrace)
+	}
+	if got := p.settleWait(key, verifying, succeeded, true, t0.Add(4*time.Second)); got != settleGrace-4*time.Second {
+		t.Errorf("a pass 4s later waits %v, want %v", got, settleGrace-4*time.Second)
+	}
+	if got := p.settleWait(types.NamespacedName{Namespace: "ns", Name: "b"}, verifying, succeeded, true, t0.Add(4*time.Second)); got != settleGrace {
+		t.Errorf("another migration's first hold waits %v, want %v", got, settleGrace)
+	}
+	if got := p.settleWait(key, verifying, succeeded, true, t0.Add(settleGrace)); got != 0 {
+		t.Errorf("a pass at the grace's end waits %v", got)
+	}
+	p.wrote(key, t0.Add(settleGrace))
+	if got := p.settleWait(key, verifying, succeeded, true, t0.Add(20*time.Second)); got != settleGrace {
+		t.Errorf("after a write the wait starts afresh: %v, want %v", got, settleGrace)
+	}
+}
