@@ -79,9 +79,12 @@ func (c *ClusterState) tell(o any) {
 	}
 }
 
-// NewClusterState returns an empty cluster state; Watch fills it.
+// NewClusterState returns an empty cluster state; Watch fills it. Its
+// rollouts leave their steps' tied nodes unnamed: nothing the manager
+// says reads them.
 func NewClusterState() *ClusterState {
 	snap, _ := placement.NewSnapshot(placement.Objects{})
+	snap.OmitTies()
 	return &ClusterState{mu: newSnapshotLock(), snap: snap}
 }
 

@@ -80,6 +80,9 @@ type Snapshot struct {
 
 	// now is when the ReplicaSet controller is taken to look (SetNow).
 	now time.Time
+	// omitTies leaves the steps of a simulated rollout without the nodes
+	// tied with their choice (OmitTies).
+	omitTies bool
 
 	// trimmer makes the pods' records, one copy of what pods of one
 	// template share; byController indexes them by their controller's UID.

@@ -121,10 +121,20 @@ func (p *placer) bestSet() []int {
 	return p.best
 }
 
+// OmitTies leaves Step.Tied empty in the rollouts the snapshot
+// simulates from now on. Naming a step's tied nodes copies up to a
+// window of node names a placement, about a tenth of a rollout's
+// simulation; plan prints them and the scheduler-agreement checks read
+// them, the operator and the admission check never do.
+func (s *Snapshot) OmitTies() { s.omitTies = true }
+
 // step is the step of a pod placed at position i by the last search,
-// with the nodes tied with it.
+// with the nodes tied with it unless the snapshot omits them.
 func (p *placer) step(action, pod string, i int) Step {
 	st := Step{Action: action, Pod: pod, Node: p.nodeName(i), Sampled: p.sampled}
+	if p.e.s.omitTies {
+		return st
+	}
 	if len(p.best) > 1 {
 		st.Tied = make([]string, 0, len(p.best)-1)
 	}

@@ -155,3 +155,40 @@ func TestThePlacerScoresAsAFreshSnapshotWould(t *testing.T) {
 		t.Fatalf("only %d placements compared", compared)
 	}
 }
+
+// A snapshot that omits ties gives the same steps, each on the same node,
+// without the nodes tied with it; one that names them names every other
+// node of the best score (three empty nodes tie for the first pod).
+func TestOmittedTiesLeaveEveryChoiceAsItWas(t *testing.T) {
+	objs := Objects{Nodes: []*corev1.Node{mkNode("a"), mkNode("b"), mkNode("c")}}
+	rollout := func(omit bool) Rollout {
+		s, err := NewSnapshot(objs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if omit {
+			s.OmitTies()
+		}
+		r, err := s.SimulateRollout(deployment(objs, "web", 3, unavailable(1), requests("100m", "64Mi")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	named, omitted := rollout(false), rollout(true)
+	if len(named.Steps) != len(omitted.Steps) || len(named.Steps) == 0 {
+		t.Fatalf("steps named %d, omitted %d", len(named.Steps), len(omitted.Steps))
+	}
+	if first := named.Steps[0]; first.Action != StepCreate || len(first.Tied) != 2 {
+		t.Errorf("the first pod's step names %v tied with %s, want the two other empty nodes", first.Tied, first.Node)
+	}
+	for i := range named.Steps {
+		n, o := named.Steps[i], omitted.Steps[i]
+		if n.Action != o.Action || n.Pod != o.Pod || n.Node != o.Node || n.Sampled != o.Sampled {
+			t.Errorf("step %d: %+v with ties named, %+v omitted", i, n, o)
+		}
+		if len(o.Tied) > 0 {
+			t.Errorf("step %d names its ties %v though the snapshot omits them", i, o.Tied)
+		}
+	}
+}

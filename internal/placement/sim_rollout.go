@@ -33,6 +33,7 @@ type Step struct {
 	Node string
 	// Tied are the other nodes of the best score when Node was chosen:
 	// the scheduler picks any of them, so each is as likely as Node.
+	// Empty when the snapshot omits them (OmitTies).
 	Tied []string
 	// Sampled says the scheduler scores only some of the feasible nodes
 	// there (percentageOfNodesToScore), so Node is one of its possible
