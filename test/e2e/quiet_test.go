@@ -19,6 +19,10 @@ import (
 // quietFor is how long settled migrations are watched for a write.
 const quietFor = 60 * time.Second
 
+// batchEvery is how long a pod no migration selects lives before it is
+// deleted and the next is created.
+const batchEvery = 250 * time.Millisecond
+
 var _ = Describe("Migrations that share workloads, once settled", Label("operator", "quiet"), func() {
 	It("write once per stage, one at a time, then nothing for a minute of pod churn; a blocked one writes nothing at all", func(ctx SpecContext) {
 		env := newEnv(ctx, "quiet")
@@ -124,16 +128,16 @@ var _ = Describe("Migrations that share workloads, once settled", Label("operato
 				_ = k8sClient.Create(unrelated, pod)
 				select {
 				case <-unrelated.Done():
-				case <-time.After(time.Second):
+				case <-time.After(batchEvery):
 				}
 				_ = k8sClient.Delete(unrelated, pod)
 			}
 		}()
 		// Cluster-wide changes (another spec's nodes and namespaces, which
 		// its teardown removes while this spec runs) still reach every
-		// migration now and then: measured up to 4 in 11 s. Each batch
-		// pod, created and deleted every second, would reach them at least
-		// 15 times in 15 s.
+		// migration now and then, each alike: measured up to 8 in 15 s
+		// beside the other e2e process. A batch pod created and deleted
+		// every batchEvery would reach them at least 60 times in 15 s.
 		grew := func() map[string]float64 {
 			now := reconciles()
 			for name := range now {
@@ -141,7 +145,7 @@ var _ = Describe("Migrations that share workloads, once settled", Label("operato
 			}
 			return now
 		}
-		Consistently(grew, 15*time.Second, time.Second).Should(HaveEach(BeNumerically("<=", 7)), "pods of app=batch concern no settled migration")
+		Consistently(grew, 15*time.Second, time.Second).Should(HaveEach(BeNumerically("<=", 20)), "pods of app=batch concern no settled migration")
 		stopUnrelated()
 		By("deleting a pod of web: its migration looks again")
 		pods, err := utils.PodsOf(ctx, k8sClient, env.Namespace, map[string]string{"app": "web"})
