@@ -13,6 +13,10 @@ type nodeExtras struct {
 	at      map[int32]nodeExtra
 }
 
+// touchedHint is the room a simulation's sparse maps of touched nodes
+// are made with.
+const touchedHint = 64
+
 type nodeExtra struct {
 	req  resources
 	pods int32
@@ -32,13 +36,19 @@ func (x *nodeExtras) get(i int) (resources, int32) {
 	return e.req, e.pods
 }
 
+// touchedAt reports whether a simulation bound or removed a pod at
+// position i.
+func (x *nodeExtras) touchedAt(i int) bool { return x.touched[i/64]&(1<<(uint(i)%64)) != 0 }
+
 // account adds (delta 1) or takes away (-1) a pod requesting req at
 // position i.
 func (x *nodeExtras) account(i int, req resources, delta int32) {
 	word, bit := i/64, uint64(1)<<(uint(i)%64)
 	if x.touched[word]&bit == 0 {
 		if x.at == nil {
-			x.at = map[int32]nodeExtra{}
+			// A rollout touches a node for each pod it places or
+			// deletes: room for a small one's saves the first growths.
+			x.at = make(map[int32]nodeExtra, touchedHint)
 		}
 		x.touched[word] |= bit
 	}

@@ -46,6 +46,7 @@ func (s *Snapshot) UpsertNode(n *corev1.Node) {
 			s.images = nil
 		}
 		ni.node, ni.allocatable, ni.allowedPods = n, alloc, allowed
+		s.forgetLoad(id)
 		return
 	}
 	s.dropNodeCaches()

@@ -63,6 +63,10 @@ type Snapshot struct {
 	// spares are count arrays simulations gave back, by length (index_spares.go).
 	spares     spares
 	topologies map[string]*topology
+	// loadMemos are nodes' resource scores per pod shape
+	// (index_loadmemo.go); a node's are forgotten when its pods or its
+	// allocatable change, all of them when the nodes do.
+	loadMemos []*loadMemo
 
 	namespaces     map[string]*corev1.Namespace
 	claims         map[types.NamespacedName]*corev1.PersistentVolumeClaim
@@ -270,6 +274,7 @@ func (s *Snapshot) bind(id podID, nid nodeID) {
 	ni.nonZeroCPU += pi.nonZeroCPU
 	ni.nonZeroMemory += pi.nonZeroMemory
 	s.forgetAntiCountsOf(pi)
+	s.forgetLoad(nid)
 }
 
 // forgetAntiCountsOf drops the kept anti-affinity counts when pi is
@@ -299,6 +304,7 @@ func (s *Snapshot) removePod(id podID) {
 		ni.nonZeroCPU -= pi.nonZeroCPU
 		ni.nonZeroMemory -= pi.nonZeroMemory
 		s.forgetAntiCountsOf(pi)
+		s.forgetLoad(pi.node)
 		pi.node = noNode
 	}
 }

@@ -43,6 +43,7 @@ func (s *Snapshot) dropNodeCaches() {
 	s.existingAnti = nil
 	s.topologies = nil
 	s.images = nil
+	s.loadMemos = nil
 }
 
 // liveNodes returns the ids of the nodes in name order, so that answers are

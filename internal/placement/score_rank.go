@@ -24,15 +24,13 @@ type scorer struct {
 	interPod      *interPodScore
 	volumes       *volumeScore
 
-	// extraNonZero are the non-zero requests a simulation added to or took
-	// from each position (nil until it binds or removes a pod).
-	extraNonZero []nonZero
-	// resources caches, per position, NodeResourcesFit's and
-	// BalancedAllocation's weighted scores together (resourceTotals), and
-	// resourcesKnown marks the entries made; a bind or a removal at a node
-	// forgets its entry.
-	resources      []int64
-	resourcesKnown []bool
+	// touched are, at each position where the simulation bound or
+	// removed a pod, the non-zero requests it added or took, and
+	// NodeResourcesFit's and BalancedAllocation's weighted scores
+	// together (resourceTotals) once made: a bind or a removal there
+	// forgets them. Elsewhere the scores are the snapshot's (kept).
+	touched map[int32]touchedNode
+	kept    *loadMemo
 	// totalsBuf and rawBuf are totals' buffers, reused by the next call
 	// when it asks for no detail.
 	totalsBuf, rawBuf []int64
@@ -48,6 +46,14 @@ type scorer struct {
 }
 
 type nonZero struct{ cpu, memory int64 }
+
+// touchedNode is what a simulation changed at a node, as the scorer
+// reads it.
+type touchedNode struct {
+	nonZero
+	score  int64
+	scored bool
+}
 
 // newScorer readies the profile's scoring of e's pod; owner is the
 // selector of a simulated pod's controller (nil for a pod that names
@@ -117,14 +123,14 @@ func (sc *scorer) podRequest(name corev1.ResourceName, useRequested bool) int64 
 // account follows pod p bound to (1) or removed from (-1) position i.
 func (sc *scorer) account(p *corev1.Pod, terminating bool, i int, delta int32) {
 	cpu, memory := nonZeroRequests(p)
-	if sc.extraNonZero == nil {
-		sc.extraNonZero = make([]nonZero, len(sc.e.order))
+	if sc.touched == nil {
+		sc.touched = make(map[int32]touchedNode, touchedHint)
 	}
-	if sc.resourcesKnown != nil {
-		sc.resourcesKnown[i] = false
-	}
-	sc.extraNonZero[i].cpu += int64(delta) * cpu
-	sc.extraNonZero[i].memory += int64(delta) * memory
+	t := sc.touched[int32(i)]
+	t.cpu += int64(delta) * cpu
+	t.memory += int64(delta) * memory
+	t.scored = false
+	sc.touched[int32(i)] = t
 	if sc.spread != nil {
 		sc.spread.account(p, terminating, i, delta)
 	}

@@ -233,10 +233,10 @@ func balance(used, allocatable []int64) int64 {
 
 // extraNonZeroAt is the non-zero requests the simulation added at i.
 func (sc *scorer) extraNonZeroAt(i int) nonZero {
-	if sc.extraNonZero == nil {
+	if !sc.e.extras.touchedAt(i) {
 		return nonZero{}
 	}
-	return sc.extraNonZero[i]
+	return sc.touched[int32(i)].nonZero
 }
 
 // cpuMemoryOnly reports whether r weighs cpu and memory alone, with the
@@ -257,26 +257,34 @@ func (sc *scorer) resourceTotals(positions []int, totals []int64) {
 	most := sc.p.Fit.Type == MostAllocated
 	podCPU, podMem := sc.fit.podRequests[0], sc.fit.podRequests[1]
 	reqCPU, reqMem := sc.balanced.podRequests[0], sc.balanced.podRequests[1]
-	if sc.resourcesKnown == nil {
-		sc.resources, sc.resourcesKnown = make([]int64, len(sc.e.order)), make([]bool, len(sc.e.order))
+	if sc.kept == nil {
+		sc.kept = sc.e.s.loadMemo(loadKey{profile: sc.p, fitCPU: podCPU, fitMemory: podMem, requestedCPU: reqCPU, requestedMemory: reqMem})
 	}
 	for k, i := range positions {
-		if sc.resourcesKnown[i] {
-			totals[k] += sc.resources[i]
+		// A node the simulation left as it is scores what it scored
+		// for an earlier question.
+		touched := sc.e.extras.touchedAt(i)
+		var t touchedNode
+		if touched {
+			if t = sc.touched[int32(i)]; t.scored {
+				totals[k] += t.score
+				continue
+			}
+		} else if v, ok := sc.kept.get(i); ok {
+			totals[k] += v
 			continue
 		}
 		var total int64
 		ni := sc.e.s.nodes[sc.e.order[i]]
 		allocCPU, allocMem := ni.allocatable.milliCPU, ni.allocatable.memory
-		nz := sc.extraNonZeroAt(i)
 		extra, _ := sc.e.extras.get(i)
 		var score, weights int64
 		if allocCPU != 0 {
-			score += perResource(most, ni.nonZeroCPU+nz.cpu+podCPU, allocCPU) * cpuW
+			score += perResource(most, ni.nonZeroCPU+t.cpu+podCPU, allocCPU) * cpuW
 			weights += cpuW
 		}
 		if allocMem != 0 {
-			score += perResource(most, ni.nonZeroMemory+nz.memory+podMem, allocMem) * memW
+			score += perResource(most, ni.nonZeroMemory+t.memory+podMem, allocMem) * memW
 			weights += memW
 		}
 		if weights != 0 {
@@ -286,7 +294,12 @@ func (sc *scorer) resourceTotals(positions []int, totals []int64) {
 		with := balance2(usedCPU+reqCPU, allocCPU, usedMem+reqMem, allocMem)
 		without := balance2(usedCPU, allocCPU, usedMem, allocMem)
 		total += (maxNodeScore/2 + (maxNodeScore/2+with-without)/2) * balW
-		sc.resources[i], sc.resourcesKnown[i] = total, true
+		if touched {
+			t.score, t.scored = total, true
+			sc.touched[int32(i)] = t
+		} else {
+			sc.kept.put(i, total)
+		}
 		totals[k] += total
 	}
 }

@@ -26,6 +26,13 @@ type placer struct {
 	// only some of the feasible nodes.
 	best    []int
 	sampled bool
+	// sets are the candidates of each domain of the hard spreads, made
+	// for the candidates set setsFor (setsMade once made); allowed and
+	// unionBuf are the walk's buffers.
+	sets              []domainSets
+	setsFor           int
+	setsMade          bool
+	allowed, unionBuf []uint64
 }
 
 func (s *Snapshot) newPlacer(w *Workload, pod *corev1.Pod) (*placer, error) {
@@ -104,12 +111,7 @@ func (p *placer) bestSet() []int {
 		return nil
 	}
 	start := p.next % n
-	searched := 0
-	for ; searched < n && len(p.feasible) < want; searched++ {
-		if i := cands[(start+searched)%n]; p.e.nodeFits(i) {
-			p.feasible = append(p.feasible, i)
-		}
-	}
+	searched := p.walk(cands, start, want)
 	p.next = (start + searched) % n
 	p.sampled = len(p.feasible) == want && searched < n
 	if len(p.feasible) <= 1 {
