@@ -111,7 +111,7 @@ func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec Capacit
 	// The workloads' own pods leave the nodes they run on as their rollout
 	// replaces them: a node they fill still qualifies. Whether the rollout
 	// can make room for its surge beside them is the simulation's question.
-	ownCount, ownRequested := s.ownPodsByNode(workloads)
+	own := s.ownPodsByNode(workloads)
 	// Domains are counted by the topology's interned indices, and nodes
 	// come in name order: a hostname key has a domain per node.
 	topo := s.topology(key)
@@ -126,13 +126,13 @@ func (s *Snapshot) CapacityFor(workloads []*Workload, c Constraint, spec Capacit
 			continue
 		}
 		admits := true
-		requested := ni.requested
-		if own, ok := ownRequested[id]; ok {
-			requested = requested.minus(own)
+		requested, podCount := ni.requested, ni.podCount
+		if own.has(id) {
+			requested, podCount = requested.minus(own.requested[id]), podCount-own.count[id]
 		}
 		for i := range pods {
 			if filters[i].reason[pos] != 0 ||
-				ni.podCount-ownCount[id]+1 > ni.allowedPods ||
+				podCount+1 > ni.allowedPods ||
 				!reqs[i].fitsIn(ni.allocatable, requested, resources{}) ||
 				s.attachLimitReached(ni, vols[i]) {
 				admits = false
@@ -230,8 +230,8 @@ func (s *Snapshot) occupiedDomains(t *affinityTerm, w *Workload) int {
 
 // ownPodsByNode counts, per node, the workloads' own bound pods and what
 // they request.
-func (s *Snapshot) ownPodsByNode(workloads []*Workload) (map[nodeID]int64, map[nodeID]resources) {
-	count, requested := map[nodeID]int64{}, map[nodeID]resources{}
+func (s *Snapshot) ownPodsByNode(workloads []*Workload) ownPods {
+	own := ownPods{on: make([]uint64, (len(s.nodes)+63)/64), count: map[nodeID]int64{}, requested: map[nodeID]resources{}}
 	for _, w := range workloads {
 		for _, uid := range w.Pods {
 			id, ok := s.podByUID[uid]
@@ -239,13 +239,25 @@ func (s *Snapshot) ownPodsByNode(workloads []*Workload) (map[nodeID]int64, map[n
 				continue
 			}
 			pi := s.pods[id]
-			count[pi.node]++
-			r := requested[pi.node]
+			own.on[pi.node/64] |= 1 << (pi.node % 64)
+			own.count[pi.node]++
+			r := own.requested[pi.node]
 			r.add(pi.requests)
-			requested[pi.node] = r
+			own.requested[pi.node] = r
 		}
 	}
-	return count, requested
+	return own
 }
+
+// ownPods are the workloads' own pods by node: how many, and what they
+// request. A sweep over every node reads the maps only where a bit of on
+// says they hold an entry.
+type ownPods struct {
+	on        []uint64
+	count     map[nodeID]int64
+	requested map[nodeID]resources
+}
+
+func (o ownPods) has(id nodeID) bool { return o.on[id/64]&(1<<(id%64)) != 0 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -99,13 +99,16 @@ type evaluator struct {
 	altered map[nodeID]*corev1.Node
 	// skipResources: the profile turns NodeResourcesFit's filter off.
 	skipResources bool
-	// localOK caches, per position, the checks that read only what is
-	// bound to that node (ports, disks, volume limits, the pod count,
-	// resources): 0 not known yet, 1 passes, 2 fails. A placement asks
-	// them of most nodes again and again, while a bind or a removal
-	// changes one node's: that node's entry is forgotten, and every entry
-	// when the pod's volumes change.
-	localOK []uint8
+	// fitOK caches, per position, the verdict of every check of
+	// nodeFits but the spreads' (the node's static filters, inter-pod
+	// affinity, and what reads only what is bound to the node): 0 not
+	// known yet, 1 passes, 2 fails. A placement asks them of hundreds of
+	// nodes, and a rollout's next placement of the same nodes again,
+	// while a bind or a removal changes one node's: that node's entry is
+	// forgotten; every entry when an inter-pod count over a domain of
+	// several nodes changes, and when the pod's volumes do. The spreads'
+	// verdicts are kept per domain (spreadState.verdict).
+	fitOK []uint8
 	// scoring follows what a simulation binds and removes, for the layer
 	// that scores the nodes the filters pass (nil when nothing scores).
 	scoring accountant
@@ -261,7 +264,7 @@ func (e *evaluator) setVolumeReasons(i int, reason, also string) {
 // filters' own when no volume gives a node a reason.
 func (e *evaluator) resetCandidates() {
 	e.candidatesSet++
-	clear(e.localOK)
+	clear(e.fitOK)
 	switch {
 	case e.preFilterMsg != "" || e.gated:
 		e.candidates = nil
@@ -348,34 +351,50 @@ func (e *evaluator) anyFits() bool {
 }
 
 // nodeFits is fits for the node at position i once anyFits holds. The
-// domain checks come first: a search rejects most nodes by their domain,
-// and those verdicts are kept per domain.
+// spreads come first: a search rejects most nodes by their domain, and
+// those verdicts are kept per domain.
 func (e *evaluator) nodeFits(i int) bool {
-	return e.spreadReason(i) == "" && e.nodeReason[i] == 0 && e.volumeReason[i] == 0 &&
-		e.interPodReason(i) == "" && e.localFits(i)
+	return e.spreadReason(i) == "" && e.fitsBesideSpreads(i)
 }
 
-// localFits is the checks of fits that read only the node at position i
-// and what is bound to it, remembered until that changes.
-func (e *evaluator) localFits(i int) bool {
-	if e.localOK == nil {
-		e.localOK = make([]uint8, len(e.order))
+// fitsBesideSpreads is every check of nodeFits but the spreads',
+// remembered until what they read changes (fitOK).
+func (e *evaluator) fitsBesideSpreads(i int) bool {
+	if e.fitOK == nil {
+		e.fitOK = make([]uint8, len(e.order))
 	}
-	switch e.localOK[i] {
+	switch e.fitOK[i] {
 	case 1:
 		return true
 	case 2:
 		return false
 	}
+	ok := e.nodeReason[i] == 0 && e.volumeReason[i] == 0 && e.interPodReason(i) == "" && e.localFits(i)
+	e.fitOK[i] = 2
+	if ok {
+		e.fitOK[i] = 1
+	}
+	return ok
+}
+
+// forgetFitsOver forgets every remembered verdict when a count over
+// topology t changed and t's domains hold several nodes; a count over
+// one node's domain changes only that node's, which the bind or the
+// removal there forgets.
+func (e *evaluator) forgetFitsOver(t *topology) {
+	if t.shared {
+		clear(e.fitOK)
+	}
+}
+
+// localFits is the checks of fits that read only the node at position i
+// and what is bound to it.
+func (e *evaluator) localFits(i int) bool {
 	ok := e.portsFree(i) && !e.diskConflict(i) && !e.volumeLimitExceeded(i)
 	if ok && !e.skipResources {
 		ni := e.s.nodes[e.order[i]]
 		extraReq, extraPods := e.extras.get(i)
 		ok = ni.podCount+int64(extraPods)+1 <= ni.allowedPods && e.req.fitsIn(ni.allocatable, ni.requested, extraReq)
-	}
-	e.localOK[i] = 2
-	if ok {
-		e.localOK[i] = 1
 	}
 	return ok
 }
@@ -400,8 +419,8 @@ func (e *evaluator) simulateRemove(id podID) {
 // i; a terminating pod holds its node's resources but spreads do not count
 // it.
 func (e *evaluator) account(p *corev1.Pod, terminating bool, antiTerms []affinityTerm, req resources, i int, delta int32) {
-	if e.localOK != nil {
-		e.localOK[i] = 0
+	if e.fitOK != nil {
+		e.fitOK[i] = 0
 	}
 	e.extras.account(i, req, delta)
 	e.accountPorts(p, i, delta)

@@ -153,6 +153,9 @@ func (e *evaluator) accountAffinity(counts []termCounts, p *corev1.Pod, i int, d
 		if d := counts[k].topo.domainOf[i]; d >= 0 {
 			counts[k].counts[d] += delta
 			e.affinityTotal += int(delta)
+			// The total decides whether the pod may start its group
+			// anywhere: every node's verdict may change.
+			clear(e.fitOK)
 		}
 	}
 }
@@ -187,6 +190,7 @@ func (e *evaluator) forbidFor(terms []affinityTerm, i int, delta int32) {
 		}
 		if d := dc.topo.domainOf[i]; d >= 0 {
 			dc.counts[d] += delta
+			e.forgetFitsOver(dc.topo)
 		}
 	}
 }
@@ -198,6 +202,7 @@ func (e *evaluator) accountInterPod(p *corev1.Pod, antiTerms []affinityTerm, i i
 		tc := &e.anti[k]
 		if d := tc.topo.domainOf[i]; d >= 0 && (tc.term.namespaces.Has(p.Namespace) || tc.term.nsSelector.Matches(nsl)) && tc.term.selector.Matches(pl) {
 			tc.counts[d] += delta
+			e.forgetFitsOver(tc.topo)
 		}
 	}
 	if len(e.affinity) > 0 {

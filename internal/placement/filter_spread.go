@@ -33,11 +33,15 @@ func (e *evaluator) initSpreads() error {
 		return err
 	}
 	// A node without all the constraints' keys counts for none of them.
+	topos := make([]*topology, len(constraints))
+	for k, c := range constraints {
+		topos[k] = e.topologyFor(c.topologyKey)
+	}
 	hasAllKeys := make([]bool, len(e.order))
 	for i := range e.order {
 		hasAllKeys[i] = true
-		for _, c := range constraints {
-			if e.topologyFor(c.topologyKey).domainOf[i] < 0 {
+		for _, t := range topos {
+			if t.domainOf[i] < 0 {
 				hasAllKeys[i] = false
 				break
 			}

@@ -10,13 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// TestKeptResourceScoresFollowEveryEvent: the snapshot keeps nodes'
-// resource scores between questions. On random clusters, after each of
-// a random sequence of pod and node events (a pod bound, deleted, moved
-// or resized; a node's allocatable changed; a node added or deleted),
+// TestKeptScoresFollowEveryEvent: the snapshot keeps nodes' resource
+// scores, and whether any node has a PreferNoSchedule taint, between
+// questions. On random clusters, after each of a random sequence of pod
+// and node events (a pod bound, deleted, moved or resized; a node's
+// allocatable or PreferNoSchedule taint changed; a node added or deleted),
 // every feasible node scores what it scores in a snapshot built afresh
 // from the same objects, for pods of two shapes asked in turn.
-func TestKeptResourceScoresFollowEveryEvent(t *testing.T) {
+func TestKeptScoresFollowEveryEvent(t *testing.T) {
 	compared := 0
 	for seed := int64(1); seed <= 200; seed++ {
 		r := rand.New(rand.NewSource(seed))
@@ -80,7 +81,7 @@ func randomEvent(t *testing.T, r *rand.Rand, s *Snapshot, objs Objects, name str
 		}
 	}
 	someNode := func() string { return objs.Nodes[r.Intn(len(objs.Nodes))].Name }
-	switch k := r.Intn(6); {
+	switch k := r.Intn(7); {
 	case k == 0 || len(objs.Pods) == 0:
 		p := mkPod("ns1", name, on(someNode()), requests(fmt.Sprintf("%dm", 100*(1+r.Intn(9))), "256Mi"))
 		p.UID = types.UID(name)
@@ -100,10 +101,16 @@ func randomEvent(t *testing.T, r *rand.Rand, s *Snapshot, objs Objects, name str
 		}
 		objs.Pods[j] = p
 		upsert(p)
-	case k == 4:
+	case k == 4 || k == 5:
 		j := r.Intn(len(objs.Nodes))
 		n := objs.Nodes[j].DeepCopy()
-		alloc(fmt.Sprintf("%d", 2+r.Intn(6)), fmt.Sprintf("%dGi", 4+r.Intn(12)), "110")(n)
+		if k == 4 {
+			alloc(fmt.Sprintf("%d", 2+r.Intn(6)), fmt.Sprintf("%dGi", 4+r.Intn(12)), "110")(n)
+		} else if len(n.Spec.Taints) > 0 {
+			n.Spec.Taints = nil
+		} else {
+			n.Spec.Taints = []corev1.Taint{{Key: "avoid", Effect: corev1.TaintEffectPreferNoSchedule}}
+		}
 		objs.Nodes[j] = n
 		s.UpsertNode(n)
 	default:

@@ -40,7 +40,7 @@ func (s *Snapshot) UpsertNode(n *corev1.Node) {
 			s.dropNodeCaches()
 		case ni.node.Spec.Unschedulable != n.Spec.Unschedulable || !equality.Semantic.DeepEqual(ni.node.Spec.Taints, n.Spec.Taints):
 			// Cordoned, uncordoned or tainted: the node filters read it.
-			s.filters = nil
+			s.filters, s.preferNoSchedule = nil, nil
 		}
 		if imagesChanged(ni.node, n) {
 			s.images = nil

@@ -67,6 +67,9 @@ type Snapshot struct {
 	// (index_loadmemo.go); a node's are forgotten when its pods or its
 	// allocatable change, all of them when the nodes do.
 	loadMemos []*loadMemo
+	// preferNoSchedule is whether a live node carries a PreferNoSchedule
+	// taint, nil until asked and once a node's taints change.
+	preferNoSchedule *bool
 
 	namespaces     map[string]*corev1.Namespace
 	claims         map[types.NamespacedName]*corev1.PersistentVolumeClaim

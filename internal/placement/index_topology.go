@@ -11,10 +11,14 @@ type topology struct {
 	domainOf []int32
 	names    []string
 	index    map[string]int32
+	// shared: some domain holds more than one node, so a count kept per
+	// domain changes what several nodes are judged by.
+	shared bool
 }
 
 func newTopology(key string, s *Snapshot, order []nodeID) *topology {
 	t := &topology{key: key, domainOf: make([]int32, len(order)), index: map[string]int32{}}
+	labelled := 0
 	for i, id := range order {
 		v, ok := s.nodes[id].node.Labels[key]
 		if !ok {
@@ -22,7 +26,9 @@ func newTopology(key string, s *Snapshot, order []nodeID) *topology {
 			continue
 		}
 		t.domainOf[i] = t.intern(v)
+		labelled++
 	}
+	t.shared = labelled > len(t.names)
 	return t
 }
 
@@ -44,6 +50,7 @@ func (s *Snapshot) dropNodeCaches() {
 	s.topologies = nil
 	s.images = nil
 	s.loadMemos = nil
+	s.preferNoSchedule = nil
 }
 
 // liveNodes returns the ids of the nodes in name order, so that answers are

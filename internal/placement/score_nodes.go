@@ -32,8 +32,26 @@ func newTaintScore(e *evaluator) *taintScore {
 // anyPreferNoSchedule reports whether an evaluated node carries a
 // PreferNoSchedule taint.
 func anyPreferNoSchedule(e *evaluator) bool {
-	for _, id := range e.order {
-		for _, t := range e.node(id).Spec.Taints {
+	if e.altered == nil {
+		return e.s.anyPreferNoSchedule()
+	}
+	return preferNoScheduleOn(e.order, e.node)
+}
+
+// anyPreferNoSchedule is whether a live node carries a PreferNoSchedule
+// taint, kept until a node's taints change: every scorer asks it, and
+// the answer reads every node object.
+func (s *Snapshot) anyPreferNoSchedule() bool {
+	if s.preferNoSchedule == nil {
+		some := preferNoScheduleOn(s.liveNodes(), func(id nodeID) *corev1.Node { return s.nodes[id].node })
+		s.preferNoSchedule = &some
+	}
+	return *s.preferNoSchedule
+}
+
+func preferNoScheduleOn(order []nodeID, node func(nodeID) *corev1.Node) bool {
+	for _, id := range order {
+		for _, t := range node(id).Spec.Taints {
 			if t.Effect == corev1.TaintEffectPreferNoSchedule {
 				return true
 			}

@@ -72,9 +72,14 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 		}
 	}
 	remainingOld := append([]podID(nil), old...)
+	// A step for each pod created and each deleted: room for them all
+	// saves the growths.
+	if n := replicas + len(old); n > 0 {
+		r.Steps = make([]Step, 0, n)
+	}
 	// newOn counts the new revision's pods per node, which the controller
 	// ranks old pods by.
-	newOn := map[string]int{}
+	newOn := make(map[string]int, replicas)
 	var buffers scaleDownBuffers
 	created, placed := 0, 0
 	// Every new pod is the template's: only their names differ, and the

@@ -43,9 +43,17 @@ func (p *placer) walk(cands []int, start, want int) int {
 }
 
 // walkAllowed is walk over the candidates set in allowed alone: the
-// others fail a spread's filter.
+// others fail a spread's filter. When the sets cover every spread, the
+// ones allowed pass them all, and only the other checks are asked.
 func (p *placer) walkAllowed(cands []int, allowed []uint64, start, want int) int {
 	n := len(cands)
+	spreadsPassed := len(p.sets) == len(p.e.spreads)
+	fits := func(i int) bool {
+		if spreadsPassed {
+			return p.e.fitsBesideSpreads(i)
+		}
+		return p.e.nodeFits(i)
+	}
 	visit := func(from, to int) (stop int, done bool) {
 		for w := from / 64; w*64 < to; w++ {
 			word := allowed[w]
@@ -58,7 +66,7 @@ func (p *placer) walkAllowed(cands []int, allowed []uint64, start, want int) int
 					return 0, false
 				}
 				word &= word - 1
-				if i := cands[k]; p.e.nodeFits(i) {
+				if i := cands[k]; fits(i) {
 					p.feasible = append(p.feasible, i)
 					if len(p.feasible) == want {
 						return k, true
