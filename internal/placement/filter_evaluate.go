@@ -188,7 +188,7 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 		e.reasonCodes[text] = reasonCode(c + 1)
 	}
 	e.shareNoVolumeReasons()
-	if pre == "" {
+	if pre == "" && !vols.none() {
 		for i, id := range e.order {
 			reason, also := volumeFilter(e.profile, vols, e.node(id))
 			e.setVolumeReasons(i, reason, also)
@@ -219,6 +219,20 @@ func (s *Snapshot) newEvaluatorWith(pod *corev1.Pod, opts evalOptions) (*evaluat
 		}
 	}
 	return e, nil
+}
+
+// newSpreadEvaluator is an evaluator of pod's hard spreads alone: which
+// nodes and domains each counts, and the pods it counts there. It
+// answers nothing else; a question that reads only where a spread stands
+// (endStateOf) asks it instead of a whole evaluation.
+func (s *Snapshot) newSpreadEvaluator(pod *corev1.Pod) (*evaluator, error) {
+	if s.interrupted() {
+		return nil, ErrInterrupted
+	}
+	e := &evaluator{s: s, pod: pod, profile: s.profileOf(pod), order: s.liveNodes(), posOf: s.livePositions()}
+	e.filters = s.nodeFiltersOf(pod, e.profile, nil)
+	e.affinityOK = e.filters.affinityOK
+	return e, e.initSpreads()
 }
 
 // code is the code of a reason, 0 for none.

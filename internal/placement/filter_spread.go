@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -32,49 +34,36 @@ func (e *evaluator) initSpreads() error {
 	if err != nil || len(constraints) == 0 {
 		return err
 	}
-	// A node without all the constraints' keys counts for none of them.
 	topos := make([]*topology, len(constraints))
 	for k, c := range constraints {
 		topos[k] = e.topologyFor(c.topologyKey)
 	}
-	hasAllKeys := make([]bool, len(e.order))
-	for i := range e.order {
-		hasAllKeys[i] = true
-		for _, t := range topos {
-			if t.domainOf[i] < 0 {
-				hasAllKeys[i] = false
-				break
-			}
-		}
-	}
+	var hasAllKeys []bool
 	podLabels := labels.Set(e.pod.Labels)
-	for _, c := range constraints {
-		t := e.topologyFor(c.topologyKey)
+	for k, c := range constraints {
+		t := topos[k]
+		key := spreadEligibilityKey(constraints, c)
+		el := e.filters.spreads[key]
+		if el == nil {
+			if hasAllKeys == nil {
+				hasAllKeys = e.nodesWithEveryKey(topos)
+			}
+			el = e.eligibility(c, t, hasAllKeys)
+			if e.filters.spreads == nil {
+				e.filters.spreads = map[string]*spreadEligibility{}
+			}
+			e.filters.spreads[key] = el
+		}
 		st := &spreadState{
 			c:            c,
-			eligible:     make([]bool, len(e.order)),
+			eligible:     el.eligible,
 			domainCounts: *e.s.newDomainCounts(t),
-			present:      make([]bool, len(t.names)),
+			present:      el.present,
+			numDomains:   el.numDomains,
 			minDirty:     true,
 		}
 		if c.selector.Matches(podLabels) {
 			st.selfMatch = 1
-		}
-		for i, id := range e.order {
-			if !hasAllKeys[i] {
-				continue
-			}
-			if c.nodeAffinityPolicy == corev1.NodeInclusionPolicyHonor && !e.affinityOK[i] {
-				continue
-			}
-			if c.nodeTaintsPolicy == corev1.NodeInclusionPolicyHonor && !toleratesAll(e.pod, e.node(id)) {
-				continue
-			}
-			st.eligible[i] = true
-			if d := t.domainOf[i]; !st.present[d] {
-				st.present[d] = true
-				st.numDomains++
-			}
 		}
 		// An empty selector counts no pod, as in the scheduler.
 		if !c.selector.Empty() {
@@ -90,6 +79,62 @@ func (e *evaluator) initSpreads() error {
 		e.spreads = append(e.spreads, st)
 	}
 	return nil
+}
+
+// spreadEligibilityKey is what c's eligibility reads beside the
+// template's node filters: every hard constraint's key, c's own, and its
+// inclusion policies.
+func spreadEligibilityKey(constraints []spreadConstraint, c spreadConstraint) string {
+	var b strings.Builder
+	for _, o := range constraints {
+		b.WriteString(o.topologyKey)
+		b.WriteByte(0)
+	}
+	b.WriteByte(1)
+	b.WriteString(c.topologyKey)
+	b.WriteByte(0)
+	b.WriteString(string(c.nodeAffinityPolicy))
+	b.WriteByte(0)
+	b.WriteString(string(c.nodeTaintsPolicy))
+	return b.String()
+}
+
+// nodesWithEveryKey marks the positions whose node carries every one of
+// the topologies' keys: a node without all of them counts for none.
+func (e *evaluator) nodesWithEveryKey(topos []*topology) []bool {
+	has := make([]bool, len(e.order))
+	for i := range e.order {
+		has[i] = true
+		for _, t := range topos {
+			if t.domainOf[i] < 0 {
+				has[i] = false
+				break
+			}
+		}
+	}
+	return has
+}
+
+// eligibility is which nodes constraint c over topology t counts.
+func (e *evaluator) eligibility(c spreadConstraint, t *topology, hasAllKeys []bool) *spreadEligibility {
+	el := &spreadEligibility{eligible: make([]bool, len(e.order)), present: make([]bool, len(t.names))}
+	for i, id := range e.order {
+		if !hasAllKeys[i] {
+			continue
+		}
+		if c.nodeAffinityPolicy == corev1.NodeInclusionPolicyHonor && !e.affinityOK[i] {
+			continue
+		}
+		if c.nodeTaintsPolicy == corev1.NodeInclusionPolicyHonor && !toleratesAll(e.pod, e.node(id)) {
+			continue
+		}
+		el.eligible[i] = true
+		if d := t.domainOf[i]; !el.present[d] {
+			el.present[d] = true
+			el.numDomains++
+		}
+	}
+	return el
 }
 
 // minMatch is the global minimum: the fewest selected pods in any domain, or

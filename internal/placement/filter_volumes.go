@@ -59,6 +59,12 @@ type podVolumes struct {
 	storage *storageCapacity
 }
 
+// none reports whether the pod has nothing to bind and no volume to
+// follow, as most pods: no node fails VolumeBinding or VolumeZone.
+func (pv podVolumes) none() bool {
+	return len(pv.bound) == 0 && len(pv.delayed) == 0 && len(pv.missing) == 0
+}
+
 // delayedClaim is an unbound WaitForFirstConsumer claim, with its class and
 // the volumes of that class it might bind to.
 type delayedClaim struct {
@@ -142,8 +148,7 @@ func (s *Snapshot) volumesOfClass(class string) []*corev1.PersistentVolume {
 // a reason for each that fails: then is the second, "" when there is
 // none. VolumeZone is asked only when VolumeBinding admits the node.
 func volumeFilter(p *Profile, pv podVolumes, node *corev1.Node) (first, then string) {
-	if len(pv.bound) == 0 && len(pv.delayed) == 0 && len(pv.missing) == 0 {
-		// Most pods: nothing to bind, no volume to follow.
+	if pv.none() {
 		return "", ""
 	}
 	if !p.filters(FilterVolumeBinding) {

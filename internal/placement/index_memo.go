@@ -29,6 +29,20 @@ type nodeFilters struct {
 	// and the positions without a reason, in order.
 	noReasons []reasonCode
 	pass      []int
+	// spreads are, by what they read (spreadEligibilityKey), which nodes
+	// the template's hard spreads count: made on first use, shared read
+	// only.
+	spreads map[string]*spreadEligibility
+}
+
+// spreadEligibility is what PodTopologySpread's PreFilter reads of the
+// nodes alone for one hard constraint: the nodes whose pods and domains
+// count (they carry every hard constraint's key and pass the inclusion
+// policies), and the domains holding at least one.
+type spreadEligibility struct {
+	eligible   []bool
+	present    []bool
+	numDomains int
 }
 
 // zeros is a code per position, every one 0. Shared: read only.

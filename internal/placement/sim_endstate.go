@@ -197,7 +197,7 @@ func (s *Snapshot) predictEndStates(w *Workload, c Constraint, r Rollout) (EndSt
 func (s *Snapshot) endStateOf(w *Workload, c Constraint, r Rollout) (EndStates, error) {
 	es := EndStates{TopologyKey: c.Spread.TopologyKey, MaxSkew: int(max(c.Spread.MaxSkew, 1)), Exhaustive: true, Proven: true}
 	pod := newRevisionPod(w, w.Name+"-new")
-	e, err := s.newEvaluator(pod)
+	e, err := s.newSpreadEvaluator(pod)
 	if err != nil {
 		return es, fmt.Errorf("end state of %s: %w", w.Ref(), err)
 	}
