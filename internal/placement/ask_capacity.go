@@ -231,7 +231,11 @@ func (s *Snapshot) occupiedDomains(t *affinityTerm, w *Workload) int {
 // ownPodsByNode counts, per node, the workloads' own bound pods and what
 // they request.
 func (s *Snapshot) ownPodsByNode(workloads []*Workload) ownPods {
-	own := ownPods{on: make([]uint64, (len(s.nodes)+63)/64), count: map[nodeID]int64{}, requested: map[nodeID]resources{}}
+	n := 0
+	for _, w := range workloads {
+		n += len(w.Pods)
+	}
+	own := ownPods{on: make([]uint64, (len(s.nodes)+63)/64), count: make(map[nodeID]int64, n), requested: make(map[nodeID]resources, n)}
 	for _, w := range workloads {
 		for _, uid := range w.Pods {
 			id, ok := s.podByUID[uid]

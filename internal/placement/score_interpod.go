@@ -93,7 +93,8 @@ func (ip *interPodScore) termsOf(p *corev1.Pod) *scoringTerms {
 // pod p at position i, added to the domains of p's node.
 func (ip *interPodScore) add(p *corev1.Pod, terms *scoringTerms, i int, sign int64) {
 	e := ip.e
-	if len(e.node(e.order[i]).Labels) == 0 {
+	// Nothing to add is known without reading the node.
+	if len(ip.own) == 0 && terms == nil || len(e.node(e.order[i]).Labels) == 0 {
 		return
 	}
 	if len(ip.own) > 0 {

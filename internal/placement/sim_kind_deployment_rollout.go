@@ -79,7 +79,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 	}
 	// newOn counts the new revision's pods per node, which the controller
 	// ranks old pods by.
-	newOn := make(map[string]int, replicas)
+	newOn := make(map[nodeID]int, replicas)
 	var buffers scaleDownBuffers
 	created, placed := 0, 0
 	// Every new pod is the template's: only their names differ, and the
@@ -93,7 +93,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 		for len(pending) > 0 {
 			if i := pl.place(template); i >= 0 {
 				r.Steps = append(r.Steps, pl.step(StepSchedule, pending[0], i))
-				newOn[pl.nodeName(i)]++
+				newOn[pl.nodeID(i)]++
 				pending = pending[1:]
 				placed++
 				progress = true
@@ -109,7 +109,7 @@ func (s *Snapshot) simulateDeployment(w *Workload, old, leaving []podID) (Rollou
 			if len(pending) == 0 {
 				if i := pl.place(template); i >= 0 {
 					r.Steps = append(r.Steps, pl.step(StepCreate, name, i))
-					newOn[pl.nodeName(i)]++
+					newOn[pl.nodeID(i)]++
 					placed++
 					continue
 				}

@@ -188,7 +188,7 @@ func ageBucket(d time.Duration) int64 {
 // preference. newOn and pending are the new revision's pods per node and
 // unplaced, which count among the pods sharing a node. buf, when not nil,
 // is reused from one pass to the next of a simulation.
-func (s *Snapshot) scaleDownVictims(old []podID, newOn map[string]int, pending, surplus int, buf *scaleDownBuffers) []podID {
+func (s *Snapshot) scaleDownVictims(old []podID, newOn map[nodeID]int, pending, surplus int, buf *scaleDownBuffers) []podID {
 	n := max(0, surplus)
 	for _, id := range old {
 		if s.pods[id].node == noNode {
@@ -207,10 +207,8 @@ func (s *Snapshot) scaleDownVictims(old []podID, newOn map[string]int, pending, 
 	onNode := buf.onNode
 	clear(onNode)
 	onNode[noNode] = pending
-	for name, n := range newOn {
-		if id, ok := s.nodeByName[name]; ok {
-			onNode[id] += n
-		}
+	for id, n := range newOn {
+		onNode[id] += n
 	}
 	if cap(buf.candidates) < len(old) {
 		buf.candidates = make([]scaleDownCandidate, 0, len(old))
@@ -270,14 +268,16 @@ func (s *Snapshot) ScaleDownVictims(w *Workload, n int, related ...*corev1.Pod) 
 			unassigned++
 		}
 	}
-	newOn, pending := map[string]int{}, 0
+	newOn, pending := map[nodeID]int{}, 0
 	for _, p := range related {
 		switch {
 		case p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
 		case p.Spec.NodeName == "":
 			pending++
 		default:
-			newOn[p.Spec.NodeName]++
+			if id, ok := s.nodeByName[p.Spec.NodeName]; ok {
+				newOn[id]++
+			}
 		}
 	}
 	var names []string

@@ -88,7 +88,11 @@ func TestScaleDownVictims(t *testing.T) {
 			}
 			w := deployment(objs, "web", int32(len(tc.pods)), unavailable(1))
 			var got []string
-			for _, id := range s.scaleDownVictims(s.workloadPods(w.Pods), tc.newOn, tc.pending, tc.surplus, nil) {
+			newOn := map[nodeID]int{}
+			for name, n := range tc.newOn {
+				newOn[s.nodeByName[name]] += n
+			}
+			for _, id := range s.scaleDownVictims(s.workloadPods(w.Pods), newOn, tc.pending, tc.surplus, nil) {
 				got = append(got, s.pods[id].name)
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {

@@ -159,6 +159,8 @@ func (p *placer) forget(ids []podID) {
 
 func (p *placer) nodeName(i int) string { return p.e.s.nodes[p.e.order[i]].node.Name }
 
+func (p *placer) nodeID(i int) nodeID { return p.e.order[i] }
+
 // newPod materialises a pod of the new revision.
 func newPod(w *Workload, name string, extraLabels map[string]string) *corev1.Pod {
 	lbls := make(map[string]string, len(w.Template.Labels)+len(extraLabels))
