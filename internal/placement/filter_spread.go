@@ -49,7 +49,9 @@ func (e *evaluator) initSpreads() error {
 				hasAllKeys = e.nodesWithEveryKey(topos)
 			}
 			el = e.eligibility(c, t, hasAllKeys)
-			if e.filters.spreads == nil {
+			// Bounded as the filters are: a tenant's workloads may name
+			// any number of keys.
+			if e.filters.spreads == nil || len(e.filters.spreads) >= maxSpreadEligibilities {
 				e.filters.spreads = map[string]*spreadEligibility{}
 			}
 			e.filters.spreads[key] = el

@@ -113,3 +113,44 @@ func feasibleNames(t *testing.T, s *Snapshot, pod *corev1.Pod) string {
 	}
 	return fmt.Sprint(names)
 }
+
+// TestKeptSetsStayBounded: a tenant's workloads may name any number of
+// spread keys and request any number of shapes. Asked 40 of each on one
+// snapshot, it keeps at most maxSpreadEligibilities eligibilities for the
+// template and maxLoadMemos shapes' scores, and every answer is still a
+// fresh snapshot's.
+func TestKeptSetsStayBounded(t *testing.T) {
+	objs := Objects{}
+	for k := range 6 {
+		objs.Nodes = append(objs.Nodes, mkNode(fmt.Sprintf("n%d", k), zone(fmt.Sprintf("z%d", k%3))))
+	}
+	for k := range 40 {
+		for _, n := range objs.Nodes {
+			n.Labels[fmt.Sprintf("key-%d", k)] = n.Labels[corev1.LabelTopologyZone]
+		}
+	}
+	s, err := NewSnapshot(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := NewSnapshot(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range 40 {
+		pod := mkPod("ns", "in", withLabels("app", "web"), requests(fmt.Sprintf("%dm", 100+k), "64Mi"),
+			spread(fmt.Sprintf("key-%d", k), 1, map[string]string{"app": "web"}))
+		if got, want := feasibleNames(t, s, pod), feasibleNames(t, fresh, pod); got != want {
+			t.Fatalf("key-%d: the snapshot finds %s, a fresh one %s", k, got, want)
+		}
+		compareScores(t, fmt.Sprintf("key-%d", k), s, objs, pod)
+	}
+	if len(s.loadMemos) > maxLoadMemos {
+		t.Errorf("%d shapes' scores kept, at most %d", len(s.loadMemos), maxLoadMemos)
+	}
+	for key, f := range s.filters {
+		if len(f.spreads) > maxSpreadEligibilities {
+			t.Errorf("filters %s keep %d eligibilities, at most %d", key, len(f.spreads), maxSpreadEligibilities)
+		}
+	}
+}

@@ -35,6 +35,10 @@ type nodeFilters struct {
 	spreads map[string]*spreadEligibility
 }
 
+// maxSpreadEligibilities bounds the spreads' eligibilities a template's
+// filters keep.
+const maxSpreadEligibilities = 16
+
 // spreadEligibility is what PodTopologySpread's PreFilter reads of the
 // nodes alone for one hard constraint: the nodes whose pods and domains
 // count (they carry every hard constraint's key and pass the inclusion
