@@ -83,6 +83,15 @@ func (e *evaluator) initSpreads() error {
 	return nil
 }
 
+// includes reports whether c's inclusion policies count the node at
+// position i: the filter's and the score's alike.
+func (e *evaluator) includes(c spreadConstraint, i int, id nodeID) bool {
+	if c.nodeAffinityPolicy == corev1.NodeInclusionPolicyHonor && !e.affinityOK[i] {
+		return false
+	}
+	return c.nodeTaintsPolicy != corev1.NodeInclusionPolicyHonor || toleratesAll(e.pod, e.node(id))
+}
+
 // spreadEligibilityKey is what c's eligibility reads beside the
 // template's node filters: every hard constraint's key, c's own, and its
 // inclusion policies.
@@ -121,13 +130,7 @@ func (e *evaluator) nodesWithEveryKey(topos []*topology) []bool {
 func (e *evaluator) eligibility(c spreadConstraint, t *topology, hasAllKeys []bool) *spreadEligibility {
 	el := &spreadEligibility{eligible: make([]bool, len(e.order)), present: make([]bool, len(t.names))}
 	for i, id := range e.order {
-		if !hasAllKeys[i] {
-			continue
-		}
-		if c.nodeAffinityPolicy == corev1.NodeInclusionPolicyHonor && !e.affinityOK[i] {
-			continue
-		}
-		if c.nodeTaintsPolicy == corev1.NodeInclusionPolicyHonor && !toleratesAll(e.pod, e.node(id)) {
+		if !hasAllKeys[i] || !e.includes(c, i, id) {
 			continue
 		}
 		el.eligible[i] = true

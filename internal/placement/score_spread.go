@@ -80,13 +80,7 @@ func (sp *spreadScore) count(c spreadConstraint) *softSpread {
 		ss.counts = make([]int64, len(ss.topo.names)+1)
 	}
 	for i, id := range e.order {
-		if sp.requireAll && sp.lacksKey(i) {
-			continue
-		}
-		if c.nodeAffinityPolicy == corev1.NodeInclusionPolicyHonor && !e.affinityOK[i] {
-			continue
-		}
-		if c.nodeTaintsPolicy == corev1.NodeInclusionPolicyHonor && !toleratesAll(e.pod, e.node(id)) {
+		if sp.requireAll && sp.lacksKey(i) || !e.includes(c, i, id) {
 			continue
 		}
 		ss.counted[i] = true
