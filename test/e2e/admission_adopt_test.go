@@ -141,7 +141,12 @@ var _ = Describe("Adopt mode: a hard constraint merged straight into a workload,
 		By("a second data node joins: the migration hardens the term where the manifest has it")
 		_, err := env.AddNode(ctx, "data-2", map[string]string{"role": "data"})
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(phaseOf(ctx, env.Namespace, pm.Name)).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, pm.Name))
+		// The hard stage's rollout is the controller manager's: beside the
+		// suite's other specs its ReplicaSet controller, which waits for its
+		// cache to catch up with its own writes and backs off while it
+		// waits, has taken past two minutes (explain shows the Deployment's
+		// status beside the migration's).
+		Eventually(phaseOf(ctx, env.Namespace, pm.Name)).WithTimeout(5*time.Minute).Should(Equal(pgv1.PhaseSucceeded), explain(ctx, env.Namespace, pm.Name))
 		live := getDeployment(ctx, env.Namespace, "graphdb")
 		Expect(live.Spec.Template.Spec.Affinity).To(Equal(manifest.Spec.Template.Spec.Affinity), "the workload ends as its manifest says")
 		pods := allRunning(ctx, env.Namespace, map[string]string{"app": "graphdb"}, 1)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,8 +71,25 @@ func explain(ctx context.Context, namespace, name string) func() string {
 		if pods, err := utils.PodsOf(ctx, k8sClient, namespace, nil); err == nil {
 			out += "\n  pods: " + utils.Placement(pods)
 		}
-		return out
+		return out + rollouts(ctx, namespace)
 	}
+}
+
+// rollouts describes the namespace's Deployments as their controller
+// reports them: a status that lags its generation is the controller
+// manager's delay, not the operator's (whose progress message may be up
+// to a minute old, statuspace.go).
+func rollouts(ctx context.Context, namespace string) string {
+	var list appsv1.DeploymentList
+	if err := k8sClient.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return "\n  deployments: " + err.Error()
+	}
+	out := ""
+	for _, d := range list.Items {
+		out += fmt.Sprintf("\n  deployment %s: generation %d, observed %d, replicas %d, updated %d, available %d",
+			d.Name, d.Generation, d.Status.ObservedGeneration, d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas)
+	}
+	return out
 }
 
 // incarnation identifies a pod's life: recreated pods differ in uid and

@@ -188,19 +188,27 @@ func replayOrder(ctx context.Context, sc orderScenario) (string, error) {
 		return "", err
 	}
 	defer watcher.Stop()
+	// A pod is counted when the controller's deletion reaches the API
+	// server (its deletion timestamp is set), not when it is gone: kwok
+	// removes pods after their grace, in no promised order, and under
+	// load the second pod deleted can be gone first.
 	var deletedMu sync.Mutex
 	var deleted []string
 	go func() {
 		for ev := range watcher.ResultChan() {
 			p, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type != watch.Deleted {
+			if !ok || (ev.Type != watch.Deleted && p.DeletionTimestamp == nil) {
 				continue
 			}
-			if name, old := uids[p.UID]; old {
-				deletedMu.Lock()
-				deleted = append(deleted, name)
-				deletedMu.Unlock()
+			name, old := uids[p.UID]
+			if !old {
+				continue
 			}
+			deletedMu.Lock()
+			if !slices.Contains(deleted, name) {
+				deleted = append(deleted, name)
+			}
+			deletedMu.Unlock()
 		}
 	}()
 
