@@ -22,6 +22,20 @@ type nodeExtra struct {
 	pods int32
 }
 
+// nonZero are requests as the scheduler's scoring counts them, a
+// container without a request counted at the scheduler's default.
+type nonZero struct{ cpu, memory int64 }
+
+// touchedNode is what a simulation changed at a node as the scorer reads
+// it: the requests it added or took away, and the node's score since,
+// kept until the next change there. It is declared here, beside the
+// filters' own extras, so that the snapshot can keep spare maps of it.
+type touchedNode struct {
+	nonZero
+	score  int64
+	scored bool
+}
+
 func newNodeExtras(positions int) nodeExtras {
 	return nodeExtras{touched: make([]uint64, (positions+63)/64)}
 }

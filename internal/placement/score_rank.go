@@ -45,16 +45,6 @@ type scorer struct {
 	fitRequests resources
 }
 
-type nonZero struct{ cpu, memory int64 }
-
-// touchedNode is what a simulation changed at a node, as the scorer
-// reads it.
-type touchedNode struct {
-	nonZero
-	score  int64
-	scored bool
-}
-
 // newScorer readies the profile's scoring of e's pod; owner is the
 // selector of a simulated pod's controller (nil for a pod that names
 // its own).

@@ -54,6 +54,7 @@ func (s *Snapshot) newPlacerWith(w *Workload, pod *corev1.Pod, opts evalOptions)
 	if err != nil {
 		return nil, err
 	}
+	e.extras.at, sc.touched = s.spares.extras.take(), s.spares.touched.take()
 	return &placer{e: e, sc: sc, antiTerms: anti, req: podRequests(pod)}, nil
 }
 
@@ -199,4 +200,7 @@ func (p *placer) release() {
 		sp.int32s.give(st.counts)
 	}
 	e.anti, e.affinity, e.existingAnti, e.existingAntiList, e.spreads = nil, nil, nil, nil, nil
+	sp.extras.give(e.extras.at)
+	sp.touched.give(p.sc.touched)
+	e.extras.at, p.sc.touched = nil, nil
 }
