@@ -34,3 +34,37 @@ func TestSpareArraysKeepAFewPerLength(t *testing.T) {
 		t.Fatal("kept an empty array")
 	}
 }
+
+func TestSpareMapsComeBackEmptyAndStayBounded(t *testing.T) {
+	var sp spareMaps[int32, touchedNode]
+	if m := sp.take(); m != nil {
+		t.Fatal("took a map where none was given")
+	}
+	m := map[int32]touchedNode{3: {score: 5, scored: true}}
+	sp.give(m)
+	got := sp.take()
+	if got == nil || len(got) != 0 {
+		t.Fatalf("took %v, want the map given back, empty", got)
+	}
+	got[1] = touchedNode{}
+	if _, ok := m[1]; !ok {
+		t.Fatal("took another map than the one given back")
+	}
+
+	// A map a large rollout grew is not kept: every later simulation
+	// would clear all its room.
+	large := make(map[int32]touchedNode, maxSpareMapLen+1)
+	for i := range int32(maxSpareMapLen + 1) {
+		large[i] = touchedNode{}
+	}
+	sp.give(large)
+	if sp.take() != nil {
+		t.Fatalf("kept a map of %d entries, over the bound of %d", maxSpareMapLen+1, maxSpareMapLen)
+	}
+	for range maxSpares + 5 {
+		sp.give(map[int32]touchedNode{1: {}})
+	}
+	if n := len(sp.maps); n != maxSpares {
+		t.Fatalf("kept %d maps, want %d", n, maxSpares)
+	}
+}
