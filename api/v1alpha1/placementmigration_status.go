@@ -250,6 +250,14 @@ type Operation struct {
 	// +optional
 	PausedAt *metav1.Time `json:"pausedAt,omitempty"`
 
+	// notBefore holds the write until then: the end of the soak before
+	// it. A Hard stage's intent is recorded with the Soft stage's
+	// verification; when the soak ends the decision is made again, and the
+	// write is made at once if it records the same intent, or the intent is
+	// dropped if not. Unset for an operation whose write is due.
+	// +optional
+	NotBefore *metav1.Time `json:"notBefore,omitempty"`
+
 	// generation is the migration's generation the operation was decided
 	// under; a spec edited since is acted on once it has finished.
 	// +optional
@@ -736,3 +744,9 @@ func (t TargetStatus) Ref() TargetRef { return TargetRef{Kind: t.Kind, Name: t.N
 
 // Ref is the workload the operation writes.
 func (t OperationTarget) Ref() TargetRef { return TargetRef{Kind: t.Kind, Name: t.Name} }
+
+// Held reports whether the operation's write waits for its notBefore:
+// recorded ahead, it writes nothing yet and holds no target.
+func (op *Operation) Held() bool {
+	return op != nil && op.NotBefore != nil
+}

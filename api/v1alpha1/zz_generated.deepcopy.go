@@ -244,6 +244,10 @@ func (in *Operation) DeepCopyInto(out *Operation) {
 		in, out := &in.PausedAt, &out.PausedAt
 		*out = (*in).DeepCopy()
 	}
+	if in.NotBefore != nil {
+		in, out := &in.NotBefore, &out.NotBefore
+		*out = (*in).DeepCopy()
+	}
 	if in.Targets != nil {
 		in, out := &in.Targets, &out.Targets
 		*out = make([]OperationTarget, len(*in))

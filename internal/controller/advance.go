@@ -26,25 +26,13 @@ import (
 // answer about capacity and pods.
 func (s *scope) advance(ctx context.Context, group []*target, stage pgv1.Stage) (outcome, error) {
 	pm := s.pm
-	facts := s.othersOn(group)
-	facts.Paused, facts.Selected = pausedTargets(group), s.selected
-	facts.Lowers = stage.Rank() < s.verified(group[0]).Rank()
-	var podsStableAt time.Time
-	if !facts.Lowers {
-		facts.Outside, facts.PodView = s.outsideCause(group), s.podView(group)
-		facts.Unstable, podsStableAt = s.podsUnstable(group)
-	}
-	protected, err := s.protectedPods()
+	sd, err := s.decideStage(ctx, group, stage, s.now)
 	if err != nil {
 		return outcome{}, err
 	}
-	facts.Protected = planning.ProtectedNames(protected)
-	d, err := planning.Decide(s.situation(group), stage, facts, stageQuestion{s: s, ctx: ctx, group: group})
-	if err != nil {
-		return outcome{}, err
-	}
+	d := sd.Decision
 	if s.waitedForPodView(d) {
-		s.viewCatchingUp = facts.PodView != nil && facts.PodView.CatchingUp
+		s.viewCatchingUp = sd.facts.PodView != nil && sd.facts.PodView.CatchingUp
 		o := outcomeOf(d)
 		o.after, o.capacity = podViewRecheck, holdRequest
 		return o, nil
@@ -61,11 +49,11 @@ func (s *scope) advance(ctx context.Context, group []*target, stage pgv1.Stage) 
 	s.record(d)
 	if d.Feasible != nil && d.Feasible.Status == metav1.ConditionTrue {
 		// The decision reached the pods.
-		s.recordPods(facts.Unstable, podsStableAt)
+		s.recordPods(sd.facts.Unstable, sd.podsStableAt)
 	}
 	if d.Kind != planning.Proceeds {
 		o := outcomeOf(d)
-		o.capacity = capacityNeedOf(d, facts.Lowers)
+		o.capacity = capacityNeedOf(d, sd.facts.Lowers)
 		return o, nil
 	}
 	for _, t := range group {
@@ -81,14 +69,55 @@ func (s *scope) advance(ctx context.Context, group []*target, stage pgv1.Stage) 
 			return s.budgetExceeded(t.Ref), nil
 		}
 	}
+	pm.Status.ProtectedPods = protectedRecordOf(sd.protected, s.now)
+	setCondition(pm, s.now, stageCondition(stage), metav1.ConditionFalse, pgv1.ReasonIntentRecorded, fmt.Sprintf("The %s stage is recorded and about to be written", stage))
+	return s.recordIntent(s.stageOperation(group, stage), outcome{reason: pgv1.ReasonIntentRecorded,
+		message: fmt.Sprintf("Recorded the %s stage for %s; writing it next", stage, targetNames(group)), events: warningsOf(d)}), nil
+}
+
+// stageDecision is the one decision about a stage, with the facts it
+// hung on.
+type stageDecision struct {
+	planning.Decision
+	facts planning.Facts
+	// podsStableAt is when the pods are stable, when they are not yet.
+	podsStableAt time.Time
+	// protected are the pods guards.protectedPods selects.
+	protected []*corev1.Pod
+}
+
+// decideStage gathers the facts and asks the one decision about the
+// stage, were it written at writeAt: the pods are judged as stable or not
+// then (their age), the rest as they are now.
+func (s *scope) decideStage(ctx context.Context, group []*target, stage pgv1.Stage, writeAt time.Time) (stageDecision, error) {
+	facts := s.othersOn(group)
+	facts.Paused, facts.Selected = pausedTargets(group), s.selected
+	facts.Lowers = stage.Rank() < s.verified(group[0]).Rank()
+	var sd stageDecision
+	if !facts.Lowers {
+		facts.Outside, facts.PodView = s.outsideCause(group), s.podView(group)
+		facts.Unstable, sd.podsStableAt = s.podsUnstable(group, writeAt)
+	}
+	protected, err := s.protectedPods()
+	if err != nil {
+		return stageDecision{}, err
+	}
+	facts.Protected = planning.ProtectedNames(protected)
+	d, err := planning.Decide(s.situation(group), stage, facts, stageQuestion{s: s, ctx: ctx, group: group})
+	if err != nil {
+		return stageDecision{}, err
+	}
+	sd.Decision, sd.facts, sd.protected = d, facts, protected
+	return sd, nil
+}
+
+// stageOperation is the operation that writes the stage into the group.
+func (s *scope) stageOperation(group []*target, stage pgv1.Stage) *pgv1.Operation {
 	op := s.newOperation(pgv1.ActionApplyStage, s.verified(group[0]), stage)
 	for _, t := range group {
 		op.Targets = append(op.Targets, s.operationTarget(t, t.Entry(stage), s.currentEntry(t)))
 	}
-	pm.Status.ProtectedPods = protectedRecordOf(protected, s.now)
-	setCondition(pm, s.now, stageCondition(stage), metav1.ConditionFalse, pgv1.ReasonIntentRecorded, fmt.Sprintf("The %s stage is recorded and about to be written", stage))
-	return s.recordIntent(op, outcome{reason: pgv1.ReasonIntentRecorded,
-		message: fmt.Sprintf("Recorded the %s stage for %s; writing it next", stage, targetNames(group)), events: warningsOf(d)}), nil
+	return op
 }
 
 // capacityNeedOf is what a decision not to proceed asks of the capacity

@@ -50,7 +50,8 @@ func (r *registry) owner(workload string) string {
 }
 
 // track records the workloads migration name has in flight, replacing
-// what it had before.
+// what it had before; an intent held through a soak has nothing in
+// flight.
 func (r *registry) track(namespace, name string, op *pgv1.Operation) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -63,7 +64,7 @@ func (r *registry) track(namespace, name string, op *pgv1.Operation) {
 			delete(r.owners, k)
 		}
 	}
-	if op == nil {
+	if op == nil || op.Held() {
 		return
 	}
 	for _, ot := range op.Targets {

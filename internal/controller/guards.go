@@ -12,14 +12,14 @@ import (
 	"github.com/placement-guard/placement-guard/internal/planning"
 )
 
-// podsUnstable says why the group's pods are not yet fit for a stage
-// (planning.Unstable), "" when they are, and when that can change.
-func (s *scope) podsUnstable(group []*target) (string, time.Time) {
+// podsUnstable says why the group's pods are not fit for a stage written
+// at at (planning.Unstable), "" when they are, and when that can change.
+func (s *scope) podsUnstable(group []*target, at time.Time) (string, time.Time) {
 	var pods []*corev1.Pod
 	for _, t := range group {
 		pods = append(pods, t.Pods...)
 	}
-	return planning.Unstable(pods, s.pm.Spec.MinPodAge(), s.now)
+	return planning.Unstable(pods, s.pm.Spec.MinPodAge(), at)
 }
 
 // recordPods sets PodsStable from what the decision judged of the pods,

@@ -406,6 +406,14 @@ func (w *world) migration() *pgv1.PlacementMigration {
 // clock to the timer a quiet reconcile asks for; a crashed operator is
 // replaced by a fresh one.
 func (w *world) run() {
+	w.runUntil(func(pm *pgv1.PlacementMigration) bool {
+		return (pm.Status.Phase == pgv1.PhaseSucceeded || pm.Status.Phase == pgv1.PhaseRolledBack) && pm.Status.ObservedGeneration == pm.Generation
+	})
+}
+
+// runUntil reconciles as run does until done holds of the migration after
+// a reconcile that wrote nothing.
+func (w *world) runUntil(done func(*pgv1.PlacementMigration) bool) {
 	for range 300 {
 		w.r.State = w.state()
 		before := w.writes
@@ -429,7 +437,7 @@ func (w *world) run() {
 			continue
 		}
 		if w.writes == before {
-			if pm := w.migration(); (pm.Status.Phase == pgv1.PhaseSucceeded || pm.Status.Phase == pgv1.PhaseRolledBack) && pm.Status.ObservedGeneration == pm.Generation {
+			if done(w.migration()) {
 				return
 			}
 			step := res.RequeueAfter
@@ -482,17 +490,18 @@ func TestACrashAfterAnyWriteEndsTheSameWay(t *testing.T) {
 		// is rolled back.
 		stuck bool
 		// statusWrites is how often a migration that goes through
-		// unhindered writes its status: once per milestone (each
-		// stage's intent, its write with the rollout's first word, its
-		// verification with what follows it, the soak's end), never for
+		// unhindered writes its status: once per milestone (the Soft
+		// stage's intent, each stage's write with the rollout's first
+		// word, the Soft stage's verification with the soak and the
+		// Hard stage's intent held through it, the success), never for
 		// nothing, whether the rollout is seen under way or not.
 		statusWrites int
 		slow         bool
 	}{
-		{pgv1.KindDeployment, pgv1.StageHard, false, 6, false},
-		{pgv1.KindDeployment, pgv1.StageHard, false, 6, true},
+		{pgv1.KindDeployment, pgv1.StageHard, false, 5, false},
+		{pgv1.KindDeployment, pgv1.StageHard, false, 5, true},
 		{pgv1.KindDeployment, pgv1.StageSoft, false, 4, false},
-		{pgv1.KindStatefulSet, pgv1.StageHard, false, 6, false},
+		{pgv1.KindStatefulSet, pgv1.StageHard, false, 5, false},
 		{pgv1.KindStatefulSet, pgv1.StageSoft, false, 4, true},
 		{pgv1.KindDeployment, pgv1.StageHard, true, 0, false},
 	} {

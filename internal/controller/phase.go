@@ -48,7 +48,7 @@ func derive(pm *pgv1.PlacementMigration, o outcome, verified pgv1.Stage) (pgv1.P
 	if phase, halted := terminal(pm); halted {
 		return phase, stalled
 	}
-	if op := pm.Status.Operation; op != nil {
+	if op := pm.Status.Operation; op != nil && !op.Held() {
 		return operationPhase(op, o), h
 	}
 	switch {

@@ -57,6 +57,11 @@ type scope struct {
 	// rollout deleted are still leaving (a success waits a moment for
 	// them, so that it is written with its DisruptionReady verdict).
 	settling bool
+	// held is the intent recorded ahead that the migration holds through
+	// its soak (held.go), and justVerified says that this reconcile
+	// verified a stage, the one that may hold the next stage's intent.
+	held         *pgv1.Operation
+	justVerified bool
 }
 
 // lookAgainIn asks for another look after d; 0 asks for none.

@@ -60,9 +60,13 @@ func (s *scope) soakOrSucceed(ctx context.Context) (outcome, error) {
 			if final == pgv1.StageSoft {
 				next = "success"
 			}
-			return outcome{reason: pgv1.ReasonSoaking,
+			o := outcome{reason: pgv1.ReasonSoaking,
 				message: fmt.Sprintf("The Soft stage holds; soaking until %s before %s", until.UTC().Format(time.RFC3339), next),
-				after:   until.Sub(s.now)}, nil
+				after:   until.Sub(s.now)}
+			if final == pgv1.StageHard && !s.keepHeld(&o) && s.justVerified {
+				return s.holdNext(ctx, soaking, until, o)
+			}
+			return o, nil
 		}
 	}
 	o := s.succeed(final)

@@ -64,6 +64,9 @@ func TestPhaseAndConditionsAreDerivedFromMilestones(t *testing.T) {
 		{"the hard stage rolled out, its placement not holding yet", []func(*pgv1.PlacementMigration){op(pgv1.ActionApplyStage, pgv1.StageHard)},
 			outcome{settling: true}, pgv1.StageSoft, pgv1.PhaseVerifying, status.InProgressStatus},
 		{"soft verified, soaking", nil, outcome{}, pgv1.StageSoft, pgv1.PhaseSoaking, status.InProgressStatus},
+		{"soft verified, soaking with the hard stage held", []func(*pgv1.PlacementMigration){op(pgv1.ActionApplyStage, pgv1.StageHard), func(pm *pgv1.PlacementMigration) {
+			pm.Status.Operation.NotBefore = &metav1.Time{Time: time.Now().Add(time.Hour)}
+		}}, outcome{}, pgv1.StageSoft, pgv1.PhaseSoaking, status.InProgressStatus},
 		{"hard verified, success judged next", nil, outcome{}, pgv1.StageHard, pgv1.PhaseVerifying, status.InProgressStatus},
 		{"a rollback rolling out", []func(*pgv1.PlacementMigration){op(pgv1.ActionRollBack, pgv1.StageNone)}, outcome{}, pgv1.StageNone, pgv1.PhaseRollingBack, status.InProgressStatus},
 		{"a rollback that cannot finish", []func(*pgv1.PlacementMigration){op(pgv1.ActionRollBack, pgv1.StageNone)}, outcome{stalled: true}, pgv1.StageNone, pgv1.PhaseRollingBack, status.FailedStatus},

@@ -36,11 +36,14 @@ func (s *scope) step(ctx context.Context) (outcome, error) {
 		return outcome{reason: pgv1.ReasonPaused,
 			message: fmt.Sprintf("Paused with the %s stage verified; nothing is patched until spec.paused is false", s.weakestVerified())}, nil
 	}
-	if op := pm.Status.Operation; op != nil {
+	if op := pm.Status.Operation; op.Held() {
+		return s.continueHeld(ctx, op)
+	} else if op != nil {
 		o, err := s.continueOperation(ctx, op)
 		if err != nil || o.reason != pgv1.ReasonStageVerified || pm.Status.Operation != nil {
 			return o, err
 		}
+		s.justVerified = true
 		next, err := s.settled(ctx)
 		next.events = append([]note{{kind: corev1.EventTypeNormal, reason: o.reason, message: o.message}}, append(o.events, next.events...)...)
 		return next, err

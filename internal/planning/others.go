@@ -154,7 +154,7 @@ func InFlight(in Intent, others []pgv1.PlacementMigration, refs []pgv1.TargetRef
 	for _, ref := range refs {
 		for i := range others {
 			o := &others[i]
-			if !in.isOther(o) || o.Status.Operation == nil {
+			if !in.isOther(o) || o.Status.Operation == nil || o.Status.Operation.Held() {
 				continue
 			}
 			for _, ot := range o.Status.Operation.Targets {

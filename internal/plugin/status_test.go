@@ -48,6 +48,22 @@ func TestStatusTree(t *testing.T) {
 	}
 }
 
+// A Hard stage held through the soak is told apart from a write in
+// flight: when it is written, and on what condition.
+func TestStatusTreeTellsAHeldStage(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	pm := &pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Name: "web-apart", Namespace: "shop"},
+		Status: pgv1.PlacementMigrationStatus{Phase: pgv1.PhaseSoaking, Stage: pgv1.StageSoft,
+			Operation: &pgv1.Operation{Action: pgv1.ActionApplyStage, From: pgv1.StageSoft, Stage: pgv1.StageHard,
+				StartedAt: metav1.NewTime(now.Add(-time.Minute)), NotBefore: &metav1.Time{Time: now.Add(4 * time.Minute)}}}}
+	var out bytes.Buffer
+	printStatusTree(&out, pm, now)
+	want := "Operation held: ApplyStage Soft -> Hard, recorded 60s ago, written after 2026-11-23T12:04:00Z if the decision then is the same"
+	if !strings.Contains(out.String(), want) || strings.Contains(out.String(), "in flight") {
+		t.Errorf("the tree says %q and nothing in flight:\n%s", want, out.String())
+	}
+}
+
 // A migration that keeps its constraint shows the move in flight and the
 // moves made, newest first, and says nothing of rebalancing otherwise.
 func TestStatusTreeShowsTheMoves(t *testing.T) {

@@ -59,7 +59,10 @@ func printStatusTree(w io.Writer, pm *pgv1.PlacementMigration, now time.Time) {
 	for _, c := range st.Conditions {
 		conds.add("%s=%s %s (%s ago): %s", c.Type, c.Status, c.Reason, ago(c.LastTransitionTime.Time, now), c.Message)
 	}
-	if op := st.Operation; op != nil {
+	if op := st.Operation; op.Held() {
+		root.add("Operation held: %s %s -> %s, recorded %s ago, written after %s if the decision then is the same", op.Action, orNone(string(op.From)), op.Stage,
+			ago(op.StartedAt.Time, now), op.NotBefore.UTC().Format(time.RFC3339))
+	} else if op != nil {
 		root.add("Operation in flight: %s %s -> %s since %s ago", op.Action, orNone(string(op.From)), op.Stage, ago(op.StartedAt.Time, now))
 	}
 	targets := root.add("Targets")
