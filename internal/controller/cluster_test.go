@@ -331,7 +331,8 @@ func (fc *fakeCluster) phase(name string) func() pgv1.Phase {
 		// A stage's phase is shown from when its intent is recorded; the
 		// write follows in the next reconcile. A spec that waits for the
 		// phase goes on to look at the workload, so wait for the write too.
-		if op := pm.Status.Operation; op != nil {
+		// An intent held through a soak is written when the soak ends.
+		if op := pm.Status.Operation; op != nil && !op.Held() {
 			for _, t := range op.Targets {
 				if t.AppliedGeneration == 0 {
 					return pm.Status.Phase + " (write pending)"

@@ -81,11 +81,11 @@ func endState(ctx context.Context, s *scenario) string {
 var _ = Describe("F1: the operator killed right after the API server commits any of its writes", Label("faults", "F1"), func() {
 	It("ends every migration as it ends without the kill, with one template change per stage and nothing fought over", func(ctx SpecContext) {
 		variants := []f1Variant{
-			{name: "dh", kind: pgv1.KindDeployment, final: pgv1.StageHard, writes: 11, changes: 2},
+			{name: "dh", kind: pgv1.KindDeployment, final: pgv1.StageHard, writes: 10, changes: 2},
 			{name: "ds", kind: pgv1.KindDeployment, final: pgv1.StageSoft, writes: 7, changes: 1},
-			{name: "sh", kind: pgv1.KindStatefulSet, final: pgv1.StageHard, writes: 11, changes: 2},
+			{name: "sh", kind: pgv1.KindStatefulSet, final: pgv1.StageHard, writes: 10, changes: 2},
 			{name: "ss", kind: pgv1.KindStatefulSet, final: pgv1.StageSoft, writes: 7, changes: 1},
-			{name: "dx", kind: pgv1.KindDeployment, final: pgv1.StageHard, stall: true, writes: 13, changes: 3},
+			{name: "dx", kind: pgv1.KindDeployment, final: pgv1.StageHard, stall: true, writes: 12, changes: 3},
 		}
 		proxy := startProxy()
 		mgr := newManager("f1", managerBinary, proxy.Kubeconfig, managerArgs("--leader-elect=false")...)

@@ -113,6 +113,7 @@ var _ = Describe("F5: the node of a freshly rolled pod deleted during the hard s
 			pm, err := s.migration(ctx)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(pm.Status.Operation).NotTo(BeNil())
+			g.Expect(pm.Status.Operation.Held()).To(BeFalse(), "the Hard stage's intent is held through the soak; its write is due once it ends")
 			g.Expect(pm.Status.Operation.Stage).To(Equal(pgv1.StageHard))
 			for _, p := range s.webPods(ctx) {
 				if n, st := s.ours(&p.Spec); n == 1 && st == pgv1.StageHard && p.Spec.NodeName != "" {
@@ -294,6 +295,7 @@ var _ = Describe("F9: the constraint edited during the hard stage", Label("fault
 			pm, err := s.migration(ctx)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(pm.Status.Operation).NotTo(BeNil())
+			g.Expect(pm.Status.Operation.Held()).To(BeFalse(), "the Hard stage's intent is held through the soak; its write is due once it ends")
 			g.Expect(pm.Status.Operation.Stage).To(Equal(pgv1.StageHard))
 		}).Should(Succeed(), s.explain(ctx))
 		pm, err := s.migration(ctx)
