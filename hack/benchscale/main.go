@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -109,12 +110,21 @@ func main() {
 	flag.StringVar(&o.admissionAPIServerAllocs, "admission-apiserver-allocprofile", "", "write what the API server allocated during the admission stream here (the difference of its heap profiles, each taken with a full collection, before and after the stream; implies -admission-collect)")
 	flag.StringVar(&o.admissionTrace, "admission-trace", "", "write the manager's execution trace during the admission stream here (go tool trace)")
 	flag.IntVar(&managerCPUs, "manager-cpus", 1, "GOMAXPROCS of the manager, as its container's CPU limit sets it (1 in config/manager); 0 leaves the machine's")
+	memory := flag.String("manager-memory", "", "the memory limit of the manager's container (256Mi); the manager is given 90% of it as Go's soft limit (GOMEMLIMIT), as its --memory-limit-ratio sets it from the cgroup in a container; empty for none")
 	logPath := flag.String("manager-log", "", "append the managers' logs to this file")
 	apiFlags := flag.String("apiserver-flags", "", "more flags for the -store-only API server, name=value separated by spaces (feature-gates=DetectCacheInconsistency=false takes its periodic comparison of the watch cache with etcd out of a run)")
 	flags := flag.String("manager-flags", "", "more flags for the manager, separated by spaces (--zap-log-level=5 logs every reconcile)")
 	flag.Parse()
 	managerFlags = strings.Fields(*flags)
 	o.apiServerFlags = strings.Fields(*apiFlags)
+	if *memory != "" {
+		q, err := resource.ParseQuantity(*memory)
+		if err != nil || q.Value() <= 0 {
+			fmt.Fprintf(os.Stderr, "bench-scale: -manager-memory %q is not a memory limit such as 256Mi\n", *memory)
+			os.Exit(2)
+		}
+		managerMemory = q.Value()
+	}
 	if len(o.apiServerFlags) > 0 && !o.storeOnly {
 		fmt.Fprintln(os.Stderr, "bench-scale: -apiserver-flags needs -store-only: the local cluster's API server takes none")
 		os.Exit(2)
@@ -280,7 +290,7 @@ func measure(ctx context.Context, o options, kubeconfig string, heapProfile bool
 			return started{}, err
 		}
 	}
-	logf("live heap %s, heap in use %s, RSS %s", mib(out.live), mib(out.inUse), mib(out.rss))
+	logf("live heap %s, heap in use %s, RSS %s, highest RSS since start %s", mib(out.live), mib(out.inUse), mib(out.rss), mib(out.peakRSS))
 	return out, <-profiled
 }
 
@@ -340,10 +350,14 @@ func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 // gomaxprocs says what GOMAXPROCS the managers run with.
 func gomaxprocs() string {
+	procs := fmt.Sprintf("GOMAXPROCS=%d, the machine's", runtime.NumCPU())
 	if managerCPUs > 0 {
-		return fmt.Sprintf("GOMAXPROCS=%d, as its container's CPU limit of %d sets it", managerCPUs, managerCPUs)
+		procs = fmt.Sprintf("GOMAXPROCS=%d, as its container's CPU limit of %d sets it", managerCPUs, managerCPUs)
 	}
-	return fmt.Sprintf("GOMAXPROCS=%d, the machine's", runtime.NumCPU())
+	if managerMemory > 0 {
+		procs += fmt.Sprintf("; GOMEMLIMIT %s, as its container's memory limit of %s sets it", mib(softMemoryLimit(managerMemory)), mib(managerMemory))
+	}
+	return procs
 }
 
 func perPod(loaded, base int64, pods int) string {
@@ -358,6 +372,7 @@ func (r results) markdown() string {
 	fmt.Fprintf(&b, "| live heap | %s | %s | %s |\n", mib(r.base.live), mib(r.loaded.live), perPod(r.loaded.live, r.base.live, r.pods))
 	fmt.Fprintf(&b, "| heap in use | %s | %s | %s |\n", mib(r.base.inUse), mib(r.loaded.inUse), perPod(r.loaded.inUse, r.base.inUse, r.pods))
 	fmt.Fprintf(&b, "| RSS | %s | %s | %s |\n", mib(r.base.rss), mib(r.loaded.rss), perPod(r.loaded.rss, r.base.rss, r.pods))
+	fmt.Fprintf(&b, "| highest RSS since start (VmHWM) | %s | %s | |\n", mib(r.base.peakRSS), mib(r.loaded.peakRSS))
 	fmt.Fprintf(&b, "| cache sync | %s | %s | |\n", r.base.sync.Round(10*time.Millisecond), r.loaded.sync.Round(10*time.Millisecond))
 	fmt.Fprintf(&b, "| manager CPU until synced | %.1f s | %.1f s | |\n\n", r.base.syncCPU, r.loaded.syncCPU)
 	fmt.Fprintf(&b, "Pods created at %.0f a second.\n", r.createRate)

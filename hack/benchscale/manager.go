@@ -55,9 +55,16 @@ func startManager(binary, kubeconfig string, extra ...string) (*manager, error) 
 	}
 	args = append(append(args, managerFlags...), extra...)
 	m.cmd = managerCommand(binary, args)
+	m.cmd.Env = os.Environ()
 	if managerCPUs > 0 {
 		// As in its container: Go sizes GOMAXPROCS to the CPU limit.
-		m.cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", managerCPUs))
+		m.cmd.Env = append(m.cmd.Env, fmt.Sprintf("GOMAXPROCS=%d", managerCPUs))
+	}
+	if managerMemory > 0 {
+		// As in its container: the manager sets its soft limit to its
+		// --memory-limit-ratio of memory.max, which a process outside a
+		// cgroup of its own is told through GOMEMLIMIT.
+		m.cmd.Env = append(m.cmd.Env, fmt.Sprintf("GOMEMLIMIT=%d", softMemoryLimit(managerMemory)))
 	}
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	logs, err := m.cmd.StderrPipe()
@@ -83,6 +90,21 @@ var managerFlags []string
 // in its container, the Go runtime sets it to the CPU limit, 1 in
 // config/manager. 0 leaves the machine's.
 var managerCPUs int
+
+// managerMemory (-manager-memory) is the memory limit of the managers'
+// container, in bytes; 0 for none, as a manager run outside a container
+// has.
+var managerMemory int64
+
+// defaultMemoryLimitRatio is the manager's --memory-limit-ratio default:
+// the share of its container's memory limit it sets as Go's soft limit.
+const defaultMemoryLimitRatio = 0.9
+
+// softMemoryLimit is the soft limit the manager sets itself in a
+// container of limit bytes.
+func softMemoryLimit(limit int64) int64 {
+	return int64(float64(limit) * defaultMemoryLimitRatio)
+}
 
 // read follows the manager's log, keeping its tail for errors.
 func (m *manager) read(r io.Reader) {
@@ -152,8 +174,10 @@ func (m *manager) stop() {
 // memory is what the manager holds.
 type memory struct {
 	// live is the heap after a forced collection; inUse the heap's spans
-	// in use then; rss the process's resident set.
-	live, inUse, rss int64
+	// in use then; rss the process's resident set, and peakRSS the
+	// highest it has been since the process started (the kernel's
+	// VmHWM): while its first list streamed, for a manager just started.
+	live, inUse, rss, peakRSS int64
 }
 
 var memStat = regexp.MustCompile(`(?m)^# (HeapAlloc|HeapInuse) = (\d+)$`)
@@ -187,11 +211,19 @@ func memoryOf(heapProfile, procStatus string) memory {
 	}
 	for _, line := range strings.Split(procStatus, "\n") {
 		if kb, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			v, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
-			out.rss = v << 10
+			out.rss = kibibytes(kb)
+		}
+		if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			out.peakRSS = kibibytes(kb)
 		}
 	}
 	return out
+}
+
+// kibibytes is a /proc/<pid>/status size ("  102400 kB") in bytes.
+func kibibytes(field string) int64 {
+	v, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(field), "kB")), 10, 64)
+	return v << 10
 }
 
 // cpuSeconds is the CPU time the manager used so far.

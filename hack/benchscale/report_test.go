@@ -111,14 +111,14 @@ func TestQuantilesByNearestRank(t *testing.T) {
 // kernel's resident set, and reported per pod.
 func TestMemoryIsReadAndReportedPerPod(t *testing.T) {
 	heap := "heap profile: 1: 2 [3: 4] @ heap/1048576\n# runtime.MemStats\n# Alloc = 1\n# HeapAlloc = 52428800\n# HeapInuse = 62914560\n"
-	status := "Name:\tmanager\nVmPeak:\t  999 kB\nVmRSS:\t  102400 kB\n"
+	status := "Name:\tmanager\nVmPeak:\t  999 kB\nVmHWM:\t  307200 kB\nVmRSS:\t  102400 kB\n"
 	m := memoryOf(heap, status)
-	if m.live != 50<<20 || m.inUse != 60<<20 || m.rss != 100<<20 {
+	if m.live != 50<<20 || m.inUse != 60<<20 || m.rss != 100<<20 || m.peakRSS != 300<<20 {
 		t.Fatalf("memory %+v", m)
 	}
 	r := results{options: options{pods: 1024}, base: started{memory: memory{live: 10 << 20}}, loaded: started{memory: m}}
 	report := r.markdown()
-	if !strings.Contains(report, "| live heap | 10.0 MiB | 50.0 MiB | 40.00 KiB |") {
+	if !strings.Contains(report, "| live heap | 10.0 MiB | 50.0 MiB | 40.00 KiB |") || !strings.Contains(report, "| highest RSS since start (VmHWM) | 0.0 MiB | 300.0 MiB | |") {
 		t.Errorf("report:\n%s", report)
 	}
 }
