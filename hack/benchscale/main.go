@@ -171,15 +171,16 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("build the manager: %w", err)
 		}
 	}
-	if o.storeOnly {
-		return runStoreOnly(ctx, o, work)
-	}
 	if o.kustomize == "" {
+		// Both modes render the shipped webhook for the admission stream.
 		bin, err := localcluster.FindBinaries()
 		if err != nil {
 			return err
 		}
 		o.kustomize = filepath.Join(bin, "kustomize")
+	}
+	if o.storeOnly {
+		return runStoreOnly(ctx, o, work)
 	}
 	logf("starting the local cluster")
 	cluster, err := localcluster.Start(ctx, localcluster.Options{StartTimeout: 5 * time.Minute})
