@@ -5,7 +5,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -64,10 +63,11 @@ var _ toolscache.TransformingStore = (*podStore)(nil)
 // hands the reflector a stand-in to hold instead: the reflector holds
 // every object of a streamed list until the list ends, and 150,000 pods,
 // even stripped, would hold several times the records' memory at once.
-// The stand-in keeps the pod's name, for the reflector's keys, and its
-// uid, for Replace. Taking pods in before the list ends is safe: each is
-// the pod as it is now, and a pod deleted meanwhile is dropped by Replace
-// as missing from the list.
+// The stand-in is the pod's uid alone, for Replace: the reflector keys
+// what it holds by the object before the transformer, and reads nothing
+// else of it. Taking pods in before the list ends is safe: each is the
+// pod as it is now, and a pod deleted meanwhile is dropped by Replace as
+// missing from the list.
 func (p *podStore) Transformer() toolscache.TransformFunc {
 	state := p.records.(podRecords).state
 	return func(o any) (any, error) {
@@ -76,9 +76,13 @@ func (p *podStore) Transformer() toolscache.TransformFunc {
 			return o, nil
 		}
 		state.upsertPod(pod)
-		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}, nil
+		return streamedPod(pod.UID), nil
 	}
 }
+
+// streamedPod stands, in the reflector's store, for a pod of a streamed
+// list already taken in: its uid.
+type streamedPod types.UID
 
 // podRecords are the cluster state's pods, by uid.
 type podRecords struct{ state *ClusterState }
@@ -105,8 +109,8 @@ func (podRecords) key(obj any) (string, bool) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		return string(o.UID), true
-	case *metav1.PartialObjectMetadata:
-		return string(o.UID), true
+	case streamedPod:
+		return string(o), true
 	}
 	return "", false
 }

@@ -85,7 +85,7 @@ func TestThePodFeedKeepsTheEngineInStep(t *testing.T) {
 
 // A streamed list is held by the reflector until it ends, in a store of
 // its own that applies the feed's transformer. The feed takes each pod in
-// as it streams and the reflector holds a stand-in with its name and uid:
+// as it streams and the reflector holds its uid alone:
 // a pod deleted while the list streams is dropped when it ends.
 func TestAStreamedListIsTakenInAsItComes(t *testing.T) {
 	state := NewClusterState()
@@ -112,8 +112,8 @@ func TestAStreamedListIsTakenInAsItComes(t *testing.T) {
 		t.Fatalf("while the list streams the engine holds %v, want every pod streamed so far", got)
 	}
 	for _, obj := range held.List() {
-		if _, ok := obj.(*metav1.PartialObjectMetadata); !ok {
-			t.Fatalf("the reflector holds %T, want a stand-in without the pod's spec and status", obj)
+		if _, ok := obj.(streamedPod); !ok {
+			t.Fatalf("the reflector holds %T, want the pod's uid alone", obj)
 		}
 	}
 	// b is deleted while the list streams.

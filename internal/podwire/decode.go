@@ -18,10 +18,17 @@ var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b 
 
 // DecodePod decodes the protobuf of a Pod (the message, without the
 // envelope the API server wraps it in) into pod, skipping every field
-// TrimPod drops.
+// TrimPod drops. Its spec is decoded once for every pod that sends the
+// same one (specs): pods decoded from the same spec share its slices,
+// maps and pointers, which must not be changed.
 func DecodePod(raw []byte, pod *corev1.Pod) error {
 	*pod = corev1.Pod{}
-	if err := decodeKept(raw, podRules, pod.Unmarshal); err != nil {
+	shared, err := decodeSharingSpec(raw, pod)
+	if !shared {
+		*pod = corev1.Pod{}
+		err = decodeKept(raw, podRules, pod.Unmarshal)
+	}
+	if err != nil {
 		return fmt.Errorf("decode pod: %w", err)
 	}
 	return nil
