@@ -202,7 +202,10 @@ func benchPod(i int) *corev1.Pod {
 			ResourceVersion: fmt.Sprint(1000 + i), Labels: map[string]string{"app": app, "pod-template-hash": "abc"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-abc", UID: types.UID("rs-" + app), Controller: new(true)}},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{}}}`)}}},
-		Spec: corev1.PodSpec{NodeName: fmt.Sprintf("n%d", i%1000), Containers: []corev1.Container{c, c}},
+		Spec: corev1.PodSpec{NodeName: fmt.Sprintf("n%d", i%1000), Containers: []corev1.Container{c, c},
+			// The API server names each pod's token volume apart.
+			Volumes: []corev1.Volume{{Name: fmt.Sprintf("kube-api-access-%05d", i), VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
 			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, Image: c.Image}}},

@@ -2,6 +2,7 @@ package podwire
 
 import (
 	"fmt"
+	"maps"
 	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -14,18 +15,29 @@ const (
 	nodeNameField protowire.Number = 10
 )
 
-// podRulesButSpec are podRules without the spec, which specs decodes.
-var podRulesButSpec = map[protowire.Number]rule{1: podRules[1], 3: podRules[3]}
+// podRulesButSpec are podRules without the spec, which specs decodes;
+// specRulesButNodeName the spec's rules without the node's name, which is
+// the pod's own.
+var (
+	podRulesButSpec      = map[protowire.Number]rule{1: podRules[1], 3: podRules[3]}
+	specRulesButNodeName = func() map[protowire.Number]rule {
+		r := maps.Clone(specRules)
+		delete(r, nodeNameField)
+		return r
+	}()
+)
 
 // specCacheBytes bounds the wire bytes the cache of specs holds as keys:
-// a few thousand templates. Past it the cache starts again empty.
-const specCacheBytes = 4 << 20
+// thousands of templates. Past it the cache starts again empty.
+const specCacheBytes = 1 << 20
 
-// specs holds each pod spec decoded once, by its wire form without the
-// node's name: the pods of one template send the same spec, and every
-// event of every one of them (created, bound, running, deleted) sends it
-// again. Decoding it was most of a pod event's cost. Pods decoded from
-// the same bytes share the spec's slices, maps and pointers.
+// specs holds each pod spec decoded once, by what its wire form keeps
+// (specRules) but the node's name: the pods of one template keep the same
+// (what differs between them, such as the name of the service account
+// token's volume, is dropped), and every event of every one of them
+// (created, bound, running, deleted) sends it again. Decoding it was most
+// of a pod event's cost. Pods decoded from the same kept bytes share the
+// spec's slices, maps and pointers.
 var specs = newSpecCache(specCacheBytes)
 
 type specCache struct {
@@ -39,8 +51,8 @@ func newSpecCache(limit int) *specCache {
 	return &specCache{decoded: map[string]*corev1.PodSpec{}, limit: limit}
 }
 
-// decode returns the spec whose wire form, without its node's name, is
-// key: the one decoded before from the same bytes, or decoded now.
+// decode returns the spec whose kept wire form, without its node's name,
+// is key: the one decoded before from the same bytes, or decoded now.
 func (c *specCache) decode(key []byte) (*corev1.PodSpec, error) {
 	c.mu.Lock()
 	spec, ok := c.decoded[string(key)]
@@ -49,7 +61,7 @@ func (c *specCache) decode(key []byte) (*corev1.PodSpec, error) {
 		return spec, nil
 	}
 	spec = &corev1.PodSpec{}
-	if err := decodeKept(key, specRules, spec.Unmarshal); err != nil {
+	if err := spec.Unmarshal(key); err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
@@ -72,11 +84,15 @@ func decodeSharingSpec(raw []byte, pod *corev1.Pod) (ok bool, err error) {
 	if !ok {
 		return false, nil
 	}
-	buf := buffers.Get().(*[]byte)
-	defer buffers.Put(buf)
-	key, nodeName, ok := withoutNodeName((*buf)[:0], specRaw)
+	nodeName, ok := nodeNameOf(specRaw)
 	if !ok {
 		return false, nil
+	}
+	buf := buffers.Get().(*[]byte)
+	defer buffers.Put(buf)
+	key, err := appendKept((*buf)[:0], specRaw, specRulesButNodeName)
+	if err != nil {
+		return true, fmt.Errorf("spec: %w", err)
 	}
 	*buf = key
 	spec, err := specs.decode(key)
@@ -108,21 +124,16 @@ func onlySpec(raw []byte) (spec []byte, ok bool) {
 	return spec, err == nil && found == 1
 }
 
-// withoutNodeName appends to dst the spec's fields but its node's name,
-// and returns that name (the last one, as protobuf reads it); ok is false
-// for a node name that is not a string.
-func withoutNodeName(dst, spec []byte) (key []byte, nodeName string, ok bool) {
+// nodeNameOf is the spec's node name, the last one as protobuf reads it;
+// ok is false for one that is not a string, or a spec that does not parse.
+func nodeNameOf(spec []byte) (nodeName string, ok bool) {
 	ok = true
-	err := eachField(spec, func(num protowire.Number, typ protowire.Type, field, value []byte) error {
-		if num != nodeNameField {
-			dst = append(dst, field...)
-			return nil
+	err := eachField(spec, func(num protowire.Number, typ protowire.Type, _, value []byte) error {
+		if num == nodeNameField {
+			ok = ok && typ == protowire.BytesType
+			nodeName = string(value)
 		}
-		if typ != protowire.BytesType {
-			ok = false
-		}
-		nodeName = string(value)
 		return nil
 	})
-	return dst, nodeName, ok && err == nil
+	return nodeName, ok && err == nil
 }

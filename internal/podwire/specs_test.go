@@ -29,10 +29,13 @@ func decode(t *testing.T, raw []byte) *corev1.Pod {
 }
 
 // The pods of one template share the spec decoded for the first of them,
-// each with its own node; a pod whose spec differs, if only by a resized
-// request, gets its own.
+// each with its own node, though the API server gives each its own name
+// for the service account token's volume, and its own environment; a pod
+// whose spec differs, if only by a resized request, gets its own.
 func TestPodsOfOneTemplateShareTheirSpec(t *testing.T) {
 	a, b := realisticPod(1), realisticPod(2)
+	a.Spec.Volumes[1].Name, b.Spec.Volumes[1].Name = "kube-api-access-x7k2p", "kube-api-access-q9fzt"
+	b.Spec.Containers[0].Env[0].Value = "its own"
 	b.Spec.NodeName = "another-node"
 	pending := realisticPod(3)
 	pending.Spec.NodeName = ""
