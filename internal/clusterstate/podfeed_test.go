@@ -199,7 +199,7 @@ func benchPod(i int) *corev1.Pod {
 	now := metav1.Now()
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i%10), Name: fmt.Sprintf("%s-%d", app, i), UID: types.UID(fmt.Sprintf("uid-%d", i)),
-			ResourceVersion: fmt.Sprint(1000 + i), Labels: map[string]string{"app": app, "pod-template-hash": "abc"},
+			ResourceVersion: fmt.Sprint(1000 + i), Labels: map[string]string{"app": app, "pod-template-hash": "abc", "app.kubernetes.io/part-of": "shop", "app.kubernetes.io/version": "1.4.2", "team": fmt.Sprintf("team-%d", i%10)},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-abc", UID: types.UID("rs-" + app), Controller: new(true)}},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{}}}`)}}},
 		Spec: corev1.PodSpec{NodeName: fmt.Sprintf("n%d", i%1000), Containers: []corev1.Container{c, c},
