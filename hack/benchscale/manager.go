@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/placement-guard/placement-guard/internal/memlimit"
 )
 
 // manager is the operator's binary run against the cluster, with its
@@ -103,7 +105,7 @@ const defaultMemoryLimitRatio = 0.9
 // softMemoryLimit is the soft limit the manager sets itself in a
 // container of limit bytes.
 func softMemoryLimit(limit int64) int64 {
-	return int64(float64(limit) * defaultMemoryLimitRatio)
+	return memlimit.Soft(limit, defaultMemoryLimitRatio)
 }
 
 // read follows the manager's log, keeping its tail for errors.
