@@ -12,6 +12,11 @@
 // every pod) is read as fast as it comes, and a Pacer pauses the pacing
 // of its connections for as long as a list streams.
 //
+// While a read waits out its interval, the socket's low-water mark
+// (SO_RCVLOWAT, on Linux) keeps the kernel from waking the process for
+// each packet that arrives meanwhile: Go's poller would otherwise wake,
+// find no reader, and sleep again, once an event.
+//
 // The price is latency: an event waits up to one interval before it is
 // read.
 package pacing
@@ -71,7 +76,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if !c.full {
 		if woken, paced := c.pacer.pacing(); paced {
 			if wait := c.every - c.now().Sub(c.last); wait > 0 {
-				c.sleep(wait, c.closed, woken)
+				c.sleepQuietly(wait, woken)
 			}
 		}
 	}
@@ -84,6 +89,17 @@ func (c *Conn) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.full = n+c.r.Buffered() >= c.r.Size()
 	return n, err
+}
+
+// sleepQuietly waits out d while the kernel holds what arrives: the
+// socket is reported readable only once a buffer's worth is in, so that
+// each packet of a light stream no longer wakes the process to find
+// nobody reading. Reads wait for a single byte again afterwards, or a
+// lone event would wait for more to follow it.
+func (c *Conn) sleepQuietly(d time.Duration, woken <-chan struct{}) {
+	setLowWater(c.Conn, bufferSize)
+	defer setLowWater(c.Conn, 1)
+	c.sleep(d, c.closed, woken)
 }
 
 // Close closes the connection and ends a read waiting out its interval.

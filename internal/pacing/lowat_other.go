@@ -1,0 +1,7 @@
+//go:build !linux
+
+package pacing
+
+// setLowWater does nothing where the socket's low-water mark is not set:
+// the connection is woken for each packet, as without pacing.
+func setLowWater(any, int) {}
