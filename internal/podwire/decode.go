@@ -25,7 +25,6 @@ func DecodePod(raw []byte, pod *corev1.Pod) error {
 	*pod = corev1.Pod{}
 	shared, err := decodeSharingSpec(raw, pod)
 	if !shared {
-		*pod = corev1.Pod{}
 		err = decodeKept(raw, podRules, pod.Unmarshal)
 	}
 	if err != nil {
