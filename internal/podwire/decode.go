@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // buffers hold the stripped form of a pod while it is decoded; the
@@ -18,12 +19,13 @@ var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b 
 
 // DecodePod decodes the protobuf of a Pod (the message, without the
 // envelope the API server wraps it in) into pod, skipping every field
-// TrimPod drops. Its spec is decoded once for every pod that sends the
-// same one (specs): pods decoded from the same spec share its slices,
-// maps and pointers, which must not be changed.
+// TrimPod drops. Its spec, labels and owners are decoded once for every
+// pod that sends the same ones (decodeSharingParts): pods decoded from the
+// same bytes share their slices, maps and pointers, which must not be
+// changed.
 func DecodePod(raw []byte, pod *corev1.Pod) error {
 	*pod = corev1.Pod{}
-	shared, err := decodeSharingSpec(raw, pod)
+	shared, err := decodeSharingParts(raw, pod)
 	if !shared {
 		err = decodeKept(raw, podRules, pod.Unmarshal)
 	}
@@ -253,6 +255,26 @@ func (w watchEvents) Decode(data []byte, defaults *schema.GroupVersionKind, into
 	if err != nil {
 		return w.Serializer.Decode(data, defaults, into)
 	}
+	if typ == string(watch.Deleted) {
+		raw = deletedPodIdentity(raw)
+	}
 	*event = metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: raw}}
 	return event, nil, nil
+}
+
+// deletedPodIdentity is the envelope of a deleted pod holding only what its
+// deletion reads (deletedPodRules), in a buffer of its own; any other
+// object as it is. A recreated pod is a deletion among a handful of
+// events, and the whole pod it carries, the last state of one that is
+// gone, would be decoded to be forgotten.
+func deletedPodIdentity(obj []byte) []byte {
+	if gvk, _, ok := envelope(obj); !ok || gvk != podKind {
+		return obj
+	}
+	identity, err := appendKept(append(make([]byte, 0, 256), protobufPrefix...), obj[len(protobufPrefix):], deletedPodEnvelopeRules)
+	if err != nil {
+		// The whole object, whose decoding says what is wrong with it.
+		return obj
+	}
+	return identity
 }

@@ -93,7 +93,8 @@ func TestTheSerializerStripsNodes(t *testing.T) {
 // TestAWatchStreamDecodesAsBefore reads a protobuf watch stream as
 // client-go does (framer, stream decoder, rest/watch Decoder): events of
 // pods, nodes and an error come out in order and whole, though each
-// event's object is no longer copied out of its frame before decoding.
+// event's object is no longer copied out of its frame before decoding;
+// a deleted pod comes out as what its deletion reads.
 func TestAWatchStreamDecodesAsBefore(t *testing.T) {
 	info, ok := runtime.SerializerInfoForMediaType(Serializer{NegotiatedSerializer: clientgoscheme.Codecs.WithoutConversion()}.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
 	if !ok || info.StreamSerializer == nil {
@@ -135,7 +136,11 @@ func TestAWatchStreamDecodesAsBefore(t *testing.T) {
 	for _, obj := range decoded {
 		switch o := obj.(type) {
 		case *corev1.Pod:
-			assertStripped(t, o)
+			if o.Name == "app-abc-00002" {
+				assertIdentityOnly(t, o, realisticPod(2))
+			} else {
+				assertStripped(t, o)
+			}
 			names = append(names, o.Name)
 		case *corev1.Node:
 			names = append(names, o.Name)
@@ -148,5 +153,19 @@ func TestAWatchStreamDecodesAsBefore(t *testing.T) {
 	}
 	if _, _, err := d.Decode(); !errors.Is(err, io.EOF) {
 		t.Fatalf("after the last event: %v, want EOF", err)
+	}
+}
+
+// assertIdentityOnly: a deleted pod decodes to what its deletion reads,
+// its kind, name, namespace, uid, version and labels, and nothing else.
+func assertIdentityOnly(t *testing.T, got, sent *corev1.Pod) {
+	t.Helper()
+	want := &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: sent.Name, Namespace: sent.Namespace, UID: sent.UID,
+			ResourceVersion: sent.ResourceVersion, Labels: sent.Labels},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("deleted pod %s decoded beyond its identity (-want +got):\n%s", sent.Name, diff)
 	}
 }

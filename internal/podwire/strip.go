@@ -85,6 +85,18 @@ var (
 	}
 )
 
+// What a pod's deletion reads: the engine forgets the pod by its uid, and
+// tells those who watch its namespace and labels.
+var (
+	// The envelope, a runtime.Unknown: typeMeta 1, raw 2 (the pod),
+	// contentEncoding 3, contentType 4.
+	deletedPodEnvelopeRules = map[protowire.Number]rule{1: keep, 2: {nested: deletedPodRules}, 3: keep, 4: keep}
+	// Pod: metadata 1.
+	deletedPodRules = map[protowire.Number]rule{1: {nested: deletedMetaRules}}
+	// ObjectMeta: name 1, namespace 3, uid 5, resourceVersion 6, labels 11.
+	deletedMetaRules = map[protowire.Number]rule{1: keep, 3: keep, 5: keep, 6: keep, 11: keep}
+)
+
 // Volume: name 1, volumeSource 2. VolumeSource: emptyDir 2, secret 6,
 // downwardAPI 16, configMap 19, projected 26 are what most volumes are, and
 // none of them can pin a pod to a node or count against a node's volume

@@ -1,6 +1,7 @@
 package podwire
 
 import (
+	"reflect"
 	"testing"
 	"unsafe"
 
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func marshal(t *testing.T, p *corev1.Pod) []byte {
@@ -66,6 +68,51 @@ func TestPodsOfOneTemplateShareTheirSpec(t *testing.T) {
 	}
 }
 
+// The pods of one template share the labels and owners decoded for the
+// first of them, though each has its own name, uid and annotations; a
+// pod with a label of its own (a StatefulSet's pod name) gets its own
+// labels, and keeps its template's owners.
+func TestPodsOfOneTemplateShareTheirLabelsAndOwners(t *testing.T) {
+	a, b, own := realisticPod(11), realisticPod(12), realisticPod(13)
+	b.UID, b.Annotations[corev1.PodDeletionCost] = "another-uid", "9"
+	own.Labels = map[string]string{"app": "app", "pod-template-hash": "abc", "statefulset.kubernetes.io/pod-name": own.Name}
+
+	da, db, down := decode(t, marshal(t, a)), decode(t, marshal(t, b)), decode(t, marshal(t, own))
+	if reflect.ValueOf(da.Labels).UnsafePointer() != reflect.ValueOf(db.Labels).UnsafePointer() ||
+		unsafe.SliceData(da.OwnerReferences) != unsafe.SliceData(db.OwnerReferences) {
+		t.Error("pods of one template decoded their labels and owners each, want them shared")
+	}
+	if reflect.ValueOf(da.Labels).UnsafePointer() == reflect.ValueOf(down.Labels).UnsafePointer() {
+		t.Fatal("a pod with a label of its own shares the labels of its template")
+	}
+	if down.Labels["statefulset.kubernetes.io/pod-name"] != own.Name || down.OwnerReferences[0].Name != "app-abc" {
+		t.Errorf("the pod with a label of its own decoded as %v, owned by %v", down.Labels, down.OwnerReferences)
+	}
+	if db.UID != "another-uid" || db.Annotations[corev1.PodDeletionCost] != "9" || da.Annotations[corev1.PodDeletionCost] != "5" {
+		t.Errorf("what is each pod's own came out shared: uid %s, deletion costs %s and %s", db.UID, da.Annotations[corev1.PodDeletionCost], db.Annotations[corev1.PodDeletionCost])
+	}
+	for _, p := range []*corev1.Pod{a, b, own} {
+		assertTrimsAsFull(t, marshal(t, p))
+	}
+}
+
+// Metadata sent in two parts is read as protobuf reads it: the labels of
+// both, the owners of both.
+func TestMetadataInPartsIsMergedAsProtobufMergesIt(t *testing.T) {
+	raw := marshal(t, realisticPod(14))
+	extra, err := (&metav1.ObjectMeta{Labels: map[string]string{"second": "part"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "n1", UID: "node"}}}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	twoParts := protowire.AppendBytes(protowire.AppendTag(append([]byte(nil), raw...), podMetaField, protowire.BytesType), extra)
+	got := decode(t, twoParts)
+	if got.Labels["second"] != "part" || got.Labels["app"] != "app" || len(got.OwnerReferences) != 2 {
+		t.Errorf("metadata in two parts decoded with labels %v and owners %v", got.Labels, got.OwnerReferences)
+	}
+	assertTrimsAsFull(t, twoParts)
+}
+
 func sameContainers(a, b *corev1.Pod) bool {
 	return unsafe.SliceData(a.Spec.Containers) == unsafe.SliceData(b.Spec.Containers)
 }
@@ -94,7 +141,7 @@ func TestASpecInPartsIsMergedAsProtobufMergesIt(t *testing.T) {
 // The cache holds at most its limit of wire bytes, and starts again empty
 // past it; what it decodes is the same either way.
 func TestTheSpecCacheIsBounded(t *testing.T) {
-	c := newSpecCache(1000)
+	c := newPartCache(1000, specs.unmarshal)
 	spec := func(i int) []byte {
 		raw, err := (&corev1.PodSpec{Containers: []corev1.Container{{Name: string(rune('a' + i)), Image: "image-with-a-long-name-" + string(rune('a'+i))}}}).Marshal()
 		if err != nil {
