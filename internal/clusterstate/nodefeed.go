@@ -21,7 +21,8 @@ import (
 // Every node sends a status heartbeat every few dozen seconds, and a
 // thousand nodes several a second, none of which changes an answer: taken
 // straight into the snapshot, with nothing told unless what the engine
-// reads changed (nodeChanged), a heartbeat costs a decoding and a
+// reads changed (nodeChanged), a heartbeat costs reading its wire form
+// (podwire gives back the node before it, with its new version) and a
 // comparison, where an informer would hand it through a queue and two
 // goroutines to its handler.
 func NewNodeFeed(cfg *rest.Config, state *ClusterState, readEvery time.Duration) (*Feed, error) {
@@ -82,6 +83,7 @@ func (c *ClusterState) upsertNode(obj any) {
 }
 
 func (c *ClusterState) deleteNode(n *corev1.Node) {
+	podwire.ForgetNode(n.Name)
 	c.mu.Lock()
 	c.snap.DeleteNode(n.Name)
 	c.mu.Unlock()
@@ -98,6 +100,7 @@ func (c *ClusterState) dropNodesBut(keep map[string]struct{}) {
 			if n, ok := c.snap.Node(name); ok {
 				gone = append(gone, n)
 			}
+			podwire.ForgetNode(name)
 			c.snap.DeleteNode(name)
 		}
 	}

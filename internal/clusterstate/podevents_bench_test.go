@@ -46,22 +46,18 @@ func BenchmarkPodEvents(b *testing.B) {
 	b.SetBytes(int64(len(streams[0])))
 	pass := 0
 	for b.Loop() {
-		w := podWatch(b, streams[pass%2])
-		pass++
-		for ev := range w.ResultChan() {
-			var err error
+		takeIn(b, streams[pass%2], func(ev watch.Event) error {
 			switch ev.Type {
 			case watch.Added:
-				err = store.Add(ev.Object)
+				return store.Add(ev.Object)
 			case watch.Modified:
-				err = store.Update(ev.Object)
+				return store.Update(ev.Object)
 			case watch.Deleted:
-				err = store.Delete(ev.Object)
+				return store.Delete(ev.Object)
 			}
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
+			return nil
+		})
+		pass++
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(events), "ns/event")
 }
@@ -114,6 +110,16 @@ func recreationStream(b *testing.B, n int, from, to func(int) *corev1.Pod) ([]by
 		send(watch.Modified, running)
 	}
 	return out.Bytes(), events
+}
+
+// takeIn hands every event of stream, read as the feeds read a watch, to
+// store.
+func takeIn(b *testing.B, stream []byte, store func(watch.Event) error) {
+	for ev := range podWatch(b, stream).ResultChan() {
+		if err := store(ev); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // podWatch reads stream as the pod feed's client reads a watch.

@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // What a node keeps on the wire: every field but its managed fields, and
@@ -28,7 +29,11 @@ var (
 	// NodeStatus: allocatable 2, of conditions 4 the Ready one, and the
 	// images 8 (ImageLocality scores a node by the pod's images it
 	// holds).
-	nodeStatusRules = map[protowire.Number]rule{2: keep, 4: {keepIf: isReadyCondition}, 8: keep}
+	nodeStatusRules = map[protowire.Number]rule{2: keep, 4: {keepIf: isReadyCondition, nested: readyConditionRules}, 8: keep}
+	// NodeCondition: type 1, status 2, lastTransitionTime 4, reason 5,
+	// message 6; not lastHeartbeatTime 3, which every heartbeat changes
+	// and nothing reads.
+	readyConditionRules = map[protowire.Number]rule{1: keep, 2: keep, 4: keep, 5: keep, 6: keep}
 )
 
 // isReadyCondition reports whether a NodeCondition's type (1) is Ready.
@@ -45,22 +50,36 @@ func isReadyCondition(condition []byte) (bool, error) {
 
 // TrimNode drops of a node what the engine never reads: its managed
 // fields, and of its status all but its allocatable resources, its Ready
-// condition and its images. DecodeNode keeps exactly what TrimNode keeps.
+// condition without its heartbeat's time, and its images. DecodeNode
+// keeps exactly what TrimNode keeps.
 func TrimNode(n *corev1.Node) {
 	n.ManagedFields = nil
-	// In place: the feed trims every heartbeat, decoded stripped already.
+	// In place, writing nothing to a node trimmed already: the feed trims
+	// every heartbeat, decoded stripped, sharing the slices of the node
+	// before it (decodeRepeatedNode).
 	ready := slices.DeleteFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type != corev1.NodeReady })
 	if len(ready) == 0 {
 		ready = nil
+	}
+	for i := range ready {
+		if !ready[i].LastHeartbeatTime.IsZero() {
+			ready[i].LastHeartbeatTime = metav1.Time{}
+		}
 	}
 	n.Status = corev1.NodeStatus{Allocatable: n.Status.Allocatable, Conditions: ready, Images: n.Status.Images}
 }
 
 // DecodeNode decodes the protobuf of a Node into node, skipping on the
-// wire what TrimNode drops.
+// wire what TrimNode drops. A node whose wire form repeats the last one
+// of its name but for its resourceVersion (a heartbeat) is that node with
+// the new version, sharing its maps and slices, which must not be changed.
 func DecodeNode(raw []byte, node *corev1.Node) error {
 	*node = corev1.Node{}
-	if err := decodeKept(raw, nodeRules, node.Unmarshal); err != nil {
+	decoded, err := decodeRepeatedNode(raw, node)
+	if !decoded {
+		err = decodeKept(raw, nodeRules, node.Unmarshal)
+	}
+	if err != nil {
 		return fmt.Errorf("decode node: %w", err)
 	}
 	return nil

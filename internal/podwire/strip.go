@@ -30,7 +30,8 @@ var errMalformed = errors.New("malformed protobuf")
 type rule struct {
 	// nested, when set, filters the field's message with its own rules.
 	nested map[protowire.Number]rule
-	// keepIf, when set, decides from the field's bytes whether it is kept.
+	// keepIf, when set, decides from the field's bytes whether it is kept
+	// (filtered by nested, when that is set too).
 	keepIf func(value []byte) (bool, error)
 }
 
@@ -211,10 +212,16 @@ func appendKept(dst, src []byte, rules map[protowire.Number]rule) ([]byte, error
 			return fmt.Errorf("field %d: wire type %d where a message belongs: %w", num, typ, errMalformed)
 		case r.keepIf != nil:
 			kept, err := r.keepIf(value)
-			if err == nil && kept {
+			switch {
+			case err != nil || !kept:
+				return err
+			case r.nested != nil:
+				dst, err = appendNested(dst, num, value, r.nested)
+				return err
+			default:
 				dst = append(dst, field...)
+				return nil
 			}
-			return err
 		case r.nested != nil:
 			var err error
 			dst, err = appendNested(dst, num, value, r.nested)
