@@ -11,7 +11,7 @@ import (
 // A node's heartbeat repeats the node: every few dozen seconds each node
 // posts its status again, and of what the engine keeps only the
 // resourceVersion differs from the node's last event (the heartbeat's
-// time is not kept: nodeConditionRules). Decoding it again would allocate
+// time is not kept: readyConditionRules). Decoding it again would allocate
 // its labels, allocatable resources and images anew for every heartbeat
 // of every node; it is read instead as the node last decoded under its
 // name, with its new resourceVersion.
