@@ -32,7 +32,9 @@ func (s *scope) advance(ctx context.Context, group []*target, stage pgv1.Stage) 
 	}
 	d := sd.Decision
 	if s.waitedForPodView(d) {
-		s.viewCatchingUp = sd.facts.PodView != nil && sd.facts.PodView.CatchingUp
+		if v := sd.facts.PodView; v != nil {
+			s.viewCatchingUp, s.viewCause = v.CatchingUp, !v.CatchingUp
+		}
 		o := outcomeOf(d)
 		o.after, o.capacity = podViewRecheck, holdRequest
 		return o, nil

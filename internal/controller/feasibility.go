@@ -34,18 +34,27 @@ func (s *scope) placementOwners(ctx context.Context, ref pgv1.TargetRef) (string
 
 // dryRun applies entry to the target as a server-side dry run: a write
 // the API server would refuse for good (a field another manager owns, a
-// change it rejects) is an outcome, and nothing is written.
+// change it rejects) is an outcome, and nothing is written. The dry run
+// names the version of the workload the decision read, so that a decision
+// made on a cache behind the API server (a scale-up or a quota it has not
+// seen yet) records no intent: the migration decides again once its cache
+// has caught up (errStale).
 func (s *scope) dryRun(ctx context.Context, t *target, entry *corev1.PodSpec, stage pgv1.Stage) (outcome, bool, error) {
 	if adoptedRecord(t.Object(), s.pm.Name, entry) != nil {
 		// Moved in place by a patch (adopted.go), which no field manager
 		// refuses.
 		return outcome{}, false, nil
 	}
-	ac, err := workloadpatch.ApplyConfiguration(t.patchTarget(), entry)
+	wt := t.patchTarget()
+	wt.ResourceVersion = t.Object().GetResourceVersion()
+	ac, err := workloadpatch.ApplyConfiguration(wt, entry)
 	if err != nil {
 		return outcome{}, false, err
 	}
 	if err := s.r.Apply(ctx, ac, client.FieldOwner(s.manager), client.DryRunAll); err != nil {
+		if workloadpatch.IsPreconditionFailed(err) {
+			return outcome{}, false, fmt.Errorf("dry-run the %s stage on %s, read at resourceVersion %s: %w", stage, t, wt.ResourceVersion, errStale)
+		}
 		if o, refused := s.refusal(t.Ref, stage, err); refused {
 			return o, true, nil
 		}

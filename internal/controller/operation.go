@@ -164,7 +164,7 @@ func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (o
 		log.Info("Writing the migration's entry", "migration", klog.KObj(s.pm), "target", ref.String(), "action", op.Action,
 			"stage", op.Stage, "generation", ot.GenerationBefore, "fieldManager", s.manager)
 		if err := s.r.Apply(ctx, ac, client.FieldOwner(s.manager)); err != nil {
-			if op.Action == pgv1.ActionRevert && workloadpatch.IsOtherObject(err) {
+			if op.Action == pgv1.ActionRevert && workloadpatch.IsPreconditionFailed(err) {
 				// The uid precondition failed: the workload is gone or a
 				// new one, and carries nothing of ours.
 				ot.AppliedGeneration = 1

@@ -200,7 +200,8 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 // migration read from a cache behind its own last write, or written by
 // another replica meanwhile, is refused and reconciled again. A change of
 // progress messages alone is held while the last write is recent
-// (statusPace), and so are a new migration's first word while its pod
+// (statusPace), unless the pods' view is short for a cause the workload's
+// controller names; so are a new migration's first word while its pod
 // view catches up and a success while its targets' old pods leave; held
 // is how long, and the migration is looked at again then.
 func (r *PlacementMigrationReconciler) patchStatus(ctx context.Context, before, pm *pgv1.PlacementMigration, s *scope) (held time.Duration, _ error) {
@@ -209,8 +210,10 @@ func (r *PlacementMigrationReconciler) patchStatus(ctx context.Context, before, 
 	}
 	key, now := client.ObjectKeyFromObject(pm), r.Clock.Now()
 	held = max(firstWordWait(&before.Status, s.viewCatchingUp, pm.CreationTimestamp.Time, now),
-		r.pace.settleWait(key, &before.Status, &pm.Status, s.settling, now),
-		r.pace.hold(key, &before.Status, &pm.Status, now))
+		r.pace.settleWait(key, &before.Status, &pm.Status, s.settling, now))
+	if !s.viewCause {
+		held = max(held, r.pace.hold(key, &before.Status, &pm.Status, now))
+	}
 	if held > 0 {
 		return held, nil
 	}

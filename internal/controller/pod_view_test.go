@@ -66,6 +66,29 @@ var _ = Describe("A target whose controller cannot make its pods", func() {
 		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseApplyingSoft), fc.explain("web-apart"))
 	})
 
+	It("names the cause at once when the workload's controller gives it after a wait that had none", func() {
+		for _, n := range []string{"n1", "n2", "n3", "n4", "n5"} {
+			fc.node(n, nil)
+		}
+		fc.deployment("web", 3)
+		fc.rollOut("web", "n1", "n2", "n3")
+		d := fc.get("web")
+		d.Spec.Replicas = ptr.To[int32](5)
+		Expect(k8sClient.Update(ctx, d)).To(Succeed())
+		fc.migration("web-apart", pgv1.PlacementMigrationSpec{Targets: targetsNamed("web"), Constraint: hostnameAntiAffinity(nil)})
+
+		By("the Deployment's controller has not reported the new generation: a wait with no cause, said once it lasts")
+		stepAndLook(fc, "web-apart", 10*time.Second)
+		Eventually(func() metav1.Condition { return fc.condition("web-apart", pgv1.ConditionPodsStable) }).Should(And(
+			HaveField("Reason", pgv1.ReasonWaitingForPodView), HaveField("Message", ContainSubstring("has not yet observed its generation 2"))),
+			fc.explain("web-apart"))
+
+		By("its controller then reports the quota: the status names it without waiting for the next progress refresh")
+		shortOfPods()
+		Eventually(func() string { return fc.condition("web-apart", pgv1.ConditionPodsStable).Message }).Should(And(
+			ContainSubstring("has created 3 of its 5 pods"), ContainSubstring("exceeded quota")), fc.explain("web-apart"))
+	})
+
 	It("never holds a stage that only lowers the constraint", func() {
 		for _, n := range []string{"n1", "n2", "n3", "n4", "n5"} {
 			fc.node(n, nil)

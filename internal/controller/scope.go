@@ -53,6 +53,10 @@ type scope struct {
 	// viewCatchingUp: the step waited for its view of the pods, which
 	// lags with no cause known (a new migration says so only if it lasts).
 	viewCatchingUp bool
+	// viewCause: the step waited for its view of the pods, which stays
+	// short for a cause the workload's controller names (a quota): a
+	// diagnosis, written at once, however recently the status was.
+	viewCause bool
 	// settling: every target runs all its replicas, and pods its last
 	// rollout deleted are still leaving (a success waits a moment for
 	// them, so that it is written with its DisruptionReady verdict).

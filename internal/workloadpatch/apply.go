@@ -60,6 +60,12 @@ type Target struct {
 	Namespace string
 	Name      string
 	UID       types.UID
+	// ResourceVersion, when set, is the version of the workload the write
+	// was decided on: the API server refuses the write (a 409 without a
+	// field manager conflict, IsPreconditionFailed) once the workload has
+	// changed since, so a decision read from a cache behind the API server
+	// writes nothing.
+	ResourceVersion string
 }
 
 func (t Target) String() string { return fmt.Sprintf("%s %s/%s", t.Kind, t.Namespace, t.Name) }
@@ -78,6 +84,9 @@ func ApplyConfiguration(t Target, entry *corev1.PodSpec) (runtime.ApplyConfigura
 	metadata := map[string]any{"name": t.Name, "namespace": t.Namespace}
 	if t.UID != "" {
 		metadata["uid"] = t.UID
+	}
+	if t.ResourceVersion != "" {
+		metadata["resourceVersion"] = t.ResourceVersion
 	}
 	// Every kind holds the pod template at spec.template: the apply
 	// configuration is written in the API's JSON shape, which is exact.

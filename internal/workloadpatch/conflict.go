@@ -58,11 +58,13 @@ func AsConflict(err error) (*Conflict, bool) {
 	return c, true
 }
 
-// IsOtherObject reports a write refused because the workload is not the
-// object the write named: its uid precondition failed (409 without a
-// field manager conflict), or the API server refused to change the uid
-// (422 on metadata.uid). The workload was deleted and re-created since.
-func IsOtherObject(err error) bool {
+// IsPreconditionFailed reports a write refused because the workload is
+// not the object the write named: its uid precondition failed (409
+// without a field manager conflict), or the API server refused to change
+// the uid (422 on metadata.uid), so the workload was deleted and
+// re-created since; or, for a write that names the resourceVersion it was
+// decided on (Target.ResourceVersion), the workload has changed since.
+func IsPreconditionFailed(err error) bool {
 	if _, field := AsConflict(err); apierrors.IsConflict(err) && !field {
 		return true
 	}

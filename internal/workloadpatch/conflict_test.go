@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-func TestIsOtherObjectTellsAWorkloadReplacedFromAFieldConflict(t *testing.T) {
+func TestIsPreconditionFailedTellsAWorkloadReplacedOrChangedFromAFieldConflict(t *testing.T) {
 	deployments := schema.GroupResource{Group: "apps", Resource: "deployments"}
 	managerConflict := apierrors.NewApplyConflict([]metav1.StatusCause{{
 		Type: metav1.CauseTypeFieldManagerConflict, Field: ".spec.template.spec.affinity", Message: `conflict with "helm"`}}, "Apply failed with 1 conflict")
@@ -28,8 +28,8 @@ func TestIsOtherObjectTellsAWorkloadReplacedFromAFieldConflict(t *testing.T) {
 		{"not found", apierrors.NewNotFound(deployments, "web"), false},
 		{"a timeout", apierrors.NewTimeoutError("slow", 1), false},
 	} {
-		if got := IsOtherObject(c.err); got != c.want {
-			t.Errorf("%s: IsOtherObject = %v, want %v", c.name, got, c.want)
+		if got := IsPreconditionFailed(c.err); got != c.want {
+			t.Errorf("%s: IsPreconditionFailed = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

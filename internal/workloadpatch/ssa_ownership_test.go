@@ -226,3 +226,51 @@ var _ = Describe("Field managers of several migrations", func() {
 		Expect(get(again).Spec.Template.Spec.TopologySpreadConstraints).To(HaveLen(1))
 	})
 })
+
+var _ = Describe("A write decided on a read the API server has moved past", func() {
+	zones := placement.Constraint{Spread: &placement.Spread{TopologyKey: "topology.kubernetes.io/zone", MaxSkew: 1}}
+	apart := placement.Constraint{AntiAffinity: &placement.AntiAffinity{TopologyKey: "kubernetes.io/hostname"}}
+
+	// applyDecidedOn applies c's stage to the workload read, naming the
+	// version read.
+	applyDecidedOn := func(read *appsv1.Deployment, c placement.Constraint, stage pgv1.Stage, opts ...client.ApplyOption) error {
+		entry, err := c.Entry(read.Spec.Selector, stage)
+		Expect(err).NotTo(HaveOccurred())
+		ac, err := workloadpatch.ApplyConfiguration(workloadpatch.Target{Kind: pgv1.KindDeployment, Namespace: read.Namespace, Name: read.Name,
+			UID: read.UID, ResourceVersion: read.ResourceVersion}, entry)
+		Expect(err).NotTo(HaveOccurred())
+		return k8sClient.Apply(ctx, ac, append(opts, client.FieldOwner(manager))...)
+	}
+
+	It("is refused as a failed precondition, not a field conflict, once the workload changed, and goes through on the current version", func() {
+		d := helmLikeDeployment(false)
+		createAs(d, "helm")
+		read := get(d)
+
+		By("the chart scales the workload after the read")
+		scaled := read.DeepCopy()
+		scaled.Spec.Replicas = ptr.To[int32](5)
+		Expect(k8sClient.Update(ctx, scaled, client.FieldOwner("helm"))).To(Succeed())
+		for _, opts := range [][]client.ApplyOption{{client.DryRunAll}, nil} {
+			err := applyDecidedOn(read, zones, pgv1.StageSoft, opts...)
+			Expect(workloadpatch.IsPreconditionFailed(err)).To(BeTrue(), "options %v: want a failed precondition, got %v", opts, err)
+			_, field := workloadpatch.AsConflict(err)
+			Expect(field).To(BeFalse())
+		}
+		Expect(get(d).Spec.Template.Spec.TopologySpreadConstraints).To(HaveLen(1), "nothing written")
+
+		By("decided again on the current version")
+		Expect(applyDecidedOn(get(d), zones, pgv1.StageSoft)).To(Succeed())
+		Expect(get(d).Spec.Template.Spec.TopologySpreadConstraints).To(HaveLen(2))
+	})
+
+	It("still names the other manager when the version is current and a field is owned", func() {
+		d := helmLikeDeployment(true)
+		createAs(d, "helm")
+		err := applyDecidedOn(get(d), apart, pgv1.StageHard, client.DryRunAll)
+		conflict, ok := workloadpatch.AsConflict(err)
+		Expect(ok).To(BeTrue(), "want a field manager conflict, got %v", err)
+		Expect(conflict.Managers).To(Equal([]string{"helm"}))
+		Expect(workloadpatch.IsPreconditionFailed(err)).To(BeFalse())
+	})
+})
