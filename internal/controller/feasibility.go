@@ -38,7 +38,7 @@ func (s *scope) placementOwners(ctx context.Context, ref pgv1.TargetRef) (string
 // names the version of the workload the decision read, so that a decision
 // made on a cache behind the API server (a scale-up or a quota it has not
 // seen yet) records no intent: the migration decides again once its cache
-// has caught up (errStale).
+// has caught up (errStaleDecision).
 func (s *scope) dryRun(ctx context.Context, t *target, entry *corev1.PodSpec, stage pgv1.Stage) (outcome, bool, error) {
 	if adoptedRecord(t.Object(), s.pm.Name, entry) != nil {
 		// Moved in place by a patch (adopted.go), which no field manager
@@ -53,7 +53,7 @@ func (s *scope) dryRun(ctx context.Context, t *target, entry *corev1.PodSpec, st
 	}
 	if err := s.r.Apply(ctx, ac, client.FieldOwner(s.manager), client.DryRunAll); err != nil {
 		if workloadpatch.IsPreconditionFailed(err) {
-			return outcome{}, false, fmt.Errorf("dry-run the %s stage on %s, read at resourceVersion %s: %w", stage, t, wt.ResourceVersion, errStale)
+			return outcome{}, false, fmt.Errorf("dry-run the %s stage on %s, read at resourceVersion %s: %w", stage, t, wt.ResourceVersion, errStaleDecision)
 		}
 		if o, refused := s.refusal(t.Ref, stage, err); refused {
 			return o, true, nil

@@ -90,6 +90,8 @@ type PlacementMigrationReconciler struct {
 	own ownWrites
 	// pace holds back a status write of progress messages alone.
 	pace statusPace
+	// stale counts each migration's decisions in a row that went stale.
+	stale staleDecisions
 }
 
 // +kubebuilder:rbac:groups=placementguard.io,resources=placementmigrations,verbs=get;list;watch;patch
@@ -128,6 +130,7 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 			r.own.forget(req.NamespacedName)
 			r.pace.forget(req.NamespacedName)
 			r.baselines.forget(req.NamespacedName)
+			r.stale.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get PlacementMigration %s: %w", req.NamespacedName, err)
@@ -164,6 +167,15 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	} else {
 		s.keepRequest(s.asked)
 	}
+	if isStaleDecision(err) {
+		n, wait := r.stale.refused(req.NamespacedName)
+		if n >= 3 {
+			logf.FromContext(ctx).Info("Deciding again later: a workload keeps changing between the decision's read and its dry run",
+				"inARow", n, "after", wait, "last", err.Error())
+		}
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	r.stale.forget(req.NamespacedName)
 	if errors.Is(err, errStale) {
 		// Our read is behind the API server: look again shortly, without
 		// the error backoff meant for failures.
