@@ -175,17 +175,6 @@ func authoredBy(annotation, author string) bool {
 	return err == nil && slices.ContainsFunc(records, func(r adoption.Record) bool { return r.Author == author })
 }
 
-// fieldManager is the field manager a request names, "" for none.
-func fieldManager(req admission.Request) string {
-	var opts struct {
-		FieldManager string `json:"fieldManager"`
-	}
-	if len(req.Options.Raw) > 0 && json.Unmarshal(req.Options.Raw, &opts) == nil {
-		return opts.FieldManager
-	}
-	return ""
-}
-
 // why words what was adopted, and the engine's findings against the hard
 // form: why it is not applied at once. old is the pod spec the change
 // replaces (nil for a create). A judgement that cannot be made in the
