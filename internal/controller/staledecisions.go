@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // errStaleDecision is a decision whose dry run the API server refused
@@ -22,39 +23,31 @@ const maxStaleWait = 30 * time.Second
 // went stale (errStaleDecision). A read that trails the API server by a
 // moment is decided again at once; a workload that changes faster than
 // the operator decides, or a feed that has stopped, is decided again ever
-// less often (200 ms, doubling, up to maxStaleWait), so that the dry runs
-// it costs stay bounded.
+// less often (staleRetry, doubling, up to maxStaleWait), so that the dry
+// runs it costs stay bounded. The counting is client-go's per-item
+// exponential limiter, kept apart from the work queue's own so that a
+// stale decision is told from a failure.
 type staleDecisions struct {
-	mu sync.Mutex
-	n  map[types.NamespacedName]int
+	once    sync.Once
+	limiter workqueue.TypedRateLimiter[types.NamespacedName]
 }
 
 // refused counts a stale decision of key and says how many there have
 // been in a row and how long to wait before the next.
 func (s *staleDecisions) refused(key types.NamespacedName) (int, time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.n == nil {
-		s.n = map[types.NamespacedName]int{}
-	}
-	s.n[key]++
-	return s.n[key], staleWait(s.n[key])
+	s.once.Do(s.start)
+	wait := s.limiter.When(key)
+	return s.limiter.NumRequeues(key), wait
 }
 
 // forget ends key's run of stale decisions.
 func (s *staleDecisions) forget(key types.NamespacedName) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.n, key)
+	s.once.Do(s.start)
+	s.limiter.Forget(key)
 }
 
-// staleWait is the wait after the n-th stale decision in a row.
-func staleWait(n int) time.Duration {
-	wait := staleRetry
-	for i := 1; i < n && wait < maxStaleWait; i++ {
-		wait *= 2
-	}
-	return min(wait, maxStaleWait)
+func (s *staleDecisions) start() {
+	s.limiter = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](staleRetry, maxStaleWait)
 }
 
 // isStaleDecision reports whether err is a stale decision.
