@@ -279,6 +279,21 @@ func (fc *fakeCluster) pod(rs *appsv1.ReplicaSet, node string, state func(*corev
 	return p
 }
 
+// bind places a pod on node as the scheduler does, through the binding
+// subresource, and reports it running.
+func (fc *fakeCluster) bind(p *corev1.Pod, node string) {
+	binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
+		Target: corev1.ObjectReference{Kind: "Node", Name: fc.ns + "-" + node}}
+	Expect(k8sClient.SubResource("binding").Create(ctx, p, binding)).To(Succeed())
+	Expect(clientretry.RetryOnConflict(clientretry.DefaultRetry, func() error {
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		readyPod(p)
+		return k8sClient.Status().Update(ctx, p)
+	})).To(Succeed())
+}
+
 // reportRolledOut sets the Deployment's status as its controller does once
 // the current generation is rolled out.
 func (fc *fakeCluster) reportRolledOut(name string) {

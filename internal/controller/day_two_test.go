@@ -88,8 +88,23 @@ var _ = Describe("A succeeded migration", func() {
 		Consistently(func() string { return fc.pm("web-apart").ResourceVersion }, "1s").Should(Equal(poked))
 		Expect(poked).NotTo(Equal(rv))
 
-		By("a third node: the pod fits, the migration is Succeeded again")
+		By("a third node: the pod fits, and the migration says so while the pod is still Pending")
 		fc.node("n3", nil)
+		Eventually(func() string { return fc.condition("web-apart", pgv1.ConditionReady).Message }).Should(Equal(
+			"1 of 3 pods of Deployment/web still Pending (" + pending.Name + "): room has appeared for them, and the scheduler has not placed them yet"))
+		Expect(fc.phase("web-apart")()).To(Equal(pgv1.PhaseDegraded), "not Succeeded over a Pending pod")
+		Expect(fc.condition("web-apart", pgv1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+		Expect(fc.condition("web-apart", pgv1.ConditionReady).Reason).To(Equal(pgv1.ReasonConstraintUnsatisfied))
+
+		By("the room gone before the scheduler's next try: Degraded as before, Ready never True between")
+		Expect(k8sClient.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fc.ns + "-n3"}})).To(Succeed())
+		Eventually(func() string { return fc.condition("web-apart", pgv1.ConditionReady).Message }).Should(
+			ContainSubstring("1 of 3 pods of Deployment/web Pending because of the Hard constraint (" + pending.Name + ")"))
+		Expect(fc.condition("web-apart", pgv1.ConditionReady).LastTransitionTime).To(Equal(ready.LastTransitionTime), "Ready stayed False throughout")
+
+		By("the node back and the pod bound to it: Succeeded again")
+		fc.node("n3", nil)
+		fc.bind(pending, "n3")
 		Eventually(fc.phase("web-apart")).Should(Equal(pgv1.PhaseSucceeded), fc.explain("web-apart"))
 		Expect(fc.condition("web-apart", pgv1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
 		Expect(fc.kstatus("web-apart")).To(Equal(status.CurrentStatus))

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/placement-guard/placement-guard/internal/placement"
 	"github.com/placement-guard/placement-guard/internal/planning"
@@ -21,6 +23,8 @@ import (
 // pendingAfterSuccess looks at the pods of a migration that has succeeded.
 // Pods the scheduler has called unschedulable for longer than the grace
 // degrade it; pods not yet that long ask for another look when they are.
+// Pods for which room has appeared since hold the verdict as it stands
+// (heldPending) until the scheduler binds them or they go.
 func (s *scope) pendingAfterSuccess(ctx context.Context, final pgv1.Stage) (outcome, bool, error) {
 	var found []planning.PendingPods
 	var recheck time.Duration
@@ -31,12 +35,39 @@ func (s *scope) pendingAfterSuccess(ctx context.Context, final pgv1.Stage) (outc
 		}, s.now, s.r.UnschedulableGrace)
 		return err
 	})
-	if err != nil || len(found) == 0 {
-		return outcome{after: recheck}, false, err
+	if err != nil {
+		return outcome{}, false, err
 	}
 	v := planning.DescribePending(final, found)
+	if v.ByConstraint+v.Other == 0 {
+		return s.heldPending(found, recheck)
+	}
 	return outcome{degraded: true, reason: v.Reason, message: v.Message,
 		pendingByConstraint: v.ByConstraint, pendingOther: v.Other, after: recheck}, true, nil
+}
+
+// heldPending is the verdict on a succeeded migration whose late Pending
+// pods, if any, all have room now. The scheduler places such a pod on its
+// next try, or its workload deletes it (a scale-down frees a node before
+// it deletes the surplus Pending pods): a migration Degraded over them
+// stays Degraded, saying so, until they are bound or gone, and one
+// Succeeded stays Succeeded. Either way its Ready condition does not
+// flip for a pod that is still Pending, nor back when the room proves
+// brief.
+func (s *scope) heldPending(found []planning.PendingPods, recheck time.Duration) (outcome, bool, error) {
+	n, msg := planning.DescribePlaceable(found)
+	ready := meta.FindStatusCondition(s.pm.Status.Conditions, pgv1.ConditionReady)
+	if n == 0 || ready == nil || ready.Status != metav1.ConditionFalse || ready.ObservedGeneration != s.pm.Generation ||
+		(ready.Reason != pgv1.ReasonConstraintUnsatisfied && ready.Reason != pgv1.ReasonTargetPodsPending) {
+		return outcome{after: recheck}, false, nil
+	}
+	o := outcome{degraded: true, reason: ready.Reason, message: msg, after: recheck}
+	if ready.Reason == pgv1.ReasonConstraintUnsatisfied {
+		o.pendingByConstraint = n
+	} else {
+		o.pendingOther = n
+	}
+	return o, true, nil
 }
 
 // unschedulableByConstraint returns the target pod the stage's entry has

@@ -30,6 +30,10 @@ type PendingPods struct {
 	// the first of them.
 	Other []string
 	Why   string
+	// Placeable are Pending for which room has appeared since: the engine
+	// places them with the constraint, and the scheduler has not bound
+	// them yet.
+	Placeable []string
 	// Shortfall is the capacity the constraint needs, e.g. "4 of 6
 	// qualifying nodes (pool=d2s)"; "" when nodes are not what is missing.
 	Shortfall string
@@ -53,6 +57,7 @@ func Pending(snap *placement.Snapshot, spec *pgv1.PlacementMigrationSpec, ts []*
 			switch {
 			case cause.Verdict.Schedulable:
 				// Room has appeared; the scheduler has not got to it.
+				pp.Placeable = append(pp.Placeable, p.Name)
 			case cause.ByConstraint:
 				pp.ByConstraint = append(pp.ByConstraint, p.Name)
 			default:
@@ -74,7 +79,7 @@ func Pending(snap *placement.Snapshot, spec *pgv1.PlacementMigrationSpec, ts []*
 			}
 			pp.Shortfall = have.Shortfall(c.TopologyKey())
 		}
-		if len(pp.ByConstraint)+len(pp.Other) > 0 {
+		if len(pp.ByConstraint)+len(pp.Other)+len(pp.Placeable) > 0 {
 			found = append(found, pp)
 		}
 	}
@@ -115,6 +120,24 @@ func DescribePending(final pgv1.Stage, found []PendingPods) PendingVerdict {
 		v.Reason, v.Message = pgv1.ReasonConstraintUnsatisfied, strings.Join(append(ours, theirs...), "; ")
 	}
 	return v
+}
+
+// DescribePlaceable words the pods of found that are still Pending though
+// room has appeared for them ("" when there are none), and counts them.
+func DescribePlaceable(found []PendingPods) (int, string) {
+	var n int
+	var parts []string
+	for _, pp := range found {
+		if len(pp.Placeable) == 0 {
+			continue
+		}
+		n += len(pp.Placeable)
+		parts = append(parts, fmt.Sprintf("%d of %d pods of %s still Pending (%s)", len(pp.Placeable), pp.Target.Workload.Replicas, pp.Target, brief.FirstFew(pp.Placeable, 3, "; ")))
+	}
+	if n == 0 {
+		return 0, ""
+	}
+	return n, strings.Join(parts, "; ") + ": room has appeared for them, and the scheduler has not placed them yet"
 }
 
 // KeptOutLongest is the target pod the entry has kept Pending longest,

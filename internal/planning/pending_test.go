@@ -57,3 +57,36 @@ func TestPendingPodsAreSplitByWhatKeepsThemOut(t *testing.T) {
 		t.Errorf("kept out longest: %q for %v (%v)", worst, waited, err)
 	}
 }
+
+// A pod the scheduler called unschedulable, for which room has appeared
+// since (a fourth node), is neither the constraint's doing nor another
+// cause: it is named apart, as one the scheduler has yet to place.
+func TestAPendingPodWithRoomNowIsNamedApart(t *testing.T) {
+	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	snap, ts := apartCluster(t, corev1.LabelHostname, 4, 3, 1)
+	api := ts[0]
+	p := api.Pods[0].DeepCopy()
+	p.Name, p.UID, p.Spec.NodeName = "api-waits", "uid-api-waits", ""
+	p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available", LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))}}}
+	api.Pods = append(api.Pods, p)
+	api.Workload.Replicas = 4
+	entry := &api.Template().Spec
+	found, _, err := Pending(snap, &pgv1.PlacementMigrationSpec{}, ts, func(*Target) *corev1.PodSpec { return entry }, now, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || len(found[0].ByConstraint)+len(found[0].Other) != 0 || strings.Join(found[0].Placeable, ",") != "api-waits" {
+		t.Fatalf("found %+v", found)
+	}
+	if v := DescribePending(pgv1.StageHard, found); v.ByConstraint+v.Other != 0 {
+		t.Errorf("a pod with room counted as kept out: %+v", v)
+	}
+	n, msg := DescribePlaceable(found)
+	if n != 1 || msg != "1 of 4 pods of Deployment/api still Pending (api-waits): room has appeared for them, and the scheduler has not placed them yet" {
+		t.Errorf("placeable: %d, %q", n, msg)
+	}
+	if n, msg := DescribePlaceable(nil); n != 0 || msg != "" {
+		t.Errorf("nothing placeable: %d, %q", n, msg)
+	}
+}
