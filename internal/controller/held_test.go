@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -106,7 +107,13 @@ func TestAHeldIntentIsRecordedAgainForAWorkloadChangedDuringTheSoak(t *testing.T
 	w.rollOut()
 
 	w.clock.SetTime(held.NotBefore.Time)
-	w.reconcile()
+	// The operator dies right after its next write: the reconcile records
+	// the new intent before it makes the write the intent names.
+	w.crashAfter = w.writes + 1
+	w.r.State = w.state()
+	if _, err := w.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "web-apart"}}); !errors.Is(err, errCrashed) {
+		t.Fatalf("the reconcile goes on to write after recording the intent: %v", err)
+	}
 	recorded := w.migration().Status.Operation
 	if recorded == nil || recorded.Held() || recorded.Stage != pgv1.StageHard || recorded.Targets[0].AppliedGeneration != 0 ||
 		recorded.Targets[0].GenerationBefore == held.Targets[0].GenerationBefore {
@@ -115,6 +122,7 @@ func TestAHeldIntentIsRecordedAgainForAWorkloadChangedDuringTheSoak(t *testing.T
 	if len(w.changes) != 1 {
 		t.Fatalf("nothing is written before the new intent is recorded: %+v", w.changes)
 	}
+	w.restart()
 	w.run()
 	if len(w.changes) != 2 || w.changes[1].stage != pgv1.StageHard {
 		t.Fatalf("the Hard stage is written from the new record: %+v", w.changes)

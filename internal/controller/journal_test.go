@@ -602,3 +602,72 @@ func TestTheWriteBudgetStallsAMigrationInsteadOfWriting(t *testing.T) {
 		t.Fatalf("after the retry the hard stage is written: %d template changes", len(w.changes))
 	}
 }
+
+// migrationReads counts the reads of the migration from the API server.
+type migrationReads struct {
+	client.Reader
+	n *int
+}
+
+func (r migrationReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*pgv1.PlacementMigration); ok {
+		*r.n++
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// The reconcile that records a stage's intent makes the write it names,
+// without reading the migration again: the status write that recorded the
+// intent carried an optimistic lock and returned the record the API
+// server holds. A reconcile that finds an intent recorded earlier (the
+// operator died after recording it) reads the migration from the API
+// server before it writes.
+func TestTheReconcileThatRecordsAnIntentMakesItsWrite(t *testing.T) {
+	// writesBefore is how many writes came before the reconcile that
+	// recorded the Soft stage's intent, in a world without a crash.
+	var writesBefore int
+	{
+		w := newWorld(t, pgv1.KindDeployment, heldSpec(time.Minute))
+		var reads int
+		w.r.APIReader = migrationReads{Reader: w.c, n: &reads}
+		for range 10 {
+			recordedBefore := w.migration().Status.Operation != nil
+			writesBefore = w.writes
+			w.reconcile()
+			if len(w.changes) == 0 {
+				continue
+			}
+			if recordedBefore {
+				t.Fatalf("the Soft stage was written by a reconcile after the one that recorded its intent")
+			}
+			break
+		}
+		op := w.migration().Status.Operation
+		if len(w.changes) != 1 || op == nil || op.Stage != pgv1.StageSoft || op.Targets[0].AppliedGeneration == 0 {
+			t.Fatalf("one reconcile records the Soft stage and writes it, the write recorded: changes %+v, operation %+v", w.changes, op)
+		}
+		if reads != 0 {
+			t.Errorf("the write right after its own intent read the migration from the API server %d times, want none", reads)
+		}
+	}
+
+	w := newWorld(t, pgv1.KindDeployment, heldSpec(time.Minute))
+	var reads int
+	for w.writes < writesBefore {
+		w.reconcile()
+	}
+	w.crashAfter = w.writes + 1
+	w.r.State = w.state()
+	if _, err := w.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "web-apart"}}); !errors.Is(err, errCrashed) {
+		t.Fatalf("the operator dies right after recording the intent: %v", err)
+	}
+	if op := w.migration().Status.Operation; op == nil || op.Targets[0].AppliedGeneration != 0 || len(w.changes) != 0 {
+		t.Fatalf("the intent recorded, its write not made: changes %+v, operation %+v", w.changes, op)
+	}
+	w.restart()
+	w.r.APIReader = migrationReads{Reader: w.c, n: &reads}
+	w.reconcile()
+	if len(w.changes) != 1 || reads != 1 {
+		t.Errorf("the next operator writes the recorded intent after one read of the migration from the API server: changes %+v, reads %d", w.changes, reads)
+	}
+}

@@ -103,8 +103,10 @@ func (s *scope) abandonIfGone(op *pgv1.Operation) (outcome, bool) {
 
 // write makes the recorded writes not made yet.
 func (s *scope) write(ctx context.Context, op *pgv1.Operation, pending []int) (outcome, error) {
-	if err := s.r.ensureCurrent(ctx, s.pm); err != nil {
-		return outcome{}, err
+	if !s.current {
+		if err := s.r.ensureCurrent(ctx, s.pm); err != nil {
+			return outcome{}, err
+		}
 	}
 	log := logf.FromContext(ctx)
 	var written []string

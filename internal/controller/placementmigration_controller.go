@@ -117,8 +117,10 @@ type PlacementMigrationReconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile reads the migration and its targets, takes the one step the
-// migration needs next, and records the outcome: status is patched once,
-// at the end, with an optimistic lock, and only when it changed.
+// migration needs next, and records the outcome: status is patched at the
+// end of the step, with an optimistic lock, and only when it changed. A
+// step that recorded the intent of a write is followed, in the same
+// reconcile, by the step that makes it.
 func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	pm := &pgv1.PlacementMigration{}
 	if err := r.Get(ctx, req.NamespacedName, pm); err != nil {
@@ -153,10 +155,28 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 		}
 		return ctrl.Result{}, err
 	}
+	res, recorded, err := r.pass(ctx, req, pm, false)
+	if err != nil || !recorded {
+		return res, err
+	}
+	// The intent is recorded by a status write made with an optimistic
+	// lock, which returned the record as the API server now holds it: the
+	// write it names is made now, rather than once the record's own event
+	// has come back and a fresh read has proved it current (ensureCurrent).
+	res, _, err = r.pass(ctx, req, pm, true)
+	return res, err
+}
+
+// pass takes the one step migration pm needs next and records its
+// outcome; recorded says that it recorded the intent of a write not made
+// yet. current says that pm is the record the API server holds, as the
+// status write of the pass before returned it.
+func (r *PlacementMigrationReconciler) pass(ctx context.Context, req ctrl.Request, pm *pgv1.PlacementMigration, current bool) (_ ctrl.Result, recorded bool, _ error) {
 	s, err := r.newScope(ctx, pm)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, false, err
 	}
+	s.current = current
 	before := pm.DeepCopy()
 	o, err := s.step(ctx)
 	if err == nil {
@@ -173,13 +193,13 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 			logf.FromContext(ctx).Info("Deciding again later: a workload keeps changing between the decision's read and its dry run",
 				"inARow", n, "after", wait, "last", err.Error())
 		}
-		return ctrl.Result{RequeueAfter: wait}, nil
+		return ctrl.Result{RequeueAfter: wait}, false, nil
 	}
 	r.stale.forget(req.NamespacedName)
 	if errors.Is(err, errStale) {
 		// Our read is behind the API server: look again shortly, without
 		// the error backoff meant for failures.
-		return ctrl.Result{RequeueAfter: staleRetry}, nil
+		return ctrl.Result{RequeueAfter: staleRetry}, false, nil
 	}
 	if err != nil {
 		// Keep what the step recorded before it failed (a write made),
@@ -191,12 +211,12 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	held, perr := r.patchStatus(ctx, before, pm, s)
 	if perr != nil {
 		if apierrors.IsConflict(perr) && err == nil {
-			return ctrl.Result{RequeueAfter: staleRetry}, nil
+			return ctrl.Result{RequeueAfter: staleRetry}, false, nil
 		}
-		return ctrl.Result{}, errors.Join(err, perr)
+		return ctrl.Result{}, false, errors.Join(err, perr)
 	}
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, false, err
 	}
 	r.router.Set(req.NamespacedName, s.interestOf())
 	r.announce(before, pm, o, held == 0)
@@ -205,7 +225,18 @@ func (r *PlacementMigrationReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if c := pm.Status.Capacity; c != nil {
 		metrics.RecordCapacity(pm.Namespace, pm.Name, int(c.QualifyingNodes), int(c.RequiredNodes))
 	}
-	return ctrl.Result{RequeueAfter: planning.Shortest(o.after, s.recheck, held)}, nil
+	recorded = pm.ResourceVersion != before.ResourceVersion && recordedIntent(before, pm)
+	return ctrl.Result{RequeueAfter: planning.Shortest(o.after, s.recheck, held)}, recorded, nil
+}
+
+// recordedIntent reports whether after records an operation with writes
+// still to make that before did not record.
+func recordedIntent(before, after *pgv1.PlacementMigration) bool {
+	op := after.Status.Operation
+	if op == nil || op.Held() || len(unwritten(op)) == 0 {
+		return false
+	}
+	return before.Status.Operation == nil || !equality.Semantic.DeepEqual(before.Status.Operation, op)
 }
 
 // patchStatus writes the status if it changed, with an optimistic lock: a

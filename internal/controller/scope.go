@@ -66,6 +66,9 @@ type scope struct {
 	// verified a stage, the one that may hold the next stage's intent.
 	held         *pgv1.Operation
 	justVerified bool
+	// current: pm is the record the API server holds, as this reconcile's
+	// own status write returned it; a write it names needs no fresh read.
+	current bool
 }
 
 // lookAgainIn asks for another look after d; 0 asks for none.
