@@ -15,7 +15,10 @@
 // While a read waits out its interval, the socket's low-water mark
 // (SO_RCVLOWAT, on Linux) keeps the kernel from waking the process for
 // each packet that arrives meanwhile: Go's poller would otherwise wake,
-// find no reader, and sleep again, once an event.
+// find no reader, and sleep again, once an event. Past the mark the
+// kernel reports every packet again, so the mark is set above what a
+// heavy stream brings in an interval, and a stream that reaches it all
+// the same ends the wait: the read takes what is in.
 //
 // The price is latency: an event waits up to one interval before it is
 // read.
@@ -31,6 +34,13 @@ import (
 
 // bufferSize is what one read takes in at most: a few dozen pod events.
 const bufferSize = 64 << 10
+
+// quietBytes is what a socket holds before the kernel reports it readable
+// while a read waits out its interval: more than a heavy stream of pod
+// events brings in one (2 MB a second at 100 ms: every pod of a
+// 3,000-pod cluster replaced in 35 s), so that each interval ends in one
+// wake-up. The kernel raises the socket's receive buffer to hold it.
+const quietBytes = 1 << 20
 
 // Conn is a connection whose reads are paced. Its Read is not safe for
 // concurrent use, as a TLS or HTTP/2 connection never reads concurrently;
@@ -49,8 +59,14 @@ type Conn struct {
 	closeOnce sync.Once
 	closed    chan struct{}
 
+	// deadlineMu guards readDeadline, the read deadline the connection's
+	// user set: a wait for the socket to fill (awaitBuffer) is ended by a
+	// deadline in the past, and the user's is put back after it.
+	deadlineMu   sync.Mutex
+	readDeadline time.Time
+
 	now   func() time.Time
-	sleep func(d time.Duration, closed, woken <-chan struct{})
+	sleep func(d time.Duration, closed, woken, filled <-chan struct{})
 }
 
 // New paces conn's reads to at most one every interval, unless the last one
@@ -92,14 +108,53 @@ func (c *Conn) Read(p []byte) (int, error) {
 }
 
 // sleepQuietly waits out d while the kernel holds what arrives: the
-// socket is reported readable only once a buffer's worth is in, so that
-// each packet of a light stream no longer wakes the process to find
-// nobody reading. Reads wait for a single byte again afterwards, or a
-// lone event would wait for more to follow it.
+// socket is reported readable only once quietBytes are in, so that each
+// packet no longer wakes the process to find nobody reading; quietBytes
+// in end the wait early. Reads wait for a single byte again afterwards,
+// or a lone event would wait for more to follow it.
 func (c *Conn) sleepQuietly(d time.Duration, woken <-chan struct{}) {
-	setLowWater(c.Conn, bufferSize)
+	setLowWater(c.Conn, quietBytes)
 	defer setLowWater(c.Conn, 1)
-	c.sleep(d, c.closed, woken)
+	filled := awaitBuffer(c.Conn)
+	defer c.stopAwaiting(filled)
+	c.sleep(d, c.closed, woken, filled.done())
+}
+
+// stopAwaiting ends a wait for the socket to fill that is still waiting, with
+// a read deadline in the past, and puts the user's deadline back once it
+// has ended: a read must not begin while it holds the socket.
+func (c *Conn) stopAwaiting(w *bufferWait) {
+	if w == nil {
+		return
+	}
+	select {
+	case <-w.ended:
+		return
+	default:
+	}
+	c.deadlineMu.Lock()
+	defer c.deadlineMu.Unlock()
+	_ = c.Conn.SetReadDeadline(time.Unix(1, 0))
+	<-w.ended
+	_ = c.Conn.SetReadDeadline(c.readDeadline)
+}
+
+// SetReadDeadline sets the connection's read deadline, kept to be put back
+// after a wait for the socket to fill.
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	c.deadlineMu.Lock()
+	defer c.deadlineMu.Unlock()
+	c.readDeadline = t
+	return c.Conn.SetReadDeadline(t)
+}
+
+// SetDeadline sets the connection's read and write deadlines, the read
+// one kept as SetReadDeadline keeps it.
+func (c *Conn) SetDeadline(t time.Time) error {
+	c.deadlineMu.Lock()
+	defer c.deadlineMu.Unlock()
+	c.readDeadline = t
+	return c.Conn.SetDeadline(t)
 }
 
 // Close closes the connection and ends a read waiting out its interval.
@@ -108,14 +163,15 @@ func (c *Conn) Close() error {
 	return c.Conn.Close()
 }
 
-// sleep waits d, or until closed or woken is closed.
-func sleep(d time.Duration, closed, woken <-chan struct{}) {
+// sleep waits d, or until closed, woken or filled is closed.
+func sleep(d time.Duration, closed, woken, filled <-chan struct{}) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 	case <-closed:
 	case <-woken:
+	case <-filled:
 	}
 }
 
@@ -250,4 +306,20 @@ func (p *Pacer) pacing() (woken <-chan struct{}, paced bool) {
 func (p *Pacer) wake() {
 	close(p.woken)
 	p.woken = make(chan struct{})
+}
+
+// bufferWait is a wait, on a goroutine of its own, for quietBytes in a
+// socket (awaitBuffer): filled is closed when they are in,
+// or the wait ends otherwise (stopped, a deadline, the connection closed);
+// ended once it no longer holds the socket.
+type bufferWait struct {
+	filled, ended chan struct{}
+}
+
+// done is closed once the wait is over; nil, which never is, for no wait.
+func (w *bufferWait) done() <-chan struct{} {
+	if w == nil {
+		return nil
+	}
+	return w.filled
 }

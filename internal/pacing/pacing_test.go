@@ -45,7 +45,7 @@ type fakeTime struct {
 }
 
 func (f *fakeTime) now() time.Time { return f.t }
-func (f *fakeTime) sleep(d time.Duration, _, _ <-chan struct{}) {
+func (f *fakeTime) sleep(d time.Duration, _, _, _ <-chan struct{}) {
 	f.sleeps = append(f.sleeps, d)
 	f.t = f.t.Add(d)
 }
@@ -239,9 +239,9 @@ func TestHurryAndPauseWakeAWaitingRead(t *testing.T) {
 			c := New(client, time.Hour)
 			c.pacer = pacer
 			waiting := make(chan struct{})
-			c.sleep = func(d time.Duration, closed, woken <-chan struct{}) {
+			c.sleep = func(d time.Duration, closed, woken, filled <-chan struct{}) {
 				close(waiting)
-				sleep(d, closed, woken)
+				sleep(d, closed, woken, filled)
 			}
 			defer c.Close()
 			go func() { _, _ = server.Write([]byte("first")) }()

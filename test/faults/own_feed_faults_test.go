@@ -54,18 +54,10 @@ var _ = Describe("F22: the operator's own PlacementMigration watch stalls while 
 			}
 		})
 
-		pm := &pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "web-apart"}, Spec: pgv1.PlacementMigrationSpec{
-			Targets:      []pgv1.TargetRef{{Kind: pgv1.KindDeployment, Name: "web"}},
-			Constraint:   pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname}},
-			Capacity:     &pgv1.Capacity{NodeSelector: pgv1.Labels(map[string]string{"role": dataRole})},
-			Guards:       &pgv1.Guards{MinPodAge: &metav1.Duration{}},
-			SoakDuration: &metav1.Duration{},
-		}}
+		pm := webOneAHost(env.Namespace)
+		pm.Spec.SoakDuration = &metav1.Duration{}
 		Expect(k8sClient.Create(ctx, pm)).To(Succeed())
-		Eventually(func() pgv1.Phase {
-			_ = k8sClient.Get(ctx, client.ObjectKeyFromObject(pm), pm)
-			return pm.Status.Phase
-		}, time.Minute).Should(Equal(pgv1.PhaseWaitingForCapacity))
+		Eventually(phaseOf(ctx, pm), time.Minute).Should(Equal(pgv1.PhaseWaitingForCapacity))
 		// Waiting, it writes nothing more, and its cache has its last
 		// status by the end of this.
 		waiting := pm.ResourceVersion
@@ -101,10 +93,7 @@ var _ = Describe("F22: the operator's own PlacementMigration watch stalls while 
 		mu.Lock()
 		stalled = false
 		mu.Unlock()
-		Eventually(func() pgv1.Phase {
-			_ = k8sClient.Get(ctx, client.ObjectKeyFromObject(pm), pm)
-			return pm.Status.Phase
-		}, 2*time.Minute).Should(Equal(pgv1.PhaseSucceeded))
+		Eventually(phaseOf(ctx, pm), 2*time.Minute).Should(Equal(pgv1.PhaseSucceeded))
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(web), live)).To(Succeed())
 		Expect(live.Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution).To(HaveLen(1))
 	}, NodeTimeout(5*time.Minute))

@@ -7,8 +7,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,12 +67,7 @@ var _ = Describe("F21: the operator's Deployment watch stalls while its target i
 		Expect(k8sClient.Update(ctx, live)).To(Succeed())
 		Expect(env.WaitRunning(ctx, map[string]string{"app": "web"}, 4)).To(Succeed())
 
-		pm := &pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "web-apart"}, Spec: pgv1.PlacementMigrationSpec{
-			Targets:    []pgv1.TargetRef{{Kind: pgv1.KindDeployment, Name: "web"}},
-			Constraint: pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname}},
-			Capacity:   &pgv1.Capacity{NodeSelector: pgv1.Labels(map[string]string{"role": dataRole})},
-			Guards:     &pgv1.Guards{MinPodAge: &metav1.Duration{}},
-		}}
+		pm := webOneAHost(env.Namespace)
 		Expect(k8sClient.Create(ctx, pm)).To(Succeed())
 
 		By("the operator decides on web as it last read it (two replicas on three nodes): its dry runs are refused, and nothing is recorded or written")
@@ -91,10 +84,7 @@ var _ = Describe("F21: the operator's Deployment watch stalls while its target i
 		mu.Lock()
 		stalled = false
 		mu.Unlock()
-		Eventually(func() pgv1.Phase {
-			_ = k8sClient.Get(ctx, client.ObjectKeyFromObject(pm), pm)
-			return pm.Status.Phase
-		}, 2*time.Minute).Should(Equal(pgv1.PhaseWaitingForCapacity))
+		Eventually(phaseOf(ctx, pm), 2*time.Minute).Should(Equal(pgv1.PhaseWaitingForCapacity))
 		Expect(pm.Status.Capacity.RequiredNodes).To(Equal(int32(4)))
 		Expect(deploymentWrites(proxy, env.Namespace)).To(BeZero())
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(web), live)).To(Succeed())

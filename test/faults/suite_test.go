@@ -7,6 +7,7 @@
 package faults
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,4 +92,24 @@ func newEnv(ctx SpecContext, prefix string) *utils.Env {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func(ctx SpecContext) { Expect(env.Cleanup(ctx)).To(Succeed()) })
 	return env
+}
+
+// webOneAHost is a migration F21 and F22 share: web's pods one a host,
+// on nodes of the data role, whatever the pods' age.
+func webOneAHost(namespace string) *pgv1.PlacementMigration {
+	return &pgv1.PlacementMigration{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "web-apart"}, Spec: pgv1.PlacementMigrationSpec{
+		Targets:    []pgv1.TargetRef{{Kind: pgv1.KindDeployment, Name: "web"}},
+		Constraint: pgv1.Constraint{PodAntiAffinity: &pgv1.PodAntiAffinityConstraint{TopologyKey: corev1.LabelHostname}},
+		Capacity:   &pgv1.Capacity{NodeSelector: pgv1.Labels(map[string]string{"role": dataRole})},
+		Guards:     &pgv1.Guards{MinPodAge: &metav1.Duration{}},
+	}}
+}
+
+// phaseOf is for Eventually: pm's phase as the API server holds it, read
+// into pm.
+func phaseOf(ctx context.Context, pm *pgv1.PlacementMigration) func() pgv1.Phase {
+	return func() pgv1.Phase {
+		_ = k8sClient.Get(ctx, client.ObjectKeyFromObject(pm), pm)
+		return pm.Status.Phase
+	}
 }
