@@ -65,7 +65,6 @@ func tcpPair(t *testing.T) (raw, server net.Conn) {
 // after the wait is read at once, not held until more follow.
 func TestAWaitingConnectionIsNotWokenByEachPacket(t *testing.T) {
 	raw, server := tcpPair(t)
-	defer server.Close()
 	c := New(raw, time.Hour)
 	defer c.Close()
 	if err := c.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {

@@ -120,9 +120,9 @@ func (c *Conn) sleepQuietly(d time.Duration, woken <-chan struct{}) {
 	c.sleep(d, c.closed, woken, filled.done())
 }
 
-// stopAwaiting ends a wait for the socket to fill that is still waiting, with
-// a read deadline in the past, and puts the user's deadline back once it
-// has ended: a read must not begin while it holds the socket.
+// stopAwaiting ends a wait for the socket to fill that is still waiting,
+// with a read deadline in the past, and puts the user's deadline back once
+// it has ended: a read must not begin while it holds the socket.
 func (c *Conn) stopAwaiting(w *bufferWait) {
 	if w == nil {
 		return
@@ -309,9 +309,9 @@ func (p *Pacer) wake() {
 }
 
 // bufferWait is a wait, on a goroutine of its own, for quietBytes in a
-// socket (awaitBuffer): filled is closed when they are in,
-// or the wait ends otherwise (stopped, a deadline, the connection closed);
-// ended once it no longer holds the socket.
+// socket (awaitBuffer): filled is closed when they are in or the wait ends
+// otherwise (stopped, a deadline, the connection closed); ended once it no
+// longer holds the socket.
 type bufferWait struct {
 	filled, ended chan struct{}
 }
