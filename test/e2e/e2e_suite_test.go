@@ -66,7 +66,7 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	// every operator spec is also a proof that those permissions suffice.
 	// The baseline specs never create a PlacementMigration, so it leaves
 	// them alone.
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	setLogger()
 	Expect(utils.GrantOperatorRBAC(ctx, k8sClient, filepath.Join("..", "..", "config", "rbac"))).To(Succeed())
 	// The admission policies users are told to install are in force for
 	// the whole suite: every operator spec also proves that the operator
@@ -124,11 +124,20 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	if cluster != nil {
 		return // this process started it
 	}
+	setLogger()
 	var err error
 	cluster, err = localcluster.Attach(s.WorkDir)
 	Expect(err).NotTo(HaveOccurred())
 	k8sClient = newClient(cluster)
 }, NodeTimeout(3*time.Minute))
+
+// setLogger gives controller-runtime this process's logger, written to
+// the spec's output: every process builds clients (a spec's impersonating
+// one too), and controller-runtime reports, with a stack, a client built
+// before its logger is set.
+func setLogger() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+}
 
 // The operator and the cluster stop once every process has finished its
 // specs; a process's own components (Karpenter) stop with it.
